@@ -1,0 +1,257 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// drainTimeout bounds how long Close lets in-flight publishes and
+// subscriptions finish before the connection is cut.
+const drainTimeout = 5 * time.Second
+
+// connName identifies agentjournal connections in server monitoring.
+const connName = "agentjournal"
+
+// Bus is an open NATS connection with the journal stream in place, and, when
+// embedded, the server behind it.
+type Bus struct {
+	cfg       Config
+	srv       *server.Server // nil when connected to an external NATS
+	lock      *dirLock       // nil when connected to an external NATS
+	nc        *nats.Conn
+	ncClosed  chan struct{} // closed by the connection's ClosedHandler
+	js        jetstream.JetStream
+	stream    jetstream.Stream
+	clientURL string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts an embedded server on cfg.DataDir, or connects to cfg.URL, and
+// creates or updates the journal stream. It fails with a *LockedError when
+// another server already uses the data directory.
+func Open(ctx context.Context, cfg Config) (*Bus, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Bus{cfg: cfg, ncClosed: make(chan struct{})}
+	if err := b.open(ctx); err != nil {
+		// Undo whatever was started; the open error is the one that matters.
+		_ = b.shutdown()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Bus) open(ctx context.Context) error {
+	log := b.cfg.Logger
+	opts := []nats.Option{
+		nats.Name(connName),
+		nats.DrainTimeout(drainTimeout),
+		nats.ClosedHandler(func(*nats.Conn) { close(b.ncClosed) }),
+	}
+
+	if b.cfg.URL != "" {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A daemon joined to a shared NATS rides out server restarts and
+		// cluster failovers instead of giving up after the client's default
+		// reconnect budget.
+		opts = append(opts,
+			nats.MaxReconnects(-1),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					log.Warn("nats disconnected", logKeyErr, err)
+				}
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) {
+				log.Info("nats reconnected", logKeyURL, nc.ConnectedUrlRedacted())
+			}),
+		)
+		nc, err := nats.Connect(b.cfg.URL, opts...)
+		if err != nil {
+			return fmt.Errorf("connect to nats %s: %w", b.cfg.URL, err)
+		}
+		b.nc = nc
+		b.clientURL = b.cfg.URL
+	} else {
+		if err := os.MkdirAll(b.cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("create data directory: %w", err)
+		}
+		lock, err := lockDir(b.cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		b.lock = lock
+
+		if b.cfg.Listen != "" {
+			if host, _, _ := splitListen(b.cfg.Listen); !loopbackHost(host) {
+				log.Warn("nats listener is reachable from other hosts and has no authentication", logKeyListen, b.cfg.Listen)
+			}
+		}
+		srv, err := startServer(ctx, b.cfg)
+		if err != nil {
+			return err
+		}
+		b.srv = srv
+		if b.cfg.Listen != "" {
+			b.clientURL = clientURL(srv)
+		}
+
+		nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
+		if err != nil {
+			return fmt.Errorf("connect to embedded nats: %w", err)
+		}
+		b.nc = nc
+	}
+
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	b.js = js
+	stream, err := js.CreateOrUpdateStream(ctx, StreamConfig(b.cfg.StreamName, b.cfg.Replicas))
+	if err != nil {
+		return fmt.Errorf("create or update stream %s: %w", b.cfg.StreamName, err)
+	}
+	b.stream = stream
+
+	log.Info("bus open",
+		logKeyStream, b.cfg.StreamName,
+		logKeyDir, b.dirForLog(),
+		logKeyURL, b.clientURL,
+		logKeySync, b.syncForLog(),
+	)
+	return nil
+}
+
+func (b *Bus) dirForLog() string {
+	if b.srv == nil {
+		return ""
+	}
+	return b.cfg.DataDir
+}
+
+func (b *Bus) syncForLog() string {
+	switch {
+	case b.srv == nil:
+		return "external"
+	case b.cfg.Sync == SyncInterval:
+		return string(SyncInterval) + " " + b.cfg.SyncInterval.String()
+	default:
+		return string(SyncAlways)
+	}
+}
+
+// StreamConfig is the journal stream's configuration, a recorded decision:
+// one file-backed stream for every journal, writes refused rather than old
+// records dropped when a limit is hit, no deleting records, direct gets for
+// cheap head reads, a 10 minute duplicate window for idempotent appends, and
+// no cap on consumers because every subscriber reads this one stream.
+func StreamConfig(name string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:         name,
+		Subjects:     []string{SubjectPrefix + ".>"},
+		Storage:      jetstream.FileStorage,
+		Discard:      jetstream.DiscardNew,
+		DenyDelete:   true,
+		AllowDirect:  true,
+		Duplicates:   DuplicateWindow,
+		Replicas:     replicas,
+		MaxConsumers: -1,
+	}
+}
+
+// Conn is the bus's connection. It stays owned by the Bus: callers must not
+// close it.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream is the JetStream context on Conn.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Stream is a handle to the journal stream.
+func (b *Bus) Stream() jetstream.Stream { return b.stream }
+
+// StreamName is the journal stream's name.
+func (b *Bus) StreamName() string { return b.cfg.StreamName }
+
+// ClientURL is the URL other processes can connect to: the embedded server's
+// listener when Config.Listen is set, Config.URL when connected to an external
+// NATS, and "" when the embedded server has no listener.
+func (b *Bus) ClientURL() string { return b.clientURL }
+
+// DataDir is the data directory of the embedded server ("" when external).
+func (b *Bus) DataDir() string {
+	if b.srv == nil {
+		return ""
+	}
+	return b.cfg.DataDir
+}
+
+// Server is the embedded server, nil when connected to an external NATS.
+// Tests use it to open extra in-process connections.
+func (b *Bus) Server() *server.Server { return b.srv }
+
+// Embedded reports whether this Bus runs its own server.
+func (b *Bus) Embedded() bool { return b.srv != nil }
+
+// Close drains the connection, shuts the embedded server down and waits for
+// it to stop, then releases the data directory. It is safe to call more than
+// once; later calls return the first call's result.
+func (b *Bus) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.shutdown() })
+	return b.closeErr
+}
+
+// shutdown releases whatever open got as far as acquiring, in reverse order.
+func (b *Bus) shutdown() error {
+	var errs []error
+	if b.nc != nil {
+		if err := b.drain(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.srv != nil {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+	}
+	if b.lock != nil {
+		if err := b.lock.unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("unlock data directory: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close bus: %w", err)
+	}
+	return nil
+}
+
+// drain lets pending publishes and subscriptions finish. The client enforces
+// drainTimeout itself; the extra second only guards against a ClosedHandler
+// that never runs, after which the connection is closed outright.
+func (b *Bus) drain() error {
+	if err := b.nc.Drain(); err != nil {
+		// Already closed, or reconnecting (in which case Drain closed it).
+		b.nc.Close()
+	}
+	select {
+	case <-b.ncClosed:
+	case <-time.After(drainTimeout + time.Second):
+		b.nc.Close()
+	}
+	if err := b.nc.LastError(); errors.Is(err, nats.ErrDrainTimeout) {
+		return fmt.Errorf("drain connection: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SyncMode says when the embedded server flushes JetStream writes to disk.
+type SyncMode string
+
+const (
+	// SyncAlways fsyncs every write before it is acknowledged: an acknowledged
+	// record survives power loss. The embedded node is the only copy of the
+	// log, so this is the default.
+	SyncAlways SyncMode = "always"
+
+	// SyncInterval fsyncs every Config.SyncInterval. It survives a process
+	// crash (kill -9) but power loss can lose up to one interval of
+	// acknowledged records, in exchange for throughput.
+	SyncInterval SyncMode = "interval"
+)
+
+const (
+	// DefaultStreamName is the name of the one stream that holds every journal.
+	DefaultStreamName = "AGENT_JOURNAL"
+
+	// SubjectPrefix is the first token of every journal subject; the stream
+	// captures SubjectPrefix + ".>".
+	SubjectPrefix = "journal"
+
+	// DefaultSyncInterval matches nats-server's own default.
+	DefaultSyncInterval = 2 * time.Minute
+
+	// DuplicateWindow is how long the stream remembers Nats-Msg-Id values, so
+	// a retried append with the same record id is a no-op within it.
+	DuplicateWindow = 10 * time.Minute
+)
+
+// Config says which NATS to use and how to set up the journal stream on it.
+// The zero value of every field except DataDir/URL means its default, so
+// Config{DataDir: dir} is a complete configuration.
+type Config struct {
+	// DataDir is the embedded server's directory: JetStream file storage
+	// lives in DataDir/nats and the directory lock in DataDir/agentjournal.lock.
+	// Required unless URL is set; ignored when it is.
+	DataDir string
+
+	// URL connects to an external NATS (a comma-separated list of servers is
+	// accepted) instead of embedding one. No server is started and DataDir is
+	// not locked.
+	URL string
+
+	// Listen is the embedded server's client listener as "host:port"; port 0
+	// picks a free port (see Bus.ClientURL). Empty means no listener at all:
+	// only this process can reach the server, through an in-process
+	// connection. Must be empty when URL is set.
+	Listen string
+
+	// Sync is when the embedded server fsyncs writes. Empty means SyncAlways.
+	Sync SyncMode
+
+	// SyncInterval is the flush period when Sync is SyncInterval. Zero means
+	// DefaultSyncInterval.
+	SyncInterval time.Duration
+
+	// StreamName names the journal stream. Empty means DefaultStreamName.
+	StreamName string
+
+	// Replicas is the stream's replica count: 1 for an embedded server, 3 is
+	// usual on a cluster. Zero means 1.
+	Replicas int
+
+	// ServerName names the embedded server; empty lets nats-server pick one.
+	ServerName string
+
+	// Logger receives the bus's and the embedded server's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the configuration for an embedded server with every
+// default spelled out; callers set DataDir (or URL).
+func DefaultConfig() Config {
+	return Config{
+		Sync:         SyncAlways,
+		SyncInterval: DefaultSyncInterval,
+		StreamName:   DefaultStreamName,
+		Replicas:     1,
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("bus: "+format, args...))
+	}
+
+	if c.DataDir == "" && c.URL == "" {
+		add("no DataDir and no URL: set DataDir to run an embedded server or URL to connect to an existing NATS")
+	}
+	if c.URL != "" && c.Listen != "" {
+		add("Listen %q is set together with URL: a listener applies only to an embedded server; leave Listen empty when connecting to %s", c.Listen, c.URL)
+	}
+	if c.Listen != "" {
+		if _, _, err := splitListen(c.Listen); err != nil {
+			add("Listen %q: %v (want host:port, e.g. 127.0.0.1:4222, or port 0 for a free one)", c.Listen, err)
+		}
+	}
+	switch c.Sync {
+	case "", SyncAlways, SyncInterval:
+	default:
+		add("unknown Sync %q (want %q or %q)", c.Sync, SyncAlways, SyncInterval)
+	}
+	if c.SyncInterval < 0 {
+		add("SyncInterval %s is negative (want a positive duration, or 0 for %s)", c.SyncInterval, DefaultSyncInterval)
+	}
+	if c.StreamName != "" && strings.ContainsAny(c.StreamName, " \t\r\n.*>/\\") {
+		add("StreamName %q contains a space, '.', '*', '>', '/' or '\\' (want a plain name such as %s)", c.StreamName, DefaultStreamName)
+	}
+	if c.Replicas < 0 {
+		add("Replicas %d is negative (want 1 or more; 0 means 1)", c.Replicas)
+	}
+	if c.URL == "" && c.Replicas > 1 {
+		add("Replicas %d needs a NATS cluster: an embedded server holds 1 replica (want 1, or set URL to a cluster)", c.Replicas)
+	}
+	if c.Replicas > 5 {
+		add("Replicas %d is above the JetStream maximum (want 1 to 5)", c.Replicas)
+	}
+	if strings.ContainsAny(c.ServerName, " \t\r\n") {
+		add("ServerName %q contains whitespace (want a single word)", c.ServerName)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the zero fields that have a default.
+func (c Config) withDefaults() Config {
+	if c.Sync == "" {
+		c.Sync = SyncAlways
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.StreamName == "" {
+		c.StreamName = DefaultStreamName
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// splitListen parses a Listen address into the host and port nats-server
+// wants.
+func splitListen(listen string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", p)
+	}
+	return host, port, nil
+}

@@ -1,0 +1,16 @@
+// Package bus owns the NATS side of agentjournal below the record level: it
+// starts an embedded NATS server with JetStream on a data directory (or
+// connects to an external one), holds the single client connection, and
+// creates or updates the one journal stream whose configuration is a
+// recorded architecture decision (see StreamConfig).
+//
+// An embedded server is the only copy of the log, so it syncs every write to
+// disk by default (SyncAlways) and refuses to share its data directory with a
+// second process: Open takes an exclusive lock on the directory and reports
+// who holds it instead of letting two servers write the same files.
+//
+// The package does not know about records, journal references or the subject
+// of any one journal; eventstore builds those on top of the connection and the
+// stream handed out here. Apart from eventstore, no package should need to
+// import bus or the nats packages.
+package bus

@@ -1,0 +1,182 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyTimeout bounds how long Open waits for the embedded server, which
+// includes recovering every stream from disk.
+const readyTimeout = 30 * time.Second
+
+// MaxPayload is the embedded server's message size limit: 8 MiB, room for
+// any record size limit up to 8 MiB minus headers.
+const MaxPayload = 8 << 20
+
+// storeDirName is the JetStream store inside DataDir.
+const storeDirName = "nats"
+
+// serverOptions translates the config into nats-server options.
+func serverOptions(cfg Config) (*server.Options, error) {
+	opts := &server.Options{
+		ServerName:             cfg.ServerName,
+		JetStream:              true,
+		StoreDir:               filepath.Join(cfg.DataDir, storeDirName),
+		SyncAlways:             cfg.Sync == SyncAlways,
+		SyncInterval:           cfg.SyncInterval,
+		DisableJetStreamBanner: true,
+		// The daemon owns signal handling; the server must not exit the
+		// process on SIGINT/SIGTERM behind its back.
+		NoSigs: true,
+		// HTTPPort stays 0: no monitoring endpoint.
+		// A journal record may be up to its store's limit (1 MiB by
+		// default) plus headers; the NATS default payload limit of 1 MB
+		// would refuse the largest valid records.
+		MaxPayload: MaxPayload,
+		JetStreamLimits: server.JSLimitOpts{
+			// One stream serves every journal and every subscriber, so the
+			// server's default of 1,000 consumers per stream would cap the
+			// number of concurrent readers. -1 lifts it.
+			DefaultMaxConsumers: -1,
+		},
+	}
+	if cfg.Listen == "" {
+		opts.DontListen = true
+		return opts, nil
+	}
+	host, port, err := splitListen(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
+	}
+	opts.Host = host
+	opts.Port = port
+	if port == 0 {
+		// nats-server reads 0 as its default port 4222; -1 asks for a free one.
+		opts.Port = server.RANDOM_PORT
+	}
+	return opts, nil
+}
+
+// startServer starts the embedded server and waits until it accepts
+// connections, so failures surface from Open and not from the first publish.
+func startServer(ctx context.Context, cfg Config) (*server.Server, error) {
+	opts, err := serverOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configure nats server: %w", err)
+	}
+	logger := &serverLogger{log: cfg.Logger.With(logKeyComponent, "nats-server")}
+	srv.SetLoggerV2(logger, false, false, false)
+	srv.Start()
+
+	if err := waitReady(ctx, srv, logger); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("start nats server in %s: %w", opts.StoreDir, err)
+	}
+	return srv, nil
+}
+
+// waitReady polls rather than making one long ReadyForConnections call so that
+// a fatal startup error (port in use, unreadable store) or a cancelled ctx
+// ends the wait at once instead of after readyTimeout.
+func waitReady(ctx context.Context, srv *server.Server, logger *serverLogger) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if srv.ReadyForConnections(50 * time.Millisecond) {
+			return nil
+		}
+		if msg := logger.fatal.Load(); msg != nil {
+			return errors.New(*msg)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready for connections after %s", readyTimeout)
+		}
+	}
+}
+
+// clientURL is the URL another process can dial to reach srv's listener.
+func clientURL(srv *server.Server) string {
+	addr, ok := srv.Addr().(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		// Bound to every interface: loopback is the address that is sure to
+		// reach it from this host.
+		host = "127.0.0.1"
+		if addr.IP.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "nats://" + net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// loopbackHost reports whether a Listen host only accepts local connections.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Log attribute keys.
+const (
+	logKeyComponent = "component"
+	logKeyDir       = "dir"
+	logKeyListen    = "listen"
+	logKeyURL       = "url"
+	logKeyStream    = "stream"
+	logKeySync      = "sync"
+	logKeyErr       = "err"
+)
+
+// serverLogger forwards nats-server logs to slog. Notices go to Debug: the
+// server's startup chatter is noise in the daemon's log, while its warnings
+// and errors are not. Fatalf does not exit: it records the message so Open can
+// return it as the reason the server did not start.
+type serverLogger struct {
+	log   *slog.Logger
+	fatal atomic.Pointer[string]
+}
+
+func (l *serverLogger) Noticef(format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
+}
+
+func (l *serverLogger) Warnf(format string, v ...any) {
+	l.log.Warn(fmt.Sprintf(format, v...))
+}
+
+func (l *serverLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.fatal.CompareAndSwap(nil, &msg)
+	l.log.Error(msg)
+}
+
+func (l *serverLogger) Errorf(format string, v ...any) {
+	l.log.Error(fmt.Sprintf(format, v...))
+}
+
+func (l *serverLogger) Debugf(format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
+}
+
+func (l *serverLogger) Tracef(format string, v ...any) {}

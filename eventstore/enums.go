@@ -1,0 +1,261 @@
+package eventstore
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The enumerations below are persisted in journals. Their values are written
+// once and never renamed: a renamed value would make stored journals invalid.
+
+// OwnerEntity is the kind of Entity that owns an AgentExecution. It is also
+// the record's scope.
+type OwnerEntity string
+
+const (
+	OwnerSystem     OwnerEntity = "System"
+	OwnerRepository OwnerEntity = "Repository"
+	OwnerMission    OwnerEntity = "Mission"
+	OwnerTask       OwnerEntity = "Task"
+	OwnerArtifact   OwnerEntity = "Artifact"
+)
+
+// OwnerEntities lists the accepted owner entities.
+var OwnerEntities = []OwnerEntity{OwnerSystem, OwnerRepository, OwnerMission, OwnerTask, OwnerArtifact}
+
+func (o OwnerEntity) validate() error {
+	if !slices.Contains(OwnerEntities, o) {
+		return fmt.Errorf("%w: owner entity %q (want one of: %s)", ErrInvalidID, o, joinValues(OwnerEntities))
+	}
+	return nil
+}
+
+// ParseOwnerEntity accepts an owner entity name as written in records.
+func ParseOwnerEntity(s string) (OwnerEntity, error) {
+	o := OwnerEntity(s)
+	return o, o.validate()
+}
+
+// MessageSource says who sent an accepted message.
+type MessageSource string
+
+const (
+	SourceOperator MessageSource = "operator"
+	SourceDaemon   MessageSource = "daemon"
+	SourceSystem   MessageSource = "system"
+	SourceOwner    MessageSource = "owner"
+)
+
+var messageSources = []MessageSource{SourceOperator, SourceDaemon, SourceSystem, SourceOwner}
+
+// DeliveryStatus is the outcome of one delivery attempt.
+type DeliveryStatus string
+
+const (
+	DeliveryAttempted DeliveryStatus = "attempted"
+	DeliveryDelivered DeliveryStatus = "delivered"
+	DeliveryFailed    DeliveryStatus = "failed"
+	DeliverySkipped   DeliveryStatus = "skipped"
+)
+
+var deliveryStatuses = []DeliveryStatus{DeliveryAttempted, DeliveryDelivered, DeliveryFailed, DeliverySkipped}
+
+// DeliveryTransport is the lane a message was delivered through.
+type DeliveryTransport string
+
+const (
+	TransportAgentMessage DeliveryTransport = "agent-message"
+	TransportPTY          DeliveryTransport = "pty-terminal"
+	TransportAdapter      DeliveryTransport = "adapter"
+	TransportNone         DeliveryTransport = "none"
+)
+
+var deliveryTransports = []DeliveryTransport{TransportAgentMessage, TransportPTY, TransportAdapter, TransportNone}
+
+// ObservationSource is where an observation came from.
+type ObservationSource string
+
+const (
+	ObservedPTY               ObservationSource = "pty"
+	ObservedMCP               ObservationSource = "mcp"
+	ObservedSDK               ObservationSource = "sdk"
+	ObservedProviderOutput    ObservationSource = "provider-output"
+	ObservedTerminalHeuristic ObservationSource = "terminal-heuristic"
+	ObservedFilesystem        ObservationSource = "filesystem"
+	ObservedGit               ObservationSource = "git"
+	ObservedDaemon            ObservationSource = "daemon"
+)
+
+var observationSources = []ObservationSource{ObservedPTY, ObservedMCP, ObservedSDK, ObservedProviderOutput,
+	ObservedTerminalHeuristic, ObservedFilesystem, ObservedGit, ObservedDaemon}
+
+// Confidence grades how far an observation can be trusted.
+type Confidence string
+
+const (
+	ConfidenceAuthoritative Confidence = "authoritative"
+	ConfidenceHigh          Confidence = "high"
+	ConfidenceMedium        Confidence = "medium"
+	ConfidenceLow           Confidence = "low"
+	ConfidenceDiagnostic    Confidence = "diagnostic"
+)
+
+var confidences = []Confidence{ConfidenceAuthoritative, ConfidenceHigh, ConfidenceMedium, ConfidenceLow, ConfidenceDiagnostic}
+
+// DecisionAction is what the observation policy decided.
+type DecisionAction string
+
+const (
+	ActionReject           DecisionAction = "reject"
+	ActionRecordOnly       DecisionAction = "record-only"
+	ActionEmitMessage      DecisionAction = "emit-message"
+	ActionUpdateState      DecisionAction = "update-state"
+	ActionRouteOwnerEffect DecisionAction = "route-owner-effect"
+)
+
+var decisionActions = []DecisionAction{ActionReject, ActionRecordOnly, ActionEmitMessage, ActionUpdateState, ActionRouteOwnerEffect}
+
+// Lifecycle is the daemon-owned lifecycle of an execution. There is no
+// "awaiting-input": an input request is running + awaiting-operator + a
+// current input request id.
+type Lifecycle string
+
+const (
+	LifecycleStarting   Lifecycle = "starting"
+	LifecycleRunning    Lifecycle = "running"
+	LifecycleCompleted  Lifecycle = "completed"
+	LifecycleFailed     Lifecycle = "failed"
+	LifecycleCancelled  Lifecycle = "cancelled"
+	LifecycleTerminated Lifecycle = "terminated"
+)
+
+// Lifecycles lists the accepted lifecycle states.
+var Lifecycles = []Lifecycle{LifecycleStarting, LifecycleRunning, LifecycleCompleted, LifecycleFailed, LifecycleCancelled, LifecycleTerminated}
+
+// Final reports whether no further lifecycle transition may follow.
+func (l Lifecycle) Final() bool {
+	switch l {
+	case LifecycleCompleted, LifecycleFailed, LifecycleCancelled, LifecycleTerminated:
+		return true
+	}
+	return false
+}
+
+// Attention is the collaboration posture of an execution.
+type Attention string
+
+const (
+	AttentionNone             Attention = "none"
+	AttentionAutonomous       Attention = "autonomous"
+	AttentionAwaitingOperator Attention = "awaiting-operator"
+	AttentionAwaitingSystem   Attention = "awaiting-system"
+	AttentionBlocked          Attention = "blocked"
+)
+
+// Attentions lists the accepted attention states.
+var Attentions = []Attention{AttentionNone, AttentionAutonomous, AttentionAwaitingOperator, AttentionAwaitingSystem, AttentionBlocked}
+
+// Activity is the semantic work posture of an execution.
+type Activity string
+
+const (
+	ActivityIdle          Activity = "idle"
+	ActivityPlanning      Activity = "planning"
+	ActivityReasoning     Activity = "reasoning"
+	ActivityCommunicating Activity = "communicating"
+	ActivityEditing       Activity = "editing"
+	ActivityExecuting     Activity = "executing"
+	ActivityTesting       Activity = "testing"
+	ActivityReviewing     Activity = "reviewing"
+)
+
+// Activities lists the accepted activity states.
+var Activities = []Activity{ActivityIdle, ActivityPlanning, ActivityReasoning, ActivityCommunicating,
+	ActivityEditing, ActivityExecuting, ActivityTesting, ActivityReviewing}
+
+// TargetKind is what an execution is currently working on.
+type TargetKind string
+
+const (
+	TargetFile     TargetKind = "file"
+	TargetCommand  TargetKind = "command"
+	TargetTool     TargetKind = "tool"
+	TargetArtifact TargetKind = "artifact"
+	TargetUnknown  TargetKind = "unknown"
+)
+
+var targetKinds = []TargetKind{TargetFile, TargetCommand, TargetTool, TargetArtifact, TargetUnknown}
+
+// Posture is how an execution is driven (structured-first interaction).
+type Posture string
+
+const (
+	PostureStructuredInteractive Posture = "structured-interactive"
+	PostureStructuredHeadless    Posture = "structured-headless"
+	PostureNativeTerminal        Posture = "native-terminal-escape-hatch"
+)
+
+// Postures lists the accepted postures.
+var Postures = []Posture{PostureStructuredInteractive, PostureStructuredHeadless, PostureNativeTerminal}
+
+// Portability says how far a message type travels across agents.
+type Portability string
+
+const (
+	PortabilityMissionNative Portability = "mission-native"
+	PortabilityCrossAgent    Portability = "cross-agent"
+	PortabilityAdapterScoped Portability = "adapter-scoped"
+	PortabilityTerminalOnly  Portability = "terminal-only"
+)
+
+var portabilities = []Portability{PortabilityMissionNative, PortabilityCrossAgent, PortabilityAdapterScoped, PortabilityTerminalOnly}
+
+// DeliveryMode says whether a message type must reach the agent.
+type DeliveryMode string
+
+const (
+	DeliveryBestEffort DeliveryMode = "best-effort"
+	DeliveryRequired   DeliveryMode = "required"
+	DeliveryNoneMode   DeliveryMode = "none"
+)
+
+var deliveryModes = []DeliveryMode{DeliveryBestEffort, DeliveryRequired, DeliveryNoneMode}
+
+// SignalTransport is a lane through which an agent can send signals.
+type SignalTransport string
+
+const (
+	SignalViaMCP            SignalTransport = "mcp"
+	SignalViaStdoutMarker   SignalTransport = "stdout-marker"
+	SignalViaProviderOutput SignalTransport = "provider-output"
+)
+
+var signalTransports = []SignalTransport{SignalViaMCP, SignalViaStdoutMarker, SignalViaProviderOutput}
+
+// StructuredLane is the process lane that carries structured I/O.
+type StructuredLane string
+
+const (
+	LaneStdio StructuredLane = "stdio"
+	LanePTY   StructuredLane = "pty"
+	LaneNone  StructuredLane = "none"
+)
+
+var structuredLanes = []StructuredLane{LaneStdio, LanePTY, LaneNone}
+
+// headerKind is the constant "kind" of a journal header.
+const headerKind = "agent-execution-interaction-journal"
+
+// timelineItemProjection is the only projection name phase one reserves.
+const timelineItemProjection = "timeline-item"
+
+func joinValues[T ~string](vs []T) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ", "
+		}
+		s += string(v)
+	}
+	return s
+}

@@ -1,0 +1,151 @@
+package eventstore
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+var (
+	// ErrInvalidRecord reports a record that fails strict validation.
+	ErrInvalidRecord = errors.New("eventstore: invalid record")
+	// ErrRecordTooLarge reports an encoded record above the store's limit.
+	ErrRecordTooLarge = errors.New("eventstore: record too large")
+	// ErrJournalNotFound reports a journal that has no header yet.
+	ErrJournalNotFound = errors.New("eventstore: journal not found")
+	// ErrJournalExists reports a header appended to a journal that already
+	// has a different one.
+	ErrJournalExists = errors.New("eventstore: journal exists")
+	// ErrConflict reports an append that kept losing the race for the next
+	// sequence of a journal.
+	ErrConflict = errors.New("eventstore: sequence conflict")
+	// ErrReferenceMismatch reports a record whose ids disagree with the
+	// journal reference it is appended to.
+	ErrReferenceMismatch = errors.New("eventstore: record disagrees with journal reference")
+	// ErrClosed reports use of a closed store.
+	ErrClosed = errors.New("eventstore: store closed")
+)
+
+// FieldError is one problem with one field of a record.
+type FieldError struct {
+	// Field is the JSON path of the field, e.g. "signal.payload.summary".
+	Field string
+	// Problem says what is wrong, e.g. "required" or `"x" is not accepted`.
+	Problem string
+	// Accepted lists the accepted values or fields, when there is a fixed set.
+	Accepted []string
+}
+
+func (e FieldError) String() string {
+	s := fmt.Sprintf("field %q: %s", e.Field, e.Problem)
+	if len(e.Accepted) > 0 {
+		s += " (want one of: " + strings.Join(e.Accepted, ", ") + ")"
+	}
+	return s
+}
+
+// ValidationError lists every problem found in one record.
+type ValidationError struct {
+	// Kind is the record kind, or "" when the kind itself is the problem.
+	Kind     Kind
+	Problems []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	what := "record"
+	if e.Kind != "" {
+		what = string(e.Kind) + " record"
+	}
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "invalid " + what + ": " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalidRecord) hold.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidRecord }
+
+// ConflictError reports an append that could not win the journal's next
+// sequence after retrying.
+type ConflictError struct {
+	JournalID string
+	Expected  uint64 // the journal sequence the append expected to follow
+	Attempts  int
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("append to journal %s: lost the race for sequence %d after %d attempts", e.JournalID, e.Expected+1, e.Attempts)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// problems collects field errors while a record is validated, so a caller
+// sees every problem at once.
+type problems struct {
+	list []FieldError
+}
+
+func (p *problems) add(field, problem string, accepted ...string) {
+	p.list = append(p.list, FieldError{Field: field, Problem: problem, Accepted: accepted})
+}
+
+func (p *problems) required(field string, present bool) {
+	if !present {
+		p.add(field, "required")
+	}
+}
+
+func (p *problems) id(field, v string) {
+	switch {
+	case v == "":
+		p.add(field, "required")
+	case len(v) > MaxIDLength:
+		p.add(field, fmt.Sprintf("%d bytes (want at most %d)", len(v), MaxIDLength))
+	}
+}
+
+func (p *problems) optionalID(field, v string) {
+	if v != "" {
+		p.id(field, v)
+	}
+}
+
+func (p *problems) nonNegative(field string, v *int64) {
+	if v != nil && *v < 0 {
+		p.add(field, fmt.Sprintf("%d is negative (want 0 or more)", *v))
+	}
+}
+
+func (p *problems) err(kind Kind) error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	return &ValidationError{Kind: kind, Problems: p.list}
+}
+
+// enum checks a required enumeration value.
+func enum[T ~string](p *problems, field string, v T, accepted []T) {
+	if v == "" {
+		p.add(field, "required", strs(accepted)...)
+		return
+	}
+	optEnum(p, field, v, accepted)
+}
+
+// optEnum checks an enumeration value that may be absent.
+func optEnum[T ~string](p *problems, field string, v T, accepted []T) {
+	if v != "" && !slices.Contains(accepted, v) {
+		p.add(field, fmt.Sprintf("%q is not accepted", string(v)), strs(accepted)...)
+	}
+}
+
+func strs[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}

@@ -1,0 +1,154 @@
+package eventstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxIDLength bounds every id (owner ids, execution ids, message ids …) in
+// bytes before escaping, so that a subject or file name built from it stays
+// well inside filesystem and NATS limits even when every byte is escaped.
+const MaxIDLength = 200
+
+// ErrInvalidID reports an id that cannot be used: empty, too long or not
+// canonically escaped.
+var ErrInvalidID = errors.New("eventstore: invalid id")
+
+// escapeMark introduces an escaped byte. It is outside the set left as it is,
+// so escaping stays reversible.
+const escapeMark = '%'
+
+const upperHex = "0123456789ABCDEF"
+
+// keep reports whether b is left as it is by EscapeID: [A-Za-z0-9_-].
+func keep(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_' || b == '-'
+}
+
+// EscapeID turns an id into one subject token and one file name component.
+// Bytes in [A-Za-z0-9_-] stay as they are; every other byte becomes %XX
+// (upper-case hex). The result therefore never holds '.', '*', '>', '/',
+// white space or "..", and is never empty.
+func EscapeID(id string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	n := 0
+	for i := 0; i < len(id); i++ {
+		if !keep(id[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return id, nil
+	}
+	var b strings.Builder
+	b.Grow(len(id) + 2*n)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if keep(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte(escapeMark)
+		b.WriteByte(upperHex[c>>4])
+		b.WriteByte(upperHex[c&0x0f])
+	}
+	return b.String(), nil
+}
+
+// UnescapeID reverses EscapeID. It accepts only the canonical form EscapeID
+// produces, so every id has exactly one escaped spelling.
+func UnescapeID(s string) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("%w: empty escaped id", ErrInvalidID)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if keep(c) {
+			b.WriteByte(c)
+			continue
+		}
+		if c != escapeMark || i+2 >= len(s) {
+			return "", fmt.Errorf("%w: %q: byte %q at %d is neither [A-Za-z0-9_-] nor a %%XX escape", ErrInvalidID, s, c, i)
+		}
+		hi, lo := unhex(s[i+1]), unhex(s[i+2])
+		if hi < 0 || lo < 0 {
+			return "", fmt.Errorf("%w: %q: escape at %d is not %%XX with upper-case hex", ErrInvalidID, s, i)
+		}
+		v := byte(hi<<4 | lo)
+		if keep(v) {
+			return "", fmt.Errorf("%w: %q: escape at %d encodes %q, which is never escaped", ErrInvalidID, s, i, v)
+		}
+		b.WriteByte(v)
+		i += 2
+	}
+	id := b.String()
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty (want 1 to %d bytes)", ErrInvalidID, MaxIDLength)
+	case len(id) > MaxIDLength:
+		return fmt.Errorf("%w: %d bytes (want 1 to %d bytes)", ErrInvalidID, len(id), MaxIDLength)
+	}
+	return nil
+}
+
+// hashID derives a stable id from its parts. The parts are length-prefixed
+// so that ("ab","c") and ("a","bc") never collide.
+func hashID(prefix string, size int, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return prefix + hex.EncodeToString(h.Sum(nil)[:size])
+}
+
+// NewAgentExecutionID derives an AgentExecution id from its owner and a seed
+// (for example a task attempt or a launch request id): the same inputs give
+// the same id, so a repeated launch request lands on the same journal.
+func NewAgentExecutionID(owner OwnerEntity, ownerID, seed string) (string, error) {
+	if err := owner.validate(); err != nil {
+		return "", err
+	}
+	if err := checkID(ownerID); err != nil {
+		return "", fmt.Errorf("owner id: %w", err)
+	}
+	return hashID("ae-", 12, "agent-execution", string(owner), ownerID, seed), nil
+}
+
+// JournalIDFor derives the journal id of an execution's journal from its
+// owner and execution id. Every store computes it the same way, so a
+// reference can be rebuilt from the subject or file name alone.
+func JournalIDFor(owner OwnerEntity, ownerID, agentExecutionID string) string {
+	return hashID("journal-", 12, "journal", string(owner), ownerID, agentExecutionID)
+}
+
+// RecordID derives a record id from the record's idempotency key: the
+// journal, the record kind and its natural key (a message id, an observation
+// id, the observation a decision answers …). Appending the same record twice
+// therefore carries the same id and is caught as a duplicate.
+func RecordID(journalID string, kind Kind, key string) string {
+	return hashID("rec-", 16, journalID, string(kind), key)
+}

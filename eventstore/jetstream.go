@@ -1,0 +1,544 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStreamConfig configures a JetStreamStore.
+type JetStreamConfig struct {
+	// Stream is the journal stream's name. Required.
+	Stream string
+	// SubjectPrefix is the first subject token; "journal" when empty.
+	SubjectPrefix string
+	// MaxRecordSize bounds one encoded record; DefaultMaxRecordSize when 0.
+	MaxRecordSize int
+	// MaxAttempts bounds the retries of one append that keeps losing the
+	// race for the next sequence; 50 when 0.
+	MaxAttempts int
+	// Now is the clock for occurredAt; time.Now when nil.
+	Now func() time.Time
+}
+
+// JetStreamStore keeps every journal in one JetStream stream, one subject
+// per journal. A journal's sequence is its count of messages on its subject;
+// the stream sequence is the record's log offset.
+type JetStreamStore struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    JetStreamConfig
+	closed atomic.Bool
+
+	mu       sync.Mutex
+	journals map[string]*jsJournal
+}
+
+// jsJournal caches a journal's head so that a single writer appends without
+// reading the head first. Appends to one journal from this process are
+// serialized by mu; other processes are caught by the expected-last-subject-
+// sequence check.
+type jsJournal struct {
+	mu         sync.Mutex
+	known      bool
+	lastSeq    uint64
+	lastOffset uint64
+}
+
+var _ Store = (*JetStreamStore)(nil)
+
+// OpenJetStream returns a store over an existing journal stream.
+func OpenJetStream(ctx context.Context, js jetstream.JetStream, cfg JetStreamConfig) (*JetStreamStore, error) {
+	if cfg.Stream == "" {
+		return nil, errors.New("open journal store: stream name is required")
+	}
+	if cfg.SubjectPrefix == "" {
+		cfg.SubjectPrefix = "journal"
+	}
+	if cfg.MaxRecordSize == 0 {
+		cfg.MaxRecordSize = DefaultMaxRecordSize
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 50
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	st, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("open journal store: stream %s: %w", cfg.Stream, err)
+	}
+	return &JetStreamStore{js: js, stream: st, cfg: cfg, journals: map[string]*jsJournal{}}, nil
+}
+
+// Close marks the store closed. The connection belongs to the caller.
+func (s *JetStreamStore) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+func (s *JetStreamStore) journal(id string) *jsJournal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.journals[id]
+	if !ok {
+		j = &jsJournal{}
+		s.journals[id] = j
+	}
+	return j
+}
+
+// resolve checks a reference and returns it with its journal id and subject.
+func (s *JetStreamStore) resolve(ref Reference) (Reference, string, error) {
+	if s.closed.Load() {
+		return ref, "", ErrClosed
+	}
+	if err := ref.validate(); err != nil {
+		return ref, "", err
+	}
+	ref.JournalID = JournalIDFor(ref.OwnerEntity, ref.OwnerID, ref.AgentExecutionID)
+	subj, err := ref.Subject(s.cfg.SubjectPrefix)
+	return ref, subj, err
+}
+
+// EnsureJournal implements Store.
+func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *Header) (Reference, error) {
+	ref, subj, err := s.resolve(ref)
+	if err != nil {
+		return ref, err
+	}
+	if h.RecordID == "" {
+		h.RecordID = RecordID(ref.JournalID, KindHeader, naturalKey(h))
+	}
+	j := s.journal(ref.JournalID)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := s.appendLocked(ctx, j, ref, subj, h); err != nil {
+		if !errors.Is(err, errHasHeader) {
+			return ref, err
+		}
+		first, err := s.firstRecord(ctx, subj)
+		if err != nil {
+			return ref, err
+		}
+		if first.RecordBase().RecordID != h.RecordID {
+			return ref, fmt.Errorf("ensure journal %s: %w with header %s (this one is %s)", ref, ErrJournalExists, first.RecordBase().RecordID, h.RecordID)
+		}
+	}
+	return s.Head(ctx, ref)
+}
+
+// errHasHeader is internal: the journal already has its header.
+var errHasHeader = errors.New("journal has a header")
+
+// Append implements Store.
+func (s *JetStreamStore) Append(ctx context.Context, ref Reference, r Record) (Entry, error) {
+	ref, subj, err := s.resolve(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if _, ok := r.(*Header); ok {
+		return Entry{}, fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+	}
+	j := s.journal(ref.JournalID)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return s.appendLocked(ctx, j, ref, subj, r)
+}
+
+func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Reference, subj string, r Record) (Entry, error) {
+	_, isHeader := r.(*Header)
+	// uncertainSince is set after a publish whose outcome is unknown (a lost
+	// ack): the record may be stored at an offset after it.
+	var uncertainSince uint64
+	var recordID string
+	for attempt := 1; ; attempt++ {
+		if !j.known {
+			seq, off, _, err := s.head(ctx, subj)
+			if err != nil {
+				return Entry{}, fmt.Errorf("append to %s: read head: %w", ref, err)
+			}
+			j.lastSeq, j.lastOffset, j.known = seq, off, true
+		}
+		if uncertainSince > 0 {
+			// An earlier attempt's outcome is unknown: the record may
+			// already be in the journal.
+			if e, ok, err := s.findRecord(ctx, subj, uncertainSince, recordID); err != nil {
+				return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+			} else if ok {
+				return e, nil
+			}
+		}
+		switch {
+		case isHeader && j.lastSeq > 0:
+			return Entry{}, errHasHeader
+		case !isHeader && j.lastSeq == 0:
+			return Entry{}, fmt.Errorf("append to %s: %w (ensure the journal with its header first)", ref, ErrJournalNotFound)
+		}
+		data, err := prepare(ref, r, j.lastSeq+1, s.cfg.Now, s.cfg.MaxRecordSize)
+		if err != nil {
+			return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+		}
+		recordID = r.RecordBase().RecordID
+		msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, recordID)
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(j.lastOffset, 10))
+		ack, err := s.js.PublishMsg(ctx, msg)
+		if err == nil {
+			if ack.Duplicate {
+				// Stored before, within the duplicate window: hand back
+				// what is stored.
+				j.known = false
+				return s.entryAt(ctx, ack.Sequence)
+			}
+			j.lastSeq++
+			j.lastOffset = ack.Sequence
+			return Entry{Offset: ack.Sequence, Record: r}, nil
+		}
+		j.known = false
+		switch {
+		case wrongLastSequence(err):
+			// Another writer appended first; reload the head and retry.
+		case ctx.Err() != nil:
+			return Entry{}, fmt.Errorf("append to %s: %w", ref, ctx.Err())
+		case lostAck(err):
+			if uncertainSince == 0 {
+				uncertainSince = j.lastOffset + 1
+			}
+		default:
+			return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+		}
+		if attempt >= s.cfg.MaxAttempts {
+			return Entry{}, fmt.Errorf("append to %s: %w", ref, &ConflictError{JournalID: ref.JournalID, Expected: j.lastSeq, Attempts: attempt})
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+		}
+	}
+}
+
+// backoff waits a random, growing time before retrying a lost race, so that
+// a writer with a warm head cache does not win every race against a cold one.
+func backoff(ctx context.Context, attempt int) error {
+	limit := min(time.Duration(attempt)*250*time.Microsecond, 20*time.Millisecond)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// lostAck reports a publish whose outcome is unknown: the server may have
+// stored the message without the ack reaching us.
+func lostAck(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// head returns the journal sequence, log offset and record id of the last
+// record on a subject; zeros for an empty journal.
+func (s *JetStreamStore) head(ctx context.Context, subj string) (seq, offset uint64, msgID string, err error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, 0, "", nil
+	}
+	if err != nil {
+		return 0, 0, "", err
+	}
+	var peek struct {
+		Sequence uint64 `json:"sequence"`
+	}
+	if err := json.Unmarshal(m.Data, &peek); err != nil {
+		return 0, 0, "", fmt.Errorf("record at offset %d: %w", m.Sequence, err)
+	}
+	return peek.Sequence, m.Sequence, m.Header.Get(jetstream.MsgIDHeader), nil
+}
+
+// findRecord looks for a record id among the journal's records from offset
+// from, for retries whose earlier attempt may have been stored.
+func (s *JetStreamStore) findRecord(ctx context.Context, subj string, from uint64, id string) (Entry, bool, error) {
+	for off := from; ; {
+		m, err := s.stream.GetMsg(ctx, off, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return Entry{}, false, nil
+		}
+		if err != nil {
+			return Entry{}, false, err
+		}
+		if m.Header.Get(jetstream.MsgIDHeader) == id {
+			return decodeEntry(m)
+		}
+		off = m.Sequence + 1
+	}
+}
+
+func decodeEntry(m *jetstream.RawStreamMsg) (Entry, bool, error) {
+	r, err := Decode(m.Data)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("record at offset %d: %w", m.Sequence, err)
+	}
+	return Entry{Offset: m.Sequence, Record: r}, true, nil
+}
+
+func (s *JetStreamStore) entryAt(ctx context.Context, offset uint64) (Entry, error) {
+	m, err := s.stream.GetMsg(ctx, offset)
+	if err != nil {
+		return Entry{}, fmt.Errorf("read offset %d: %w", offset, err)
+	}
+	e, _, err := decodeEntry(m)
+	return e, err
+}
+
+func (s *JetStreamStore) firstRecord(ctx context.Context, subj string) (Record, error) {
+	m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	if err != nil {
+		return nil, fmt.Errorf("read header of %s: %w", subj, err)
+	}
+	e, _, err := decodeEntry(m)
+	return e.Record, err
+}
+
+// Head implements Store.
+func (s *JetStreamStore) Head(ctx context.Context, ref Reference) (Reference, error) {
+	ref, subj, err := s.resolve(ref)
+	if err != nil {
+		return ref, err
+	}
+	seq, _, _, err := s.head(ctx, subj)
+	if err != nil {
+		return ref, fmt.Errorf("head of %s: %w", ref, err)
+	}
+	if seq == 0 {
+		return ref, fmt.Errorf("head of %s: %w", ref, ErrJournalNotFound)
+	}
+	ref.RecordCount, ref.LastSequence = seq, seq
+	return ref, nil
+}
+
+// ReadJournal implements Store.
+func (s *JetStreamStore) ReadJournal(ctx context.Context, ref Reference, fromSeq uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		ref, subj, err := s.resolve(ref)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		lastSeq, lastOffset, _, err := s.head(ctx, subj)
+		switch {
+		case err != nil:
+			yield(Entry{}, fmt.Errorf("read %s: %w", ref, err))
+			return
+		case lastSeq == 0:
+			yield(Entry{}, fmt.Errorf("read %s: %w", ref, ErrJournalNotFound))
+			return
+		case fromSeq > lastSeq:
+			return
+		}
+		start := uint64(1)
+		if fromSeq > 1 {
+			if start, err = s.offsetOf(ctx, subj, fromSeq, lastOffset); err != nil {
+				yield(Entry{}, fmt.Errorf("read %s: %w", ref, err))
+				return
+			}
+		}
+		s.scan(ctx, []string{subj}, start, lastOffset, yield)
+	}
+}
+
+// offsetOf finds the log offset of journal sequence seq by binary search
+// over offsets: each probe is one direct get of the next record on the
+// subject, so a read from the middle of a long journal costs O(log n) gets.
+func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOffset uint64) (uint64, error) {
+	lo, hi := uint64(1), lastOffset
+	found := lastOffset
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		m, err := s.stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subj))
+		if err != nil {
+			return 0, fmt.Errorf("find sequence %d: %w", seq, err)
+		}
+		var peek struct {
+			Sequence uint64 `json:"sequence"`
+		}
+		if err := json.Unmarshal(m.Data, &peek); err != nil {
+			return 0, fmt.Errorf("record at offset %d: %w", m.Sequence, err)
+		}
+		if peek.Sequence >= seq {
+			found = min(found, m.Sequence)
+			if mid == 1 {
+				break
+			}
+			hi = mid - 1
+		} else {
+			lo = m.Sequence + 1
+		}
+	}
+	return found, nil
+}
+
+// scan yields the records on subjects from offset start to end (inclusive)
+// through an ordered consumer.
+func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end uint64, yield func(Entry, error) bool) {
+	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: subjects,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    start,
+	})
+	if err != nil {
+		yield(Entry{}, fmt.Errorf("read log from %d: %w", start, err))
+		return
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		yield(Entry{}, fmt.Errorf("read log from %d: %w", start, err))
+		return
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			yield(Entry{}, fmt.Errorf("read log: %w", err))
+			return
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			yield(Entry{}, fmt.Errorf("read log: %w", err))
+			return
+		}
+		off := meta.Sequence.Stream
+		r, err := Decode(m.Data())
+		if err != nil {
+			err = fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		if !yield(Entry{Offset: off, Record: r}, err) || off >= end {
+			return
+		}
+	}
+}
+
+// ReadLog implements Store.
+func (s *JetStreamStore) ReadLog(ctx context.Context, fromOffset uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		if s.closed.Load() {
+			yield(Entry{}, ErrClosed)
+			return
+		}
+		info, err := s.stream.Info(ctx)
+		if err != nil {
+			yield(Entry{}, fmt.Errorf("read log: %w", err))
+			return
+		}
+		last := info.State.LastSeq
+		if fromOffset == 0 {
+			fromOffset = 1
+		}
+		if info.State.Msgs == 0 || fromOffset > last {
+			return
+		}
+		s.scan(ctx, []string{s.cfg.SubjectPrefix + ".>"}, fromOffset, last, yield)
+	}
+}
+
+// LastOffset returns the offset of the newest record in the log, 0 if empty.
+func (s *JetStreamStore) LastOffset(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}
+
+// Journals implements Store.
+func (s *JetStreamStore) Journals(ctx context.Context) ([]Reference, error) {
+	return s.journalsMatching(ctx, s.cfg.SubjectPrefix+".>")
+}
+
+func (s *JetStreamStore) journalsMatching(ctx context.Context, filter string) ([]Reference, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("list journals: %w", err)
+	}
+	refs := make([]Reference, 0, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		ref, err := ParseSubject(s.cfg.SubjectPrefix, subj)
+		if err != nil {
+			return nil, fmt.Errorf("list journals: %w", err)
+		}
+		ref.RecordCount, ref.LastSequence = n, n
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, compareRefs)
+	return refs, nil
+}
+
+func compareRefs(a, b Reference) int {
+	if c := cmpString(string(a.OwnerEntity), string(b.OwnerEntity)); c != 0 {
+		return c
+	}
+	if c := cmpString(a.OwnerID, b.OwnerID); c != 0 {
+		return c
+	}
+	return cmpString(a.AgentExecutionID, b.AgentExecutionID)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Lookup implements Store.
+func (s *JetStreamStore) Lookup(ctx context.Context, agentExecutionID string) (Reference, error) {
+	esc, err := EscapeID(agentExecutionID)
+	if err != nil {
+		return Reference{}, fmt.Errorf("look up %q: %w", agentExecutionID, err)
+	}
+	refs, err := s.journalsMatching(ctx, s.cfg.SubjectPrefix+".*.*."+esc)
+	if err != nil {
+		return Reference{}, err
+	}
+	return pickOne(agentExecutionID, refs)
+}
+
+func pickOne(id string, refs []Reference) (Reference, error) {
+	switch len(refs) {
+	case 0:
+		return Reference{}, fmt.Errorf("%w: no journal for agent execution %q", ErrJournalNotFound, id)
+	case 1:
+		return refs[0], nil
+	}
+	return Reference{}, fmt.Errorf("agent execution %q has %d journals (%s, %s …): name the owner too", id, len(refs), refs[0], refs[1])
+}

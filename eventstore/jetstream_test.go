@@ -1,0 +1,255 @@
+package eventstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+func openJetStream(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
+	t.Helper()
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJetStreamStoreContract(t *testing.T) {
+	buses := map[eventstore.Store]*bus.Bus{}
+	var mu sync.Mutex
+	storetest.Run(t, storetest.Factory{
+		MaxRecordSize: eventstore.DefaultMaxRecordSize,
+		Open: func(t *testing.T) eventstore.Store {
+			b := fixtures.StartNATS(t)
+			s := openJetStream(t, b)
+			mu.Lock()
+			buses[s] = b
+			mu.Unlock()
+			return s
+		},
+		Reopen: func(t *testing.T, s eventstore.Store) eventstore.Store {
+			mu.Lock()
+			b := buses[s]
+			mu.Unlock()
+			s.Close()
+			dir := b.DataDir()
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b2 := fixtures.StartNATSAt(t, dir)
+			return openJetStream(t, b2)
+		},
+	})
+}
+
+// Two stores on two connections behave like two processes appending to one
+// journal: the expected-last-subject-sequence check makes them retry, and
+// the journal stays gapless.
+func TestJetStreamTwoWritersOneJournal(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	nc2, err := nats.Connect("", nats.InProcessServer(b.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := openJetStream(t, b)
+	s2, err := eventstore.OpenJetStream(context.Background(), js2, eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "two-writers")
+	if _, err := s1.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	// The second "process" ensures the same journal: idempotent.
+	if _, err := s2.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	const each = 300
+	var wg sync.WaitGroup
+	for i, s := range []eventstore.Store{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < each; n++ {
+				if _, err := s.Append(context.Background(), ref, storetest.Message(fmt.Sprintf("s%d-%d", i, n), "x")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries := storetest.Collect(t, s1.ReadJournal(context.Background(), ref, 1))
+	if len(entries) != 2*each+1 {
+		t.Fatalf("%d records, want %d", len(entries), 2*each+1)
+	}
+	for i, e := range entries {
+		if got := e.Record.RecordBase().Sequence; got != uint64(i+1) {
+			t.Fatalf("record %d has sequence %d", i, got)
+		}
+	}
+}
+
+// lossyJetStream stores the message and then reports a timeout, as when the
+// ack is lost on the way back.
+type lossyJetStream struct {
+	jetstream.JetStream
+	mu   sync.Mutex
+	lose int
+}
+
+func (l *lossyJetStream) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := l.JetStream.PublishMsg(ctx, m, opts...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && l.lose > 0 {
+		l.lose--
+		return nil, nats.ErrTimeout
+	}
+	return ack, err
+}
+
+func TestJetStreamLostAck(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	lossy := &lossyJetStream{JetStream: b.JetStream()}
+	s, err := eventstore.OpenJetStream(context.Background(), lossy, eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := openJetStream(t, b)
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "lost-ack")
+	if _, err := s.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The ack of m-1 is lost: the retry must find it stored, not store it twice.
+	lossy.lose = 1
+	e, err := s.Append(context.Background(), ref, storetest.Message("m-1", "x"))
+	if err != nil {
+		t.Fatalf("append with lost ack: %v", err)
+	}
+	if e.Record.RecordBase().Sequence != 2 {
+		t.Fatalf("sequence %d, want 2", e.Record.RecordBase().Sequence)
+	}
+
+	// Another writer appends right after the lost ack: the retry must still
+	// recognise its own record behind the other writer's.
+	lossy.lose = 1
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var appendErr error
+	go func() {
+		defer wg.Done()
+		_, appendErr = s.Append(context.Background(), ref, storetest.Message("m-2", "x"))
+	}()
+	wg.Wait()
+	if appendErr != nil {
+		t.Fatal(appendErr)
+	}
+	if _, err := other.Append(context.Background(), ref, storetest.Message("m-3", "y")); err != nil {
+		t.Fatal(err)
+	}
+	entries := storetest.Collect(t, other.ReadJournal(context.Background(), ref, 1))
+	var ids []string
+	for _, e := range entries {
+		if m, ok := e.Record.(*eventstore.MessageAccepted); ok {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	if fmt.Sprint(ids) != "[m-1 m-2 m-3]" {
+		t.Fatalf("messages %v, want [m-1 m-2 m-3] each once", ids)
+	}
+}
+
+func TestJetStreamLostAckBehindAnotherWriter(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	other := openJetStream(t, b)
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "lost-ack-2")
+	// hook publishes, then lets another writer append, then loses the ack.
+	hook := &interleavingJetStream{JetStream: b.JetStream(), after: func() {
+		if _, err := other.Append(context.Background(), ref, storetest.Message("theirs", "y")); err != nil {
+			t.Error(err)
+		}
+	}}
+	s, err := eventstore.OpenJetStream(context.Background(), hook, eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	hook.armed = true
+	e, err := s.Append(context.Background(), ref, storetest.Message("mine", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Record.(*eventstore.MessageAccepted).MessageID; got != "mine" || e.Record.RecordBase().Sequence != 2 {
+		t.Fatalf("append returned %s seq %d, want mine seq 2", got, e.Record.RecordBase().Sequence)
+	}
+	h, err := s.Head(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.LastSequence != 3 {
+		t.Fatalf("head %d, want 3 (header, mine, theirs: nothing twice)", h.LastSequence)
+	}
+}
+
+type interleavingJetStream struct {
+	jetstream.JetStream
+	armed bool
+	after func()
+}
+
+func (l *interleavingJetStream) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := l.JetStream.PublishMsg(ctx, m, opts...)
+	if err == nil && l.armed {
+		l.armed = false
+		l.after()
+		return nil, nats.ErrTimeout
+	}
+	return ack, err
+}
+
+func TestJetStreamRefusesReferenceTricks(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	for _, c := range []struct {
+		name string
+		ref  eventstore.Reference
+	}{
+		{"empty execution id", eventstore.Reference{OwnerEntity: eventstore.OwnerTask, OwnerID: "t"}},
+		{"unknown owner", eventstore.Reference{OwnerEntity: "Planet", OwnerID: "t", AgentExecutionID: "x"}},
+		{"forged journal id", eventstore.Reference{JournalID: "journal-000", OwnerEntity: eventstore.OwnerTask, OwnerID: "t", AgentExecutionID: "x"}},
+	} {
+		if _, err := s.EnsureJournal(context.Background(), c.ref, storetest.Header("a")); err == nil {
+			t.Errorf("%s: EnsureJournal accepted %+v", c.name, c.ref)
+		}
+	}
+	if n, err := s.Journals(context.Background()); err != nil || len(n) != 0 {
+		t.Fatalf("journals after refused refs: %v %v, want none", n, err)
+	}
+	var notFound error
+	for _, err := range s.ReadLog(context.Background(), 1) {
+		notFound = err
+	}
+	if notFound != nil && !errors.Is(notFound, eventstore.ErrJournalNotFound) {
+		t.Fatal(notFound)
+	}
+}

@@ -1,0 +1,260 @@
+package eventstore
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the only record schema version this build reads and writes.
+const SchemaVersion = 1
+
+// Kind names a journal record kind. Kinds are persisted: never rename one.
+type Kind string
+
+const (
+	KindHeader       Kind = "journal.header"
+	KindMessage      Kind = "message.accepted"
+	KindDelivery     Kind = "message.delivery"
+	KindObservation  Kind = "observation.recorded"
+	KindDecision     Kind = "decision.recorded"
+	KindStateChanged Kind = "state.changed"
+	KindActivity     Kind = "activity.updated"
+	KindOwnerEffect  Kind = "owner-effect.recorded"
+	KindProjection   Kind = "projection.recorded"
+)
+
+// Base holds the fields every record carries. JournalID is carried on every
+// record (not only the header) so that a record read on its own, from the
+// global log or an export, names the journal it belongs to and replay can
+// reject one that strayed.
+type Base struct {
+	RecordID         string      `json:"recordId"`
+	Sequence         uint64      `json:"sequence"`
+	Type             Kind        `json:"type"`
+	SchemaVersion    int         `json:"schemaVersion"`
+	JournalID        string      `json:"journalId"`
+	AgentExecutionID string      `json:"agentExecutionId"`
+	OwnerID          string      `json:"ownerId"`
+	Scope            OwnerEntity `json:"scope"`
+	OccurredAt       time.Time   `json:"occurredAt"`
+}
+
+// RecordBase gives access to the common fields of any record.
+func (b *Base) RecordBase() *Base { return b }
+
+// Record is one journal record: one of the nine kinds below. The set is
+// closed; the registry in registry.go decodes every kind.
+type Record interface {
+	RecordBase() *Base
+	// Kind returns the record's kind, fixed by its Go type.
+	Kind() Kind
+	validate(p *problems)
+}
+
+// Header is the first record of a journal: it names the journal and freezes
+// the launch contract.
+type Header struct {
+	Base
+	// JournalKind is always "agent-execution-interaction-journal".
+	JournalKind        string             `json:"kind"`
+	AgentID            string             `json:"agentId"`
+	ProtocolDescriptor ProtocolDescriptor `json:"protocolDescriptor"`
+	TransportState     *TransportState    `json:"transportState,omitempty"`
+	WorkingDirectory   string             `json:"workingDirectory,omitempty"`
+}
+
+// MessageAccepted records owner, operator or daemon input before delivery.
+type MessageAccepted struct {
+	Base
+	MessageID      string          `json:"messageId"`
+	Source         MessageSource   `json:"source"`
+	MessageType    string          `json:"messageType"`
+	Payload        json.RawMessage `json:"payload"`
+	MutatesContext bool            `json:"mutatesContext"`
+}
+
+// MessageDelivery records one delivery attempt and its outcome.
+type MessageDelivery struct {
+	Base
+	MessageID string            `json:"messageId"`
+	Status    DeliveryStatus    `json:"status"`
+	Transport DeliveryTransport `json:"transport"`
+	Reason    string            `json:"reason,omitempty"`
+}
+
+// Observation records one normalized runtime observation.
+type Observation struct {
+	Base
+	ObservationID string            `json:"observationId"`
+	Source        ObservationSource `json:"source"`
+	Confidence    Confidence        `json:"confidence"`
+	Signal        *Signal           `json:"signal,omitempty"`
+	RawText       string            `json:"rawText,omitempty"`
+	Payload       map[string]any    `json:"payload,omitempty"`
+}
+
+// Decision records a durable policy outcome.
+type Decision struct {
+	Base
+	DecisionID    string         `json:"decisionId"`
+	ObservationID string         `json:"observationId,omitempty"`
+	MessageID     string         `json:"messageId,omitempty"`
+	Action        DecisionAction `json:"action"`
+	Reason        string         `json:"reason,omitempty"`
+}
+
+// StateChanged records a semantic lifecycle, attention, activity or
+// input-request transition. Absent fields are unchanged.
+type StateChanged struct {
+	Base
+	Lifecycle             Lifecycle    `json:"lifecycle,omitempty"`
+	Attention             Attention    `json:"attention,omitempty"`
+	Activity              Activity     `json:"activity,omitempty"`
+	CurrentInputRequestID InputRequest `json:"currentInputRequestId,omitzero"`
+	// Reason explains a transition, e.g. "exit status 2" or "system_restart".
+	Reason string `json:"reason,omitempty"`
+}
+
+// ActivityUpdated records compressible activity and telemetry. Replay never
+// needs every one of them to recover semantic state.
+type ActivityUpdated struct {
+	Base
+	Activity      Activity      `json:"activity,omitempty"`
+	Progress      *Progress     `json:"progress,omitempty"`
+	Telemetry     *Telemetry    `json:"telemetry,omitempty"`
+	Capabilities  *Capabilities `json:"capabilities,omitempty"`
+	CurrentTarget *Target       `json:"currentTarget,omitempty"`
+}
+
+// OwnerEffect records an accepted effect routed to the owning Entity.
+type OwnerEffect struct {
+	Base
+	EffectID        string         `json:"effectId"`
+	ObservationID   string         `json:"observationId,omitempty"`
+	OwnerEntity     OwnerEntity    `json:"ownerEntity"`
+	EffectType      string         `json:"effectType"`
+	WorkflowEventID string         `json:"workflowEventId,omitempty"`
+	EntityEventID   string         `json:"entityEventId,omitempty"`
+	Payload         map[string]any `json:"payload,omitempty"`
+}
+
+// ProjectionRecorded is reserved for materialized projections; phase one
+// derives timelines during replay and does not write it.
+type ProjectionRecorded struct {
+	Base
+	Projection string         `json:"projection"`
+	Payload    map[string]any `json:"payload"`
+}
+
+// Progress is the progress part of an activity update.
+type Progress struct {
+	Summary string `json:"summary,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Units   *Units `json:"units,omitempty"`
+}
+
+// Units counts progress in some unit.
+type Units struct {
+	Completed *int64 `json:"completed,omitempty"`
+	Total     *int64 `json:"total,omitempty"`
+	Unit      string `json:"unit,omitempty"`
+}
+
+// Telemetry carries token counts and the active tool.
+type Telemetry struct {
+	InputTokens    *int64 `json:"inputTokens,omitempty"`
+	OutputTokens   *int64 `json:"outputTokens,omitempty"`
+	TotalTokens    *int64 `json:"totalTokens,omitempty"`
+	ActiveToolName string `json:"activeToolName,omitempty"`
+}
+
+// Capabilities describes what the execution can do right now.
+type Capabilities struct {
+	TerminalAttached   *bool `json:"terminalAttached,omitempty"`
+	Streaming          *bool `json:"streaming,omitempty"`
+	ToolCallActive     *bool `json:"toolCallActive,omitempty"`
+	FilesystemMutating *bool `json:"filesystemMutating,omitempty"`
+}
+
+// Target is what the execution is working on right now.
+type Target struct {
+	Kind  TargetKind `json:"kind"`
+	Label string     `json:"label,omitempty"`
+	Path  string     `json:"path,omitempty"`
+}
+
+// InputRequest is the currentInputRequestId of a state change, which has
+// three states: absent (unchanged), null (cleared) and an id (set).
+type InputRequest struct {
+	// Set is true when the field is present.
+	Set bool
+	// ID is the request id; "" with Set means cleared.
+	ID string
+}
+
+// SetInputRequest returns a change that sets the current input request.
+func SetInputRequest(id string) InputRequest { return InputRequest{Set: true, ID: id} }
+
+// ClearInputRequest returns a change that clears the current input request.
+func ClearInputRequest() InputRequest { return InputRequest{Set: true} }
+
+// IsZero reports an absent field, so omitzero leaves it out.
+func (r InputRequest) IsZero() bool { return !r.Set }
+
+// MarshalJSON writes null for a cleared request.
+func (r InputRequest) MarshalJSON() ([]byte, error) {
+	if r.ID == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(r.ID)
+}
+
+// UnmarshalJSON is called only when the field is present.
+func (r *InputRequest) UnmarshalJSON(b []byte) error {
+	r.Set = true
+	if string(b) == "null" {
+		r.ID = ""
+		return nil
+	}
+	if err := json.Unmarshal(b, &r.ID); err != nil {
+		return err
+	}
+	if r.ID == "" {
+		// An empty string would read back as a clear; refuse the ambiguity.
+		return &ValidationError{Problems: []FieldError{{Field: "currentInputRequestId", Problem: `"" is not an id (use null to clear)`}}}
+	}
+	return nil
+}
+
+func (*Header) Kind() Kind             { return KindHeader }
+func (*MessageAccepted) Kind() Kind    { return KindMessage }
+func (*MessageDelivery) Kind() Kind    { return KindDelivery }
+func (*Observation) Kind() Kind        { return KindObservation }
+func (*Decision) Kind() Kind           { return KindDecision }
+func (*StateChanged) Kind() Kind       { return KindStateChanged }
+func (*ActivityUpdated) Kind() Kind    { return KindActivity }
+func (*OwnerEffect) Kind() Kind        { return KindOwnerEffect }
+func (*ProjectionRecorded) Kind() Kind { return KindProjection }
+
+// naturalKey returns the part of a record that makes it unique in its
+// journal, or "" when the kind has none and the writer must choose one.
+func naturalKey(r Record) string {
+	switch r := r.(type) {
+	case *Header:
+		return "header"
+	case *MessageAccepted:
+		return r.MessageID
+	case *MessageDelivery:
+		if r.MessageID == "" {
+			return ""
+		}
+		return r.MessageID + "/" + string(r.Status)
+	case *Observation:
+		return r.ObservationID
+	case *Decision:
+		return r.DecisionID
+	case *OwnerEffect:
+		return r.EffectID
+	}
+	return ""
+}
