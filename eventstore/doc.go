@@ -1,0 +1,22 @@
+// Package eventstore owns the AgentExecution journal: the nine record kinds
+// and their strict JSON schemas (the journal record registry), the ten agent
+// signal types (the signal registry), journal references and deterministic
+// ids, the reversible escaping that turns ids into subject tokens and file
+// names, and the Store contract with its two implementations:
+//
+//   - JetStreamStore keeps every journal in one JetStream stream, one
+//     subject per journal (journal.<ownerEntity>.<ownerId>.<agentExecutionId>).
+//     A journal's sequence is gapless and assigned here; the stream sequence
+//     is the record's offset in the global log.
+//   - FileStore keeps the JSONL layout of the spec
+//     (agent-journals/<escaped-id>.interaction.jsonl), used for export,
+//     import and hosts without a log.
+//
+// Appends are optimistic: each carries the expected last subject sequence
+// and a deterministic record id as its message id, so concurrent writers
+// retry instead of interleaving and a retried append is not stored twice.
+//
+// The package does not interpret records: replay, policy and projections
+// live in execution, policy and projections. It never hands out driver
+// types; callers see Record, Reference and Entry.
+package eventstore
