@@ -609,7 +609,7 @@ func (s *FileStore) EnsureJournal(ctx context.Context, ref Reference, h *Header)
 		return ref, fmt.Errorf("ensure journal %s: %w: the header is nil", ref, ErrInvalidRecord)
 	}
 	if h.RecordID == "" {
-		h.RecordID = RecordID(ref.JournalID, KindHeader, naturalKey(h))
+		h.RecordID = RecordID(ref.JournalID, KindHeader, NaturalKey(h))
 	}
 	if err := ctx.Err(); err != nil {
 		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)

@@ -119,7 +119,7 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 		return ref, err
 	}
 	if h.RecordID == "" {
-		h.RecordID = RecordID(ref.JournalID, KindHeader, naturalKey(h))
+		h.RecordID = RecordID(ref.JournalID, KindHeader, NaturalKey(h))
 	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()

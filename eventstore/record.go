@@ -236,9 +236,10 @@ func (*ActivityUpdated) Kind() Kind    { return KindActivity }
 func (*OwnerEffect) Kind() Kind        { return KindOwnerEffect }
 func (*ProjectionRecorded) Kind() Kind { return KindProjection }
 
-// naturalKey returns the part of a record that makes it unique in its
-// journal, or "" when the kind has none and the writer must choose one.
-func naturalKey(r Record) string {
+// NaturalKey returns the part of a record that makes it unique in its
+// journal, from which the store derives its record id, or "" when the kind
+// has none and the writer must choose one.
+func NaturalKey(r Record) string {
 	switch r := r.(type) {
 	case *Header:
 		return "header"

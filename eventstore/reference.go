@@ -155,7 +155,7 @@ func prepare(ref Reference, r Record, seq uint64, now func() time.Time, maxSize 
 		h.JournalKind = headerKind
 	}
 	if b.RecordID == "" {
-		key := naturalKey(r)
+		key := NaturalKey(r)
 		if key == "" {
 			return nil, fmt.Errorf("%w: %s records have no natural key: set recordId, e.g. eventstore.RecordID(journalId, kind, <what caused it>)", ErrInvalidRecord, r.Kind())
 		}

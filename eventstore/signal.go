@@ -65,6 +65,8 @@ func (s SignalSpec) NewPayload() SignalPayload {
 // SignalPayload is the payload of one signal type.
 type SignalPayload interface {
 	SignalType() SignalType
+	// TimelineText is the one line a timeline shows for the signal.
+	TimelineText() string
 	validate(p *problems, field string)
 }
 
@@ -212,6 +214,28 @@ func (*FailedClaimSignal) SignalType() SignalType          { return SignalFailed
 func (*MessageSignal) SignalType() SignalType              { return SignalMessage }
 func (*UsageSignal) SignalType() SignalType                { return SignalUsage }
 func (*DiagnosticSignal) SignalType() SignalType           { return SignalDiagnostic }
+
+func (s *ProgressSignal) TimelineText() string { return s.Summary }
+func (s *StatusSignal) TimelineText() string   { return s.Summary }
+func (s *NeedsInputSignal) TimelineText() string {
+	return s.Question
+}
+func (s *BlockedSignal) TimelineText() string              { return s.Reason }
+func (s *ReadyForVerificationSignal) TimelineText() string { return s.Summary }
+func (s *CompletedClaimSignal) TimelineText() string       { return s.Summary }
+func (s *FailedClaimSignal) TimelineText() string          { return s.Reason }
+func (s *MessageSignal) TimelineText() string              { return s.Text }
+func (s *UsageSignal) TimelineText() string {
+	return fmt.Sprintf("tokens in %d out %d total %d", deref(s.InputTokens), deref(s.OutputTokens), deref(s.TotalTokens))
+}
+func (s *DiagnosticSignal) TimelineText() string { return s.Message }
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
 
 func (s *ProgressSignal) validate(p *problems, f string) {
 	p.required(f+".summary", s.Summary != "")

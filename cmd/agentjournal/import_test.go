@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// exportDemo writes a demo journal into a fresh data directory, exports it
+// and returns the data directory, the execution id and the exported file.
+func exportDemo(t *testing.T) (dir, id, file string) {
+	t.Helper()
+	dir = t.TempDir()
+	id = demoID(t, dir, "export")
+	out := t.TempDir()
+	stdout := mustRun(t, dir, "journal", "export", id, "--out", out)
+	file = filepath.Join(out, "agent-journals", id+".interaction.jsonl")
+	if !strings.Contains(stdout, file) || !strings.Contains(stdout, "27 records") {
+		t.Errorf("export printed %q, want the path %s and the record count", stdout, file)
+	}
+	return dir, id, file
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir, id, file := exportDemo(t)
+	stored := mustRun(t, dir, "journal", "cat", id, "--json")
+	exported, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stored, string(exported)); diff != "" {
+		t.Errorf("exported file differs from the stored records (-stored +file):\n%s", diff)
+	}
+
+	fresh := t.TempDir()
+	out := mustRun(t, fresh, "journal", "import", file)
+	if !strings.Contains(out, "Imported 27 records") || !strings.Contains(out, id) {
+		t.Errorf("import printed %q, want the record count and the execution id", out)
+	}
+	imported := mustRun(t, fresh, "journal", "cat", id, "--json")
+	if diff := cmp.Diff(decodeLines(t, stored), decodeLines(t, imported)); diff != "" {
+		t.Errorf("imported records differ from the originals (-want +got):\n%s", diff)
+	}
+
+	again := mustRun(t, fresh, "journal", "import", file)
+	if !strings.Contains(again, "already imported") {
+		t.Errorf("second import printed %q, want it to say the journal is already imported", again)
+	}
+	if got := mustRun(t, fresh, "journal", "cat", id, "--json"); got != imported {
+		t.Errorf("a second import changed the journal")
+	}
+	// Importing into the data directory it came from is a no-op too.
+	if out := mustRun(t, dir, "journal", "import", file); !strings.Contains(out, "already imported") {
+		t.Errorf("import into the source data directory printed %q, want already imported", out)
+	}
+}
+
+func TestExportRefusesToOverwrite(t *testing.T) {
+	t.Parallel()
+	dir, id, file := exportDemo(t)
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "journal", "export", id, "--out", filepath.Dir(filepath.Dir(file)))
+	if r.code != exitError || !strings.Contains(r.stderr, "refusing to overwrite") || !strings.Contains(r.stderr, file) {
+		t.Errorf("second export: exit %d, stderr %q; want 1 and a refusal naming %s", r.code, r.stderr, file)
+	}
+	after, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Errorf("a refused export changed %s", file)
+	}
+	// Another journal goes into the same directory beside it.
+	other := demoID(t, dir, "other")
+	mustRun(t, dir, "journal", "export", other, "--out", filepath.Dir(filepath.Dir(file)))
+	if _, err := os.Stat(filepath.Join(filepath.Dir(file), other+".interaction.jsonl")); err != nil {
+		t.Errorf("second journal not exported: %v", err)
+	}
+}
+
+func TestImportResumesAnInterruptedImport(t *testing.T) {
+	t.Parallel()
+	dir, id, file := exportDemo(t)
+	lines := readFileLines(t, file)
+	fresh := t.TempDir()
+	mustRun(t, fresh, "journal", "import", writeLines(t, lines[:3]))
+	out := mustRun(t, fresh, "journal", "import", file)
+	if !strings.Contains(out, "remaining 24 of 27") {
+		t.Errorf("import after a partial one printed %q, want it to say it wrote the remaining records", out)
+	}
+	want := decodeLines(t, mustRun(t, dir, "journal", "cat", id, "--json"))
+	got := decodeLines(t, mustRun(t, fresh, "journal", "cat", id, "--json"))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resumed import differs (-want +got):\n%s", diff)
+	}
+}
+
+func TestImportRefusesADifferentJournal(t *testing.T) {
+	t.Parallel()
+	dir, id, file := exportDemo(t)
+	lines := readFileLines(t, file)
+	lines[len(lines)-1] = editRecord(t, lines[len(lines)-1], func(b *eventstore.Base) {
+		b.RecordID = eventstore.RecordID(b.JournalID, eventstore.KindStateChanged, "something-else")
+	})
+	before := mustRun(t, dir, "journal", "cat", id, "--json")
+	r := run(t, dir, "journal", "import", writeLines(t, lines))
+	if r.code != exitError || !strings.Contains(r.stderr, "already has a journal") || !strings.Contains(r.stderr, "sequence 27") {
+		t.Errorf("import over a different journal: exit %d, stderr %q; want 1 and the sequence that differs", r.code, r.stderr)
+	}
+	if after := mustRun(t, dir, "journal", "cat", id, "--json"); after != before {
+		t.Errorf("a refused import changed the stored journal")
+	}
+}
+
+func TestImportRejectsBadFiles(t *testing.T) {
+	t.Parallel()
+	_, _, file := exportDemo(t)
+	good := readFileLines(t, file)
+	bigText := func(n int) func(t *testing.T, lines []string) []string {
+		return func(t *testing.T, lines []string) []string {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(lines[3]), &m); err != nil {
+				t.Fatal(err)
+			}
+			m["payload"] = map[string]string{"text": strings.Repeat("x", n)}
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines[3] = string(b)
+			return lines
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, lines []string) []string
+		want []string // in stderr
+	}{
+		{"unknown kind", func(t *testing.T, lines []string) []string {
+			lines[4] = strings.Replace(lines[4], `"type":"message.delivery"`, `"type":"message.deliverd"`, 1)
+			return lines
+		}, []string{"line 5:", `unknown record type "message.deliverd"`, "want one of:"}},
+		{"bad enum", func(t *testing.T, lines []string) []string {
+			lines[4] = strings.Replace(lines[4], `"status":"delivered"`, `"status":"deliverd"`, 1)
+			return lines
+		}, []string{"line 5:", `"status"`, `"deliverd" is not accepted`}},
+		{"sequence gap", func(t *testing.T, lines []string) []string {
+			return append(lines[:8], lines[9:]...)
+		}, []string{"line 9: has sequence 10, want 9"}},
+		{"another journal", func(t *testing.T, lines []string) []string {
+			lines[6] = editRecord(t, lines[6], func(b *eventstore.Base) {
+				b.AgentExecutionID = "ae-somebody-else"
+				b.JournalID = eventstore.JournalIDFor(b.Scope, b.OwnerID, b.AgentExecutionID)
+			})
+			return lines
+		}, []string{"line 7: belongs to journal", "ae-somebody-else", "of line 1"}},
+		{"line over the size limit", bigText(maxImportLine + 10), []string{"line 4: longer than", "1048576"}},
+		{"record over the size limit", bigText(eventstore.DefaultMaxRecordSize), []string{"line 4: record is", "at most 1048576 bytes"}},
+		{"malformed JSON", func(t *testing.T, lines []string) []string {
+			lines[2] = `{"recordId": "rec-1", `
+			return lines
+		}, []string{"line 3:", "not a JSON object"}},
+		{"blank line", func(t *testing.T, lines []string) []string {
+			return append(lines[:10], append([]string{""}, lines[10:]...)...)
+		}, []string{"line 11: blank"}},
+		{"header not first", func(t *testing.T, lines []string) []string {
+			lines[0], lines[1] = lines[1], lines[0]
+			return lines
+		}, []string{"line 1: is a state.changed record; the first line must be the journal.header"}},
+		{"repeated record id", func(t *testing.T, lines []string) []string {
+			var first struct {
+				RecordID string `json:"recordId"`
+			}
+			if err := json.Unmarshal([]byte(lines[8]), &first); err != nil {
+				t.Fatal(err)
+			}
+			lines[9] = editRecord(t, lines[9], func(b *eventstore.Base) { b.RecordID = first.RecordID })
+			return lines
+		}, []string{"line 10: repeats recordId", "of line 9"}},
+		{"empty file", func(t *testing.T, lines []string) []string { return nil }, []string{"empty"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeLines(t, tc.edit(t, append([]string(nil), good...)))
+			dir := t.TempDir()
+			r := run(t, dir, "journal", "import", path)
+			if r.code != exitError {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, exitError, r.stderr)
+			}
+			for _, want := range append(tc.want, "nothing was imported") {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr does not mention %q:\n%.2000s", want, r.stderr)
+				}
+			}
+			if ls := mustRun(t, dir, "journal", "ls"); !strings.HasPrefix(ls, "No journals") {
+				t.Errorf("a rejected import left journals behind:\n%s", ls)
+			}
+		})
+	}
+}
+
+func readFileLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// writeLines writes lines as a JSONL file and returns its path.
+func writeLines(t *testing.T, lines []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	data := strings.Join(lines, "\n")
+	if len(lines) > 0 {
+		data += "\n"
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// editRecord decodes a record line, changes its base fields and encodes it
+// again.
+func editRecord(t *testing.T, line string, edit func(*eventstore.Base)) string {
+	t.Helper()
+	r, err := eventstore.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(r.RecordBase())
+	data, err := eventstore.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

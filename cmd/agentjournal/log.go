@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// LogCommand prints the global log.
+type LogCommand struct {
+	env *Env
+}
+
+var logSpec = cmdSpec{
+	Name: "log",
+	Args: "[--from-offset N] [--limit N] [--json]",
+	Summary: `Print the global log: the records of every journal, interleaved in the order
+they were stored. The offset is a record's position in that log, shared by all
+journals; the sequence is its position in its own journal. Each line shows the
+offset, the agentExecutionId, the sequence, the time, the record type and a
+summary. With --json, print {"offset":N,"record":{...}} per line, the record
+exactly as stored.`,
+	Example: "agentjournal log\nagentjournal log --from-offset 120 --limit 20 --json",
+}
+
+// Run implements Command.
+func (c *LogCommand) Run(ctx context.Context, args []string) error {
+	fs := logSpec.newFlagSet()
+	from := fs.Uint64("from-offset", 1, "start at log offset `N`")
+	limit := fs.Int("limit", 0, "print at most `N` records (0 prints all)")
+	asJSON := fs.Bool("json", false, `print {"offset":N,"record":{...}} per line`)
+	pos, err := logSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return logSpec.usageErr(fs, "unexpected argument %q (log takes only flags)", pos[0])
+	}
+	if *limit < 0 {
+		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
+	}
+	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		return printLog(ctx, c.env.Stdout, s, *from, *limit, *asJSON)
+	})
+}
+
+// logEntry is one line of log --json.
+type logEntry struct {
+	Offset uint64          `json:"offset"`
+	Record json.RawMessage `json:"record"`
+}
+
+func printLog(ctx context.Context, w io.Writer, s eventstore.Store, from uint64, limit int, asJSON bool) error {
+	if !asJSON {
+		fmt.Fprintf(w, "%6s  %-27s  %4s  %-24s  %-21s  %s\n", "OFFSET", "AGENT EXECUTION", "SEQ", "TIME", "TYPE", "SUMMARY")
+	}
+	n := 0
+	for e, err := range s.ReadLog(ctx, from) {
+		if err != nil {
+			return err
+		}
+		if err := writeLogEntry(w, e, asJSON); err != nil {
+			return err
+		}
+		if n++; n == limit {
+			break
+		}
+	}
+	return nil
+}
+
+func writeLogEntry(w io.Writer, e eventstore.Entry, asJSON bool) error {
+	if asJSON {
+		data, err := eventstore.Encode(e.Record)
+		if err != nil {
+			return fmt.Errorf("encode record at offset %d: %w", e.Offset, err)
+		}
+		line, err := json.Marshal(logEntry{Offset: e.Offset, Record: data})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(line, '\n'))
+		return err
+	}
+	b := e.Record.RecordBase()
+	_, err := fmt.Fprintf(w, "%6d  %-27s  %4d  %-24s  %-21s  %s\n",
+		e.Offset, b.AgentExecutionID, b.Sequence, b.OccurredAt.Format(timeLayout), b.Type, summarize(e.Record))
+	return err
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// dataEnv names the environment variable that sets the default data directory.
+const dataEnv = "AGENTJOURNAL_DATA"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// Main is the program: it reads the global flags, picks the command and turns
+// its outcome into output and an exit code. Its fields are the process's
+// surroundings, so tests run the same code on buffers.
+type Main struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; os.Getenv when nil.
+	Getenv func(string) string
+	// HomeDir returns the user's home directory; os.UserHomeDir when nil.
+	HomeDir func() (string, error)
+}
+
+// Run runs the command line args (without the program name) and returns the
+// exit code: 0 on success, 1 on failure, 2 on bad usage.
+func (m Main) Run(ctx context.Context, args []string) int {
+	out := bufio.NewWriter(m.Stdout)
+	env := &Env{Stdout: out, Stderr: m.Stderr}
+	err := m.run(ctx, env, args)
+	if ferr := out.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write output: %w", ferr)
+	}
+	return m.report(ctx, err)
+}
+
+func (m Main) run(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("agentjournal", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sync := syncFlag(bus.SyncAlways)
+	fs.StringVar(&env.DataDir, "data", "", "`DIR` holding the journal store and its lock")
+	fs.Var(&sync, "sync", "fsync `MODE`: always (every write) or interval (faster; a power loss can lose the last interval)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &helpRequest{text: mainUsage(fs)}
+		}
+		return &usageError{err: flagError(fs, err), help: mainUsage(fs)}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "data" {
+			env.DataDirFromFlag = true
+		}
+	})
+	env.Sync = bus.SyncMode(sync)
+
+	args = fs.Args()
+	if len(args) == 0 {
+		return &usageError{err: errors.New("no command given"), help: mainUsage(fs)}
+	}
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		return helpFor(fs, rest)
+	}
+	cmd := newCommand(name, env)
+	if cmd == nil {
+		return &usageError{
+			err:  fmt.Errorf("unknown command %q (want one of: %s)", name, strings.Join(commandNames, ", ")),
+			help: mainUsage(fs),
+		}
+	}
+	if env.DataDir == "" {
+		if env.DataDirFromFlag {
+			return &usageError{err: errors.New("--data is empty (want a directory)"), help: mainUsage(fs)}
+		}
+		dir, err := defaultDataDir(m.getenv, m.homeDir)
+		if err != nil {
+			return err
+		}
+		env.DataDir = dir
+	}
+	return cmd.Run(ctx, rest)
+}
+
+// report writes err, if any, to stderr and returns the exit code.
+func (m Main) report(ctx context.Context, err error) int {
+	var help *helpRequest
+	var usage *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &help):
+		fmt.Fprint(m.Stdout, help.text)
+		return exitOK
+	case errors.As(err, &usage):
+		fmt.Fprintf(m.Stderr, "agentjournal: %v\n\n%s", usage.err, usage.help)
+		return exitUsage
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		fmt.Fprintln(m.Stderr, "agentjournal: interrupted")
+		return exitError
+	}
+	fmt.Fprintf(m.Stderr, "agentjournal: %v\n", err)
+	return exitError
+}
+
+func (m Main) getenv(key string) string {
+	if m.Getenv == nil {
+		return os.Getenv(key)
+	}
+	return m.Getenv(key)
+}
+
+func (m Main) homeDir() (string, error) {
+	if m.HomeDir == nil {
+		return os.UserHomeDir()
+	}
+	return m.HomeDir()
+}
+
+// defaultDataDir is $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
+// else ~/.local/share/agentjournal.
+func defaultDataDir(getenv func(string) string, home func() (string, error)) (string, error) {
+	if dir := getenv(dataEnv); dir != "" {
+		return dir, nil
+	}
+	if xdg := getenv("XDG_DATA_HOME"); xdg != "" {
+		return filepath.Join(xdg, "agentjournal"), nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", fmt.Errorf("find the data directory: %w (set --data or $%s)", err, dataEnv)
+	}
+	return filepath.Join(h, ".local", "share", "agentjournal"), nil
+}
+
+// syncFlag is the --sync value: always or interval.
+type syncFlag bus.SyncMode
+
+func (s *syncFlag) String() string { return string(*s) }
+
+func (s *syncFlag) Set(v string) error {
+	switch m := bus.SyncMode(v); m {
+	case bus.SyncAlways, bus.SyncInterval:
+		*s = syncFlag(m)
+		return nil
+	}
+	return fmt.Errorf("want %s or %s", bus.SyncAlways, bus.SyncInterval)
+}
+
+// Env is what every command gets from Main: where its output goes and which
+// data directory it works on.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// DataDir is the data directory, already resolved.
+	DataDir string
+	// DataDirFromFlag is set when --data named DataDir, so hints printed for
+	// the user repeat it.
+	DataDirFromFlag bool
+	Sync            bus.SyncMode
+}
+
+// withStore opens the embedded bus and the journal store on the data
+// directory, runs fn and closes both.
+func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (err error) {
+	cfg := bus.DefaultConfig()
+	cfg.DataDir = e.DataDir
+	cfg.Sync = e.Sync
+	if cfg.Sync == bus.SyncInterval {
+		fmt.Fprintf(e.Stderr, "agentjournal: warning: --sync=interval: a power loss can lose records acknowledged in the last %s\n", cfg.SyncInterval)
+	}
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		var locked *bus.LockedError
+		if errors.As(err, &locked) {
+			return locked
+		}
+		return fmt.Errorf("open data directory %s: %w", e.DataDir, err)
+	}
+	defer func() { err = errors.Join(err, b.Close()) }()
+	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	return fn(s)
+}
+
+// hintPrefix is the command prefix to repeat in hints: "agentjournal", plus
+// --data when the user named the data directory.
+func (e *Env) hintPrefix() string {
+	if !e.DataDirFromFlag {
+		return "agentjournal"
+	}
+	return "agentjournal --data " + shellQuote(e.DataDir)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Command is one subcommand. Each parses its own flags from args.
+type Command interface {
+	Run(ctx context.Context, args []string) error
+}
+
+// commandNames lists the top-level commands, in the order help shows them.
+var commandNames = []string{"demo", "journal", "log", "help"}
+
+// newCommand returns the command called name, or nil if there is none.
+func newCommand(name string, env *Env) Command {
+	switch name {
+	case "demo":
+		return &DemoCommand{env: env}
+	case "journal":
+		return &JournalCommand{env: env}
+	case "log":
+		return &LogCommand{env: env}
+	}
+	return nil
+}
+
+// helpFor answers "agentjournal help [command [subcommand]]" with the help of
+// the named command, found by running it with -h.
+func helpFor(global *flag.FlagSet, args []string) error {
+	if len(args) == 0 {
+		return &helpRequest{text: mainUsage(global)}
+	}
+	cmd := newCommand(args[0], &Env{Stdout: io.Discard, Stderr: io.Discard})
+	if cmd == nil {
+		return &usageError{
+			err:  fmt.Errorf("no help for unknown command %q (want one of: %s)", args[0], strings.Join(commandNames, ", ")),
+			help: mainUsage(global),
+		}
+	}
+	// With -h a command returns its help before it touches the data directory.
+	return cmd.Run(context.Background(), slices.Concat(args[1:], []string{"-h"}))
+}
+
+func mainUsage(global *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString(`agentjournal keeps a durable journal for every AI agent execution: what the
+agent was asked, what was observed, what was decided and how its state moved.
+Journals live in an embedded NATS JetStream store in the data directory.
+
+Usage:
+  agentjournal [--data DIR] [--sync always|interval] <command> [flags] [args]
+
+Commands:
+  demo                  write a realistic example journal and print it
+  journal ls            list the journals
+  journal cat ID        print one journal, record by record
+  journal export ID     write one journal as a JSONL file
+  journal import FILE   load a journal from a JSONL file
+  log                   print the global log: every journal, in log order
+  help [command]        show the help of a command
+
+Global flags (before the command):
+`)
+	b.WriteString(flagHelp(global))
+	b.WriteString(`
+The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
+else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
+agentjournal at a time can use a data directory.
+
+Example:
+  agentjournal demo
+  agentjournal journal ls
+
+Run 'agentjournal <command> -h' for the flags of a command and an example.
+`)
+	return b.String()
+}
+
+// cmdSpec describes a command for its help text.
+type cmdSpec struct {
+	// Name is the command as typed, e.g. "journal cat".
+	Name string
+	// Args is what follows the name in the synopsis, e.g. "ID [--json]".
+	Args string
+	// Summary is the one-paragraph description.
+	Summary string
+	// Example is one or more command lines, one per line.
+	Example string
+}
+
+// newFlagSet returns an empty flag set for the command that reports errors
+// instead of printing them.
+func (s cmdSpec) newFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet(s.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// help renders the command's help: synopsis, description, flags and example.
+func (s cmdSpec) help(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage:\n  agentjournal [global flags] %s %s\n\n%s\n", s.Name, s.Args, strings.TrimSpace(s.Summary))
+	if f := flagHelp(fs); f != "" {
+		fmt.Fprintf(&b, "\nFlags:\n%s", f)
+	}
+	b.WriteString("\nExample:\n")
+	for line := range strings.Lines(strings.TrimSpace(s.Example)) {
+		fmt.Fprintf(&b, "  %s", line)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// parse parses args, flags and positional arguments in any order, and
+// returns the positional ones. -h and --help return a *helpRequest; a bad
+// flag returns a *usageError.
+func (s cmdSpec) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpRequest{text: s.help(fs)}
+			}
+			return nil, s.usageErr(fs, "%v", flagError(fs, err))
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			// "--" ends the flags: what follows is positional.
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagError rewrites an error of the flag package in the spelling the help
+// uses (--name) and lists the accepted flags when the flag is unknown.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var known []string
+		fs.VisitAll(func(f *flag.Flag) { known = append(known, "--"+f.Name) })
+		if len(known) == 0 {
+			return fmt.Errorf("unknown flag --%s (this command takes no flags)", name)
+		}
+		return fmt.Errorf("unknown flag --%s (want one of: %s)", name, strings.Join(known, ", "))
+	}
+	for _, p := range []string{"for flag -", "needs an argument: -"} {
+		msg = strings.Replace(msg, p, p+"-", 1)
+	}
+	return errors.New(msg)
+}
+
+// usageErr is a *usageError with the command's help.
+func (s cmdSpec) usageErr(fs *flag.FlagSet, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(s.Name+": "+format, args...), help: s.help(fs)}
+}
+
+// flagHelp lists the flags of fs, one per entry, spelled with two dashes.
+func flagHelp(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		synopsis := "--" + f.Name
+		if name != "" {
+			synopsis += " " + name
+		}
+		fmt.Fprintf(&b, "  %-22s %s", synopsis, usage)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			fmt.Fprintf(&b, " (default %s)", f.DefValue)
+		}
+		b.WriteString("\n")
+	})
+	return b.String()
+}
+
+// helpRequest is returned by a command asked for -h; Main prints the text to
+// stdout and exits 0.
+type helpRequest struct {
+	text string
+}
+
+func (h *helpRequest) Error() string { return "help requested" }
+
+// usageError is a command line that cannot be run; Main prints the error and
+// the help to stderr and exits 2.
+type usageError struct {
+	err  error
+	help string
+}
+
+func (u *usageError) Error() string { return u.err.Error() }
+func (u *usageError) Unwrap() error { return u.err }
