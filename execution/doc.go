@@ -1,0 +1,11 @@
+// Package execution owns the AgentExecution entity: its state (lifecycle,
+// attention, semantic activity, the current input request, the ids it has
+// processed, the latest activity and telemetry, journal metadata, protocol
+// descriptor and timeline) and the pure replay fold that rebuilds that state
+// from journal records.
+//
+// Replay depends on records alone: no clock, no process, no terminal. Live
+// process data is laid over replayed state by callers and never flows back
+// into it. Timeline items come from signals through the eventstore signal
+// registry, the one place that says how each signal is shown.
+package execution

@@ -1,0 +1,283 @@
+package execution
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+var (
+	// ErrNoHeader reports a journal whose first record is not its header.
+	ErrNoHeader = errors.New("execution: journal does not start with its header")
+	// ErrForeignRecord reports a record of another journal or execution.
+	ErrForeignRecord = errors.New("execution: record belongs to another journal")
+	// ErrOutOfOrder reports a record whose sequence does not follow the last.
+	ErrOutOfOrder = errors.New("execution: record out of order")
+)
+
+// Replay folds a journal's records, header first, into the execution's
+// state. The same records always give the same state.
+func Replay(records []eventstore.Record) (*State, error) {
+	s := &State{}
+	for _, r := range records {
+		items, err := s.Apply(r)
+		if err != nil {
+			return s, err
+		}
+		s.Timeline = append(s.Timeline, items...)
+	}
+	if s.ID == "" {
+		return s, ErrNoHeader
+	}
+	return s, nil
+}
+
+// Apply folds one record into the state and returns the timeline items it
+// produces; the caller decides where they are kept (Replay appends them to
+// Timeline, projections page them from their own bucket). Activity records
+// only touch Latest, so dropping any of them leaves the semantic state as
+// it was.
+func (s *State) Apply(r eventstore.Record) ([]TimelineItem, error) {
+	b := r.RecordBase()
+	if h, ok := r.(*eventstore.Header); ok {
+		if s.ID != "" {
+			return nil, fmt.Errorf("%w: second header at sequence %d", ErrOutOfOrder, b.Sequence)
+		}
+		s.applyHeader(h)
+		return nil, nil
+	}
+	switch {
+	case s.ID == "":
+		return nil, fmt.Errorf("%w: first record is %s (sequence %d)", ErrNoHeader, r.Kind(), b.Sequence)
+	case b.JournalID != s.Journal.JournalID || b.AgentExecutionID != s.ID:
+		return nil, fmt.Errorf("%w: %s %s is of journal %s, execution %s; this is journal %s, execution %s",
+			ErrForeignRecord, r.Kind(), b.RecordID, b.JournalID, b.AgentExecutionID, s.Journal.JournalID, s.ID)
+	case b.Sequence <= s.Journal.LastSequence:
+		return nil, fmt.Errorf("%w: sequence %d after %d", ErrOutOfOrder, b.Sequence, s.Journal.LastSequence)
+	}
+	s.Journal.RecordCount++
+	s.Journal.LastSequence = b.Sequence
+	s.UpdatedAt = b.OccurredAt
+	switch r := r.(type) {
+	case *eventstore.MessageAccepted:
+		return s.applyMessage(r), nil
+	case *eventstore.MessageDelivery:
+		return s.applyDelivery(r), nil
+	case *eventstore.Observation:
+		return s.applyObservation(r), nil
+	case *eventstore.Decision:
+		return s.applyDecision(r), nil
+	case *eventstore.StateChanged:
+		return s.applyStateChanged(r), nil
+	case *eventstore.ActivityUpdated:
+		s.applyActivity(r)
+	case *eventstore.OwnerEffect:
+		return []TimelineItem{item(r, ItemOwnerEffect, r.EffectType)}, nil
+	case *eventstore.ProjectionRecorded:
+		// Reserved; timelines are derived from the other records.
+	}
+	return nil, nil
+}
+
+func (s *State) applyHeader(h *eventstore.Header) {
+	*s = State{
+		ID:                    h.AgentExecutionID,
+		OwnerEntity:           h.Scope,
+		OwnerID:               h.OwnerID,
+		AgentID:               h.AgentID,
+		Lifecycle:             eventstore.LifecycleStarting,
+		Attention:             eventstore.AttentionNone,
+		Activity:              eventstore.ActivityIdle,
+		ProcessedMessages:     map[string]uint64{},
+		ProcessedObservations: map[string]uint64{},
+		Decisions:             map[string]DecisionRef{},
+		Posture:               h.ProtocolDescriptor.Posture,
+		ProtocolDescriptor:    h.ProtocolDescriptor,
+		WorkingDirectory:      h.WorkingDirectory,
+		Journal: eventstore.Reference{
+			JournalID: h.JournalID, OwnerEntity: h.Scope, OwnerID: h.OwnerID, AgentExecutionID: h.AgentExecutionID,
+			RecordCount: 1, LastSequence: h.Sequence,
+		},
+		CreatedAt: h.OccurredAt,
+		UpdatedAt: h.OccurredAt,
+		Timeline:  []TimelineItem{},
+	}
+	if h.TransportState != nil {
+		s.TerminalAttached = h.TransportState.TerminalAttached
+	}
+}
+
+func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
+	if _, dup := s.ProcessedMessages[r.MessageID]; dup {
+		return nil
+	}
+	s.ProcessedMessages[r.MessageID] = r.Sequence
+	it := item(r, ItemMessage, messageText(r))
+	it.Source = string(r.Source)
+	it.MessageID = r.MessageID
+	it.MessageType = r.MessageType
+	it.RequestID = AnsweredRequest(r)
+	return []TimelineItem{it}
+}
+
+// messageText is the text of a message payload: its "text" field when it
+// has one, the payload itself otherwise.
+func messageText(r *eventstore.MessageAccepted) string {
+	var p struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
+		return p.Text
+	}
+	if string(r.Payload) == "null" {
+		return r.MessageType
+	}
+	return string(r.Payload)
+}
+
+// AnsweredRequest returns the input request a message answers: the
+// "requestId" of its payload, "" when it answers none.
+func AnsweredRequest(r *eventstore.MessageAccepted) string {
+	var p struct {
+		RequestID string `json:"requestId"`
+	}
+	if json.Unmarshal(r.Payload, &p) != nil {
+		return ""
+	}
+	return p.RequestID
+}
+
+func (s *State) applyDelivery(r *eventstore.MessageDelivery) []TimelineItem {
+	if r.Status != eventstore.DeliveryFailed && r.Status != eventstore.DeliverySkipped {
+		return nil
+	}
+	text := string(r.Status)
+	if r.Reason != "" {
+		text += ": " + r.Reason
+	}
+	it := item(r, ItemDelivery, text)
+	it.MessageID = r.MessageID
+	return []TimelineItem{it}
+}
+
+func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
+	if _, dup := s.ProcessedObservations[r.ObservationID]; dup {
+		return nil
+	}
+	s.ProcessedObservations[r.ObservationID] = r.Sequence
+	if r.Signal == nil {
+		return nil
+	}
+	spec, ok := eventstore.LookupSignal(r.Signal.Type)
+	if !ok || spec.Timeline == eventstore.TimelineNone {
+		return nil
+	}
+	it := item(r, ItemKind(spec.Timeline), r.Signal.Payload.TimelineText())
+	it.Signal = r.Signal.Type
+	it.Source = string(r.Source)
+	it.ObservationID = r.ObservationID
+	if ni, ok := r.Signal.Payload.(*eventstore.NeedsInputSignal); ok {
+		s.LastInputRequest = InputRequest{RequestID: ni.RequestID, Question: ni.Question, Choices: ni.Choices}
+		it.RequestID = ni.RequestID
+		it.Choices = ni.Choices
+	}
+	return []TimelineItem{it}
+}
+
+func (s *State) applyDecision(r *eventstore.Decision) []TimelineItem {
+	key := r.ObservationID
+	if key == "" {
+		key = r.MessageID
+	}
+	if key != "" {
+		if _, dup := s.Decisions[key]; dup {
+			return nil
+		}
+		s.Decisions[key] = DecisionRef{DecisionID: r.DecisionID, Action: r.Action, Reason: r.Reason, Sequence: r.Sequence}
+	}
+	text := string(r.Action)
+	if r.Reason != "" {
+		text += ": " + r.Reason
+	}
+	it := item(r, ItemDecision, text)
+	it.ObservationID = r.ObservationID
+	it.MessageID = r.MessageID
+	it.Action = r.Action
+	return []TimelineItem{it}
+}
+
+func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
+	var changes []string
+	if r.Lifecycle != "" && r.Lifecycle != s.Lifecycle {
+		changes = append(changes, fmt.Sprintf("lifecycle %s → %s", s.Lifecycle, r.Lifecycle))
+		s.Lifecycle = r.Lifecycle
+		s.LifecycleReason = r.Reason
+		if r.Lifecycle.Final() {
+			at := r.OccurredAt
+			s.EndedAt = &at
+		}
+	}
+	if r.Attention != "" && r.Attention != s.Attention {
+		changes = append(changes, fmt.Sprintf("attention %s → %s", s.Attention, r.Attention))
+		s.Attention = r.Attention
+	}
+	if r.Activity != "" && r.Activity != s.Activity {
+		changes = append(changes, fmt.Sprintf("activity %s → %s", s.Activity, r.Activity))
+		s.Activity = r.Activity
+	}
+	if r.CurrentInputRequestID.Set && r.CurrentInputRequestID.ID != s.CurrentInputRequestID {
+		if r.CurrentInputRequestID.ID == "" {
+			changes = append(changes, "input request "+s.CurrentInputRequestID+" answered")
+		} else {
+			changes = append(changes, "input request "+r.CurrentInputRequestID.ID+" open")
+		}
+		s.CurrentInputRequestID = r.CurrentInputRequestID.ID
+		s.CurrentInputQuestion = ""
+		if s.CurrentInputRequestID != "" && s.LastInputRequest.RequestID == s.CurrentInputRequestID {
+			s.CurrentInputQuestion = s.LastInputRequest.Question
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	text := strings.Join(changes, ", ")
+	if r.Reason != "" {
+		text += " (" + r.Reason + ")"
+	}
+	it := item(r, ItemState, text)
+	it.Lifecycle, it.Attention = r.Lifecycle, r.Attention
+	return []TimelineItem{it}
+}
+
+func (s *State) applyActivity(r *eventstore.ActivityUpdated) {
+	l := &s.Latest
+	if r.Activity != "" {
+		l.Activity = r.Activity
+	}
+	if r.Progress != nil {
+		l.Progress = r.Progress
+	}
+	if r.Telemetry != nil {
+		l.Telemetry = r.Telemetry
+	}
+	if r.Capabilities != nil {
+		l.Capabilities = r.Capabilities
+	}
+	if r.CurrentTarget != nil {
+		l.CurrentTarget = r.CurrentTarget
+	}
+	l.Sequence = r.Sequence
+	at := r.OccurredAt
+	l.At = &at
+}
+
+func item(r eventstore.Record, kind ItemKind, text string) TimelineItem {
+	b := r.RecordBase()
+	return TimelineItem{ID: b.RecordID, Sequence: b.Sequence, At: b.OccurredAt, Kind: kind, Text: text, Record: r.Kind()}
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,117 @@
+package execution
+
+import (
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// State is an AgentExecution as replay reconstructs it from its journal.
+type State struct {
+	ID          string                 `json:"id"`
+	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID     string                 `json:"ownerId"`
+	AgentID     string                 `json:"agentId"`
+
+	Lifecycle             eventstore.Lifecycle `json:"lifecycle"`
+	LifecycleReason       string               `json:"lifecycleReason,omitempty"`
+	Attention             eventstore.Attention `json:"attention"`
+	Activity              eventstore.Activity  `json:"activity"`
+	CurrentInputRequestID string               `json:"currentInputRequestId,omitempty"`
+	// CurrentInputQuestion is the question of the current input request.
+	CurrentInputQuestion string `json:"currentInputQuestion,omitempty"`
+	// LastInputRequest is the newest needs_input signal, kept so that the
+	// state change opening the request can show its question.
+	LastInputRequest InputRequest `json:"lastInputRequest,omitzero"`
+
+	// ProcessedMessages maps each accepted message id to its sequence.
+	ProcessedMessages map[string]uint64 `json:"processedMessages"`
+	// ProcessedObservations maps each recorded observation id to its sequence.
+	ProcessedObservations map[string]uint64 `json:"processedObservations"`
+	// Decisions maps an observation or message id to the decision taken on
+	// it, so a duplicate is answered with the original decision.
+	Decisions map[string]DecisionRef `json:"decisions"`
+
+	// Latest holds the newest journaled activity, telemetry, capabilities
+	// and target; each part is replaced by the newest record that carries it.
+	Latest Latest `json:"latest"`
+
+	Posture            eventstore.Posture            `json:"posture"`
+	TerminalAttached   bool                          `json:"terminalAttached"`
+	ProtocolDescriptor eventstore.ProtocolDescriptor `json:"protocolDescriptor"`
+	WorkingDirectory   string                        `json:"workingDirectory,omitempty"`
+
+	Journal eventstore.Reference `json:"journal"`
+
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+
+	Timeline []TimelineItem `json:"timeline"`
+}
+
+// InputRequest is a question an agent asked through needs_input.
+type InputRequest struct {
+	RequestID string   `json:"requestId"`
+	Question  string   `json:"question"`
+	Choices   []string `json:"choices,omitempty"`
+}
+
+// DecisionRef is a decision as the state remembers it.
+type DecisionRef struct {
+	DecisionID string                    `json:"decisionId"`
+	Action     eventstore.DecisionAction `json:"action"`
+	Reason     string                    `json:"reason,omitempty"`
+	Sequence   uint64                    `json:"sequence"`
+}
+
+// Latest is the newest retained runtime activity.
+type Latest struct {
+	Activity      eventstore.Activity      `json:"activity,omitempty"`
+	Progress      *eventstore.Progress     `json:"progress,omitempty"`
+	Telemetry     *eventstore.Telemetry    `json:"telemetry,omitempty"`
+	Capabilities  *eventstore.Capabilities `json:"capabilities,omitempty"`
+	CurrentTarget *eventstore.Target       `json:"currentTarget,omitempty"`
+	// Sequence is the record the newest part came from, 0 if none.
+	Sequence uint64     `json:"sequence,omitempty"`
+	At       *time.Time `json:"at,omitempty"`
+}
+
+// AwaitingInput reports an open input request: running, awaiting the
+// operator, with a request id. There is no awaiting-input lifecycle.
+func (s *State) AwaitingInput() bool {
+	return s.Lifecycle == eventstore.LifecycleRunning && s.Attention == eventstore.AttentionAwaitingOperator && s.CurrentInputRequestID != ""
+}
+
+// Semantic returns the part of the state that replay must recover without
+// activity records: lifecycle, attention, activity, the input request and
+// the processed ids with their decisions.
+func (s *State) Semantic() SemanticState {
+	return SemanticState{
+		Lifecycle: s.Lifecycle, Attention: s.Attention, Activity: s.Activity,
+		CurrentInputRequestID: s.CurrentInputRequestID,
+		ProcessedMessages:     keys(s.ProcessedMessages),
+		ProcessedObservations: keys(s.ProcessedObservations),
+		Decisions:             s.Decisions,
+	}
+}
+
+// SemanticState is the comparison key of Semantic.
+type SemanticState struct {
+	Lifecycle             eventstore.Lifecycle
+	Attention             eventstore.Attention
+	Activity              eventstore.Activity
+	CurrentInputRequestID string
+	ProcessedMessages     []string
+	ProcessedObservations []string
+	Decisions             map[string]DecisionRef
+}
+
+func keys(m map[string]uint64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}

@@ -1,0 +1,50 @@
+package execution
+
+import (
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// ItemKind is the kind of a timeline item. Signal items take the timeline
+// kind the signal registry gives them; the others come from record kinds.
+type ItemKind string
+
+const (
+	ItemMessage     ItemKind = "message"
+	ItemDelivery    ItemKind = "delivery"
+	ItemDecision    ItemKind = "decision"
+	ItemState       ItemKind = "state"
+	ItemOwnerEffect ItemKind = "owner-effect"
+
+	ItemProgress   = ItemKind(eventstore.TimelineProgress)
+	ItemStatus     = ItemKind(eventstore.TimelineStatus)
+	ItemNeedsInput = ItemKind(eventstore.TimelineNeedsInput)
+	ItemBlocked    = ItemKind(eventstore.TimelineBlocked)
+	ItemClaim      = ItemKind(eventstore.TimelineClaim)
+	ItemFailure    = ItemKind(eventstore.TimelineFailure)
+	ItemChat       = ItemKind(eventstore.TimelineChat)
+)
+
+// TimelineItem is one entry of an execution's timeline (the chat
+// projection). Its ID is the record id and its Sequence the record's, which
+// is also the paging cursor.
+type TimelineItem struct {
+	ID       string          `json:"id"`
+	Sequence uint64          `json:"sequence"`
+	At       time.Time       `json:"at"`
+	Kind     ItemKind        `json:"kind"`
+	Record   eventstore.Kind `json:"record"`
+	Text     string          `json:"text"`
+
+	Source        string                    `json:"source,omitempty"`
+	Signal        eventstore.SignalType     `json:"signal,omitempty"`
+	MessageID     string                    `json:"messageId,omitempty"`
+	MessageType   string                    `json:"messageType,omitempty"`
+	ObservationID string                    `json:"observationId,omitempty"`
+	RequestID     string                    `json:"requestId,omitempty"`
+	Choices       []string                  `json:"choices,omitempty"`
+	Action        eventstore.DecisionAction `json:"action,omitempty"`
+	Lifecycle     eventstore.Lifecycle      `json:"lifecycle,omitempty"`
+	Attention     eventstore.Attention      `json:"attention,omitempty"`
+}
