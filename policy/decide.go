@@ -1,0 +1,238 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// Outcome is what the policy decided about one observation or message.
+type Outcome struct {
+	// Decision is the decision record; for a duplicate, the original one
+	// rebuilt from state (it is already in the journal).
+	Decision *eventstore.Decision
+	// Records are the records that carry the decision out, in append order.
+	Records []eventstore.Record
+	// Duplicate is true when the input was decided before: nothing is to
+	// be appended.
+	Duplicate bool
+}
+
+// DecisionID is the decision id for an observation or message id. It is
+// readable for ordinary ids and hashed when the id is too long to prefix.
+func DecisionID(prefix, id string) string {
+	if len(prefix)+len(id) <= eventstore.MaxIDLength {
+		return prefix + id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return prefix + hex.EncodeToString(sum[:16])
+}
+
+// strongConfidence lists the confidences trusted to move state.
+var strongConfidence = []eventstore.Confidence{eventstore.ConfidenceAuthoritative, eventstore.ConfidenceHigh}
+
+// Decide applies the policy to an observation given the state replayed from
+// every record before it. It is pure: the same inputs give the same outcome.
+func Decide(st *execution.State, obs *eventstore.Observation) Outcome {
+	if d, ok := st.Decisions[obs.ObservationID]; ok {
+		return Outcome{Duplicate: true, Decision: &eventstore.Decision{
+			Base:       eventstore.Base{Sequence: d.Sequence},
+			DecisionID: d.DecisionID, ObservationID: obs.ObservationID, Action: d.Action, Reason: d.Reason,
+		}}
+	}
+	o := &outcomeBuilder{st: st, decision: &eventstore.Decision{
+		DecisionID: DecisionID("dec-", obs.ObservationID), ObservationID: obs.ObservationID,
+	}}
+	o.decide(obs)
+	return o.outcome()
+}
+
+// DecideMessage applies the policy to an accepted message. Only a message
+// that answers an input request needs a decision; ok is false otherwise.
+func DecideMessage(st *execution.State, m *eventstore.MessageAccepted) (out Outcome, ok bool) {
+	req := execution.AnsweredRequest(m)
+	if req == "" {
+		return Outcome{}, false
+	}
+	if d, done := st.Decisions[m.MessageID]; done {
+		return Outcome{Duplicate: true, Decision: &eventstore.Decision{
+			Base:       eventstore.Base{Sequence: d.Sequence},
+			DecisionID: d.DecisionID, MessageID: m.MessageID, Action: d.Action, Reason: d.Reason,
+		}}, true
+	}
+	o := &outcomeBuilder{st: st, decision: &eventstore.Decision{DecisionID: DecisionID("dec-msg-", m.MessageID), MessageID: m.MessageID}}
+	switch {
+	case st.Lifecycle.Final():
+		o.set(eventstore.ActionReject, fmt.Sprintf("answer to %s arrived after the execution was %s", req, st.Lifecycle))
+	case req != st.CurrentInputRequestID:
+		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("answers %s, which is not the open input request", req))
+	default:
+		o.set(eventstore.ActionUpdateState, "operator answered "+req)
+		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
+			CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "answered " + req})
+	}
+	return o.outcome(), true
+}
+
+type outcomeBuilder struct {
+	st       *execution.State
+	decision *eventstore.Decision
+	records  []eventstore.Record
+}
+
+func (o *outcomeBuilder) set(a eventstore.DecisionAction, reason string) {
+	o.decision.Action, o.decision.Reason = a, reason
+}
+
+// key derives the record id of the n-th follow-up record from the decision.
+func (o *outcomeBuilder) key(kind eventstore.Kind) string {
+	return eventstore.RecordID(o.st.Journal.JournalID, kind, fmt.Sprintf("%s#%d", o.decision.DecisionID, len(o.records)))
+}
+
+func (o *outcomeBuilder) state(r *eventstore.StateChanged) {
+	r.RecordID = o.key(eventstore.KindStateChanged)
+	o.records = append(o.records, r)
+}
+
+func (o *outcomeBuilder) activity(r *eventstore.ActivityUpdated) {
+	r.RecordID = o.key(eventstore.KindActivity)
+	o.records = append(o.records, r)
+}
+
+func (o *outcomeBuilder) effect(obs *eventstore.Observation, effectType string, payload map[string]any) {
+	o.records = append(o.records, &eventstore.OwnerEffect{
+		EffectID: DecisionID("eff-", obs.ObservationID), ObservationID: obs.ObservationID,
+		OwnerEntity: o.st.OwnerEntity, EffectType: effectType, Payload: payload,
+	})
+}
+
+func (o *outcomeBuilder) outcome() Outcome {
+	return Outcome{Decision: o.decision, Records: o.records}
+}
+
+func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
+	st := o.st
+	if st.Lifecycle.Final() {
+		o.set(eventstore.ActionReject, fmt.Sprintf("the execution is %s", st.Lifecycle))
+		return
+	}
+	if obs.Signal == nil {
+		o.set(eventstore.ActionRecordOnly, "evidence without a signal")
+		return
+	}
+	sig := obs.Signal
+	spec, _ := eventstore.LookupSignal(sig.Type)
+	if spec.Surfaced && !slices.Contains(st.ProtocolDescriptor.Signals, sig.Type) {
+		o.set(eventstore.ActionReject, fmt.Sprintf("signal %s is not declared by this execution's protocol descriptor", sig.Type))
+		return
+	}
+	strong := slices.Contains(strongConfidence, obs.Confidence)
+	switch p := sig.Payload.(type) {
+	case *eventstore.DiagnosticSignal:
+		o.set(eventstore.ActionRecordOnly, "diagnostic")
+	case *eventstore.UsageSignal:
+		o.set(eventstore.ActionRecordOnly, "token usage is telemetry")
+		o.activity(&eventstore.ActivityUpdated{Telemetry: o.telemetry(p)})
+	case *eventstore.ProgressSignal:
+		o.set(eventstore.ActionRecordOnly, "progress is activity, not state")
+		o.activity(&eventstore.ActivityUpdated{Progress: &eventstore.Progress{Summary: p.Summary, Detail: p.Detail, Units: p.Units}})
+	case *eventstore.MessageSignal:
+		o.set(eventstore.ActionEmitMessage, "agent message shown to the operator")
+	case *eventstore.StatusSignal:
+		act := eventstore.Activity(p.Phase)
+		switch {
+		case !strong:
+			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not move state", obs.Confidence))
+		case slices.Contains(eventstore.Activities, act) && act != st.Activity:
+			o.set(eventstore.ActionUpdateState, fmt.Sprintf("status phase %s sets activity", act))
+			o.state(&eventstore.StateChanged{Activity: act})
+		default:
+			o.set(eventstore.ActionRecordOnly, "status without a new activity phase")
+		}
+	case *eventstore.NeedsInputSignal:
+		if !strong {
+			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not open an input request", obs.Confidence))
+			return
+		}
+		o.set(eventstore.ActionUpdateState, "agent waits for the operator: "+p.RequestID)
+		o.state(&eventstore.StateChanged{Lifecycle: o.running(), Attention: eventstore.AttentionAwaitingOperator,
+			CurrentInputRequestID: eventstore.SetInputRequest(p.RequestID), Reason: "needs_input " + p.RequestID})
+	case *eventstore.BlockedSignal:
+		if !strong {
+			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not block", obs.Confidence))
+			return
+		}
+		o.set(eventstore.ActionUpdateState, "agent is blocked")
+		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionBlocked, Reason: p.Reason})
+	case *eventstore.ReadyForVerificationSignal:
+		if !strong {
+			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not request verification", obs.Confidence))
+			return
+		}
+		o.set(eventstore.ActionUpdateState, "work is ready for verification")
+		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: "ready_for_verification"})
+	case *eventstore.CompletedClaimSignal:
+		o.claim(obs, strong, "execution.completion-claimed", map[string]any{"summary": p.Summary, "evidence": p.Evidence})
+	case *eventstore.FailedClaimSignal:
+		o.claim(obs, strong, "execution.failure-claimed", map[string]any{"reason": p.Reason, "detail": p.Detail})
+	default:
+		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("no rule for signal %s", sig.Type))
+	}
+}
+
+// claim routes a completion or failure claim to the owner, which decides
+// whether the claim holds; the execution waits for that verdict.
+func (o *outcomeBuilder) claim(obs *eventstore.Observation, strong bool, effectType string, payload map[string]any) {
+	if !strong {
+		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not make a claim", obs.Confidence))
+		return
+	}
+	o.set(eventstore.ActionRouteOwnerEffect, string(obs.Signal.Type)+" routed to the owner")
+	o.effect(obs, effectType, payload)
+	o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: string(obs.Signal.Type)})
+}
+
+// running returns the lifecycle to set with an input request: running when
+// the execution is still starting, unchanged otherwise.
+func (o *outcomeBuilder) running() eventstore.Lifecycle {
+	if o.st.Lifecycle == eventstore.LifecycleStarting {
+		return eventstore.LifecycleRunning
+	}
+	return ""
+}
+
+// telemetry turns a usage signal into running totals: cumulative counts
+// replace the last totals, increments add to them, so a total reported
+// twice is not counted twice.
+func (o *outcomeBuilder) telemetry(u *eventstore.UsageSignal) *eventstore.Telemetry {
+	var last eventstore.Telemetry
+	if t := o.st.Latest.Telemetry; t != nil {
+		last = *t
+	}
+	sum := func(prev, v *int64) *int64 {
+		switch {
+		case v == nil:
+			return prev
+		case u.Cumulative || prev == nil:
+			n := *v
+			return &n
+		}
+		n := *prev + *v
+		return &n
+	}
+	t := &eventstore.Telemetry{
+		InputTokens:    sum(last.InputTokens, u.InputTokens),
+		OutputTokens:   sum(last.OutputTokens, u.OutputTokens),
+		TotalTokens:    sum(last.TotalTokens, u.TotalTokens),
+		ActiveToolName: last.ActiveToolName,
+	}
+	if u.TotalTokens == nil && t.InputTokens != nil && t.OutputTokens != nil {
+		n := *t.InputTokens + *t.OutputTokens
+		t.TotalTokens = &n
+	}
+	return t
+}

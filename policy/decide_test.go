@@ -1,0 +1,259 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+var ref, _ = eventstore.NewReference(eventstore.OwnerTask, "task-1", "ae-policy")
+
+// stateWith replays a header and the given records.
+func stateWith(t *testing.T, recs ...eventstore.Record) *execution.State {
+	t.Helper()
+	all := append([]eventstore.Record{&eventstore.Header{JournalKind: "agent-execution-interaction-journal", AgentID: "fixture",
+		ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless,
+			Signals: eventstore.SurfacedSignalTypes()}}}, recs...)
+	for i, r := range all {
+		stamp(r, uint64(i+1))
+	}
+	st, err := execution.Replay(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func stamp(r eventstore.Record, seq uint64) {
+	b := r.RecordBase()
+	b.Sequence, b.Type, b.SchemaVersion = seq, r.Kind(), 1
+	b.JournalID, b.AgentExecutionID, b.OwnerID, b.Scope = ref.JournalID, ref.AgentExecutionID, ref.OwnerID, ref.OwnerEntity
+	b.OccurredAt = time.Date(2026, 11, 21, 9, 0, int(seq), 0, time.UTC)
+	if b.RecordID == "" {
+		key := eventstore.NaturalKey(r)
+		if key == "" {
+			key = fmt.Sprint(seq)
+		}
+		b.RecordID = eventstore.RecordID(ref.JournalID, r.Kind(), key)
+	}
+}
+
+func running() *eventstore.StateChanged {
+	return &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAutonomous}
+}
+
+func observe(id string, c eventstore.Confidence, p eventstore.SignalPayload) *eventstore.Observation {
+	return &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedMCP, Confidence: c, Signal: eventstore.NewSignal(p)}
+}
+
+func n(v int64) *int64 { return &v }
+
+func TestDecideTable(t *testing.T) {
+	auth, low := eventstore.ConfidenceAuthoritative, eventstore.ConfidenceLow
+	cases := []struct {
+		name   string
+		prior  []eventstore.Record
+		obs    *eventstore.Observation
+		action eventstore.DecisionAction
+		kinds  []eventstore.Kind
+		check  func(t *testing.T, out Outcome)
+	}{
+		{name: "progress is activity", obs: observe("o", auth, &eventstore.ProgressSignal{Summary: "reading", Units: &eventstore.Units{Completed: n(1), Total: n(3)}}),
+			action: eventstore.ActionRecordOnly, kinds: []eventstore.Kind{eventstore.KindActivity},
+			check: func(t *testing.T, out Outcome) {
+				if a := out.Records[0].(*eventstore.ActivityUpdated); a.Progress.Summary != "reading" || *a.Progress.Units.Total != 3 {
+					t.Fatalf("activity %+v does not carry the progress", a.Progress)
+				}
+			}},
+		{name: "status with a phase sets activity", obs: observe("o", auth, &eventstore.StatusSignal{Summary: "testing", Phase: "testing"}),
+			action: eventstore.ActionUpdateState, kinds: []eventstore.Kind{eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				if s := out.Records[0].(*eventstore.StateChanged); s.Activity != eventstore.ActivityTesting {
+					t.Fatalf("activity %q, want testing", s.Activity)
+				}
+			}},
+		{name: "status without a phase", obs: observe("o", auth, &eventstore.StatusSignal{Summary: "hm"}), action: eventstore.ActionRecordOnly},
+		{name: "status at low confidence", obs: observe("o", low, &eventstore.StatusSignal{Summary: "x", Phase: "editing"}), action: eventstore.ActionRecordOnly},
+		{name: "needs_input opens a request", prior: []eventstore.Record{running()},
+			obs:    observe("o", auth, &eventstore.NeedsInputSignal{RequestID: "req-1", Question: "?"}),
+			action: eventstore.ActionUpdateState, kinds: []eventstore.Kind{eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				s := out.Records[0].(*eventstore.StateChanged)
+				if s.Attention != eventstore.AttentionAwaitingOperator || s.CurrentInputRequestID != eventstore.SetInputRequest("req-1") || s.Lifecycle != "" {
+					t.Fatalf("state change %+v, want awaiting-operator with req-1 and no lifecycle change", s)
+				}
+			}},
+		{name: "needs_input while starting also marks running", obs: observe("o", auth, &eventstore.NeedsInputSignal{RequestID: "r", Question: "?"}),
+			action: eventstore.ActionUpdateState, kinds: []eventstore.Kind{eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				if s := out.Records[0].(*eventstore.StateChanged); s.Lifecycle != eventstore.LifecycleRunning {
+					t.Fatalf("lifecycle %q, want running (awaiting-input is not a lifecycle)", s.Lifecycle)
+				}
+			}},
+		{name: "needs_input at low confidence", obs: observe("o", low, &eventstore.NeedsInputSignal{RequestID: "r", Question: "?"}), action: eventstore.ActionRecordOnly},
+		{name: "blocked", obs: observe("o", auth, &eventstore.BlockedSignal{Reason: "no creds"}), action: eventstore.ActionUpdateState,
+			kinds: []eventstore.Kind{eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				if s := out.Records[0].(*eventstore.StateChanged); s.Attention != eventstore.AttentionBlocked {
+					t.Fatalf("attention %q, want blocked", s.Attention)
+				}
+			}},
+		{name: "blocked at low confidence", obs: observe("o", low, &eventstore.BlockedSignal{Reason: "x"}), action: eventstore.ActionRecordOnly},
+		{name: "ready for verification", obs: observe("o", auth, &eventstore.ReadyForVerificationSignal{Summary: "done"}),
+			action: eventstore.ActionUpdateState, kinds: []eventstore.Kind{eventstore.KindStateChanged}},
+		{name: "ready for verification at low confidence", obs: observe("o", low, &eventstore.ReadyForVerificationSignal{Summary: "x"}), action: eventstore.ActionRecordOnly},
+		{name: "completed claim routes an owner effect", obs: observe("o", auth, &eventstore.CompletedClaimSignal{Summary: "fixed"}),
+			action: eventstore.ActionRouteOwnerEffect, kinds: []eventstore.Kind{eventstore.KindOwnerEffect, eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				e := out.Records[0].(*eventstore.OwnerEffect)
+				if e.EffectType != "execution.completion-claimed" || e.OwnerEntity != eventstore.OwnerTask || e.ObservationID != "o" {
+					t.Fatalf("owner effect %+v", e)
+				}
+			}},
+		{name: "failed claim routes an owner effect", obs: observe("o", auth, &eventstore.FailedClaimSignal{Reason: "tests fail"}),
+			action: eventstore.ActionRouteOwnerEffect, kinds: []eventstore.Kind{eventstore.KindOwnerEffect, eventstore.KindStateChanged}},
+		{name: "claim at low confidence", obs: observe("o", low, &eventstore.CompletedClaimSignal{Summary: "x"}), action: eventstore.ActionRecordOnly},
+		{name: "message is emitted", obs: observe("o", auth, &eventstore.MessageSignal{Text: "hello"}), action: eventstore.ActionEmitMessage},
+		{name: "usage is telemetry", obs: observe("o", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(10), OutputTokens: n(5)}),
+			action: eventstore.ActionRecordOnly, kinds: []eventstore.Kind{eventstore.KindActivity},
+			check: func(t *testing.T, out Outcome) {
+				if tel := out.Records[0].(*eventstore.ActivityUpdated).Telemetry; *tel.TotalTokens != 15 {
+					t.Fatalf("total %d, want 15", *tel.TotalTokens)
+				}
+			}},
+		{name: "diagnostic is recorded only", obs: observe("o", eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{Message: "odd"}), action: eventstore.ActionRecordOnly},
+		{name: "evidence without a signal", obs: &eventstore.Observation{ObservationID: "o", Source: eventstore.ObservedPTY, Confidence: low, RawText: "$ ls"},
+			action: eventstore.ActionRecordOnly},
+		{name: "finished execution rejects", prior: []eventstore.Record{&eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted}},
+			obs: observe("o", auth, &eventstore.ProgressSignal{Summary: "late"}), action: eventstore.ActionReject},
+	}
+	covered := map[eventstore.SignalType]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := stateWith(t, c.prior...)
+			out := Decide(st, c.obs)
+			if out.Duplicate {
+				t.Fatal("fresh observation reported as duplicate")
+			}
+			if out.Decision.Action != c.action || out.Decision.ObservationID != "o" || out.Decision.DecisionID != "dec-o" || out.Decision.Reason == "" {
+				t.Fatalf("decision %+v, want action %s for o with a reason", out.Decision, c.action)
+			}
+			var kinds []eventstore.Kind
+			for _, r := range out.Records {
+				kinds = append(kinds, r.Kind())
+				if r.RecordBase().RecordID == "" && eventstore.NaturalKey(r) == "" {
+					t.Fatalf("%s has no record id", r.Kind())
+				}
+				if sc, ok := r.(*eventstore.StateChanged); ok && sc.Lifecycle == "awaiting-input" {
+					t.Fatalf("awaiting-input is not a lifecycle")
+				}
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(c.kinds) {
+				t.Fatalf("records %v, want %v", kinds, c.kinds)
+			}
+			if c.check != nil {
+				c.check(t, out)
+			}
+			// Deciding again on the same state gives the same outcome.
+			again := Decide(st, c.obs)
+			a, _ := json.Marshal(out)
+			b, _ := json.Marshal(again)
+			if string(a) != string(b) {
+				t.Fatalf("Decide is not deterministic:\n%s\n%s", a, b)
+			}
+		})
+		if c.obs.Signal != nil {
+			covered[c.obs.Signal.Type] = true
+		}
+	}
+	for _, s := range eventstore.SignalTypes() {
+		if !covered[s] {
+			t.Errorf("no policy case for signal %s", s)
+		}
+	}
+}
+
+func TestDecideDuplicates(t *testing.T) {
+	o := observe("o-1", eventstore.ConfidenceAuthoritative, &eventstore.NeedsInputSignal{RequestID: "r", Question: "?"})
+	first := Decide(stateWith(t, running()), o)
+	// Replay a journal that already holds the decision and its records: a
+	// fresh policy (nothing but the replayed state) sees the duplicate.
+	prior := []eventstore.Record{running(), o, first.Decision}
+	prior = append(prior, first.Records...)
+	out := Decide(stateWith(t, prior...), o)
+	if !out.Duplicate || len(out.Records) != 0 {
+		t.Fatalf("second decision: duplicate %v with %d records, want a duplicate with none", out.Duplicate, len(out.Records))
+	}
+	if out.Decision.DecisionID != first.Decision.DecisionID || out.Decision.Action != first.Decision.Action || out.Decision.Sequence != 4 {
+		t.Fatalf("duplicate answered with %+v, want the original decision (seq 4)", out.Decision)
+	}
+}
+
+func TestDecideMessageAnswersRequest(t *testing.T) {
+	o := observe("o-1", eventstore.ConfidenceAuthoritative, &eventstore.NeedsInputSignal{RequestID: "req-1", Question: "?"})
+	opened := Decide(stateWith(t, running()), o)
+	prior := append([]eventstore.Record{running(), o, opened.Decision}, opened.Records...)
+	st := stateWith(t, prior...)
+	if !st.AwaitingInput() {
+		t.Fatal("request not open after needs_input decision")
+	}
+	answer := &eventstore.MessageAccepted{MessageID: "m-1", Source: eventstore.SourceOperator, MessageType: "answer",
+		Payload: json.RawMessage(`{"requestId":"req-1","text":"yes"}`)}
+	out, ok := DecideMessage(st, answer)
+	if !ok || out.Decision.Action != eventstore.ActionUpdateState || len(out.Records) != 1 {
+		t.Fatalf("answer: ok %v outcome %+v, want update-state with one state change", ok, out)
+	}
+	sc := out.Records[0].(*eventstore.StateChanged)
+	if sc.CurrentInputRequestID != eventstore.ClearInputRequest() || sc.Attention != eventstore.AttentionAutonomous {
+		t.Fatalf("answer state change %+v, want the request cleared", sc)
+	}
+	// The request and its answer are separate records; replaying both clears it.
+	after := stateWith(t, append(append(prior, answer, out.Decision), out.Records...)...)
+	if after.AwaitingInput() || after.CurrentInputRequestID != "" {
+		t.Fatalf("after the answer the request is still open: %+v", after.Semantic())
+	}
+	stale := &eventstore.MessageAccepted{MessageID: "m-2", Source: eventstore.SourceOperator, MessageType: "answer",
+		Payload: json.RawMessage(`{"requestId":"req-0"}`)}
+	if out, _ := DecideMessage(st, stale); out.Decision.Action != eventstore.ActionRecordOnly || len(out.Records) != 0 {
+		t.Fatalf("answer to a closed request: %+v, want record-only", out)
+	}
+	plain := &eventstore.MessageAccepted{MessageID: "m-3", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: json.RawMessage(`{"text":"hi"}`)}
+	if _, ok := DecideMessage(st, plain); ok {
+		t.Fatal("a plain prompt got a decision")
+	}
+}
+
+func TestDecideUsageIsNotDoubleCounted(t *testing.T) {
+	st := stateWith(t, running())
+	u1 := Decide(st, observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), OutputTokens: n(10), Cumulative: true}))
+	st = stateWith(t, running(), observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), Cumulative: true}), u1.Decision, u1.Records[0])
+	// The same running total reported again leaves the totals as they were.
+	u2 := Decide(st, observe("u2", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), OutputTokens: n(10), Cumulative: true}))
+	if tel := u2.Records[0].(*eventstore.ActivityUpdated).Telemetry; *tel.InputTokens != 100 || *tel.TotalTokens != 110 {
+		t.Fatalf("cumulative repeat gave in %d total %d, want 100 and 110", *tel.InputTokens, *tel.TotalTokens)
+	}
+	// An increment adds to them.
+	u3 := Decide(st, observe("u3", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(5), OutputTokens: n(1)}))
+	if tel := u3.Records[0].(*eventstore.ActivityUpdated).Telemetry; *tel.InputTokens != 105 || *tel.TotalTokens != 116 {
+		t.Fatalf("increment gave in %d total %d, want 105 and 116", *tel.InputTokens, *tel.TotalTokens)
+	}
+}
+
+func TestDecideRejectsUndeclaredSignal(t *testing.T) {
+	all := []eventstore.Record{&eventstore.Header{JournalKind: "agent-execution-interaction-journal", AgentID: "x",
+		ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless,
+			Signals: []eventstore.SignalType{eventstore.SignalProgress}}}}
+	stamp(all[0], 1)
+	st, err := execution.Replay(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Decide(st, observe("o", eventstore.ConfidenceAuthoritative, &eventstore.BlockedSignal{Reason: "x"}))
+	if out.Decision.Action != eventstore.ActionReject || len(out.Records) != 0 {
+		t.Fatalf("undeclared signal: %+v, want reject", out.Decision)
+	}
+}

@@ -1,0 +1,13 @@
+// Package policy owns the observation policy: Decide, a pure function from
+// an observation (or an answering message) and the execution's replayed
+// state to a decision and the records that carry it out, and the Subscriber
+// that reads the log, decides and appends the outcome.
+//
+// The rules (see docs/policy.md for the table): noisy progress, token
+// usage, streaming summaries and transient targets become activity.updated,
+// never state.changed; needs_input, blocked, claims and status phases move
+// attention or activity through state.changed; claims also route an owner
+// effect; anything about a finished execution is rejected. Every outcome
+// has deterministic ids derived from the observation or message it answers,
+// so deciding twice, in one process or two, appends nothing new.
+package policy
