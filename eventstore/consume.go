@@ -1,0 +1,132 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConsumerConfig configures a durable reader of the whole log.
+type ConsumerConfig struct {
+	// Name is the durable consumer's name; readers sharing a name share
+	// one position in the log. Required; [A-Za-z0-9_-] only.
+	Name string
+	// Exclusive makes the readers of one name take turns: one is active and
+	// receives every record in order, the others stand by and take over
+	// when the active one stops pulling for PinnedTTL.
+	Exclusive bool
+	// AckWait is how long a delivered, unacknowledged record waits before
+	// it is delivered again (to whichever reader is active); 30s when 0.
+	AckWait time.Duration
+	// PinnedTTL is how long an exclusive reader may stay silent before a
+	// standby takes over; 10s when 0.
+	PinnedTTL time.Duration
+	// RetryDelay is how long a record the handler failed on waits before
+	// redelivery; 1s when 0.
+	RetryDelay time.Duration
+	// Skipped, when set, hears of records that cannot be decoded; they are
+	// passed over so that one bad record does not stop the reader.
+	Skipped func(offset uint64, err error)
+}
+
+// priorityGroup is the one priority group exclusive readers join.
+const priorityGroup = "active"
+
+// Consume delivers the log's records to fn in log order, from the consumer's
+// last acknowledged position (the start of the log for a new name), until
+// ctx ends. fn returning nil acknowledges the record; an error delivers it
+// again after RetryDelay. A record is acknowledged only after fn returns, so
+// a reader killed mid-record leaves it to be delivered again: handlers must
+// be idempotent.
+func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn func(context.Context, Entry) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if esc, err := EscapeID(cfg.Name); err != nil || esc != cfg.Name {
+		return fmt.Errorf("consume: consumer name %q: want 1 to %d of [A-Za-z0-9_-]", cfg.Name, MaxIDLength)
+	}
+	cfg.AckWait = cmpOr(cfg.AckWait, 30*time.Second)
+	cfg.PinnedTTL = cmpOr(cfg.PinnedTTL, 10*time.Second)
+	cfg.RetryDelay = cmpOr(cfg.RetryDelay, time.Second)
+	if cfg.Exclusive && cfg.PinnedTTL < 2*time.Second {
+		return fmt.Errorf("consume %s: pinned TTL %s is too short (want 2s or more)", cfg.Name, cfg.PinnedTTL)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: s.cfg.SubjectPrefix + ".>",
+		// One record at a time keeps each reader's view of a journal in
+		// log order.
+		MaxAckPending: 1,
+	}
+	var opts []jetstream.PullMessagesOpt
+	if cfg.Exclusive {
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PriorityGroups = []string{priorityGroup}
+		cc.PinnedTTL = cfg.PinnedTTL
+		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
+	}
+	cons, err := s.stream.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", cfg.Name, err)
+	}
+	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
+	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
+	opts = append(opts, jetstream.PullMaxMessages(1), jetstream.PullExpiry(expiry))
+	msgs, err := cons.Messages(opts...)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", cfg.Name, err)
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("consume %s: %w", cfg.Name, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", cfg.Name, err)
+		}
+		r, err := Decode(m.Data())
+		if err != nil {
+			// A record that cannot be decoded will never decode: report it
+			// and move on rather than block the log behind it.
+			_ = m.Term()
+			if cfg.Skipped != nil {
+				cfg.Skipped(meta.Sequence.Stream, err)
+			}
+			continue
+		}
+		if err := fn(ctx, Entry{Offset: meta.Sequence.Stream, Record: r}); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			_ = m.NakWithDelay(cfg.RetryDelay)
+			continue
+		}
+		if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("consume %s: ack offset %d: %w", cfg.Name, meta.Sequence.Stream, err)
+		}
+	}
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

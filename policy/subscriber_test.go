@@ -1,0 +1,366 @@
+package policy_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/policy"
+)
+
+func openStore(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
+	t.Helper()
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// signals cycles through every signal type, so the subscriber meets them all.
+func signal(i int) eventstore.SignalPayload {
+	switch i % 8 {
+	case 0:
+		return &eventstore.ProgressSignal{Summary: fmt.Sprint("step ", i)}
+	case 1:
+		return &eventstore.StatusSignal{Summary: "s", Phase: []string{"editing", "testing"}[i%2]}
+	case 2:
+		return &eventstore.NeedsInputSignal{RequestID: fmt.Sprint("req-", i), Question: "?"}
+	case 3:
+		return &eventstore.MessageSignal{Text: "hello"}
+	case 4:
+		n := int64(i)
+		return &eventstore.UsageSignal{InputTokens: &n, Cumulative: true}
+	case 5:
+		return &eventstore.BlockedSignal{Reason: "waiting"}
+	case 6:
+		return &eventstore.DiagnosticSignal{Message: "odd line"}
+	}
+	return &eventstore.ReadyForVerificationSignal{Summary: "ready"}
+}
+
+func observation(id string, i int) *eventstore.Observation {
+	return &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedMCP,
+		Confidence: eventstore.ConfidenceAuthoritative, Signal: eventstore.NewSignal(signal(i))}
+}
+
+// audit reads every journal and counts decisions per observation, and the
+// records that carry each decision out.
+type audit struct {
+	observations map[string]bool
+	decisions    map[string]int
+	records      map[string]int // record id -> count
+}
+
+func readAudit(t *testing.T, s eventstore.Store, refs []eventstore.Reference) audit {
+	t.Helper()
+	a := audit{observations: map[string]bool{}, decisions: map[string]int{}, records: map[string]int{}}
+	for _, ref := range refs {
+		for e, err := range s.ReadJournal(context.Background(), ref, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.records[e.Record.RecordBase().RecordID]++
+			switch r := e.Record.(type) {
+			case *eventstore.Observation:
+				a.observations[ref.AgentExecutionID+"/"+r.ObservationID] = true
+			case *eventstore.Decision:
+				a.decisions[ref.AgentExecutionID+"/"+r.ObservationID]++
+			}
+		}
+	}
+	return a
+}
+
+func (a audit) complete() bool {
+	for o := range a.observations {
+		if a.decisions[o] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a audit) check(t *testing.T) {
+	t.Helper()
+	for o := range a.observations {
+		if n := a.decisions[o]; n != 1 {
+			t.Errorf("observation %s has %d decisions, want exactly 1", o, n)
+		}
+	}
+	for id, n := range a.records {
+		if n != 1 {
+			t.Errorf("record %s stored %d times", id, n)
+		}
+	}
+}
+
+func waitComplete(t *testing.T, s eventstore.Store, refs []eventstore.Reference, within time.Duration) audit {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		a := readAudit(t, s, refs)
+		if a.complete() {
+			return a
+		}
+		if time.Now().After(deadline) {
+			missing := 0
+			for o := range a.observations {
+				if a.decisions[o] == 0 {
+					missing++
+				}
+			}
+			t.Fatalf("%d of %d observations still lack a decision", missing, len(a.observations))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := policy.NewSubscriber(s, policy.SubscriberConfig{PinnedTTL: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx) }()
+
+	var refs []eventstore.Reference
+	for j := 0; j < 3; j++ {
+		ref := storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint("exec-", j))
+		refs = append(refs, ref)
+		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 16; i++ {
+			if _, err := s.Append(ctx, ref, observation(fmt.Sprint("o-", i), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Observations appended twice (a retrying agent) are one observation.
+		if _, err := s.Append(ctx, ref, observation("o-0", 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := waitComplete(t, s, refs, 60*time.Second)
+	a.check(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	// A fresh subscriber on the same consumer after a restart: everything is
+	// a duplicate, nothing new is appended.
+	before := readAudit(t, s, refs)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	fresh := policy.NewSubscriber(s, policy.SubscriberConfig{Consumer: "policy-replay", PinnedTTL: 2 * time.Second})
+	go func() { done <- fresh.Run(ctx2) }()
+	time.Sleep(2 * time.Second)
+	cancel2()
+	<-done
+	after := readAudit(t, s, refs)
+	if len(after.records) != len(before.records) {
+		t.Fatalf("a fresh policy re-reading the log appended %d records, want 0", len(after.records)-len(before.records))
+	}
+}
+
+// failingLog fails the first append of a follow-up record, like a
+// subscriber killed between appending a decision and its state change.
+type failingLog struct {
+	policy.Log
+	mu     sync.Mutex
+	failed bool
+}
+
+func (f *failingLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	f.mu.Lock()
+	fail := !f.failed && r.Kind() == eventstore.KindStateChanged
+	if fail {
+		f.failed = true
+	}
+	f.mu.Unlock()
+	if fail {
+		return eventstore.Entry{}, errors.New("killed")
+	}
+	return f.Log.Append(ctx, ref, r)
+}
+
+func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-crash")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := policy.NewSubscriber(&failingLog{Log: s}, policy.SubscriberConfig{}).Handle(ctx, e); err == nil {
+		t.Fatal("the interrupted handler reported success")
+	}
+	// A fresh subscriber gets the record again and completes the decision.
+	if err := policy.NewSubscriber(s, policy.SubscriberConfig{}).Handle(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []eventstore.Kind
+	for e, err := range s.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, e.Record.Kind())
+	}
+	want := "[journal.header observation.recorded decision.recorded state.changed]"
+	if fmt.Sprint(kinds) != want {
+		t.Fatalf("journal %v, want %s", kinds, want)
+	}
+	// Handling it once more appends nothing.
+	if err := policy.NewSubscriber(s, policy.SubscriberConfig{}).Handle(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Head(ctx, ref)
+	if h.LastSequence != 4 {
+		t.Fatalf("head %d after a third handling, want 4", h.LastSequence)
+	}
+}
+
+const childEnv = "AGENTJOURNAL_TEST_POLICY_CHILD"
+
+// TestPolicyChild is the child side of TestTwoSubscriberProcesses.
+func TestPolicyChild(t *testing.T) {
+	url := os.Getenv(childEnv)
+	if url == "" {
+		return // run only as a child process
+	}
+	cfg := bus.DefaultConfig()
+	cfg.URL = url
+	b, err := bus.Open(context.Background(), cfg)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	s := openStore(t, b)
+	sub := policy.NewSubscriber(&announcingLog{Log: s}, policy.SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second})
+	fmt.Println("ready")
+	if err := sub.Run(context.Background()); err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+}
+
+// announcingLog prints each decision appended, so the parent knows which
+// child is active.
+type announcingLog struct{ policy.Log }
+
+func (a *announcingLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	e, err := a.Log.Append(ctx, ref, r)
+	if d, ok := r.(*eventstore.Decision); ok && err == nil {
+		fmt.Println("decided", d.ObservationID)
+	}
+	return e, err
+}
+
+// Two subscriber processes on one log: the active one is killed with
+// SIGKILL mid-stream; the other takes over, and in the end every observation
+// has exactly one decision.
+func TestTwoSubscriberProcesses(t *testing.T) {
+	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
+	s := openStore(t, b)
+	ctx := context.Background()
+
+	type child struct {
+		cmd     *exec.Cmd
+		decided chan string
+	}
+	start := func() *child {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPolicyChild$")
+		cmd.Env = append(os.Environ(), childEnv+"="+b.ClientURL())
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := &child{cmd: cmd, decided: make(chan string, 10000)}
+		ready := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case line == "ready":
+					close(ready)
+				case strings.HasPrefix(line, "decided "):
+					c.decided <- strings.TrimPrefix(line, "decided ")
+				case strings.HasPrefix(line, "error"):
+					t.Errorf("child: %s", line)
+				}
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("child did not start")
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return c
+	}
+	children := []*child{start(), start()}
+
+	var refs []eventstore.Reference
+	for j := 0; j < 5; j++ {
+		ref := storetest.Ref(eventstore.OwnerMission, "m", fmt.Sprint("exec-", j))
+		refs = append(refs, ref)
+		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendBatch := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := s.Append(ctx, refs[i%len(refs)], observation(fmt.Sprint("o-", i), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendBatch(0, 100)
+	// Find the active child by its decisions, and kill it mid-stream.
+	var active int
+	select {
+	case <-children[0].decided:
+		active = 0
+	case <-children[1].decided:
+		active = 1
+	case <-time.After(30 * time.Second):
+		t.Fatal("no child decided anything")
+	}
+	appendBatch(100, 200)
+	if err := children[active].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	children[active].cmd.Wait()
+	appendBatch(200, 300)
+
+	a := waitComplete(t, s, refs, 90*time.Second)
+	a.check(t)
+	if len(a.observations) != 300 {
+		t.Fatalf("%d observations, want 300", len(a.observations))
+	}
+	standby := children[1-active]
+	if len(standby.decided) == 0 {
+		t.Fatal("the standby never decided: the killed child cannot have decided everything")
+	}
+}
