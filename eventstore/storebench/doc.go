@@ -1,0 +1,31 @@
+// Package storebench measures the JetStream journal store against raw
+// JetStream doing the same work, in one process and one run, so that the
+// store's overhead is a ratio to a figure taken on the same machine a moment
+// earlier rather than an absolute number that means nothing elsewhere.
+//
+// Run starts an embedded server per measurement in a fresh subdirectory of
+// Config.Dir, measures each store operation and its raw counterpart back to
+// back on that server, alternating which goes first over five rounds, and
+// reports the median of each side:
+//
+//   - append/single-writer/sync-always: acknowledged Append of one journal
+//     against JetStream publishes of the same encoded record, on a server
+//     that syncs every write (the embedded default).
+//   - append/single-writer/sync-interval: the same on a server that syncs on
+//     an interval.
+//   - append/<journals>-journals/<writers>-writers: concurrent appends
+//     spread over many journals against concurrent publishes spread over as
+//     many subjects.
+//   - read/journal-<n>: ReadJournal of one journal interleaved with another
+//     against an ordered consumer on the journal's subject that does not
+//     decode.
+//   - scan/log: ReadLog of the whole log against an ordered consumer on every
+//     journal subject.
+//
+// Some results carry a target ratio; the report says PASS or BELOW for them.
+// The package owns the workloads and the report. It does not own the store,
+// the server or the command line: cmd/agentjournal's bench command and the Go
+// benchmarks in this package's tests both call Run or the same workloads.
+// Unlike other packages above eventstore, it talks to JetStream directly,
+// because the raw baselines are JetStream with nothing on top.
+package storebench

@@ -1,0 +1,158 @@
+package storebench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteText writes the report as an aligned table, one row per result,
+// followed by what each raw figure is.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "journal store vs raw JetStream: %s %s/%s, %d CPUs (GOMAXPROCS %d), nats-server %s\n",
+		r.GoVersion, r.OS, r.Arch, r.CPUs, r.GOMAXPROCS, r.NATSServer)
+	fmt.Fprintf(&b, "%d-byte records; every figure is the median of %d rounds; the run took %s\n\n",
+		r.RecordBytes, r.Rounds, r.Elapsed.Round(100*time.Millisecond))
+
+	rows := [][]string{{"NAME", "RECORDS", "STORE REC/S", "RAW REC/S", "RATIO", "TARGET", "RESULT"}}
+	for _, res := range r.Results {
+		target, verdict := "-", "-"
+		if res.Target > 0 {
+			target, verdict = fmt.Sprintf("%.2f", res.Target), res.Verdict()
+		}
+		rows = append(rows, []string{
+			res.Name,
+			strconv.Itoa(res.Records),
+			fmt.Sprintf("%.0f", res.PerSecond),
+			fmt.Sprintf("%.0f", res.RawPerSecond),
+			fmt.Sprintf("%.2f", res.Ratio),
+			target,
+			verdict,
+		})
+	}
+	writeTable(&b, rows)
+
+	b.WriteString("\nraw baselines:\n")
+	nameWidth := 0
+	for _, res := range r.Results {
+		nameWidth = max(nameWidth, len(res.Name))
+	}
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, "  %-*s  %s\n", nameWidth, res.Name, res.Baseline)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTable writes rows in columns two spaces apart: the first and last
+// columns (a name and a word) aligned left, the numbers between aligned
+// right.
+func writeTable(b *strings.Builder, rows [][]string) {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for _, row := range rows {
+		for i, cell := range row {
+			switch {
+			case i == 0:
+				fmt.Fprintf(b, "%-*s", widths[i], cell)
+			case i == len(row)-1:
+				fmt.Fprintf(b, "  %s", cell)
+			default:
+				fmt.Fprintf(b, "  %*s", widths[i], cell)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// jsonReport is the JSON form of a Report. Durations are seconds.
+type jsonReport struct {
+	GoVersion      string       `json:"goVersion"`
+	OS             string       `json:"os"`
+	Arch           string       `json:"arch"`
+	CPUs           int          `json:"cpus"`
+	GOMAXPROCS     int          `json:"gomaxprocs"`
+	NATSServer     string       `json:"natsServer"`
+	Started        time.Time    `json:"started"`
+	ElapsedSeconds float64      `json:"elapsedSeconds"`
+	Rounds         int          `json:"rounds"`
+	RecordBytes    int          `json:"recordBytes"`
+	Config         jsonConfig   `json:"config"`
+	Results        []jsonResult `json:"results"`
+}
+
+type jsonConfig struct {
+	Records      int `json:"records"`
+	ReadRecords  int `json:"readRecords"`
+	Journals     int `json:"journals"`
+	Writers      int `json:"writers"`
+	PayloadBytes int `json:"payloadBytes"`
+}
+
+type jsonResult struct {
+	Name              string  `json:"name"`
+	Records           int     `json:"records"`
+	ElapsedSeconds    float64 `json:"elapsedSeconds"`
+	RawElapsedSeconds float64 `json:"rawElapsedSeconds"`
+	PerSecond         float64 `json:"perSecond"`
+	RawPerSecond      float64 `json:"rawPerSecond"`
+	Ratio             float64 `json:"ratio"`
+	Target            float64 `json:"target,omitempty"`
+	Verdict           string  `json:"verdict,omitempty"`
+	Baseline          string  `json:"baseline"`
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r Report) WriteJSON(w io.Writer) error {
+	out := jsonReport{
+		GoVersion:      r.GoVersion,
+		OS:             r.OS,
+		Arch:           r.Arch,
+		CPUs:           r.CPUs,
+		GOMAXPROCS:     r.GOMAXPROCS,
+		NATSServer:     r.NATSServer,
+		Started:        r.Started,
+		ElapsedSeconds: r.Elapsed.Seconds(),
+		Rounds:         r.Rounds,
+		RecordBytes:    r.RecordBytes,
+		Config: jsonConfig{
+			Records:      r.Config.Records,
+			ReadRecords:  r.Config.ReadRecords,
+			Journals:     r.Config.Journals,
+			Writers:      r.Config.Writers,
+			PayloadBytes: r.Config.PayloadBytes,
+		},
+		Results: make([]jsonResult, len(r.Results)),
+	}
+	for i, res := range r.Results {
+		out.Results[i] = jsonResult{
+			Name:              res.Name,
+			Records:           res.Records,
+			ElapsedSeconds:    res.Elapsed.Seconds(),
+			RawElapsedSeconds: res.RawElapsed.Seconds(),
+			PerSecond:         res.PerSecond,
+			RawPerSecond:      res.RawPerSecond,
+			Ratio:             res.Ratio,
+			Target:            res.Target,
+			Verdict:           res.Verdict(),
+			Baseline:          res.Baseline,
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
