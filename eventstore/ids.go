@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // MaxIDLength bounds every id (owner ids, execution ids, message ids …) in
@@ -118,11 +121,19 @@ func checkID(id string) error {
 // hashID derives a stable id from its parts. The parts are length-prefixed
 // so that ("ab","c") and ("a","bc") never collide.
 func hashID(prefix string, size int, parts ...string) string {
-	h := sha256.New()
+	n := 0
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s;", len(p), p)
+		n += len(p) + 8
 	}
-	return prefix + hex.EncodeToString(h.Sum(nil)[:size])
+	buf := make([]byte, 0, n)
+	for _, p := range parts {
+		buf = strconv.AppendInt(buf, int64(len(p)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, p...)
+		buf = append(buf, ';')
+	}
+	sum := sha256.Sum256(buf)
+	return prefix + hex.EncodeToString(sum[:size])
 }
 
 // NewAgentExecutionID derives an AgentExecution id from its owner and a seed
@@ -142,8 +153,34 @@ func NewAgentExecutionID(owner OwnerEntity, ownerID, seed string) (string, error
 // owner and execution id. Every store computes it the same way, so a
 // reference can be rebuilt from the subject or file name alone.
 func JournalIDFor(owner OwnerEntity, ownerID, agentExecutionID string) string {
-	return hashID("journal-", 12, "journal", string(owner), ownerID, agentExecutionID)
+	key := journalKey{owner, ownerID, agentExecutionID}
+	if id, ok := journalIDs.Load(key); ok {
+		return id.(string)
+	}
+	id := hashID("journal-", 12, "journal", string(owner), ownerID, agentExecutionID)
+	if journalIDCount.Add(1) > maxCachedJournalIDs {
+		// Bound the cache; a process reading millions of journals simply
+		// hashes again.
+		journalIDs.Clear()
+		journalIDCount.Store(1)
+	}
+	journalIDs.Store(key, id)
+	return id
 }
+
+type journalKey struct {
+	owner                     OwnerEntity
+	ownerID, agentExecutionID string
+}
+
+// journalIDs caches JournalIDFor: every append and every decoded record
+// checks its journal id, and the hash would otherwise be a fifth of the cost.
+var (
+	journalIDs     sync.Map
+	journalIDCount atomic.Int64
+)
+
+const maxCachedJournalIDs = 100_000
 
 // RecordID derives a record id from the record's idempotency key: the
 // journal, the record kind and its natural key (a message id, an observation

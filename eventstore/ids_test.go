@@ -1,6 +1,8 @@
 package eventstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -148,6 +150,11 @@ func FuzzDecode(f *testing.F) {
 				t.Fatal("empty error message")
 			}
 			return
+		}
+		// The fast decoder must be no more lenient than encoding/json.
+		spec, _ := LookupKind(r.Kind())
+		if err := decodeOnce(json.NewDecoder(bytes.NewReader(data)), data, spec.New()); err != nil {
+			t.Fatalf("go-json accepted what encoding/json refuses: %v\n%s", err, data)
 		}
 		// Whatever decodes must validate, encode, and decode to the same bytes.
 		if err := Validate(r); err != nil {

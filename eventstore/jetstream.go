@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -398,7 +399,9 @@ func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOff
 }
 
 // scan yields the records on subjects from offset start to end (inclusive)
-// through an ordered consumer.
+// through an ordered consumer. Decoding is most of a read's cost, so
+// batches of messages are decoded on every core while the next ones arrive,
+// and handed to yield in log order.
 func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end uint64, yield func(Entry, error) bool) {
 	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: subjects,
@@ -414,32 +417,109 @@ func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end
 		yield(Entry{}, fmt.Errorf("read log from %d: %w", start, err))
 		return
 	}
-	defer msgs.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		msgs.Stop()
+		wg.Wait()
+	}()
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
+
+	workers := max(1, runtime.GOMAXPROCS(0))
+	jobs := make(chan *scanBatch, workers)
+	ordered := make(chan *scanBatch, 2*workers)
+	for range workers {
+		wg.Go(func() {
+			for b := range jobs {
+				b.decode()
 			}
-			yield(Entry{}, fmt.Errorf("read log: %w", err))
+		})
+	}
+	wg.Go(func() {
+		defer close(ordered)
+		defer close(jobs)
+		for done := false; !done; {
+			b := &scanBatch{done: make(chan struct{})}
+			for len(b.offsets) < scanBatchSize {
+				m, err := msgs.Next()
+				if err != nil {
+					if ctx.Err() != nil {
+						err = ctx.Err()
+					}
+					b.err = fmt.Errorf("read log: %w", err)
+					done = true
+					break
+				}
+				meta, err := m.Metadata()
+				if err != nil {
+					b.err = fmt.Errorf("read log: %w", err)
+					done = true
+					break
+				}
+				b.offsets = append(b.offsets, meta.Sequence.Stream)
+				b.data = append(b.data, m.Data())
+				if meta.Sequence.Stream >= end {
+					done = true
+					break
+				}
+			}
+			select {
+			case ordered <- b:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	for b := range ordered {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
 			return
 		}
-		meta, err := m.Metadata()
-		if err != nil {
-			yield(Entry{}, fmt.Errorf("read log: %w", err))
-			return
+		for i, off := range b.offsets {
+			if !yield(Entry{Offset: off, Record: b.records[i]}, b.errs[i]) {
+				return
+			}
 		}
-		off := meta.Sequence.Stream
-		r, err := Decode(m.Data())
-		if err != nil {
-			err = fmt.Errorf("record at offset %d: %w", off, err)
-		}
-		if !yield(Entry{Offset: off, Record: r}, err) || off >= end {
+		if b.err != nil {
+			yield(Entry{}, b.err)
 			return
 		}
 	}
+}
+
+// scanBatchSize trades hand-off cost against how long the first record of a
+// read waits for its batch.
+const scanBatchSize = 64
+
+// scanBatch is a run of messages decoded together by one worker.
+type scanBatch struct {
+	offsets []uint64
+	data    [][]byte
+	records []Record
+	errs    []error
+	err     error // the read ended after this batch
+	done    chan struct{}
+}
+
+func (b *scanBatch) decode() {
+	b.records = make([]Record, len(b.data))
+	b.errs = make([]error, len(b.data))
+	for i, d := range b.data {
+		r, err := Decode(d)
+		if err != nil {
+			err = fmt.Errorf("record at offset %d: %w", b.offsets[i], err)
+		}
+		b.records[i], b.errs[i] = r, err
+	}
+	close(b.done)
 }
 
 // ReadLog implements Store.

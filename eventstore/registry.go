@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,11 @@ func LookupKind(k Kind) (KindSpec, bool) {
 // known, every required field present, every enumeration value accepted and
 // the schema version 1. The error names the field and what is accepted.
 func Decode(data []byte) (Record, error) {
+	if k, ok := sniffKind(data); ok {
+		if spec, ok := kindRegistry[k]; ok {
+			return decodeAs(spec, data)
+		}
+	}
 	var peek struct {
 		Type *Kind `json:"type"`
 	}
@@ -86,6 +92,42 @@ func Decode(data []byte) (Record, error) {
 		return nil, &ValidationError{Problems: []FieldError{{Field: "type",
 			Problem: fmt.Sprintf("unknown record type %q", string(*peek.Type)), Accepted: strs(kindOrder)}}}
 	}
+	return decodeAs(spec, data)
+}
+
+// sniffKind reads the kind from the prefix every encoder here writes,
+// {"recordId":"…","sequence":N,"type":"…", without parsing the record. Any
+// other shape returns false and Decode finds the type the slow way; either
+// way the record is then decoded and checked in full.
+func sniffKind(data []byte) (Kind, bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"recordId":"`))
+	if !ok {
+		return "", false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
+		return "", false
+	}
+	rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"sequence":`))
+	if !ok {
+		return "", false
+	}
+	j := 0
+	for j < len(rest) && '0' <= rest[j] && rest[j] <= '9' {
+		j++
+	}
+	rest, ok = bytes.CutPrefix(rest[j:], []byte(`,"type":"`))
+	if !ok || j == 0 {
+		return "", false
+	}
+	k := bytes.IndexByte(rest, '"')
+	if k < 0 {
+		return "", false
+	}
+	return Kind(rest[:k]), true
+}
+
+func decodeAs(spec KindSpec, data []byte) (Record, error) {
 	r := spec.New()
 	var target any = r
 	var mutates *bool

@@ -304,3 +304,18 @@ func TestSignalRegistry(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeRejectsTrailingData(t *testing.T) {
+	data, err := Encode(validRecords()[KindDecision])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tail := range []string{" {}", "x", "\n{\"a\":1}", "]"} {
+		if _, err := Decode(append(append([]byte{}, data...), tail...)); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("record followed by %q: got %v, want ErrInvalidRecord", tail, err)
+		}
+	}
+	if _, err := Decode(append(append([]byte{}, data...), " \n"...)); err != nil {
+		t.Errorf("trailing white space refused: %v", err)
+	}
+}

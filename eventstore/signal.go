@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"io"
 	"reflect"
 	"slices"
@@ -84,13 +85,12 @@ type signalWire struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// MarshalJSON writes {"type": …, "payload": …}.
+// MarshalJSON writes {"type": …, "payload": …} in one encoding pass.
 func (s Signal) MarshalJSON() ([]byte, error) {
-	payload, err := json.Marshal(s.Payload)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(signalWire{Type: s.Type, Payload: payload})
+	return json.Marshal(struct {
+		Type    SignalType    `json:"type"`
+		Payload SignalPayload `json:"payload"`
+	}{s.Type, s.Payload})
 }
 
 // UnmarshalJSON decodes the payload strictly into the type the registry
@@ -408,14 +408,34 @@ func jsonFields(t reflect.Type) []string {
 }
 
 // decodeStrict decodes one JSON value, refusing unknown fields and
-// trailing data.
+// trailing data. It decodes with go-json, about three times faster than
+// encoding/json on records (BenchmarkDecodeObservation), and on failure
+// decodes again with encoding/json, whose errors name the field: errors are
+// rare, their messages matter.
 func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
+	err := decodeOnce(gojson.NewDecoder(bytes.NewReader(b)), b, v)
+	if err == nil {
+		return nil
+	}
+	fresh := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	if stdErr := decodeOnce(json.NewDecoder(bytes.NewReader(b)), b, fresh); stdErr != nil {
+		return stdErr
+	}
+	return err
+}
+
+func decodeOnce(dec interface {
+	DisallowUnknownFields()
+	Decode(v any) error
+}, b []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	// The stream decoders stop after one value; only the end of the input
+	// may follow it.
+	var more json.RawMessage
+	if err := dec.Decode(&more); err != io.EOF {
 		return fmt.Errorf("trailing data after the JSON value")
 	}
 	return nil

@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"demo", "journal", "log", "help"}
+var commandNames = []string{"demo", "journal", "log", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -27,6 +27,8 @@ func newCommand(name string, env *Env) Command {
 		return &JournalCommand{env: env}
 	case "log":
 		return &LogCommand{env: env}
+	case "bench":
+		return &BenchCommand{env: env}
 	}
 	return nil
 }
@@ -64,6 +66,7 @@ Commands:
   journal export ID     write one journal as a JSONL file
   journal import FILE   load a journal from a JSONL file
   log                   print the global log: every journal, in log order
+  bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
 
 Global flags (before the command):
