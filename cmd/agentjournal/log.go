@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 )
@@ -16,14 +18,15 @@ type LogCommand struct {
 
 var logSpec = cmdSpec{
 	Name: "log",
-	Args: "[--from-offset N] [--limit N] [--json]",
+	Args: "[--from-offset N] [--limit N] [--follow] [--json]",
 	Summary: `Print the global log: the records of every journal, interleaved in the order
 they were stored. The offset is a record's position in that log, shared by all
 journals; the sequence is its position in its own journal. Each line shows the
 offset, the agentExecutionId, the sequence, the time, the record type and a
 summary. With --json, print {"offset":N,"record":{...}} per line, the record
-exactly as stored.`,
-	Example: "agentjournal log\nagentjournal log --from-offset 120 --limit 20 --json",
+exactly as stored. With --follow, keep printing records as they are appended
+until interrupted (Ctrl-C), or until --limit records were printed.`,
+	Example: "agentjournal log\nagentjournal log --from-offset 120 --limit 20 --json\nagentjournal log --follow",
 }
 
 // Run implements Command.
@@ -32,6 +35,7 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 	from := fs.Uint64("from-offset", 1, "start at log offset `N`")
 	limit := fs.Int("limit", 0, "print at most `N` records (0 prints all)")
 	asJSON := fs.Bool("json", false, `print {"offset":N,"record":{...}} per line`)
+	follow := fs.Bool("follow", false, "keep printing records as they are appended")
 	pos, err := logSpec.parse(fs, args)
 	if err != nil {
 		return err
@@ -43,6 +47,9 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
 	}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		if *follow {
+			return followLog(ctx, c.env.Stdout, s, *from, *limit, *asJSON)
+		}
 		return printLog(ctx, c.env.Stdout, s, *from, *limit, *asJSON)
 	})
 }
@@ -89,4 +96,39 @@ func writeLogEntry(w io.Writer, e eventstore.Entry, asJSON bool) error {
 	_, err := fmt.Fprintf(w, "%6d  %-27s  %4d  %-24s  %-21s  %s\n",
 		e.Offset, b.AgentExecutionID, b.Sequence, b.OccurredAt.Format(timeLayout), b.Type, summarize(e.Record))
 	return err
+}
+
+// follower is a store that can tail the log.
+type follower interface {
+	Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]eventstore.Entry, error]
+}
+
+// followLog prints the log from an offset and then each record as it is
+// appended, until ctx ends (Ctrl-C) or limit records were printed.
+func followLog(ctx context.Context, w io.Writer, s eventstore.Store, from uint64, limit int, asJSON bool) error {
+	f, ok := s.(follower)
+	if !ok {
+		return errors.New("this store cannot follow the log")
+	}
+	if !asJSON {
+		fmt.Fprintf(w, "%6s  %-27s  %4s  %-24s  %-21s  %s\n", "OFFSET", "AGENT EXECUTION", "SEQ", "TIME", "TYPE", "SUMMARY")
+	}
+	n := 0
+	for batch, err := range f.Follow(ctx, from, 256) {
+		if err != nil {
+			return err
+		}
+		for _, e := range batch {
+			if err := writeLogEntry(w, e, asJSON); err != nil {
+				return err
+			}
+			if n++; n == limit {
+				return nil
+			}
+		}
+		if fl, ok := w.(interface{ Flush() error }); ok {
+			fl.Flush()
+		}
+	}
+	return nil // ctx ended: following stops there, cleanly
 }

@@ -64,6 +64,7 @@ func (m Main) run(ctx context.Context, env *Env, args []string) error {
 	sync := syncFlag(bus.SyncAlways)
 	fs.StringVar(&env.DataDir, "data", "", "`DIR` holding the journal store and its lock")
 	fs.Var(&sync, "sync", "fsync `MODE`: always (every write) or interval (faster; a power loss can lose the last interval)")
+	fs.StringVar(&env.NATSURL, "nats-url", "", "use the NATS server at `URL` (another agentjournal's, or a cluster) instead of the embedded one")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &helpRequest{text: mainUsage(fs)}
@@ -181,6 +182,8 @@ type Env struct {
 	// the user repeat it.
 	DataDirFromFlag bool
 	Sync            bus.SyncMode
+	// NATSURL, when set, joins an existing NATS instead of embedding one.
+	NATSURL string
 }
 
 // withStore opens the embedded bus and the journal store on the data
@@ -189,7 +192,8 @@ func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (e
 	cfg := bus.DefaultConfig()
 	cfg.DataDir = e.DataDir
 	cfg.Sync = e.Sync
-	if cfg.Sync == bus.SyncInterval {
+	cfg.URL = e.NATSURL
+	if cfg.Sync == bus.SyncInterval && cfg.URL == "" {
 		fmt.Fprintf(e.Stderr, "agentjournal: warning: --sync=interval: a power loss can lose records acknowledged in the last %s\n", cfg.SyncInterval)
 	}
 	b, err := bus.Open(ctx, cfg)

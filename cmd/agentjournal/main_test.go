@@ -23,7 +23,7 @@ type result struct {
 }
 
 // run runs the program on the data directory dir, the way main does.
-func run(t *testing.T, dir string, args ...string) result {
+func run(t testing.TB, dir string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	m := Main{
@@ -77,8 +77,8 @@ func TestUsageErrors(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
-		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "demo, journal, log, bench, help"}},
-		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --sync"}},
+		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "demo, journal, log, replay, bench, help"}},
+		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},
 		{"unknown journal subcommand", []string{"journal", "rm"}, []string{`unknown subcommand "rm"`, "ls, cat, export, import"}},

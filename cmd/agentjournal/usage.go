@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"demo", "journal", "log", "bench", "help"}
+var commandNames = []string{"demo", "journal", "log", "replay", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -27,6 +27,8 @@ func newCommand(name string, env *Env) Command {
 		return &JournalCommand{env: env}
 	case "log":
 		return &LogCommand{env: env}
+	case "replay":
+		return &ReplayCommand{env: env}
 	case "bench":
 		return &BenchCommand{env: env}
 	}
@@ -57,7 +59,7 @@ agent was asked, what was observed, what was decided and how its state moved.
 Journals live in an embedded NATS JetStream store in the data directory.
 
 Usage:
-  agentjournal [--data DIR] [--sync always|interval] <command> [flags] [args]
+  agentjournal [--data DIR] [--sync always|interval] [--nats-url URL] <command> [flags] [args]
 
 Commands:
   demo                  write a realistic example journal and print it
@@ -66,6 +68,7 @@ Commands:
   journal export ID     write one journal as a JSONL file
   journal import FILE   load a journal from a JSONL file
   log                   print the global log: every journal, in log order
+  replay ID             rebuild an execution's state from its journal, as of any sequence
   bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
 

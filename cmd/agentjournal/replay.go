@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// ReplayCommand folds a journal into the execution's state as of a sequence.
+type ReplayCommand struct {
+	env *Env
+}
+
+var replaySpec = cmdSpec{
+	Name: "replay",
+	Args: "ID [--to-seq N] [--json]",
+	Summary: `Rebuild the state of the agent execution ID from its journal alone, as of
+journal sequence N (default: the whole journal), and print it with the records
+that were applied. Replay is deterministic: the same records always give the
+same state, whatever the process, terminal or projection files hold. The state
+shows lifecycle, attention, activity, the open input request, the processed
+message and observation ids, the latest activity and telemetry, the journal
+metadata and the timeline. With --json, print {"state":…,"records":[…]}.`,
+	Example: "agentjournal replay ae-0123456789abcdef01234567\n" +
+		"agentjournal replay ae-0123456789abcdef01234567 --to-seq 12 --json",
+}
+
+// Run implements Command.
+func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
+	fs := replaySpec.newFlagSet()
+	toSeq := fs.Uint64("to-seq", 0, "replay up to and including journal sequence `N` (0 = all)")
+	asJSON := fs.Bool("json", false, `print {"state":…,"records":[…]} as JSON`)
+	pos, err := replaySpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := oneID(replaySpec, fs, pos)
+	if err != nil {
+		return err
+	}
+	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		ref, err := lookup(ctx, s, id, c.env)
+		if err != nil {
+			return err
+		}
+		var entries []eventstore.Entry
+		for e, err := range s.ReadJournal(ctx, ref, 1) {
+			if err != nil {
+				return err
+			}
+			if *toSeq > 0 && e.Record.RecordBase().Sequence > *toSeq {
+				break
+			}
+			entries = append(entries, e)
+		}
+		if *toSeq > ref.LastSequence && ref.LastSequence > 0 {
+			return replaySpec.usageErr(fs, "--to-seq %d is past the end of the journal (its last sequence is %d)", *toSeq, ref.LastSequence)
+		}
+		records := make([]eventstore.Record, len(entries))
+		for i, e := range entries {
+			records[i] = e.Record
+		}
+		st, err := execution.Replay(records)
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", id, err)
+		}
+		if *asJSON {
+			return writeReplayJSON(c.env.Stdout, st, records)
+		}
+		if err := printJournal(c.env.Stdout, func(yield func(eventstore.Entry, error) bool) {
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}, false); err != nil {
+			return err
+		}
+		fmt.Fprintln(c.env.Stdout)
+		return printState(c.env.Stdout, st)
+	})
+}
+
+func writeReplayJSON(w io.Writer, st *execution.State, records []eventstore.Record) error {
+	raw := make([]json.RawMessage, len(records))
+	for i, r := range records {
+		data, err := eventstore.Encode(r)
+		if err != nil {
+			return err
+		}
+		raw[i] = data
+	}
+	out, err := json.MarshalIndent(struct {
+		State   *execution.State  `json:"state"`
+		Records []json.RawMessage `json:"records"`
+	}{st, raw}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
+}
+
+// printState writes the human view of an execution's state.
+func printState(w io.Writer, st *execution.State) error {
+	var b strings.Builder
+	line := func(k, format string, args ...any) { fmt.Fprintf(&b, "%-18s "+format+"\n", append([]any{k + ":"}, args...)...) }
+	line("execution", "%s (%s/%s, agent %s)", st.ID, st.OwnerEntity, st.OwnerID, st.AgentID)
+	lc := string(st.Lifecycle)
+	if st.LifecycleReason != "" {
+		lc += " (" + st.LifecycleReason + ")"
+	}
+	line("lifecycle", "%s", lc)
+	line("attention", "%s", st.Attention)
+	line("activity", "%s", st.Activity)
+	if st.CurrentInputRequestID != "" {
+		line("input request", "%s %s", st.CurrentInputRequestID, quote(st.CurrentInputQuestion))
+	}
+	line("posture", "%s, terminal attached: %v", st.Posture, st.TerminalAttached)
+	line("journal", "%s, %d records, last sequence %d", st.Journal.JournalID, st.Journal.RecordCount, st.Journal.LastSequence)
+	line("processed", "%d messages, %d observations, %d decisions", len(st.ProcessedMessages), len(st.ProcessedObservations), len(st.Decisions))
+	if l := st.Latest; l.Sequence > 0 {
+		var parts []string
+		if l.Activity != "" {
+			parts = append(parts, string(l.Activity))
+		}
+		if l.Progress != nil && l.Progress.Summary != "" {
+			parts = append(parts, quote(l.Progress.Summary))
+		}
+		if l.CurrentTarget != nil {
+			parts = append(parts, "target="+string(l.CurrentTarget.Kind)+":"+l.CurrentTarget.Path+l.CurrentTarget.Label)
+		}
+		if t := l.Telemetry; t != nil {
+			parts = append(parts, "tokens="+tokens(t.InputTokens, t.OutputTokens, t.TotalTokens))
+		}
+		line("latest activity", "%s (seq %d)", strings.Join(parts, " "), l.Sequence)
+	}
+	line("created", "%s", st.CreatedAt.Format(timeLayout))
+	line("updated", "%s", st.UpdatedAt.Format(timeLayout))
+	if st.EndedAt != nil {
+		line("ended", "%s", st.EndedAt.Format(timeLayout))
+	}
+	fmt.Fprintf(&b, "timeline (%d items):\n", len(st.Timeline))
+	for _, it := range st.Timeline {
+		fmt.Fprintf(&b, "  %4d  %-12s %s\n", it.Sequence, it.Kind, clip(it.Text))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
