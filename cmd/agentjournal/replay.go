@@ -109,7 +109,9 @@ func writeReplayJSON(w io.Writer, st *execution.State, records []eventstore.Reco
 // printState writes the human view of an execution's state.
 func printState(w io.Writer, st *execution.State) error {
 	var b strings.Builder
-	line := func(k, format string, args ...any) { fmt.Fprintf(&b, "%-18s "+format+"\n", append([]any{k + ":"}, args...)...) }
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(&b, "%-18s "+format+"\n", append([]any{k + ":"}, args...)...)
+	}
 	line("execution", "%s (%s/%s, agent %s)", st.ID, st.OwnerEntity, st.OwnerID, st.AgentID)
 	lc := string(st.Lifecycle)
 	if st.LifecycleReason != "" {

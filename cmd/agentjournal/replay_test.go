@@ -77,7 +77,9 @@ func TestLogFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan result, 1)
-	go func() { done <- run(t, t.TempDir(), "--nats-url", b.ClientURL(), "log", "--follow", "--limit", "21", "--json") }()
+	go func() {
+		done <- run(t, t.TempDir(), "--nats-url", b.ClientURL(), "log", "--follow", "--limit", "21", "--json")
+	}()
 	time.Sleep(300 * time.Millisecond)
 	for i := 0; i < 20; i++ {
 		if _, err := s.Append(context.Background(), ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
