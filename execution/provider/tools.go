@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// toolClass groups tool names by what calling them means for the
+// execution's activity and target.
+type toolClass int
+
+const (
+	toolOther  toolClass = iota // executing; the target is the tool
+	toolShell                   // executing; the target is the command
+	toolEdit                    // editing; the target is the file
+	toolRead                    // reviewing; the target is the file
+	toolSearch                  // reviewing; the target is the tool
+	toolPlan                    // planning; the target is the tool
+)
+
+// toolClasses knows the built-in tools of the three CLIs, by lower-case
+// name. MCP and other tools fall in toolOther.
+var toolClasses = map[string]toolClass{
+	// Claude Code
+	"bash": toolShell, "bashoutput": toolShell, "killshell": toolShell, "killbash": toolShell,
+	"edit": toolEdit, "multiedit": toolEdit, "write": toolEdit, "notebookedit": toolEdit,
+	"read": toolRead, "notebookread": toolRead,
+	"glob": toolSearch, "grep": toolSearch, "ls": toolSearch, "webfetch": toolSearch, "websearch": toolSearch,
+	"todowrite": toolPlan, "exitplanmode": toolPlan, "enterplanmode": toolPlan,
+	// Copilot CLI
+	"powershell": toolShell, "read_bash": toolShell, "write_bash": toolShell, "stop_bash": toolShell,
+	"read_powershell": toolShell, "write_powershell": toolShell, "stop_powershell": toolShell,
+	"create": toolEdit, "str_replace_editor": toolEdit, "str_replace": toolEdit,
+	"view": toolRead, "web_fetch": toolSearch, "web_search": toolSearch,
+	"update_todo": toolPlan, "report_intent": toolPlan,
+	// Codex (function names, as seen through MCP or older tool events)
+	"shell": toolShell, "exec_command": toolShell, "local_shell": toolShell,
+	"apply_patch": toolEdit, "update_plan": toolPlan,
+}
+
+var pathArgs = []string{"file_path", "path", "notebook_path", "filePath", "file"}
+
+// toolActivity says what a call of the named tool with these arguments is
+// doing: the activity and the current target. The target is the file for
+// edit and read tools that name one, the command for shell tools, and the
+// tool otherwise.
+func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
+	class := toolClasses[strings.ToLower(name)]
+	var act eventstore.Activity
+	switch class {
+	case toolShell:
+		act = eventstore.ActivityExecuting
+		if cmd := stringArg(a, "command", "cmd"); cmd != "" {
+			return act, commandTarget(cmd)
+		}
+	case toolEdit, toolRead:
+		act = eventstore.ActivityEditing
+		if class == toolRead {
+			act = eventstore.ActivityReviewing
+		}
+		if p := stringArg(a, pathArgs...); p != "" {
+			return act, fileTarget(p)
+		}
+	case toolSearch:
+		act = eventstore.ActivityReviewing
+	case toolPlan:
+		act = eventstore.ActivityPlanning
+	default:
+		act = eventstore.ActivityExecuting
+	}
+	return act, toolTarget(name)
+}
+
+func commandTarget(cmd string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetCommand, Label: clip(cmd, maxLabelBytes)}
+}
+
+func fileTarget(path string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetFile, Path: clip(path, maxPathBytes)}
+}
+
+func toolTarget(name string) *eventstore.Target {
+	if name == "" {
+		return &eventstore.Target{Kind: eventstore.TargetUnknown}
+	}
+	return &eventstore.Target{Kind: eventstore.TargetTool, Label: clip(name, maxLabelBytes)}
+}

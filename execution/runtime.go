@@ -1,0 +1,637 @@
+package execution
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution/marker"
+	"github.com/agentjournal/agentjournal/execution/provider"
+)
+
+// Store is what the runtime needs from the journal store.
+type Store interface {
+	EnsureJournal(ctx context.Context, ref eventstore.Reference, h *eventstore.Header) (eventstore.Reference, error)
+	Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error)
+	ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error]
+	Journals(ctx context.Context) ([]eventstore.Reference, error)
+	Lookup(ctx context.Context, agentExecutionID string) (eventstore.Reference, error)
+}
+
+var (
+	// ErrNotRunning reports a process-level request for an execution that
+	// has no live process in this runtime.
+	ErrNotRunning = errors.New("execution: no live process")
+	// ErrUnknownMessageType reports a message type the execution's
+	// descriptors do not declare.
+	ErrUnknownMessageType = errors.New("execution: message type not declared")
+)
+
+// Config configures a Runtime.
+type Config struct {
+	Store Store
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; 5s when 0.
+	StopGrace time.Duration
+	// Output, when set, receives every line the agents print (the run
+	// command shows it); it must not block for long.
+	Output io.Writer
+	// MaxLine bounds one output line; longer lines are cut and reported as
+	// a diagnostic. 1 MiB when 0.
+	MaxLine int
+	Logger  *slog.Logger
+	// Now is the clock for record times; time.Now when nil.
+	Now func() time.Time
+}
+
+// LaunchRequest is the intent to run one agent.
+type LaunchRequest struct {
+	OwnerEntity eventstore.OwnerEntity
+	OwnerID     string
+	// Seed makes the execution id deterministic; a random one when empty.
+	Seed string
+	// Agent is the adapter id: generic, claude-code, codex, copilot.
+	Agent string
+	// Command overrides the adapter's program (required for generic).
+	Command []string
+	// Prompt is the first instruction; recorded as a message before delivery.
+	Prompt  string
+	Posture eventstore.Posture
+	Dir     string
+	Env     []string
+}
+
+// Runtime launches agent processes and keeps their journals: header first,
+// messages and deliveries, observations from markers and provider output,
+// and lifecycle transitions when processes exit.
+type Runtime struct {
+	cfg Config
+
+	mu   sync.Mutex
+	live map[string]*process
+	wg   sync.WaitGroup
+}
+
+// NewRuntime returns a runtime over a store.
+func NewRuntime(cfg Config) *Runtime {
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 5 * time.Second
+	}
+	if cfg.MaxLine == 0 {
+		cfg.MaxLine = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runtime{cfg: cfg, live: map[string]*process{}}
+}
+
+// process is one live agent process.
+type process struct {
+	ref        eventstore.Reference
+	adapter    Adapter
+	descriptor eventstore.ProtocolDescriptor
+	cmd        *exec.Cmd
+	nonce      string
+	done       chan struct{}
+
+	stdinMu sync.Mutex
+	stdin   io.WriteCloser
+
+	mu        sync.Mutex
+	stopping  bool // Stop was called: exit means cancelled
+	killed    bool // the grace ran out: exit means terminated
+	exitState *os.ProcessState
+}
+
+// Launch writes the journal header and only then starts the agent. If the
+// header cannot be written no process is started.
+func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Reference, error) {
+	adapter, err := NewAdapter(req.Agent)
+	if err != nil {
+		return eventstore.Reference{}, err
+	}
+	if req.Posture == "" {
+		req.Posture = eventstore.PostureStructuredHeadless
+	}
+	if req.Posture != eventstore.PostureStructuredHeadless {
+		return eventstore.Reference{}, fmt.Errorf("launch: posture %s needs a terminal lane; this runtime runs %s", req.Posture, eventstore.PostureStructuredHeadless)
+	}
+	seed := req.Seed
+	if seed == "" {
+		seed = randomHex(8)
+	}
+	id, err := eventstore.NewAgentExecutionID(req.OwnerEntity, req.OwnerID, seed)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("launch: %w", err)
+	}
+	ref, err := eventstore.NewReference(req.OwnerEntity, req.OwnerID, id)
+	if err != nil {
+		return ref, fmt.Errorf("launch: %w", err)
+	}
+	program, args, err := adapter.Command(req.Command, req.Prompt)
+	if err != nil {
+		return ref, fmt.Errorf("launch: %w", err)
+	}
+	transports := []eventstore.SignalTransport{eventstore.SignalViaStdoutMarker}
+	if adapter.Provider() != "" {
+		transports = append(transports, eventstore.SignalViaProviderOutput)
+	}
+	desc := eventstore.ProtocolDescriptor{Posture: req.Posture, Messages: adapter.Messages(),
+		Signals: eventstore.SurfacedSignalTypes(), SignalTransports: transports}
+	dir := req.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
+		TransportState: &eventstore.TransportState{StructuredLane: eventstore.LaneStdio}, WorkingDirectory: dir}
+	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
+		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
+	}
+
+	nonce, err := marker.NewNonce()
+	if err != nil {
+		return ref, fmt.Errorf("launch: %w", err)
+	}
+	cmd := exec.Command(program, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), req.Env...),
+		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	// A process group of its own, so Stop reaches the agent's children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return ref, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return ref, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return ref, err
+	}
+	p := &process{ref: ref, adapter: adapter, descriptor: desc, cmd: cmd, nonce: nonce, stdin: stdin, done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + err.Error()})
+		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, err)
+	}
+	rt.mu.Lock()
+	rt.live[ref.AgentExecutionID] = p
+	rt.mu.Unlock()
+	if err := rt.appendState(ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
+		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: fmt.Sprintf("process %d started", cmd.Process.Pid)}); err != nil {
+		rt.cfg.Logger.Error("record running", "execution", ref.AgentExecutionID, "err", err)
+	}
+
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	rt.wg.Add(1)
+	go func() {
+		defer pumps.Done()
+		rt.pump(p, stdout, true)
+	}()
+	go func() {
+		defer pumps.Done()
+		rt.pump(p, stderr, false)
+	}()
+	go func() {
+		defer rt.wg.Done()
+		// Wait only after the pipes are drained, as exec.Cmd requires.
+		pumps.Wait()
+		err := cmd.Wait()
+		rt.exited(p, err)
+	}()
+
+	if req.Prompt != "" {
+		payload, _ := json.Marshal(messagePayload{Text: req.Prompt})
+		if _, err := rt.SendMessage(ctx, ref.AgentExecutionID, SendMessageInput{MessageID: "prompt", Type: "prompt",
+			Source: eventstore.SourceOperator, Payload: payload, launchArgument: adapter.Provider() == "codex" || adapter.Provider() == "copilot"}); err != nil {
+			return ref, err
+		}
+	}
+	return ref, nil
+}
+
+// pump reads one output stream line by line: stdout lines may be markers or
+// provider events; everything is shown on Output. Memory is bounded by
+// MaxLine whatever the agent prints.
+func (rt *Runtime) pump(p *process, r io.Reader, isStdout bool) {
+	var parser provider.Parser
+	if isStdout && p.adapter.Provider() != "" {
+		parser, _ = provider.New(p.adapter.Provider(), "out")
+	}
+	br := bufio.NewReaderSize(r, 64*1024)
+	line := make([]byte, 0, 4096)
+	n := 0
+	truncated := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) <= rt.cfg.MaxLine {
+			line = append(line, chunk...)
+		} else {
+			truncated = true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(line) > 0 {
+			n++
+			if rt.cfg.Output != nil {
+				rt.cfg.Output.Write(line)
+				if line[len(line)-1] != '\n' {
+					rt.cfg.Output.Write([]byte{'\n'})
+				}
+			}
+			if isStdout {
+				rt.handleLine(p, parser, n, bytes.TrimRight(line, "\r\n"), truncated)
+			}
+		}
+		line, truncated = line[:0], false
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []byte, truncated bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if truncated {
+		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("stdout-%d", n), Source: eventstore.ObservedProviderOutput,
+			Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
+				Code: "line-too-long", Message: fmt.Sprintf("output line %d is longer than %d bytes and was cut", n, rt.cfg.MaxLine)})})
+		return
+	}
+	if bytes.HasPrefix(line, []byte(marker.Prefix)) {
+		parsed := marker.Parse(line, p.nonce)
+		if parsed.Result != marker.NotMarker {
+			rt.record(ctx, p.ref, marker.Observation(parsed, line, fmt.Sprintf("stdout-%d", n), eventstore.ObservedProviderOutput))
+			return
+		}
+	}
+	if parser == nil {
+		return
+	}
+	for _, ev := range parser.Parse(line) {
+		switch {
+		case ev.Observation != nil:
+			rt.record(ctx, p.ref, ev.Observation)
+		case ev.Activity != nil:
+			// Record ids are message ids across the whole log: tie the
+			// parser's id to this journal.
+			ev.Activity.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindActivity, ev.Activity.RecordID)
+			if _, err := rt.cfg.Store.Append(ctx, p.ref, ev.Activity); err != nil {
+				rt.cfg.Logger.Error("record activity", "execution", p.ref.AgentExecutionID, "err", err)
+			}
+		}
+	}
+}
+
+func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *eventstore.Observation) {
+	if _, err := rt.cfg.Store.Append(ctx, ref, o); err != nil {
+		rt.cfg.Logger.Error("record observation", "execution", ref.AgentExecutionID, "observation", o.ObservationID, "err", err)
+	}
+}
+
+// exited records the lifecycle transition the process's end means.
+func (rt *Runtime) exited(p *process, waitErr error) {
+	p.mu.Lock()
+	p.exitState = p.cmd.ProcessState
+	stopping, killed := p.stopping, p.killed
+	p.mu.Unlock()
+	p.stdinMu.Lock()
+	p.stdin.Close()
+	p.stdinMu.Unlock()
+	st := &eventstore.StateChanged{Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, CurrentInputRequestID: eventstore.ClearInputRequest()}
+	ps := p.cmd.ProcessState
+	switch {
+	case killed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
+	case stopping:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped"
+	case ps != nil && ps.Success():
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "exit status 0"
+	case ps != nil:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, ps.String()
+	default:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, fmt.Sprint(waitErr)
+	}
+	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
+		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+	close(p.done)
+	rt.mu.Lock()
+	delete(rt.live, p.ref.AgentExecutionID)
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) appendState(ref eventstore.Reference, key string, st *eventstore.StateChanged) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)
+	_, err := rt.cfg.Store.Append(ctx, ref, st)
+	return err
+}
+
+// Done returns a channel closed when the execution's process has exited and
+// its lifecycle is recorded; nil when it has no live process here.
+func (rt *Runtime) Done(id string) <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if p, ok := rt.live[id]; ok {
+		return p.done
+	}
+	return nil
+}
+
+// Stop ends an execution: SIGTERM to its process group, then SIGKILL after
+// the grace period. The journal records cancelled, or terminated when the
+// process had to be killed.
+func (rt *Runtime) Stop(ctx context.Context, id string) error {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("stop %s: %w", id, ErrNotRunning)
+	}
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	pgid := -p.cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	t := time.NewTimer(rt.cfg.StopGrace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops every live process and waits for their records.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	ids := make([]string, 0, len(rt.live))
+	for id := range rt.live {
+		ids = append(ids, id)
+	}
+	rt.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := rt.Stop(ctx, id); err != nil && !errors.Is(err, ErrNotRunning) {
+			errs = append(errs, err)
+		}
+	}
+	rt.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Recover marks every execution whose journal says it is still starting or
+// running, but which has no live process here, as terminated with reason
+// system_restart: its process died while nothing watched it.
+func (rt *Runtime) Recover(ctx context.Context) ([]string, error) {
+	refs, err := rt.cfg.Store.Journals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	var recovered []string
+	for _, ref := range refs {
+		rt.mu.Lock()
+		_, live := rt.live[ref.AgentExecutionID]
+		rt.mu.Unlock()
+		if live {
+			continue
+		}
+		st, err := rt.replay(ctx, ref)
+		if err != nil {
+			return recovered, err
+		}
+		if st.Lifecycle.Final() {
+			continue
+		}
+		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleTerminated,
+			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "system_restart"}); err != nil {
+			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
+		}
+		recovered = append(recovered, ref.AgentExecutionID)
+	}
+	return recovered, nil
+}
+
+func (rt *Runtime) replay(ctx context.Context, ref eventstore.Reference) (*State, error) {
+	st := &State{}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
+		}
+		if _, err := st.Apply(e.Record); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
+		}
+	}
+	return st, nil
+}
+
+// SendMessageInput is a structured message for an execution.
+type SendMessageInput struct {
+	// MessageID is kept when given (a retry with the same id gets the first
+	// acknowledgement); one is assigned when empty.
+	MessageID string
+	Type      string
+	Source    eventstore.MessageSource
+	Payload   json.RawMessage
+	// launchArgument marks the launch prompt of CLIs that take it as an
+	// argument: it was delivered when the process started.
+	launchArgument bool
+}
+
+// MessageAck acknowledges a message: its journal sequence and delivery.
+type MessageAck struct {
+	MessageID string                       `json:"messageId"`
+	Sequence  uint64                       `json:"sequence"`
+	Delivery  eventstore.DeliveryStatus    `json:"delivery"`
+	Transport eventstore.DeliveryTransport `json:"transport"`
+	Reason    string                       `json:"reason,omitempty"`
+	Duplicate bool                         `json:"duplicate,omitempty"`
+}
+
+// SendMessage validates a message against the execution's descriptors,
+// records it, delivers it through the adapter and records the delivery. A
+// message to an execution whose process is gone is accepted and recorded
+// as a failed delivery.
+func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInput) (MessageAck, error) {
+	ref, desc, p, err := rt.resolve(ctx, id)
+	if err != nil {
+		return MessageAck{}, err
+	}
+	md, ok := desc.Message(in.Type)
+	if !ok {
+		types := make([]string, len(desc.Messages))
+		for i, m := range desc.Messages {
+			types[i] = m.Type
+		}
+		return MessageAck{}, fmt.Errorf("%w: %q is not a message type of %s (want one of: %s)", ErrUnknownMessageType, in.Type, id, strings.Join(types, ", "))
+	}
+	if in.Source == "" {
+		in.Source = eventstore.SourceOperator
+	}
+	if in.MessageID == "" {
+		in.MessageID = "msg-" + randomHex(8)
+	}
+	if len(in.Payload) == 0 {
+		in.Payload = json.RawMessage("null")
+	}
+	accepted := &eventstore.MessageAccepted{MessageID: in.MessageID, Source: in.Source, MessageType: in.Type,
+		Payload: in.Payload, MutatesContext: md.MutatesContext}
+	e, err := rt.cfg.Store.Append(ctx, ref, accepted)
+	if err != nil {
+		return MessageAck{}, fmt.Errorf("send %s to %s: %w", in.Type, id, err)
+	}
+	stored := e.Record.(*eventstore.MessageAccepted)
+	if e.Record.RecordBase().Sequence != accepted.Sequence || stored != accepted {
+		// The id was accepted before: answer with the first acknowledgement.
+		return rt.firstAck(ctx, ref, in.MessageID, e.Record.RecordBase().Sequence)
+	}
+	delivery := rt.deliver(p, md, stored, in.launchArgument)
+	delivery.MessageID = in.MessageID
+	if _, err := rt.cfg.Store.Append(ctx, ref, delivery); err != nil {
+		return MessageAck{}, fmt.Errorf("record delivery of %s: %w", in.MessageID, err)
+	}
+	return MessageAck{MessageID: in.MessageID, Sequence: stored.Sequence, Delivery: delivery.Status,
+		Transport: delivery.Transport, Reason: delivery.Reason}, nil
+}
+
+func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *eventstore.MessageAccepted, launchArgument bool) *eventstore.MessageDelivery {
+	d := &eventstore.MessageDelivery{Transport: eventstore.TransportAdapter}
+	switch {
+	case md.Delivery == eventstore.DeliveryNoneMode:
+		d.Status, d.Transport, d.Reason = eventstore.DeliverySkipped, eventstore.TransportNone, "the descriptor asks for no delivery"
+		return d
+	case launchArgument:
+		d.Status, d.Reason = eventstore.DeliveryDelivered, "passed on the command line at launch"
+		return d
+	case p == nil:
+		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent process is not running"
+		return d
+	}
+	select {
+	case <-p.done:
+		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent process has exited"
+		return d
+	default:
+	}
+	if m.MessageType == "interrupt" {
+		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT); err != nil {
+			d.Status, d.Reason = eventstore.DeliveryFailed, "signal: "+err.Error()
+			return d
+		}
+		d.Status, d.Reason = eventstore.DeliveryDelivered, "SIGINT"
+		return d
+	}
+	data, ok, err := p.adapter.Encode(m)
+	switch {
+	case err != nil:
+		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
+		return d
+	case !ok:
+		d.Status, d.Transport, d.Reason = eventstore.DeliverySkipped, eventstore.TransportNone, p.adapter.ID()+" takes no input while it runs"
+		return d
+	}
+	p.stdinMu.Lock()
+	_, err = p.stdin.Write(data)
+	p.stdinMu.Unlock()
+	if err != nil {
+		d.Status, d.Reason = eventstore.DeliveryFailed, "write to the agent: "+err.Error()
+		return d
+	}
+	d.Status = eventstore.DeliveryDelivered
+	return d
+}
+
+// firstAck rebuilds the acknowledgement of a message accepted before.
+func (rt *Runtime) firstAck(ctx context.Context, ref eventstore.Reference, messageID string, seq uint64) (MessageAck, error) {
+	ack := MessageAck{MessageID: messageID, Sequence: seq, Duplicate: true, Delivery: eventstore.DeliveryAttempted, Transport: eventstore.TransportNone}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, seq) {
+		if err != nil {
+			return ack, err
+		}
+		if d, ok := e.Record.(*eventstore.MessageDelivery); ok && d.MessageID == messageID {
+			ack.Delivery, ack.Transport, ack.Reason = d.Status, d.Transport, d.Reason
+			break
+		}
+	}
+	return ack, nil
+}
+
+// RecordObservation records a daemon-normalized observation. A repeated
+// observation id returns the stored record and appends nothing.
+func (rt *Runtime) RecordObservation(ctx context.Context, id string, o *eventstore.Observation) (eventstore.Entry, bool, error) {
+	ref, _, _, err := rt.resolve(ctx, id)
+	if err != nil {
+		return eventstore.Entry{}, false, err
+	}
+	e, err := rt.cfg.Store.Append(ctx, ref, o)
+	if err != nil {
+		return e, false, fmt.Errorf("record observation %s: %w", o.ObservationID, err)
+	}
+	return e, e.Record != eventstore.Record(o), nil
+}
+
+// resolve finds an execution's journal, descriptor and live process (nil
+// when it has none here).
+func (rt *Runtime) resolve(ctx context.Context, id string) (eventstore.Reference, eventstore.ProtocolDescriptor, *process, error) {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if ok {
+		return p.ref, p.descriptor, p, nil
+	}
+	ref, err := rt.cfg.Store.Lookup(ctx, id)
+	if err != nil {
+		return ref, eventstore.ProtocolDescriptor{}, nil, err
+	}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return ref, eventstore.ProtocolDescriptor{}, nil, err
+		}
+		if h, ok := e.Record.(*eventstore.Header); ok {
+			return ref, h.ProtocolDescriptor, nil, nil
+		}
+		break
+	}
+	return ref, eventstore.ProtocolDescriptor{}, nil, fmt.Errorf("%s: %w", id, ErrNoHeader)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

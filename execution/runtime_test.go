@@ -1,0 +1,299 @@
+package execution_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+type rig struct {
+	store *eventstore.JetStreamStore
+	rt    *execution.Runtime
+	agent string
+}
+
+func newRig(t *testing.T, grace time.Duration) *rig {
+	t.Helper()
+	b := fixtures.StartNATS(t)
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace})
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+}
+
+func (r *rig) launch(t *testing.T, steps ...string) eventstore.Reference {
+	t.Helper()
+	ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
+		Agent: "generic", Command: append([]string{r.agent}, steps...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func (r *rig) wait(t *testing.T, ref eventstore.Reference) *execution.State {
+	t.Helper()
+	if done := r.rt.Done(ref.AgentExecutionID); done != nil {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("agent did not exit")
+		}
+	}
+	return r.replay(t, ref)
+}
+
+func (r *rig) replay(t *testing.T, ref eventstore.Reference) *execution.State {
+	t.Helper()
+	var recs []eventstore.Record
+	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, e.Record)
+	}
+	st, err := execution.Replay(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (r *rig) records(t *testing.T, ref eventstore.Reference) []eventstore.Record {
+	var recs []eventstore.Record
+	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, e.Record)
+	}
+	return recs
+}
+
+func TestLifecycleFollowsTheProcess(t *testing.T) {
+	r := newRig(t, 500*time.Millisecond)
+	cases := []struct {
+		name   string
+		steps  []string
+		stop   bool
+		want   eventstore.Lifecycle
+		reason string
+	}{
+		{"exit 0", []string{"say:hi"}, false, eventstore.LifecycleCompleted, "exit status 0"},
+		{"exit 3", []string{"exit:3"}, false, eventstore.LifecycleFailed, "exit status 3"},
+		{"crash", []string{"crash"}, false, eventstore.LifecycleFailed, "signal: killed"},
+		{"stop", []string{"sleep:60s"}, true, eventstore.LifecycleCancelled, "stopped"},
+		{"kill after grace", []string{"ignore-term", "sleep:60s"}, true, eventstore.LifecycleTerminated, "killed after"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref := r.launch(t, c.steps...)
+			if c.stop {
+				time.Sleep(200 * time.Millisecond)
+				if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := r.wait(t, ref)
+			if st.Lifecycle != c.want || !strings.Contains(st.LifecycleReason, c.reason) {
+				t.Fatalf("lifecycle %s (%s), want %s (%s)", st.Lifecycle, st.LifecycleReason, c.want, c.reason)
+			}
+			recs := r.records(t, ref)
+			if _, ok := recs[0].(*eventstore.Header); !ok {
+				t.Fatalf("first record %s, want the header", recs[0].Kind())
+			}
+		})
+	}
+}
+
+
+func TestMarkersMessagesAndAnswers(t *testing.T) {
+	r := newRig(t, time.Second)
+	ref := r.launch(t,
+		`signal:{"type":"progress","payload":{"summary":"reading"}}`,
+		`badnonce:{"type":"completed_claim","payload":{"summary":"forged"}}`,
+		`raw:@@agentjournal nonce-is-missing`,
+		`signal:{"type":"progress","payload":`,
+		"ask:req-1:Which branch?",
+		"echo:1",
+	)
+	// Wait for the question, then answer it and send one more message.
+	waitFor(t, func() bool {
+		for _, rec := range r.records(t, ref) {
+			if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalNeedsInput {
+				return true
+			}
+		}
+		return false
+	})
+	answer, _ := json.Marshal(map[string]string{"requestId": "req-1", "text": "main"})
+	ack, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{MessageID: "m-1", Type: "answer", Payload: answer})
+	if err != nil || ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("answer: %+v, %v", ack, err)
+	}
+	again, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{MessageID: "m-1", Type: "answer", Payload: answer})
+	if err != nil || !again.Duplicate || again.Sequence != ack.Sequence || again.Delivery != ack.Delivery {
+		t.Fatalf("repeated message id: %+v, %v; want the first acknowledgement %+v", again, err, ack)
+	}
+	prompt, _ := json.Marshal(map[string]string{"text": "carry on"})
+	if _, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{Type: "prompt", Payload: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{Type: "sing", Payload: prompt}); !errors.Is(err, execution.ErrUnknownMessageType) {
+		t.Fatalf("undeclared message type: got %v, want ErrUnknownMessageType", err)
+	}
+	st := r.wait(t, ref)
+	if st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("lifecycle %s (%s)", st.Lifecycle, st.LifecycleReason)
+	}
+	var signals []string
+	var evidence, diagnostics, deliveries int
+	for _, rec := range r.records(t, ref) {
+		switch x := rec.(type) {
+		case *eventstore.Observation:
+			switch {
+			case x.Signal == nil:
+				evidence++
+			case x.Signal.Type == eventstore.SignalDiagnostic:
+				diagnostics++
+			default:
+				signals = append(signals, string(x.Signal.Type))
+			}
+		case *eventstore.MessageDelivery:
+			if x.Status == eventstore.DeliveryDelivered {
+				deliveries++
+			}
+		}
+	}
+	if fmt.Sprint(signals) != "[progress needs_input]" {
+		t.Fatalf("signals %v, want [progress needs_input] (the forged claim must not count)", signals)
+	}
+	if evidence != 2 || diagnostics != 1 || deliveries != 2 {
+		t.Fatalf("evidence %d, diagnostics %d, deliveries %d; want 2 (wrong and missing nonce), 1 (malformed), 2", evidence, diagnostics, deliveries)
+	}
+}
+
+func TestMessageToADeadAgentIsAFailedDelivery(t *testing.T) {
+	r := newRig(t, time.Second)
+	ref := r.launch(t, "exit:0")
+	r.wait(t, ref)
+	prompt, _ := json.Marshal(map[string]string{"text": "anyone?"})
+	ack, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{Type: "prompt", Payload: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Delivery != eventstore.DeliveryFailed || ack.Reason == "" {
+		t.Fatalf("ack %+v, want a failed delivery with a reason", ack)
+	}
+}
+
+// refusingStore cannot write headers.
+type refusingStore struct{ execution.Store }
+
+func (refusingStore) EnsureJournal(context.Context, eventstore.Reference, *eventstore.Header) (eventstore.Reference, error) {
+	return eventstore.Reference{}, errors.New("disk full")
+}
+
+func TestLaunchWithoutHeaderStartsNothing(t *testing.T) {
+	r := newRig(t, time.Second)
+	rt := execution.NewRuntime(execution.Config{Store: refusingStore{r.store}})
+	witness := filepath.Join(t.TempDir(), "started")
+	_, err := rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t",
+		Agent: "generic", Command: []string{"/bin/sh", "-c", "touch " + witness}})
+	if err == nil {
+		t.Fatal("launch succeeded without a header")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(witness); !os.IsNotExist(err) {
+		t.Fatalf("the agent process ran although its header was refused (%v)", err)
+	}
+}
+
+func TestRecoverTerminatesOrphans(t *testing.T) {
+	r := newRig(t, time.Second)
+	ref := r.launch(t, "sleep:60s")
+	// A second runtime on the same store, as after a restart: the first
+	// one's process is not its own.
+	other := execution.NewRuntime(execution.Config{Store: r.store})
+	recovered, err := other.Recover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(recovered) != fmt.Sprint([]string{ref.AgentExecutionID}) {
+		t.Fatalf("recovered %v, want [%s]", recovered, ref.AgentExecutionID)
+	}
+	st := r.replay(t, ref)
+	if st.Lifecycle != eventstore.LifecycleTerminated || st.LifecycleReason != "system_restart" {
+		t.Fatalf("after recovery: %s (%s), want terminated (system_restart)", st.Lifecycle, st.LifecycleReason)
+	}
+	if again, _ := other.Recover(context.Background()); len(again) != 0 {
+		t.Fatalf("second recovery touched %v", again)
+	}
+}
+
+func TestFiftyConcurrentExecutions(t *testing.T) {
+	r := newRig(t, time.Second)
+	var wg sync.WaitGroup
+	refs := make([]eventstore.Reference, 50)
+	for i := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			refs[i] = r.launch(t, fmt.Sprintf(`signal:{"type":"status","payload":{"summary":"agent %d"}}`, i), "exit:"+fmt.Sprint(i%2))
+		}()
+	}
+	wg.Wait()
+	for i, ref := range refs {
+		st := r.wait(t, ref)
+		want := eventstore.LifecycleCompleted
+		if i%2 == 1 {
+			want = eventstore.LifecycleFailed
+		}
+		if st.Lifecycle != want || len(st.ProcessedObservations) != 1 {
+			t.Fatalf("execution %d: %s with %d observations, want %s with 1", i, st.Lifecycle, len(st.ProcessedObservations), want)
+		}
+	}
+}
+
+func TestFloodNeitherBlocksNorGrows(t *testing.T) {
+	r := newRig(t, time.Second)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ref := r.launch(t, "flood:100000000", `signal:{"type":"status","payload":{"summary":"after the flood"}}`)
+	st := r.wait(t, ref)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if st.Lifecycle != eventstore.LifecycleCompleted || len(st.ProcessedObservations) != 1 {
+		t.Fatalf("after 100 MB: %s with %d observations, want completed with the marker after the flood", st.Lifecycle, len(st.ProcessedObservations))
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 64<<20 {
+		t.Fatalf("heap grew by %d MiB while the agent printed 100 MB", grew>>20)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
