@@ -121,7 +121,6 @@ func TestLifecycleFollowsTheProcess(t *testing.T) {
 	}
 }
 
-
 func TestMarkersMessagesAndAnswers(t *testing.T) {
 	r := newRig(t, time.Second)
 	ref := r.launch(t,
