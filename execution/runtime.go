@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/execution/provider"
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 // Store is what the runtime needs from the journal store.
@@ -56,6 +58,12 @@ type Config struct {
 	Logger  *slog.Logger
 	// Now is the clock for record times; time.Now when nil.
 	Now func() time.Time
+	// Terminals runs the PTY lanes of interactive executions; without it
+	// only structured-headless launches are possible.
+	Terminals *terminal.Registry
+	// RecordingDir receives the terminal recordings (asciicast v2), one
+	// file per execution, apart from the journals.
+	RecordingDir string
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -108,17 +116,54 @@ type process struct {
 	ref        eventstore.Reference
 	adapter    Adapter
 	descriptor eventstore.ProtocolDescriptor
-	cmd        *exec.Cmd
 	nonce      string
 	done       chan struct{}
+	// source is the observation source of markers: provider-output on a
+	// pipe, pty on a terminal lane.
+	source eventstore.ObservationSource
 
-	stdinMu sync.Mutex
-	stdin   io.WriteCloser
+	// The lane: pipes (cmd, stdin) or a terminal.
+	cmd      *exec.Cmd
+	stdinMu  sync.Mutex
+	stdin    io.WriteCloser
+	terminal *terminal.Terminal
 
-	mu        sync.Mutex
-	stopping  bool // Stop was called: exit means cancelled
-	killed    bool // the grace ran out: exit means terminated
-	exitState *os.ProcessState
+	mu       sync.Mutex
+	stopping bool // Stop was called: exit means cancelled
+	killed   bool // the grace ran out: exit means terminated
+}
+
+// write delivers structured input: stdin on a pipe lane, terminal input on
+// a PTY lane.
+func (p *process) write(data []byte) (eventstore.DeliveryTransport, error) {
+	if p.terminal != nil {
+		return eventstore.TransportPTY, p.terminal.Input(data)
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	_, err := p.stdin.Write(data)
+	return eventstore.TransportAdapter, err
+}
+
+// signal reaches the agent's whole process group.
+func (p *process) signal(sig syscall.Signal) error {
+	if p.terminal != nil {
+		return p.terminal.Signal(sig)
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+func (p *process) pid() int {
+	if p.terminal != nil {
+		return p.terminal.Pid()
+	}
+	return p.cmd.Process.Pid
+}
+
+// exit describes how a process ended.
+type exit struct {
+	success bool
+	desc    string
 }
 
 // Launch writes the journal header and only then starts the agent. If the
@@ -131,8 +176,13 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if req.Posture == "" {
 		req.Posture = eventstore.PostureStructuredHeadless
 	}
-	if req.Posture != eventstore.PostureStructuredHeadless {
-		return eventstore.Reference{}, fmt.Errorf("launch: posture %s needs a terminal lane; this runtime runs %s", req.Posture, eventstore.PostureStructuredHeadless)
+	if !slices.Contains(eventstore.Postures, req.Posture) {
+		return eventstore.Reference{}, fmt.Errorf("launch: unknown posture %q (want one of: %s, %s, %s)", req.Posture,
+			eventstore.PostureStructuredHeadless, eventstore.PostureStructuredInteractive, eventstore.PostureNativeTerminal)
+	}
+	interactive := req.Posture != eventstore.PostureStructuredHeadless
+	if interactive && rt.cfg.Terminals == nil {
+		return eventstore.Reference{}, fmt.Errorf("launch: posture %s needs a terminal lane, and this runtime has no terminal registry", req.Posture)
 	}
 	seed := req.Seed
 	if seed == "" {
@@ -160,8 +210,12 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
+	lane := eventstore.LaneStdio
+	if interactive {
+		lane = eventstore.LanePTY
+	}
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
-		TransportState: &eventstore.TransportState{StructuredLane: eventstore.LaneStdio}, WorkingDirectory: dir}
+		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: dir}
 	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
 		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
 	}
@@ -170,37 +224,54 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if err != nil {
 		return ref, fmt.Errorf("launch: %w", err)
 	}
+	env := append(append(os.Environ(), req.Env...),
+		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	p := &process{ref: ref, adapter: adapter, descriptor: desc, nonce: nonce, done: make(chan struct{})}
+	var startErr error
+	if interactive {
+		startErr = rt.startTerminal(ctx, p, program, args, env, dir)
+	} else {
+		startErr = rt.startPipes(p, program, args, env, dir)
+	}
+	if startErr != nil {
+		rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + startErr.Error()})
+		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, startErr)
+	}
+	if req.Prompt != "" {
+		payload, _ := json.Marshal(messagePayload{Text: req.Prompt})
+		if _, err := rt.SendMessage(ctx, ref.AgentExecutionID, SendMessageInput{MessageID: "prompt", Type: "prompt",
+			Source: eventstore.SourceOperator, Payload: payload, launchArgument: adapter.Provider() == "codex" || adapter.Provider() == "copilot"}); err != nil {
+			return ref, err
+		}
+	}
+	return ref, nil
+}
+
+// startPipes runs the agent on pipes: structured input on stdin, markers
+// and provider events on stdout.
+func (rt *Runtime) startPipes(p *process, program string, args, env []string, dir string) error {
 	cmd := exec.Command(program, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), req.Env...),
-		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	cmd.Env = env
 	// A process group of its own, so Stop reaches the agent's children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return ref, err
+		return err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return ref, err
+		return err
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return ref, err
+		return err
 	}
-	p := &process{ref: ref, adapter: adapter, descriptor: desc, cmd: cmd, nonce: nonce, stdin: stdin, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + err.Error()})
-		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, err)
+		return err
 	}
-	rt.mu.Lock()
-	rt.live[ref.AgentExecutionID] = p
-	rt.mu.Unlock()
-	if err := rt.appendState(ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
-		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: fmt.Sprintf("process %d started", cmd.Process.Pid)}); err != nil {
-		rt.cfg.Logger.Error("record running", "execution", ref.AgentExecutionID, "err", err)
-	}
-
+	p.cmd, p.stdin, p.source = cmd, stdin, eventstore.ObservedProviderOutput
+	rt.started(p)
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	rt.wg.Add(1)
@@ -216,18 +287,93 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		defer rt.wg.Done()
 		// Wait only after the pipes are drained, as exec.Cmd requires.
 		pumps.Wait()
-		err := cmd.Wait()
-		rt.exited(p, err)
-	}()
-
-	if req.Prompt != "" {
-		payload, _ := json.Marshal(messagePayload{Text: req.Prompt})
-		if _, err := rt.SendMessage(ctx, ref.AgentExecutionID, SendMessageInput{MessageID: "prompt", Type: "prompt",
-			Source: eventstore.SourceOperator, Payload: payload, launchArgument: adapter.Provider() == "codex" || adapter.Provider() == "copilot"}); err != nil {
-			return ref, err
+		werr := cmd.Wait()
+		p.stdinMu.Lock()
+		p.stdin.Close()
+		p.stdinMu.Unlock()
+		ps := cmd.ProcessState
+		switch {
+		case ps != nil:
+			rt.exited(p, exit{success: ps.Success(), desc: ps.String()})
+		default:
+			rt.exited(p, exit{desc: fmt.Sprint(werr)})
 		}
+	}()
+	return nil
+}
+
+// startTerminal runs the agent on a PTY lane: the terminal is recorded,
+// structured input is typed into it, and markers are read from its output.
+func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args, env []string, dir string) error {
+	pr, pw := io.Pipe()
+	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{
+		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: env, Dir: dir,
+		RecordingDir: rt.cfg.RecordingDir,
+		// The pipe hands output to the line reader; it blocks only while
+		// the journal is behind, which slows the agent instead of growing
+		// memory.
+		OnOutput: func(data []byte) { pw.Write(data) },
+	})
+	if err != nil {
+		return err
 	}
-	return ref, nil
+	p.terminal, p.source = t, eventstore.ObservedPTY
+	rt.started(p)
+	pumped := make(chan struct{})
+	rt.wg.Add(1)
+	go func() {
+		defer close(pumped)
+		rt.pump(p, pr, true)
+	}()
+	go func() {
+		defer rt.wg.Done()
+		code, werr := t.Wait(context.Background())
+		pw.Close()
+		<-pumped
+		switch {
+		case werr != nil:
+			rt.exited(p, exit{desc: werr.Error()})
+		case code > 128:
+			rt.exited(p, exit{desc: fmt.Sprintf("signal: %s", syscall.Signal(code-128))})
+		default:
+			rt.exited(p, exit{success: code == 0, desc: fmt.Sprintf("exit status %d", code)})
+		}
+	}()
+	return nil
+}
+
+// started registers a live process and records that it runs.
+func (rt *Runtime) started(p *process) {
+	rt.mu.Lock()
+	rt.live[p.ref.AgentExecutionID] = p
+	rt.mu.Unlock()
+	if err := rt.appendState(p.ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
+		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: fmt.Sprintf("process %d started", p.pid())}); err != nil {
+		rt.cfg.Logger.Error("record running", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+}
+
+// TerminalID returns the terminal lane of a live interactive execution.
+func (rt *Runtime) TerminalID(id string) (string, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if p, ok := rt.live[id]; ok && p.terminal != nil {
+		return p.terminal.ID(), true
+	}
+	return "", false
+}
+
+// TerminalInput types raw input into an execution's terminal lane: the
+// native terminal escape hatch. It reaches the PTY and the recording and
+// never the journal.
+func (rt *Runtime) TerminalInput(id string, data []byte) error {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok || p.terminal == nil {
+		return fmt.Errorf("terminal input for %s: %w (no terminal lane)", id, ErrNotRunning)
+	}
+	return p.terminal.Input(data)
 }
 
 // pump reads one output stream line by line: stdout lines may be markers or
@@ -275,7 +421,7 @@ func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if truncated {
-		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("stdout-%d", n), Source: eventstore.ObservedProviderOutput,
+		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("stdout-%d", n), Source: p.source,
 			Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
 				Code: "line-too-long", Message: fmt.Sprintf("output line %d is longer than %d bytes and was cut", n, rt.cfg.MaxLine)})})
 		return
@@ -283,7 +429,7 @@ func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []
 	if bytes.HasPrefix(line, []byte(marker.Prefix)) {
 		parsed := marker.Parse(line, p.nonce)
 		if parsed.Result != marker.NotMarker {
-			rt.record(ctx, p.ref, marker.Observation(parsed, line, fmt.Sprintf("stdout-%d", n), eventstore.ObservedProviderOutput))
+			rt.record(ctx, p.ref, marker.Observation(parsed, line, fmt.Sprintf("stdout-%d", n), p.source))
 			return
 		}
 	}
@@ -312,27 +458,20 @@ func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *even
 }
 
 // exited records the lifecycle transition the process's end means.
-func (rt *Runtime) exited(p *process, waitErr error) {
+func (rt *Runtime) exited(p *process, e exit) {
 	p.mu.Lock()
-	p.exitState = p.cmd.ProcessState
 	stopping, killed := p.stopping, p.killed
 	p.mu.Unlock()
-	p.stdinMu.Lock()
-	p.stdin.Close()
-	p.stdinMu.Unlock()
 	st := &eventstore.StateChanged{Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, CurrentInputRequestID: eventstore.ClearInputRequest()}
-	ps := p.cmd.ProcessState
 	switch {
 	case killed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
 	case stopping:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped"
-	case ps != nil && ps.Success():
-		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "exit status 0"
-	case ps != nil:
-		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, ps.String()
+	case e.success:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
 	default:
-		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, fmt.Sprint(waitErr)
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
 	}
 	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
 		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
@@ -375,8 +514,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	p.mu.Lock()
 	p.stopping = true
 	p.mu.Unlock()
-	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	_ = p.signal(syscall.SIGTERM)
 	t := time.NewTimer(rt.cfg.StopGrace)
 	defer t.Stop()
 	select {
@@ -388,7 +526,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	p.mu.Lock()
 	p.killed = true
 	p.mu.Unlock()
-	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	_ = p.signal(syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return nil
@@ -549,7 +687,7 @@ func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *event
 	default:
 	}
 	if m.MessageType == "interrupt" {
-		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		if err := p.signal(syscall.SIGINT); err != nil {
 			d.Status, d.Reason = eventstore.DeliveryFailed, "signal: "+err.Error()
 			return d
 		}
@@ -565,9 +703,7 @@ func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *event
 		d.Status, d.Transport, d.Reason = eventstore.DeliverySkipped, eventstore.TransportNone, p.adapter.ID()+" takes no input while it runs"
 		return d
 	}
-	p.stdinMu.Lock()
-	_, err = p.stdin.Write(data)
-	p.stdinMu.Unlock()
+	d.Transport, err = p.write(data)
 	if err != nil {
 		d.Status, d.Reason = eventstore.DeliveryFailed, "write to the agent: "+err.Error()
 		return d

@@ -16,12 +16,14 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 type rig struct {
-	store *eventstore.JetStreamStore
-	rt    *execution.Runtime
-	agent string
+	store      *eventstore.JetStreamStore
+	rt         *execution.Runtime
+	agent      string
+	recordings string
 }
 
 func newRig(t *testing.T, grace time.Duration) *rig {
@@ -31,15 +33,25 @@ func newRig(t *testing.T, grace time.Duration) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace})
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+	terms := terminal.NewRegistry(nil)
+	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings})
+	t.Cleanup(func() {
+		rt.Close(context.Background())
+		terms.Close()
+	})
+	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings}
 }
 
 func (r *rig) launch(t *testing.T, steps ...string) eventstore.Reference {
 	t.Helper()
+	return r.launchAs(t, eventstore.PostureStructuredHeadless, steps...)
+}
+
+func (r *rig) launchAs(t *testing.T, posture eventstore.Posture, steps ...string) eventstore.Reference {
+	t.Helper()
 	ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
-		Agent: "generic", Command: append([]string{r.agent}, steps...)})
+		Agent: "generic", Posture: posture, Command: append([]string{r.agent}, steps...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +134,14 @@ func TestLifecycleFollowsTheProcess(t *testing.T) {
 }
 
 func TestMarkersMessagesAndAnswers(t *testing.T) {
+	for _, posture := range []eventstore.Posture{eventstore.PostureStructuredHeadless, eventstore.PostureStructuredInteractive} {
+		t.Run(string(posture), func(t *testing.T) { testMarkersMessagesAndAnswers(t, posture) })
+	}
+}
+
+func testMarkersMessagesAndAnswers(t *testing.T, posture eventstore.Posture) {
 	r := newRig(t, time.Second)
-	ref := r.launch(t,
+	ref := r.launchAs(t, posture,
 		`signal:{"type":"progress","payload":{"summary":"reading"}}`,
 		`badnonce:{"type":"completed_claim","payload":{"summary":"forged"}}`,
 		`raw:@@agentjournal nonce-is-missing`,
@@ -140,6 +158,20 @@ func TestMarkersMessagesAndAnswers(t *testing.T) {
 		}
 		return false
 	})
+	wantTransport := eventstore.TransportAdapter
+	if posture != eventstore.PostureStructuredHeadless {
+		wantTransport = eventstore.TransportPTY
+		// Raw terminal input is transport evidence: the recording gets it,
+		// the journal does not.
+		before := len(r.records(t, ref))
+		if err := r.rt.TerminalInput(ref.AgentExecutionID, []byte("raw keys\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if after := len(r.records(t, ref)); after != before {
+			t.Fatalf("raw terminal input added %d journal records", after-before)
+		}
+	}
 	answer, _ := json.Marshal(map[string]string{"requestId": "req-1", "text": "main"})
 	ack, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{MessageID: "m-1", Type: "answer", Payload: answer})
 	if err != nil || ack.Delivery != eventstore.DeliveryDelivered {
@@ -156,7 +188,40 @@ func TestMarkersMessagesAndAnswers(t *testing.T) {
 	if _, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{Type: "sing", Payload: prompt}); !errors.Is(err, execution.ErrUnknownMessageType) {
 		t.Fatalf("undeclared message type: got %v, want ErrUnknownMessageType", err)
 	}
+	if ack.Transport != wantTransport {
+		t.Fatalf("answer delivered via %s, want %s", ack.Transport, wantTransport)
+	}
 	st := r.wait(t, ref)
+	if st.Posture != posture || st.TerminalAttached != (posture != eventstore.PostureStructuredHeadless) {
+		t.Fatalf("state says posture %s, terminal attached %v", st.Posture, st.TerminalAttached)
+	}
+	if posture != eventstore.PostureStructuredHeadless {
+		path, err := terminal.RecordingPath(r.recordings, ref.AgentExecutionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatalf("no terminal recording: %v", err)
+		}
+		defer f.Close()
+		_, events, err := terminal.ReadRecording(f)
+		if err != nil {
+			t.Fatalf("recording does not parse: %v", err)
+		}
+		var in, out strings.Builder
+		for _, e := range events {
+			switch e.Code {
+			case "i":
+				in.WriteString(e.Data)
+			case "o":
+				out.WriteString(e.Data)
+			}
+		}
+		if !strings.Contains(in.String(), "raw keys") || !strings.Contains(out.String(), "answer req-1") {
+			t.Fatalf("recording input %q / output lacks the raw input or the agent's answer", in.String())
+		}
+	}
 	if st.Lifecycle != eventstore.LifecycleCompleted {
 		t.Fatalf("lifecycle %s (%s)", st.Lifecycle, st.LifecycleReason)
 	}
