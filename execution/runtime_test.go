@@ -361,3 +361,51 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The provider adapters launch a fixture that replays a real capture in
+// place of the CLI: its output becomes observations and activity.
+func TestProviderCaptures(t *testing.T) {
+	r := newRig(t, time.Second)
+	cases := []struct {
+		agent, capture string
+		wantSignals    []eventstore.SignalType
+	}{
+		{"claude-code", "provider/testdata/claude-code/gleam/basic_query.ndjson",
+			[]eventstore.SignalType{eventstore.SignalMessage, eventstore.SignalCompletedClaim}},
+		{"codex", "provider/testdata/codex/agentcmd/stream-output-5.jsonl",
+			[]eventstore.SignalType{eventstore.SignalMessage}},
+		{"copilot", "provider/testdata/copilot/minions/copilot-output-sample-claude.jsonl",
+			[]eventstore.SignalType{eventstore.SignalMessage}},
+	}
+	for _, c := range cases {
+		t.Run(c.agent, func(t *testing.T) {
+			capture, err := filepath.Abs(c.capture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerRepository, OwnerID: "repo",
+				Agent: c.agent, Command: []string{r.agent, "replay:" + capture}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := r.wait(t, ref)
+			if st.Lifecycle != eventstore.LifecycleCompleted {
+				t.Fatalf("lifecycle %s (%s)", st.Lifecycle, st.LifecycleReason)
+			}
+			seen := map[eventstore.SignalType]bool{}
+			for _, rec := range r.records(t, ref) {
+				if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+					if o.Source != eventstore.ObservedProviderOutput {
+						t.Fatalf("observation %s from %s, want provider-output", o.ObservationID, o.Source)
+					}
+					seen[o.Signal.Type] = true
+				}
+			}
+			for _, s := range c.wantSignals {
+				if !seen[s] {
+					t.Errorf("no %s signal from the %s capture (saw %v)", s, c.agent, seen)
+				}
+			}
+		})
+	}
+}
