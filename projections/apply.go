@@ -1,0 +1,322 @@
+package projections
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// Summary is the list view of an execution.
+type Summary struct {
+	ID                    string                 `json:"id"`
+	AgentID               string                 `json:"agentId"`
+	OwnerEntity           eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID               string                 `json:"ownerId"`
+	Lifecycle             eventstore.Lifecycle   `json:"lifecycle"`
+	Attention             eventstore.Attention   `json:"attention"`
+	Activity              eventstore.Activity    `json:"activity"`
+	CurrentInputRequestID string                 `json:"currentInputRequestId,omitempty"`
+	CreatedAt             time.Time              `json:"createdAt"`
+	UpdatedAt             time.Time              `json:"updatedAt"`
+	RecordCount           uint64                 `json:"recordCount"`
+	LastSequence          uint64                 `json:"lastSequence"`
+	// LatestActivity is the newest activity an activity.updated record
+	// reported (State.Latest.Activity), "" if none did.
+	LatestActivity eventstore.Activity `json:"latestActivity,omitempty"`
+}
+
+// summaryRow is a summary as stored: with the journal id, so that
+// JournalsByOwner answers without decoding whole states.
+type summaryRow struct {
+	Summary
+	JournalID string `json:"journalId"`
+}
+
+func rowOf(s *execution.State) summaryRow {
+	return summaryRow{
+		Summary: Summary{
+			ID: s.ID, AgentID: s.AgentID, OwnerEntity: s.OwnerEntity, OwnerID: s.OwnerID,
+			Lifecycle: s.Lifecycle, Attention: s.Attention, Activity: s.Activity,
+			CurrentInputRequestID: s.CurrentInputRequestID,
+			CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
+			RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
+			LatestActivity: s.Latest.Activity,
+		},
+		JournalID: s.Journal.JournalID,
+	}
+}
+
+func (r summaryRow) reference() eventstore.Reference {
+	return eventstore.Reference{
+		JournalID: r.JournalID, OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, AgentExecutionID: r.ID,
+		RecordCount: r.RecordCount, LastSequence: r.LastSequence,
+	}
+}
+
+// Checkpoint returns the offset of the last log record applied, 0 if none.
+func (db *DB) Checkpoint() (uint64, error) {
+	var cp uint64
+	err := db.view(func(tx *bolt.Tx) error {
+		cp = checkpoint(tx)
+		return nil
+	})
+	return cp, err
+}
+
+func checkpoint(tx *bolt.Tx) uint64 {
+	v := tx.Bucket(bucketMeta).Get(keyCheckpoint)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// errNoChange rolls back a transaction that would write nothing, which saves
+// the commit's fsync.
+var errNoChange = errors.New("no change")
+
+// Apply applies a batch of log entries in one transaction, writing the
+// changed executions, their timeline items, summaries, indexes and the new
+// checkpoint together. Entries at or below the checkpoint are skipped, so
+// applying a batch again is a no-op; an entry beyond checkpoint+1 is an
+// error matching ErrGap and nothing of the batch is applied. A record that
+// its execution refuses (no header yet, another journal's record, out of
+// order) is logged and skipped; one already folded into its execution is
+// skipped silently.
+func (db *DB) Apply(batch []eventstore.Entry) error {
+	_, err := db.apply(batch)
+	return err
+}
+
+// apply is Apply returning the checkpoint after the batch.
+func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
+	var cp uint64
+	err := db.update(func(tx *bolt.Tx) error {
+		cp = checkpoint(tx)
+		start := cp
+		a := applier{db: db, tx: tx, timeline: tx.Bucket(bucketTimeline), touched: map[string]*pending{}}
+		for _, e := range batch {
+			if e.Offset <= cp {
+				continue
+			}
+			if e.Offset != cp+1 {
+				return fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+			}
+			if err := a.record(e); err != nil {
+				return err
+			}
+			cp = e.Offset
+		}
+		if cp == start {
+			return errNoChange
+		}
+		if err := a.flush(); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return cp, nil
+	case err != nil:
+		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, err)
+	}
+	return cp, nil
+}
+
+// applier folds one batch inside its transaction.
+type applier struct {
+	db       *DB
+	tx       *bolt.Tx
+	timeline *bolt.Bucket
+	touched  map[string]*pending
+	order    []string // execution ids in first-touched order
+}
+
+// pending is an execution loaded into the batch.
+type pending struct {
+	state *execution.State // nil until a header creates it
+	old   *summaryRow      // as stored before the batch; nil if new
+	dirty bool
+	items *bolt.Bucket // its timeline bucket, once created in this tx
+}
+
+func (a *applier) load(id string) (*pending, error) {
+	if p, ok := a.touched[id]; ok {
+		return p, nil
+	}
+	p := &pending{}
+	if v := a.tx.Bucket(bucketExecutions).Get([]byte(id)); v != nil {
+		p.state = &execution.State{}
+		if err := json.Unmarshal(v, p.state); err != nil {
+			return nil, corrupt(a.db.cfg.Path, fmt.Sprintf("execution %q does not decode", id), err)
+		}
+		row := rowOf(p.state)
+		p.old = &row
+	}
+	a.touched[id] = p
+	a.order = append(a.order, id)
+	return p, nil
+}
+
+func (a *applier) record(e eventstore.Entry) error {
+	b := e.Record.RecordBase()
+	p, err := a.load(b.AgentExecutionID)
+	if err != nil {
+		return err
+	}
+	s := p.state
+	if s != nil && b.JournalID == s.Journal.JournalID && b.Sequence <= s.Journal.LastSequence {
+		// Already folded in: the data is ahead of the checkpoint, which
+		// one transaction per batch should never allow, or the log holds
+		// a duplicate. Either way there is nothing to do.
+		return nil
+	}
+	if s == nil {
+		s = &execution.State{}
+	}
+	items, err := s.Apply(e.Record)
+	if err != nil {
+		a.db.log.Warn("skip record",
+			logKeyOffset, e.Offset, logKeyKind, e.Record.Kind(), logKeyRecord, b.RecordID,
+			logKeyExecution, b.AgentExecutionID, logKeyErr, err)
+		return nil
+	}
+	p.state, p.dirty = s, true
+	if len(items) == 0 {
+		return nil
+	}
+	if p.items == nil {
+		bk, err := a.timeline.CreateBucketIfNotExists([]byte(s.ID))
+		if err != nil {
+			return err
+		}
+		// Sequences only grow, so pages can be filled completely.
+		bk.FillPercent = 1.0
+		p.items = bk
+	}
+	for i, it := range items {
+		v, err := json.Marshal(it)
+		if err != nil {
+			return fmt.Errorf("encode timeline item %s: %w", it.ID, err)
+		}
+		if err := p.items.Put(itemKey(it.Sequence, i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// itemKey is the timeline key of the i-th item a record produced: its
+// sequence, with the index appended for any item after the first
+// (execution.State.Apply gives at most one today).
+func itemKey(seq uint64, i int) []byte {
+	if i == 0 {
+		return u64(seq)
+	}
+	k := make([]byte, 12)
+	binary.BigEndian.PutUint64(k, seq)
+	binary.BigEndian.PutUint32(k[8:], uint32(i))
+	return k
+}
+
+// flush writes every execution the batch changed, with its summary and
+// index entries.
+func (a *applier) flush() error {
+	execs := a.tx.Bucket(bucketExecutions)
+	sums := a.tx.Bucket(bucketSummaries)
+	for _, id := range a.order {
+		p := a.touched[id]
+		if !p.dirty {
+			continue
+		}
+		stored := *p.state
+		stored.Timeline = nil
+		v, err := json.Marshal(&stored)
+		if err != nil {
+			return fmt.Errorf("encode execution %s: %w", id, err)
+		}
+		if err := execs.Put([]byte(id), v); err != nil {
+			return err
+		}
+		row := rowOf(p.state)
+		if v, err = json.Marshal(row); err != nil {
+			return fmt.Errorf("encode summary %s: %w", id, err)
+		}
+		if err := sums.Put([]byte(id), v); err != nil {
+			return err
+		}
+		if err := a.reindex(p.old, &row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reindex moves an execution's index entries from the old summary (nil for
+// a new execution) to the new one.
+func (a *applier) reindex(old, cur *summaryRow) error {
+	for _, ix := range indexes {
+		k := ix.key(cur)
+		if old != nil {
+			ok := ix.key(old)
+			if string(ok) == string(k) {
+				continue
+			}
+			if err := a.tx.Bucket(ix.bucket).Delete(ok); err != nil {
+				return err
+			}
+		}
+		if err := a.tx.Bucket(ix.bucket).Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// index is one secondary index: a bucket of composite keys
+// <value> \x00 <execution id> with empty values.
+type index struct {
+	bucket []byte
+	key    func(r *summaryRow) []byte
+}
+
+var indexes = []index{
+	{bucketByOwner, func(r *summaryRow) []byte { return indexKey(ownerPrefix(r.OwnerEntity, r.OwnerID), r.ID) }},
+	{bucketByLifecycle, func(r *summaryRow) []byte { return indexKey(valuePrefix(string(r.Lifecycle)), r.ID) }},
+	{bucketByAttention, func(r *summaryRow) []byte { return indexKey(valuePrefix(string(r.Attention)), r.ID) }},
+}
+
+func indexKey(prefix []byte, id string) []byte {
+	return append(prefix, id...)
+}
+
+func valuePrefix(v string) []byte {
+	return append([]byte(v), 0)
+}
+
+// ownerPrefix is ownerEntity \x00 escaped ownerId \x00, or ownerEntity \x00
+// for every owner of the entity when ownerID is "". The owner id is escaped
+// (eventstore.EscapeID never yields \x00) so that the prefix of one owner
+// never matches another's.
+func ownerPrefix(owner eventstore.OwnerEntity, ownerID string) []byte {
+	k := append([]byte(owner), 0)
+	if ownerID == "" {
+		return k
+	}
+	esc, err := eventstore.EscapeID(ownerID)
+	if err != nil {
+		// Only ids that are empty or too long fail, and records carrying
+		// them never decode; keep such an id apart from every valid one.
+		esc = "!" + fmt.Sprintf("%x", ownerID)
+	}
+	k = append(k, esc...)
+	return append(k, 0)
+}

@@ -1,0 +1,432 @@
+package projections
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+const (
+	// DefaultBatchSize is the number of log entries applied per transaction.
+	DefaultBatchSize = 1000
+	// DefaultLockTimeout is how long Open waits for the file lock.
+	DefaultLockTimeout = time.Second
+
+	// formatVersion is written into meta; a file of another version is
+	// rebuilt, never read. Bump it whenever the layout in doc.go changes.
+	formatVersion = 1
+
+	// fullCheckMax is the largest file whose every key Open walks. Larger
+	// files get the structural check only (buckets, meta, first and last
+	// keys), which keeps opening a big projection cheap; damage deeper in
+	// them surfaces as a CorruptError from the call that meets it.
+	fullCheckMax = 64 << 20
+)
+
+// Bucket and key names are persisted: never rename them.
+var (
+	bucketMeta        = []byte("meta")
+	bucketExecutions  = []byte("executions")
+	bucketSummaries   = []byte("summaries")
+	bucketTimeline    = []byte("timeline")
+	bucketByOwner     = []byte("by-owner")
+	bucketByLifecycle = []byte("by-lifecycle")
+	bucketByAttention = []byte("by-attention")
+
+	keyFormat     = []byte("format")
+	keyCheckpoint = []byte("checkpoint")
+)
+
+// dataBuckets are the top-level buckets besides meta.
+var dataBuckets = [][]byte{bucketExecutions, bucketSummaries, bucketTimeline, bucketByOwner, bucketByLifecycle, bucketByAttention}
+
+// Log attribute keys.
+const (
+	logKeyPath      = "path"
+	logKeyAside     = "aside"
+	logKeyOffset    = "offset"
+	logKeyKind      = "kind"
+	logKeyExecution = "execution"
+	logKeyRecord    = "record"
+	logKeyErr       = "err"
+	logKeyTarget    = "target"
+)
+
+// Config configures a DB. Config{Path: p} is complete: every other zero
+// value means its default.
+type Config struct {
+	// Path is the bbolt file. Its directory is created (0700) if missing and
+	// the file is created 0600. Required.
+	Path string
+	// BatchSize is the most log entries applied in one transaction by
+	// Project and CatchUp. Zero means DefaultBatchSize.
+	BatchSize int
+	// Logger receives skipped records and rebuild notices. Nil discards them.
+	Logger *slog.Logger
+	// NoSync skips the fsync after each transaction (bbolt's NoSync), which
+	// speeds up a rebuild; a crash can then lose or damage the file, which
+	// OpenOrRebuild rebuilds. False by default.
+	NoSync bool
+	// LockTimeout is how long Open waits for another holder of the file to
+	// let go before failing with ErrLocked. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Now is the clock that names moved-aside files. Nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the configuration for a projection file at path with
+// every default spelled out.
+func DefaultConfig(path string) Config {
+	return Config{Path: path, BatchSize: DefaultBatchSize, LockTimeout: DefaultLockTimeout}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Path == "" {
+		errs = append(errs, errors.New("projections: no Path (want the projection file, e.g. <data dir>/projections.db)"))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("projections: BatchSize %d is negative (want 1 or more, or 0 for %d)", c.BatchSize, DefaultBatchSize))
+	}
+	if c.LockTimeout < 0 {
+		errs = append(errs, fmt.Errorf("projections: LockTimeout %s is negative (want a positive duration, or 0 for %s)", c.LockTimeout, DefaultLockTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// DB is an open projection file. Its methods are safe for concurrent use:
+// any number of readers run alongside one writer (Apply, Project, CatchUp).
+type DB struct {
+	cfg Config
+	log *slog.Logger
+
+	// mu guards bolt: every read and write holds it shared; Close and the
+	// rebuild swap hold it exclusively, so they wait for calls in flight
+	// and no call ever sees a closed handle.
+	mu   sync.RWMutex
+	bolt *bolt.DB // nil once closed
+
+	rebuilding atomic.Bool
+}
+
+// Open opens the projection file at cfg.Path, creating it when missing. An
+// existing file must open within cfg.LockTimeout (ErrLocked otherwise), hold
+// the buckets of this format version and pass a sanity check; when it does
+// not, Open returns an error matching ErrCorrupt that names the file and the
+// problem. A corrupt file is left as it is.
+func Open(cfg Config) (*DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
+	}
+	b, err := openBolt(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{cfg: cfg, log: cfg.Logger, bolt: b}, nil
+}
+
+// Path returns the projection file's path.
+func (db *DB) Path() string { return db.cfg.Path }
+
+// Close waits for the calls in flight and closes the file. It is safe to
+// call more than once.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.bolt == nil {
+		return nil
+	}
+	err := db.bolt.Close()
+	db.bolt = nil
+	if err != nil {
+		return fmt.Errorf("close projection %s: %w", db.cfg.Path, err)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction.
+func (db *DB) view(fn func(tx *bolt.Tx) error) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	return guard(db.cfg.Path, func() error { return db.bolt.View(fn) })
+}
+
+// update runs fn in a write transaction.
+func (db *DB) update(fn func(tx *bolt.Tx) error) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	return guard(db.cfg.Path, func() error { return db.bolt.Update(fn) })
+}
+
+// guard turns a panic or a memory fault inside bbolt, which is how it reacts
+// to a damaged page, into a CorruptError. bbolt rolls the transaction back on
+// the way out.
+func guard(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupt(path, "bbolt failed reading it", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	return fn()
+}
+
+// openBolt opens and checks the file.
+func openBolt(cfg Config) (*bolt.DB, error) {
+	path := cfg.Path
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("open projection %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("open projection %s: not a regular file (%s)", path, info.Mode().Type())
+	case info.Size() == 0:
+		// bbolt would quietly initialize an empty file; an empty projection
+		// file is one whose creation was cut short, or a truncated one.
+		return nil, corrupt(path, "the file is empty", nil)
+	}
+	size := int64(0)
+	if info != nil {
+		size = info.Size()
+	}
+
+	var file *os.File
+	opts := &bolt.Options{
+		Timeout:      cfg.LockTimeout,
+		NoSync:       cfg.NoSync,
+		FreelistType: bolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
+	}
+	var b *bolt.DB
+	err = guard(path, func() error {
+		var err error
+		b, err = bolt.Open(path, 0o600, opts)
+		return err
+	})
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		// bbolt panicked half way through Open: release the file and its
+		// lock ourselves. The memory mapping of the damaged file, if bbolt
+		// made one, stays until the process exits.
+		if file != nil {
+			release(file)
+		}
+		return nil, err
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s is held by another process or DB (waited %s); stop the other daemon or pick another file", ErrLocked, path, cfg.LockTimeout)
+	case err != nil && ioError(err):
+		return nil, fmt.Errorf("open projection %s: %w", path, err)
+	case err != nil:
+		return nil, corrupt(path, "bbolt cannot open it", err)
+	}
+	if err := prepare(b, path, size); err != nil {
+		// Closing a damaged file can panic half way through too; releasing
+		// the descriptor as well makes sure its lock goes with it.
+		if guard(path, b.Close) != nil {
+			release(file)
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// ioError reports an error of the operating system (permissions, disk) as
+// opposed to one about the file's content.
+func ioError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
+}
+
+// prepare lays out a new file (one without buckets) or checks an existing one.
+func prepare(b *bolt.DB, path string, size int64) error {
+	empty := true
+	err := guard(path, func() error {
+		return b.View(func(tx *bolt.Tx) error {
+			k, _ := tx.Cursor().First()
+			empty = k == nil
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if empty {
+		err := b.Update(func(tx *bolt.Tx) error {
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, u64(formatVersion)); err != nil {
+				return err
+			}
+			if err := meta.Put(keyCheckpoint, u64(0)); err != nil {
+				return err
+			}
+			for _, name := range dataBuckets {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("create projection %s: %w", path, err)
+		}
+		return nil
+	}
+	return guard(path, func() error {
+		return b.View(func(tx *bolt.Tx) error { return check(tx, path, size <= fullCheckMax) })
+	})
+}
+
+// check verifies the file's shape: the meta bucket with this format version
+// and a checkpoint, every data bucket and nothing else. With full it also
+// walks every key and checks that the summaries and indexes agree with the
+// executions; otherwise it touches the first and last key of each bucket.
+func check(tx *bolt.Tx, path string, full bool) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return corrupt(path, "no meta bucket (not an agentjournal projection file)", nil)
+	}
+	v := meta.Get(keyFormat)
+	if len(v) != 8 {
+		return corrupt(path, fmt.Sprintf("meta format version is %d bytes (want 8)", len(v)), nil)
+	}
+	if got := binary.BigEndian.Uint64(v); got != formatVersion {
+		return corrupt(path, fmt.Sprintf("format version %d (this build reads %d)", got, formatVersion), nil)
+	}
+	if v := meta.Get(keyCheckpoint); len(v) != 8 {
+		return corrupt(path, fmt.Sprintf("checkpoint is %d bytes (want 8)", len(v)), nil)
+	}
+	known := map[string]bool{string(bucketMeta): true}
+	for _, name := range dataBuckets {
+		known[string(name)] = true
+		if tx.Bucket(name) == nil {
+			return corrupt(path, fmt.Sprintf("no %s bucket", name), nil)
+		}
+	}
+	err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		if !known[string(name)] {
+			return corrupt(path, fmt.Sprintf("unexpected bucket %q", name), nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !full {
+		for _, name := range dataBuckets {
+			c := tx.Bucket(name).Cursor()
+			c.First()
+			c.Last()
+		}
+		return nil
+	}
+	return checkData(tx, path)
+}
+
+// checkData walks every key and checks that each execution has exactly one
+// summary and one entry in each index, and that every timeline belongs to an
+// execution.
+func checkData(tx *bolt.Tx, path string) error {
+	execs := tx.Bucket(bucketExecutions)
+	sums := tx.Bucket(bucketSummaries)
+	n := 0
+	err := execs.ForEach(func(k, v []byte) error {
+		n++
+		if len(v) == 0 || v[0] != '{' {
+			return corrupt(path, fmt.Sprintf("execution %q is not a JSON object", k), nil)
+		}
+		if s := sums.Get(k); len(s) == 0 || s[0] != '{' {
+			return corrupt(path, fmt.Sprintf("execution %q has no summary", k), nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if got := sums.Stats().KeyN; got != n {
+		return corrupt(path, fmt.Sprintf("%d summaries for %d executions", got, n), nil)
+	}
+	for _, name := range [][]byte{bucketByOwner, bucketByLifecycle, bucketByAttention} {
+		count := 0
+		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+			count++
+			i := bytes.LastIndexByte(k, 0)
+			if i < 0 || len(v) != 0 {
+				return corrupt(path, fmt.Sprintf("%s key %q is not <value>\\x00<execution id> -> empty", name, k), nil)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if count != n {
+			return corrupt(path, fmt.Sprintf("%d %s entries for %d executions", count, name, n), nil)
+		}
+	}
+	return tx.Bucket(bucketTimeline).ForEachBucket(func(id []byte) error {
+		if execs.Get(id) == nil {
+			return corrupt(path, fmt.Sprintf("timeline of unknown execution %q", id), nil)
+		}
+		return tx.Bucket(bucketTimeline).Bucket(id).ForEach(func(k, v []byte) error {
+			if len(k) < 8 || len(v) == 0 || v[0] != '{' {
+				return corrupt(path, fmt.Sprintf("timeline of %q has a bad item at key %x", id, k), nil)
+			}
+			return nil
+		})
+	})
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}

@@ -1,0 +1,36 @@
+// Package projections owns the read models that the daemon serves from a
+// bbolt file: each AgentExecution's replayed state, its timeline items,
+// summaries with secondary indexes for listing by owner, lifecycle and
+// attention, and the checkpoint (the offset of the last log record applied).
+//
+// A DB is fed by the log through a Source (the JetStream store implements
+// it): Project follows the log from the checkpoint + 1 and applies records in
+// batches, each batch in one bbolt transaction that writes the data and the
+// new checkpoint together, so a crash never applies a record twice or skips
+// one. Records are folded with execution.State.Apply; the projection never
+// decides anything itself. A record that does not fit its execution (no
+// header yet, another journal's record, out of order) is logged and skipped,
+// so one bad record never stops the projector.
+//
+// File layout (format version 1), every uint64 big-endian so cursor order is
+// numeric order:
+//
+//	meta          "format" -> 1, "checkpoint" -> last applied offset
+//	executions    execution id -> State JSON (without the timeline)
+//	summaries     execution id -> Summary JSON plus the journal id
+//	timeline      execution id -> nested bucket: sequence -> TimelineItem JSON
+//	by-owner      ownerEntity \x00 escaped ownerId \x00 execution id -> ""
+//	by-lifecycle  lifecycle \x00 execution id -> ""
+//	by-attention  attention \x00 execution id -> ""
+//
+// Open refuses a file it cannot trust with an error matching ErrCorrupt that
+// names the file and the problem; OpenOrRebuild moves such a file aside
+// (never deleting it) and builds a new one from the log. Rebuild builds a
+// fresh file beside the live one and swaps it in while readers keep reading;
+// a projector running on the live DB may keep running across the swap and
+// continues from the new file's checkpoint.
+//
+// The package does not append to the log, decide policy or publish live
+// events, and it is the only package that imports bbolt: callers see
+// execution.State, Summary, TimelineItem and eventstore.Reference.
+package projections

@@ -1,0 +1,123 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// Source is the log a projection reads.
+type Source interface {
+	// Follow yields the log from fromOffset in batches of at most maxBatch
+	// entries, in offset order, and keeps yielding as records are appended
+	// until ctx ends.
+	Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]eventstore.Entry, error]
+	// LastOffset returns the offset of the newest record, 0 if the log is empty.
+	LastOffset(ctx context.Context) (uint64, error)
+}
+
+var _ Source = (*eventstore.JetStreamStore)(nil)
+
+// errSourceEnded reports a Follow that stopped on its own.
+var errSourceEnded = errors.New("the log source stopped yielding")
+
+// Project follows src from the checkpoint + 1 and applies each batch, until
+// ctx ends; it then returns nil. It returns an error when the source fails,
+// a batch does not follow the checkpoint (ErrGap) or the file cannot be
+// written; calling it again resumes from the checkpoint.
+func (db *DB) Project(ctx context.Context, src Source) error {
+	err := db.follow(ctx, src, 0, nil)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// CatchUp is Project until the checkpoint reaches the last offset of src as
+// read when CatchUp starts. progress, when not nil, is called after every
+// batch with the offsets applied so far and the number to apply, both
+// counted from the checkpoint CatchUp started at. A ctx that ends first is
+// an error: the projection did not catch up.
+func (db *DB) CatchUp(ctx context.Context, src Source, progress func(done, total uint64)) error {
+	target, err := src.LastOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("catch up %s: last offset: %w", db.cfg.Path, err)
+	}
+	return db.catchUpTo(ctx, src, target, progress)
+}
+
+func (db *DB) catchUpTo(ctx context.Context, src Source, target uint64, progress func(done, total uint64)) error {
+	if target == 0 {
+		return nil
+	}
+	return db.follow(ctx, src, target, progress)
+}
+
+// follow applies src from the checkpoint + 1, until ctx ends or, when
+// target is not 0, the checkpoint reaches target.
+func (db *DB) follow(ctx context.Context, src Source, target uint64, progress func(done, total uint64)) error {
+	cp, err := db.Checkpoint()
+	if err != nil {
+		return err
+	}
+	if target > 0 && cp >= target {
+		return nil
+	}
+	start := cp
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for batch, err := range src.Follow(ctx, cp+1, db.cfg.BatchSize) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, err)
+		}
+		if cp, err = db.apply(batch); err != nil {
+			return err
+		}
+		if target == 0 {
+			continue
+		}
+		if progress != nil {
+			progress(min(cp, target)-start, target-start)
+		}
+		if cp >= target {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("project %s: after offset %d: %w", db.cfg.Path, cp, errSourceEnded)
+}
+
+// Lag is how far a projection is behind its log.
+type Lag struct {
+	// Checkpoint is the offset of the last record applied.
+	Checkpoint uint64
+	// LastOffset is the offset of the newest record in the log.
+	LastOffset uint64
+	// Records is the number of records not applied yet.
+	Records uint64
+}
+
+// Lag compares the checkpoint with the end of src.
+func (db *DB) Lag(ctx context.Context, src Source) (Lag, error) {
+	cp, err := db.Checkpoint()
+	if err != nil {
+		return Lag{}, err
+	}
+	last, err := src.LastOffset(ctx)
+	if err != nil {
+		return Lag{}, fmt.Errorf("lag of %s: last offset: %w", db.cfg.Path, err)
+	}
+	l := Lag{Checkpoint: cp, LastOffset: last}
+	if last > cp {
+		l.Records = last - cp
+	}
+	return l, nil
+}

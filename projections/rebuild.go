@@ -1,0 +1,208 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// OpenOrRebuild opens the projection file and catches it up with src. When
+// the file is corrupt (ErrCorrupt) it is moved aside to
+// <path>.corrupt-<unix time>, never deleted, and a new file is built from
+// offset 1; rebuilt then reports it. A missing file is created and caught up
+// like any other. progress, when not nil, follows the catch-up (see CatchUp).
+func OpenOrRebuild(ctx context.Context, cfg Config, src Source, progress func(done, total uint64)) (db *DB, rebuilt bool, err error) {
+	db, err = Open(cfg)
+	if errors.Is(err, ErrCorrupt) {
+		cfg = cfg.withDefaults()
+		aside, mvErr := moveAside(cfg)
+		if mvErr != nil {
+			return nil, false, fmt.Errorf("%w; moving it aside failed: %w", err, mvErr)
+		}
+		cfg.Logger.Warn("projection file is corrupt: moved it aside and rebuilding from the log",
+			logKeyPath, cfg.Path, logKeyAside, aside, logKeyErr, err)
+		rebuilt = true
+		db, err = Open(cfg)
+	}
+	if err != nil {
+		return nil, rebuilt, err
+	}
+	if err := db.CatchUp(ctx, src, progress); err != nil {
+		_ = db.Close()
+		return nil, rebuilt, err
+	}
+	return db, rebuilt, nil
+}
+
+// moveAside renames a corrupt file to <path>.corrupt-<unix time>, with a
+// counter appended should that name be taken.
+func moveAside(cfg Config) (string, error) {
+	base := cfg.Path + ".corrupt-" + strconv.FormatInt(cfg.Now().Unix(), 10)
+	aside := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		aside = base + "-" + strconv.Itoa(i)
+	}
+	if err := os.Rename(cfg.Path, aside); err != nil {
+		return "", err
+	}
+	return aside, syncDir(filepath.Dir(cfg.Path))
+}
+
+// Rebuild builds a fresh projection from offset 1 in <live path>.rebuild,
+// checks it and swaps it in for live: the file is renamed over live's path
+// and live serves from it. progress, when not nil, follows the build (see
+// CatchUp).
+//
+// Readers of live keep working throughout; during the swap itself they wait
+// for it. A projector running on live (Project) may keep running: before the
+// swap the new file is caught up to at least live's checkpoint while live's
+// writers are held off, so live's next batch continues from the new file's
+// checkpoint (entries it already holds are skipped). If Rebuild fails, live
+// is untouched and the partial file is removed.
+func Rebuild(ctx context.Context, src Source, live *DB, progress func(done, total uint64)) (err error) {
+	if !live.rebuilding.CompareAndSwap(false, true) {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, ErrRebuilding)
+	}
+	defer live.rebuilding.Store(false)
+
+	path := live.cfg.Path + ".rebuild"
+	// The live file's lock keeps any other process out, so a file here is
+	// what a failed rebuild left behind.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rebuild %s: remove stale %s: %w", live.cfg.Path, path, err)
+	}
+	cfg := live.cfg
+	cfg.Path = path
+	cfg.NoSync = true // synced once before the swap
+	fresh, err := Open(cfg)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			_ = fresh.Close()
+			_ = os.Remove(path)
+		}
+	}()
+
+	target, err := src.LastOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: last offset: %w", live.cfg.Path, err)
+	}
+	live.log.Info("rebuilding projection", logKeyPath, live.cfg.Path, logKeyTarget, target)
+	if err := fresh.catchUpTo(ctx, src, target, progress); err != nil {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+	}
+	// Close most of the distance to a projector running on live before
+	// holding its writers off.
+	liveCP, err := live.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+	}
+	if err := fresh.catchUpTo(ctx, src, liveCP, nil); err != nil {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+	}
+	if err := fresh.verify(target); err != nil {
+		return fmt.Errorf("rebuild %s: the rebuilt file fails its check: %w", live.cfg.Path, err)
+	}
+	if err := live.swap(ctx, src, fresh); err != nil {
+		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+	}
+	swapped = true
+	return nil
+}
+
+// verify checks a freshly built file: it reached target and its summaries
+// and indexes agree with its executions.
+func (db *DB) verify(target uint64) error {
+	return db.view(func(tx *bolt.Tx) error {
+		if cp := checkpoint(tx); cp < target {
+			return fmt.Errorf("checkpoint %d is below the target offset %d", cp, target)
+		}
+		return checkData(tx, db.cfg.Path)
+	})
+}
+
+// swap makes db serve from fresh's file. It holds db's lock, so calls in
+// flight finish first and new ones wait; fresh is caught up to db's
+// checkpoint under it, so no record db applied is missing afterwards.
+func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	var liveCP uint64
+	err := guard(db.cfg.Path, func() error {
+		return db.bolt.View(func(tx *bolt.Tx) error {
+			liveCP = checkpoint(tx)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if err := fresh.catchUpTo(ctx, src, liveCP, nil); err != nil {
+		return err
+	}
+	if err := fresh.sync(); err != nil {
+		return err
+	}
+	if err := fresh.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(fresh.cfg.Path, db.cfg.Path); err != nil {
+		return fmt.Errorf("swap in %s: %w", fresh.cfg.Path, err)
+	}
+	if err := syncDir(filepath.Dir(db.cfg.Path)); err != nil {
+		return err
+	}
+	// The old handle still reads the old, now unlinked, file; keep it until
+	// the new one is open so a failure here leaves db serving.
+	b, err := openBolt(db.cfg)
+	if err != nil {
+		return fmt.Errorf("reopen after swap: %w", err)
+	}
+	old := db.bolt
+	db.bolt = b
+	if err := old.Close(); err != nil {
+		db.log.Warn("close the replaced projection file", logKeyPath, db.cfg.Path, logKeyErr, err)
+	}
+	return nil
+}
+
+// sync flushes a NoSync file to disk.
+func (db *DB) sync() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	if err := db.bolt.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", db.cfg.Path, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
