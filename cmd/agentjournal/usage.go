@@ -16,19 +16,29 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"demo", "journal", "log", "replay", "bench", "help"}
+var commandNames = []string{"demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
 	switch name {
 	case "demo":
 		return &DemoCommand{env: env}
+	case "run":
+		return &RunCommand{env: env}
 	case "journal":
 		return &JournalCommand{env: env}
 	case "log":
 		return &LogCommand{env: env}
 	case "replay":
 		return &ReplayCommand{env: env}
+	case "ls":
+		return &LsCommand{env: env}
+	case "show":
+		return &ShowCommand{env: env}
+	case "timeline":
+		return &TimelineCommand{env: env}
+	case "rebuild":
+		return &RebuildCommand{env: env}
 	case "bench":
 		return &BenchCommand{env: env}
 	}
@@ -63,12 +73,17 @@ Usage:
 
 Commands:
   demo                  write a realistic example journal and print it
+  run -- CMD ARGS...    run one agent in the foreground and journal it, without a daemon
+  ls                    list executions (filter by owner, lifecycle, attention)
+  show ID               one execution's state, telemetry and newest timeline items
+  timeline ID           an execution's timeline, newest first, page by page
   journal ls            list the journals
   journal cat ID        print one journal, record by record
   journal export ID     write one journal as a JSONL file
   journal import FILE   load a journal from a JSONL file
   log                   print the global log: every journal, in log order
   replay ID             rebuild an execution's state from its journal, as of any sequence
+  rebuild               rebuild the read models from the log, with progress
   bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
 

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/policy"
+)
+
+const (
+	// policyConsumer is the durable consumer the policy reads the log with;
+	// the daemon uses the same name, so only one of them decides at a time.
+	policyConsumer = "policy"
+	// settleTimeout bounds the wait for the policy to decide the last
+	// observations once the agent has exited.
+	settleTimeout = 5 * time.Second
+	// settlePoll is how often the journal is read while waiting.
+	settlePoll = 50 * time.Millisecond
+	// stopMargin is how long a stop may take beyond the grace period: the
+	// SIGKILL and the last records.
+	stopMargin = 5 * time.Second
+	// recordTimeout bounds one append or read done after the run was
+	// interrupted.
+	recordTimeout = 30 * time.Second
+)
+
+// RunCommand runs one agent in the foreground and keeps its journal, with
+// no daemon: the runtime launches and follows the process, and the policy
+// decides on its observations in the same process.
+type RunCommand struct {
+	env *Env
+}
+
+var runSpec = cmdSpec{
+	Name: "run",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] -- CMD ARGS...",
+	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
+journal gets the header first, then the lifecycle, the prompt and its
+delivery, an observation for every signal the agent sends (stdout markers and,
+for the known CLIs, their JSON output) and the policy's decision on each. The
+agent's output (stdout and stderr) is shown on stdout as it is printed.
+
+The agent's command goes after --. The generic agent runs any program and
+needs one; claude-code, codex and copilot run their CLI (claude, codex,
+copilot) with its structured-output flags, and a command after -- replaces
+the program and adds arguments. --prompt is recorded as the first message and
+delivered the agent's way: a line on stdin for generic, a stream-json message
+for claude-code, the command line for codex and copilot.
+
+First, run marks every execution the journal still shows as starting or
+running as terminated (reason system_restart), and prints one line for each:
+the agentjournal that ran it was killed, and the data directory lock says no
+other one is running it now. With --nats-url this is skipped, since another
+agentjournal on that server may be running them.
+
+Ctrl-C (or SIGTERM) stops the agent: SIGTERM to its process group, then
+SIGKILL after --grace. The journal records cancelled, or terminated when the
+agent had to be killed.
+
+When the agent has ended and the policy has decided its last observations
+(waiting at most 5s), run prints the execution's state replayed from the
+journal and how to view the journal. It exits 0 when the agent completed and
+1 when it failed, was cancelled or was terminated, so a script can run
+'agentjournal run' in place of the agent.`,
+	Example: "agentjournal run -- ./my-agent --flag\n" +
+		"agentjournal run --owner Task/t-42 --prompt \"summarize the open issues\" -- ./my-agent\n" +
+		"agentjournal run --agent claude-code --prompt \"fix the failing test\"",
+}
+
+// Run implements Command.
+func (c *RunCommand) Run(ctx context.Context, args []string) error {
+	fs := runSpec.newFlagSet()
+	owner := fs.String("owner", "System/local", "the owning `ENTITY/ID`; ENTITY is one of "+ownerEntityList())
+	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(execution.Adapters(), ", "))
+	interactive := fs.Bool("interactive", false, "launch with posture "+string(eventstore.PostureStructuredInteractive)+
+		", a terminal lane beside the structured one (default "+string(eventstore.PostureStructuredHeadless)+")")
+	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
+	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
+	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
+
+	// Everything after the first -- is the agent's command line, flags
+	// included.
+	flagArgs, command := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		flagArgs, command = args[:i], args[i+1:]
+	}
+	pos, err := runSpec.parse(fs, flagArgs)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return runSpec.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal run -- %s",
+			pos[0], strings.Join(pos, " "))
+	}
+	entity, ownerID, ok := strings.Cut(*owner, "/")
+	ownerEntity, err := eventstore.ParseOwnerEntity(entity)
+	if ok && ownerID != "" && err == nil {
+		_, err = eventstore.NewAgentExecutionID(ownerEntity, ownerID, *seed)
+	}
+	if !ok || ownerID == "" || err != nil {
+		return runSpec.usageErr(fs, "--owner %q: want ENTITY/ID with ENTITY one of %s, e.g. Task/t-42", *owner, ownerEntityList())
+	}
+	if !slices.Contains(execution.Adapters(), *agent) {
+		return runSpec.usageErr(fs, "--agent %q: want one of %s", *agent, strings.Join(execution.Adapters(), ", "))
+	}
+	if *agent == "generic" && len(command) == 0 {
+		return runSpec.usageErr(fs, "missing the agent's command: the generic agent runs the command that goes after --, e.g. agentjournal run -- ./my-agent --flag")
+	}
+	if *grace <= 0 {
+		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
+	}
+	posture := eventstore.PostureStructuredHeadless
+	if *interactive {
+		posture = eventstore.PostureStructuredInteractive
+	}
+	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
+		Command: command, Prompt: *prompt, Posture: posture}
+	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		return c.run(ctx, s, req, *grace)
+	})
+}
+
+// run launches the agent, waits for it and reports how it ended. The
+// policy runs from before the launch until the agent's last observation is
+// decided; the runtime is closed, and with it any process still running,
+// before run returns.
+func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.LaunchRequest, grace time.Duration) (err error) {
+	log, ok := s.(policy.Log)
+	if !ok {
+		return fmt.Errorf("run: the store %T cannot feed the policy (it has no Consume)", s)
+	}
+	stdout := &flushWriter{w: c.env.Stdout}
+	stderr := &flushWriter{w: c.env.Stderr}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	// After an interrupt the journal must still get the last records.
+	bg := context.WithoutCancel(ctx)
+
+	pol := startPolicy(bg, log, logger)
+	defer func() { err = errors.Join(err, pol.stop()) }()
+
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger})
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
+		defer cancel()
+		err = errors.Join(err, rt.Close(closeCtx))
+	}()
+
+	if c.env.NATSURL == "" {
+		ids, err := rt.Recover(ctx)
+		for _, id := range ids {
+			fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
+		}
+		if err != nil {
+			return err
+		}
+	}
+
+	ref, err := rt.Launch(ctx, req)
+	if err != nil {
+		return err
+	}
+	id := ref.AgentExecutionID
+	fmt.Fprintf(stderr, "agentjournal: running %s (%s, journal %s); Ctrl-C stops it\n", id, req.Agent, ref.JournalID)
+
+	interrupted := false
+	// A nil channel means the process has already exited and its lifecycle
+	// is recorded.
+	if done := rt.Done(id); done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			interrupted = true
+			fmt.Fprintf(stderr, "agentjournal: stopping %s (SIGTERM, then SIGKILL after %s)\n", id, grace)
+			stopCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
+			err := rt.Stop(stopCtx, id)
+			cancel()
+			if err != nil && !errors.Is(err, execution.ErrNotRunning) {
+				return err
+			}
+		}
+	}
+
+	settleCtx, cancel := context.WithTimeout(bg, settleTimeout)
+	undecided, err := awaitDecisions(settleCtx, s, ref, pol.done)
+	cancel()
+	if err != nil {
+		return err
+	}
+	// A failed policy does not hide how the agent ended: it is reported
+	// after the state.
+	policyErr := pol.stop()
+	if undecided > 0 {
+		fmt.Fprintf(stderr, "agentjournal: the policy has not decided %d observation(s) yet; it will the next time it runs on this data directory\n", undecided)
+	}
+
+	readCtx, cancel := context.WithTimeout(bg, recordTimeout)
+	defer cancel()
+	st, err := replayJournal(readCtx, s, ref)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	if err := printState(stdout, st); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "view the journal: %s journal cat %s\n", c.env.hintPrefix(), id)
+
+	var ended error
+	switch {
+	case interrupted:
+		ended = fmt.Errorf("run %s: %w", id, ctx.Err())
+	case st.Lifecycle != eventstore.LifecycleCompleted:
+		reason := ""
+		if st.LifecycleReason != "" {
+			reason = ": " + st.LifecycleReason
+		}
+		ended = fmt.Errorf("agent execution %s %s%s", id, st.Lifecycle, reason)
+	}
+	return errors.Join(ended, policyErr)
+}
+
+// policyRun is the policy subscriber running in its own goroutine.
+type policyRun struct {
+	cancel context.CancelFunc
+	// done is closed when the subscriber has returned.
+	done <-chan struct{}
+	err  error // set before done is closed
+
+	once sync.Once
+}
+
+// startPolicy starts the policy subscriber on log; stop ends it.
+func startPolicy(ctx context.Context, log policy.Log, logger *slog.Logger) *policyRun {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	p := &policyRun{cancel: cancel, done: done}
+	sub := policy.NewSubscriber(settledLog{log}, policy.SubscriberConfig{Consumer: policyConsumer, Logger: logger})
+	go func() {
+		defer close(done)
+		p.err = sub.Run(ctx)
+	}()
+	return p
+}
+
+// stop cancels the subscriber, waits for it and returns why it failed, if
+// it did. It is safe to call twice; only the first call returns the error.
+func (p *policyRun) stop() error {
+	var err error
+	p.once.Do(func() {
+		p.cancel()
+		<-p.done
+		if p.err != nil {
+			err = fmt.Errorf("policy: %w", p.err)
+		}
+	})
+	return err
+}
+
+// settledLog lets a decision the policy has begun finish writing its
+// records after the policy is told to stop, so stopping it never leaves a
+// decision without the records it calls for. What it has not begun is
+// decided the next time the policy runs.
+type settledLog struct {
+	policy.Log
+}
+
+func (l settledLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return l.Log.Append(ctx, ref, r)
+}
+
+// awaitDecisions waits until the journal holds a decision for every
+// observation, the policy has stopped, or ctx ends. It returns how many
+// observations are still undecided.
+func awaitDecisions(ctx context.Context, s eventstore.Store, ref eventstore.Reference, policyDone <-chan struct{}) (int, error) {
+	t := time.NewTicker(settlePoll)
+	defer t.Stop()
+	undecided := -1 // not read yet
+	for {
+		st, err := replayJournal(ctx, s, ref)
+		if err != nil {
+			if ctx.Err() != nil && undecided >= 0 {
+				return undecided, nil
+			}
+			return 0, err
+		}
+		undecided = 0
+		for id := range st.ProcessedObservations {
+			if _, ok := st.Decisions[id]; !ok {
+				undecided++
+			}
+		}
+		if undecided == 0 {
+			return 0, nil
+		}
+		select {
+		case <-t.C:
+		case <-policyDone:
+			return undecided, nil
+		case <-ctx.Done():
+			return undecided, nil
+		}
+	}
+}
+
+// replayJournal folds the journal of ref into the execution's state.
+func replayJournal(ctx context.Context, s eventstore.Store, ref eventstore.Reference) (*execution.State, error) {
+	var records []eventstore.Record
+	for e, err := range s.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, err
+		}
+		records = append(records, e.Record)
+	}
+	st, err := execution.Replay(records)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
+	}
+	return st, nil
+}
+
+// flushWriter serializes writes from several goroutines (the agent's stdout
+// and stderr, the loggers) and flushes each one through a buffered writer,
+// so output is shown as it is printed.
+type flushWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.w.Write(p)
+	if fl, ok := f.w.(interface{ Flush() error }); ok && err == nil {
+		err = fl.Flush()
+	}
+	return n, err
+}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// projectionPath is where the read models live inside the data directory.
+func (e *Env) projectionPath() string {
+	return filepath.Join(e.DataDir, "projections", "agentjournal.db")
+}
+
+// withProjection opens the store and the projection file, brings the
+// projection up to the end of the log, and runs fn. A damaged projection
+// file is moved aside and rebuilt from the log, and the user is told.
+func (e *Env) withProjection(ctx context.Context, fn func(eventstore.Store, *projections.DB) error) error {
+	return e.withStore(ctx, func(s eventstore.Store) error {
+		src, ok := s.(projections.Source)
+		if !ok {
+			return errors.New("this store cannot feed projections")
+		}
+		cfg := projections.DefaultConfig(e.projectionPath())
+		db, rebuilt, err := projections.OpenOrRebuild(ctx, cfg, src, nil)
+		if err != nil {
+			return fmt.Errorf("open the read models: %w", err)
+		}
+		defer db.Close()
+		if rebuilt {
+			fmt.Fprintf(e.Stderr, "agentjournal: the projection file %s was damaged; it was moved aside and rebuilt from the log\n", cfg.Path)
+		}
+		return fn(s, db)
+	})
+}
+
+// LsCommand lists executions from the read model.
+type LsCommand struct{ env *Env }
+
+var lsSpec = cmdSpec{
+	Name: "ls",
+	Args: "[--owner ENTITY[/ID]] [--lifecycle L] [--attention A] [--limit N] [--json]",
+	Summary: `List agent executions, most recently active first: id, owner, agent,
+lifecycle, attention, activity, when it started and when it last changed.
+Executions that need a person (attention awaiting-operator or blocked) are
+marked with "!". The list comes from the read model, brought up to the end of
+the log first. Filters combine.`,
+	Example: "agentjournal ls\nagentjournal ls --attention awaiting-operator\nagentjournal ls --owner Task/t-42 --lifecycle running --json",
+}
+
+// Run implements Command.
+func (c *LsCommand) Run(ctx context.Context, args []string) error {
+	fs := lsSpec.newFlagSet()
+	owner := fs.String("owner", "", "only executions of `ENTITY[/ID]` (e.g. Task or Task/t-42)")
+	lifecycle := fs.String("lifecycle", "", "only executions in lifecycle `L` ("+joinEnum(eventstore.Lifecycles)+")")
+	attention := fs.String("attention", "", "only executions with attention `A` ("+joinEnum(eventstore.Attentions)+")")
+	limit := fs.Int("limit", 0, "at most `N` executions (0 = all)")
+	asJSON := fs.Bool("json", false, "print one summary JSON object per line")
+	pos, err := lsSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return lsSpec.usageErr(fs, "unexpected argument %q (ls takes only flags)", pos[0])
+	}
+	f := projections.Filter{Lifecycle: eventstore.Lifecycle(*lifecycle), Attention: eventstore.Attention(*attention), Limit: *limit}
+	if *owner != "" {
+		entity, id, _ := strings.Cut(*owner, "/")
+		f.OwnerEntity, f.OwnerID = eventstore.OwnerEntity(entity), id
+	}
+	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
+		list, err := db.List(f)
+		if errors.Is(err, projections.ErrInvalidFilter) {
+			return lsSpec.usageErr(fs, "%v", err)
+		}
+		if err != nil {
+			return err
+		}
+		w := c.env.Stdout
+		if *asJSON {
+			enc := json.NewEncoder(w)
+			for _, s := range list {
+				if err := enc.Encode(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(w, "No executions match. Run one with: %s run -- <command>\n", c.env.hintPrefix())
+			return nil
+		}
+		fmt.Fprintf(w, "  %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s\n", "EXECUTION", "OWNER", "AGENT", "LIFECYCLE", "ATTENTION", "ACTIVITY", "STARTED", "LAST CHANGE")
+		for _, s := range list {
+			mark := " "
+			if s.Attention == eventstore.AttentionAwaitingOperator || s.Attention == eventstore.AttentionBlocked {
+				mark = "!"
+			}
+			fmt.Fprintf(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s\n", mark, s.ID,
+				clipRunes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), clipRunes(s.AgentID, 12), s.Lifecycle, s.Attention,
+				s.Activity, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
+		}
+		return nil
+	})
+}
+
+func joinEnum[T ~string](vs []T) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = string(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ago says how long ago t was, coarsely.
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02")
+}
+
+// ShowCommand prints one execution from the read model.
+type ShowCommand struct{ env *Env }
+
+var showSpec = cmdSpec{
+	Name: "show",
+	Args: "ID [--json]",
+	Summary: `Show one agent execution as the read model holds it: lifecycle,
+attention, activity, the open input request, latest activity and token
+telemetry, protocol posture, journal metadata, and its ten newest timeline
+items. With --json, print the whole state.`,
+	Example: "agentjournal show ae-0123456789abcdef01234567",
+}
+
+// Run implements Command.
+func (c *ShowCommand) Run(ctx context.Context, args []string) error {
+	fs := showSpec.newFlagSet()
+	asJSON := fs.Bool("json", false, "print the state as JSON")
+	pos, err := showSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := oneID(showSpec, fs, pos)
+	if err != nil {
+		return err
+	}
+	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
+		st, err := db.Execution(id)
+		if errors.Is(err, projections.ErrNotFound) {
+			return fmt.Errorf("no agent execution %q (list them with: %s ls)", id, c.env.hintPrefix())
+		}
+		if err != nil {
+			return err
+		}
+		items, _, err := db.Timeline(id, 0, 10)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			st.Timeline = items
+			out, err := json.MarshalIndent(st, "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = c.env.Stdout.Write(append(out, '\n'))
+			return err
+		}
+		// printState shows the timeline oldest first.
+		for i := len(items) - 1; i >= 0; i-- {
+			st.Timeline = append(st.Timeline, items[i])
+		}
+		return printState(c.env.Stdout, st)
+	})
+}
+
+// TimelineCommand pages an execution's timeline.
+type TimelineCommand struct{ env *Env }
+
+var timelineSpec = cmdSpec{
+	Name: "timeline",
+	Args: "ID [--before CURSOR] [--limit N] [--json]",
+	Summary: `Print the timeline of an agent execution, newest first, one page at a
+time: messages, agent signals (progress, status, questions, claims, failures),
+decisions and state changes. The cursor of an item is its journal sequence;
+--before CURSOR shows the page of items older than it, and the last line says
+which cursor gives the next page.`,
+	Example: "agentjournal timeline ae-0123456789abcdef01234567\nagentjournal timeline ae-0123456789abcdef01234567 --before 120 --limit 20",
+}
+
+// Run implements Command.
+func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
+	fs := timelineSpec.newFlagSet()
+	before := fs.Uint64("before", 0, "show items older than `CURSOR` (a journal sequence; 0 = from the newest)")
+	limit := fs.Int("limit", projections.DefaultTimelineLimit, fmt.Sprintf("at most `N` items (1 to %d)", projections.MaxTimelineLimit))
+	asJSON := fs.Bool("json", false, `print {"items":[…],"next":CURSOR}`)
+	pos, err := timelineSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := oneID(timelineSpec, fs, pos)
+	if err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > projections.MaxTimelineLimit {
+		return timelineSpec.usageErr(fs, "--limit %d is out of range (want 1 to %d)", *limit, projections.MaxTimelineLimit)
+	}
+	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
+		if _, err := db.Execution(id); errors.Is(err, projections.ErrNotFound) {
+			return fmt.Errorf("no agent execution %q (list them with: %s ls)", id, c.env.hintPrefix())
+		}
+		items, next, err := db.Timeline(id, *before, *limit)
+		if err != nil {
+			return err
+		}
+		w := c.env.Stdout
+		if *asJSON {
+			out, err := json.Marshal(struct {
+				Items any    `json:"items"`
+				Next  uint64 `json:"next"`
+			}{items, next})
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(append(out, '\n'))
+			return err
+		}
+		for _, it := range items {
+			fmt.Fprintf(w, "%6d  %-24s  %-12s  %s\n", it.Sequence, it.At.Format(timeLayout), it.Kind, clip(it.Text))
+		}
+		if next != 0 {
+			fmt.Fprintf(w, "older items: %s timeline %s --before %d\n", c.env.hintPrefix(), id, next)
+		}
+		return nil
+	})
+}
+
+// RebuildCommand rebuilds the read models from the log.
+type RebuildCommand struct{ env *Env }
+
+var rebuildSpec = cmdSpec{
+	Name: "rebuild",
+	Args: "",
+	Summary: `Build a fresh projection file from offset 1 of the log beside the live one,
+check it, and swap it in. Use it after projection code changed, or to start
+from a clean file. A progress bar shows records/s and the time left. Readers
+of the live file keep working while the new one is built.`,
+	Example: "agentjournal rebuild",
+}
+
+// Run implements Command.
+func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
+	fs := rebuildSpec.newFlagSet()
+	pos, err := rebuildSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return rebuildSpec.usageErr(fs, "unexpected argument %q (rebuild takes no arguments)", pos[0])
+	}
+	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		src, ok := s.(projections.Source)
+		if !ok {
+			return errors.New("this store cannot feed projections")
+		}
+		cfg := projections.DefaultConfig(c.env.projectionPath())
+		live, _, err := projections.OpenOrRebuild(ctx, cfg, src, nil)
+		if err != nil {
+			return fmt.Errorf("open the read models: %w", err)
+		}
+		defer live.Close()
+		start := time.Now()
+		bar := newProgress(c.env.Stderr, "rebuild")
+		var total uint64
+		err = projections.Rebuild(ctx, src, live, func(done, all uint64) {
+			total = all
+			bar.update(done, all)
+		})
+		bar.finish()
+		if err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		list, err := live.List(projections.Filter{})
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		fmt.Fprintf(c.env.Stdout, "Rebuilt %s from %d records: %d executions in %s (%.0f records/s).\n",
+			cfg.Path, total, len(list), el.Round(time.Millisecond), float64(total)/max(el.Seconds(), 1e-9))
+		return nil
+	})
+}
+
+// progress wraps a progress bar on stderr that shows rate and time left.
+type progress struct {
+	bar *progressbar.ProgressBar
+	w   io.Writer
+	set bool
+}
+
+func newProgress(w io.Writer, what string) *progress {
+	return &progress{w: w, bar: progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("records"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+func (p *progress) update(done, total uint64) {
+	if !p.set && total > 0 {
+		p.bar.ChangeMax64(int64(total))
+		p.set = true
+	}
+	p.bar.Set64(int64(done))
+}
+
+func (p *progress) finish() { p.bar.Finish() }
