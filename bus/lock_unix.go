@@ -77,5 +77,9 @@ func readHolder(path string) int {
 // it would let a later opener lock a fresh inode while a racing one still
 // holds the old.
 func (l *dirLock) unlock() error {
-	return l.f.Close()
+	// Release the lock explicitly before closing: a child forked by another
+	// goroutine between fork and exec shares the descriptor, and would hold
+	// the lock until it execs if closing were the only release.
+	uerr := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	return errors.Join(uerr, l.f.Close())
 }

@@ -83,13 +83,13 @@ func checkpoint(tx *bolt.Tx) uint64 {
 var errNoChange = errors.New("no change")
 
 // Apply applies a batch of log entries in one transaction, writing the
-// changed executions, their timeline items, summaries, indexes and the new
-// checkpoint together. Entries at or below the checkpoint are skipped, so
-// applying a batch again is a no-op; an entry beyond checkpoint+1 is an
-// error matching ErrGap and nothing of the batch is applied. A record that
-// its execution refuses (no header yet, another journal's record, out of
-// order) is logged and skipped; one already folded into its execution is
-// skipped silently.
+// changed executions, their timeline items, processed ids, summaries,
+// indexes and the new checkpoint together. Entries at or below the
+// checkpoint are skipped, so applying a batch again is a no-op; an entry
+// beyond checkpoint+1 is an error matching ErrGap and nothing of the batch
+// is applied. A record that its execution refuses (no header yet, another
+// journal's record, out of order) is logged and skipped; one already folded
+// into its execution is skipped silently.
 func (db *DB) Apply(batch []eventstore.Entry) error {
 	_, err := db.apply(batch)
 	return err
@@ -97,47 +97,78 @@ func (db *DB) Apply(batch []eventstore.Entry) error {
 
 // apply is Apply returning the checkpoint after the batch.
 func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
+	db.writing.Lock()
+	defer db.writing.Unlock()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, ErrClosed)
+	}
 	var cp uint64
-	err := db.update(func(tx *bolt.Tx) error {
-		cp = checkpoint(tx)
-		start := cp
-		a := applier{db: db, tx: tx, timeline: tx.Bucket(bucketTimeline), touched: map[string]*pending{}}
-		for _, e := range batch {
-			if e.Offset <= cp {
-				continue
+	err := guard(db.cfg.Path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			cp = checkpoint(tx)
+			start := cp
+			a := newApplier(db, tx)
+			for _, e := range batch {
+				if e.Offset <= cp {
+					continue
+				}
+				if e.Offset != cp+1 {
+					return fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+				}
+				if err := a.record(e); err != nil {
+					return err
+				}
+				cp = e.Offset
 			}
-			if e.Offset != cp+1 {
-				return fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+			if cp == start {
+				return errNoChange
 			}
-			if err := a.record(e); err != nil {
+			if err := a.flush(); err != nil {
 				return err
 			}
-			cp = e.Offset
-		}
-		if cp == start {
-			return errNoChange
-		}
-		if err := a.flush(); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
+			return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
+		})
 	})
 	switch {
 	case errors.Is(err, errNoChange):
 		return cp, nil
 	case err != nil:
+		// The batch folded records into cached states that the file,
+		// rolled back, does not hold.
+		db.states.purge()
 		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, err)
 	}
+	db.notify()
 	return cp, nil
 }
 
 // applier folds one batch inside its transaction.
 type applier struct {
-	db       *DB
-	tx       *bolt.Tx
-	timeline *bolt.Bucket
-	touched  map[string]*pending
-	order    []string // execution ids in first-touched order
+	db        *DB
+	tx        *bolt.Tx
+	execs     *bolt.Bucket
+	timeline  *bolt.Bucket
+	processed *bolt.Bucket
+	touched   map[string]*pending
+	order     []string // execution ids in first-touched order
+
+	// key is scratch space for processed-id keys; bbolt copies keys.
+	key []byte
+	// hydrated are the processed-id keys the current record loaded into
+	// its state: they are in the file already.
+	hydrated []string
+}
+
+func newApplier(db *DB, tx *bolt.Tx) *applier {
+	return &applier{
+		db: db, tx: tx,
+		execs:     tx.Bucket(bucketExecutions),
+		timeline:  tx.Bucket(bucketTimeline),
+		processed: tx.Bucket(bucketProcessed),
+		touched:   map[string]*pending{},
+	}
 }
 
 // pending is an execution loaded into the batch.
@@ -146,18 +177,32 @@ type pending struct {
 	old   *summaryRow      // as stored before the batch; nil if new
 	dirty bool
 	items *bolt.Bucket // its timeline bucket, once created in this tx
+	// ids is its processed bucket, once looked up (idsKnown) and found or
+	// created.
+	ids      *bolt.Bucket
+	idsKnown bool
 }
 
+// load returns the execution's state from the cache, or decodes it from the
+// file and caches it. A state from either has empty processed-id maps:
+// record fills them with the ids each record needs.
 func (a *applier) load(id string) (*pending, error) {
 	if p, ok := a.touched[id]; ok {
 		return p, nil
 	}
 	p := &pending{}
-	if v := a.tx.Bucket(bucketExecutions).Get([]byte(id)); v != nil {
-		p.state = &execution.State{}
-		if err := json.Unmarshal(v, p.state); err != nil {
+	if s, ok := a.db.states.get(id); ok {
+		p.state = s
+	} else if v := a.execs.Get([]byte(id)); v != nil {
+		s := &execution.State{}
+		if err := json.Unmarshal(v, s); err != nil {
 			return nil, corrupt(a.db.cfg.Path, fmt.Sprintf("execution %q does not decode", id), err)
 		}
+		emptyProcessed(s)
+		p.state = s
+		a.db.states.put(id, s)
+	}
+	if p.state != nil {
 		row := rowOf(p.state)
 		p.old = &row
 	}
@@ -179,17 +224,31 @@ func (a *applier) record(e eventstore.Entry) error {
 		// a duplicate. Either way there is nothing to do.
 		return nil
 	}
-	if s == nil {
+	created := s == nil
+	a.hydrated = a.hydrated[:0]
+	if created {
 		s = &execution.State{}
+	} else if err := a.hydrate(p, s, e.Record); err != nil {
+		return err
 	}
 	items, err := s.Apply(e.Record)
 	if err != nil {
+		if !created {
+			emptyProcessed(s)
+		}
 		a.db.log.Warn("skip record",
 			logKeyOffset, e.Offset, logKeyKind, e.Record.Kind(), logKeyRecord, b.RecordID,
 			logKeyExecution, b.AgentExecutionID, logKeyErr, err)
 		return nil
 	}
-	p.state, p.dirty = s, true
+	if err := a.storeProcessed(p, s); err != nil {
+		return err
+	}
+	if created {
+		p.state = s
+		a.db.states.put(b.AgentExecutionID, s)
+	}
+	p.dirty = true
 	if len(items) == 0 {
 		return nil
 	}
@@ -230,20 +289,17 @@ func itemKey(seq uint64, i int) []byte {
 // flush writes every execution the batch changed, with its summary and
 // index entries.
 func (a *applier) flush() error {
-	execs := a.tx.Bucket(bucketExecutions)
 	sums := a.tx.Bucket(bucketSummaries)
 	for _, id := range a.order {
 		p := a.touched[id]
 		if !p.dirty {
 			continue
 		}
-		stored := *p.state
-		stored.Timeline = nil
-		v, err := json.Marshal(&stored)
+		v, err := encodeState(p.state)
 		if err != nil {
 			return fmt.Errorf("encode execution %s: %w", id, err)
 		}
-		if err := execs.Put([]byte(id), v); err != nil {
+		if err := a.execs.Put([]byte(id), v); err != nil {
 			return err
 		}
 		row := rowOf(p.state)
@@ -258,6 +314,16 @@ func (a *applier) flush() error {
 		}
 	}
 	return nil
+}
+
+// encodeState is the stored form of a state: without its timeline, which
+// is paged from the timeline bucket, and without its processed ids and
+// decisions, which are in the processed bucket.
+func encodeState(s *execution.State) ([]byte, error) {
+	stored := *s
+	stored.Timeline = nil
+	stored.ProcessedMessages, stored.ProcessedObservations, stored.Decisions = nil, nil, nil
+	return json.Marshal(&stored)
 }
 
 // reindex moves an execution's index entries from the old summary (nil for

@@ -27,7 +27,9 @@ const (
 
 	// formatVersion is written into meta; a file of another version is
 	// rebuilt, never read. Bump it whenever the layout in doc.go changes.
-	formatVersion = 1
+	// Version 2 moved the processed ids and decisions out of the state
+	// into their own bucket.
+	formatVersion = 2
 
 	// fullCheckMax is the largest file whose every key Open walks. Larger
 	// files get the structural check only (buckets, meta, first and last
@@ -42,6 +44,7 @@ var (
 	bucketExecutions  = []byte("executions")
 	bucketSummaries   = []byte("summaries")
 	bucketTimeline    = []byte("timeline")
+	bucketProcessed   = []byte("processed")
 	bucketByOwner     = []byte("by-owner")
 	bucketByLifecycle = []byte("by-lifecycle")
 	bucketByAttention = []byte("by-attention")
@@ -51,7 +54,7 @@ var (
 )
 
 // dataBuckets are the top-level buckets besides meta.
-var dataBuckets = [][]byte{bucketExecutions, bucketSummaries, bucketTimeline, bucketByOwner, bucketByLifecycle, bucketByAttention}
+var dataBuckets = [][]byte{bucketExecutions, bucketSummaries, bucketTimeline, bucketProcessed, bucketByOwner, bucketByLifecycle, bucketByAttention}
 
 // Log attribute keys.
 const (
@@ -137,6 +140,20 @@ type DB struct {
 	bolt *bolt.DB // nil once closed
 
 	rebuilding atomic.Bool
+
+	// writing serializes the writers (Apply, Project, CatchUp), so that
+	// the states cache is folded by one batch at a time. It is taken
+	// before mu.
+	writing sync.Mutex
+	// states keeps the executions the last batches touched, decoded. It
+	// is used with writing and mu (shared) held, and emptied with mu held
+	// exclusively when the file under it changes.
+	states *stateCache
+
+	// applied is closed and replaced whenever the checkpoint moves or
+	// the DB closes; WaitFor waits on it.
+	appliedMu sync.Mutex
+	applied   chan struct{}
 }
 
 // Open opens the projection file at cfg.Path, creating it when missing. An
@@ -156,7 +173,7 @@ func Open(cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{cfg: cfg, log: cfg.Logger, bolt: b}, nil
+	return &DB{cfg: cfg, log: cfg.Logger, bolt: b, states: newStateCache(stateCacheSize), applied: make(chan struct{})}, nil
 }
 
 // Path returns the projection file's path.
@@ -172,6 +189,8 @@ func (db *DB) Close() error {
 	}
 	err := db.bolt.Close()
 	db.bolt = nil
+	db.states.purge()
+	db.notify()
 	if err != nil {
 		return fmt.Errorf("close projection %s: %w", db.cfg.Path, err)
 	}
@@ -412,13 +431,27 @@ func checkData(tx *bolt.Tx, path string) error {
 			return corrupt(path, fmt.Sprintf("%d %s entries for %d executions", count, name, n), nil)
 		}
 	}
-	return tx.Bucket(bucketTimeline).ForEachBucket(func(id []byte) error {
+	err = tx.Bucket(bucketTimeline).ForEachBucket(func(id []byte) error {
 		if execs.Get(id) == nil {
 			return corrupt(path, fmt.Sprintf("timeline of unknown execution %q", id), nil)
 		}
 		return tx.Bucket(bucketTimeline).Bucket(id).ForEach(func(k, v []byte) error {
 			if len(k) < 8 || len(v) == 0 || v[0] != '{' {
 				return corrupt(path, fmt.Sprintf("timeline of %q has a bad item at key %x", id, k), nil)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketProcessed).ForEachBucket(func(id []byte) error {
+		if execs.Get(id) == nil {
+			return corrupt(path, fmt.Sprintf("processed ids of unknown execution %q", id), nil)
+		}
+		return tx.Bucket(bucketProcessed).Bucket(id).ForEach(func(k, v []byte) error {
+			if !validProcessed(k, v) {
+				return corrupt(path, fmt.Sprintf("processed ids of %q have a bad entry at key %q", id, k), nil)
 			}
 			return nil
 		})

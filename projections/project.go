@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 )
@@ -57,7 +58,9 @@ func (db *DB) catchUpTo(ctx context.Context, src Source, target uint64, progress
 }
 
 // follow applies src from the checkpoint + 1, until ctx ends or, when
-// target is not 0, the checkpoint reaches target.
+// target is not 0, the checkpoint reaches target. The log is read one
+// batch ahead: while a batch is applied, the next one is fetched and
+// decoded.
 func (db *DB) follow(ctx context.Context, src Source, target uint64, progress func(done, total uint64)) error {
 	cp, err := db.Checkpoint()
 	if err != nil {
@@ -68,15 +71,19 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 	}
 	start := cp
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
-	for batch, err := range src.Follow(ctx, cp+1, db.cfg.BatchSize) {
-		if err != nil {
+	batches := make(chan fetched, readAhead)
+	wg.Go(func() { read(ctx, src, cp+1, db.cfg.BatchSize, batches) })
+	for f := range batches {
+		if f.err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, err)
+			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, f.err)
 		}
-		if cp, err = db.apply(batch); err != nil {
+		if cp, err = db.apply(f.batch); err != nil {
 			return err
 		}
 		if target == 0 {
@@ -93,6 +100,33 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 		return err
 	}
 	return fmt.Errorf("project %s: after offset %d: %w", db.cfg.Path, cp, errSourceEnded)
+}
+
+// readAhead is how many batches the reader of follow may fetch before the
+// applier takes them. One keeps reading and applying overlapped; more only
+// hold more of the log in memory.
+const readAhead = 1
+
+// fetched is one batch read from the log, or the error that ended reading.
+type fetched struct {
+	batch []eventstore.Entry
+	err   error
+}
+
+// read sends src's batches from offset from to out until the source stops,
+// fails or ctx ends, and closes out.
+func read(ctx context.Context, src Source, from uint64, maxBatch int, out chan<- fetched) {
+	defer close(out)
+	for batch, err := range src.Follow(ctx, from, maxBatch) {
+		select {
+		case out <- fetched{batch, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Lag is how far a projection is behind its log.

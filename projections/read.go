@@ -21,8 +21,9 @@ const (
 	MaxTimelineLimit = 1000
 )
 
-// Execution returns the projected state of an execution. Its Timeline is
-// empty: items are paged with Timeline. An unknown id is ErrNotFound.
+// Execution returns the projected state of an execution, with every
+// processed id and decision. Its Timeline is empty: items are paged with
+// Timeline. An unknown id is ErrNotFound.
 func (db *DB) Execution(id string) (*execution.State, error) {
 	s := &execution.State{}
 	err := db.view(func(tx *bolt.Tx) error {
@@ -33,7 +34,7 @@ func (db *DB) Execution(id string) (*execution.State, error) {
 		if err := json.Unmarshal(v, s); err != nil {
 			return corrupt(db.cfg.Path, fmt.Sprintf("execution %q does not decode", id), err)
 		}
-		return nil
+		return loadProcessed(tx, db.cfg.Path, s)
 	})
 	if err != nil {
 		return nil, err

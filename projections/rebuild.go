@@ -175,6 +175,9 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	}
 	old := db.bolt
 	db.bolt = b
+	// The cached states are of the old file, which may be behind the new.
+	db.states.purge()
+	db.notify()
 	if err := old.Close(); err != nil {
 		db.log.Warn("close the replaced projection file", logKeyPath, db.cfg.Path, logKeyErr, err)
 	}
