@@ -49,9 +49,12 @@ type Subscriber struct {
 	tick   uint64
 }
 
+// cached is a journal as the subscriber knows it: the state folded up to
+// the last record handled, and the ids every decision in it answers.
 type cached struct {
-	state *execution.State
-	used  uint64
+	state   *execution.State
+	decided map[string]struct{}
+	used    uint64
 }
 
 // NewSubscriber returns a subscriber over log.
@@ -82,90 +85,149 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	return err
 }
 
-// Handle decides on one log entry. It is idempotent: an entry decided
-// before, by this subscriber or another, appends nothing new, and a decision
-// whose records were cut short by a crash gets them completed.
+// Handle decides on one log entry. A decision depends only on the journal
+// up to the record it answers, so whichever subscriber decides, and however
+// far the journal has moved on since (an agent that signals and exits at
+// once), the outcome is the same. It is idempotent: an entry decided before,
+// by this subscriber or another, appends nothing new, and a decision whose
+// records were cut short by a crash gets them completed.
 func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	s.handling.Lock()
 	defer s.handling.Unlock()
+	var key string
 	var decide func(*execution.State) (Outcome, bool)
 	switch r := e.Record.(type) {
 	case *eventstore.Observation:
+		key = r.ObservationID
 		decide = func(st *execution.State) (Outcome, bool) { return Decide(st, r), true }
 	case *eventstore.MessageAccepted:
+		if execution.AnsweredRequest(r) == "" {
+			return nil
+		}
+		key = r.MessageID
 		decide = func(st *execution.State) (Outcome, bool) { return DecideMessage(st, r) }
 	default:
 		return nil
 	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	st, err := s.state(ctx, ref)
+	c, err := s.journal(ctx, ref)
 	if err != nil {
 		return err
 	}
-	out, ok := decide(st)
-	if !ok {
-		return nil
+	if err := s.catchUp(ctx, ref, c, b.Sequence); err != nil {
+		return err
 	}
-	if out.Duplicate {
-		return s.complete(ctx, ref, out.Decision.Sequence, decide)
-	}
-	for _, r := range append([]eventstore.Record{out.Decision}, out.Records...) {
-		entry, err := s.log.Append(ctx, ref, r)
+	if c.state.Journal.LastSequence != b.Sequence {
+		// The cache is past this record (a redelivery): decide on the
+		// journal as it was at the record.
+		prefix, _, err := s.prefix(ctx, ref, b.Sequence)
 		if err != nil {
-			s.forget(ref.JournalID)
-			return fmt.Errorf("policy: append %s for %s: %w", r.Kind(), b.RecordID, err)
-		}
-		if err := s.apply(ref.JournalID, entry.Record); err != nil {
 			return err
 		}
+		if _, done := c.decided[key]; done {
+			return s.complete(ctx, ref, prefix, decide)
+		}
+		return s.carryOut(ctx, ref, c, key, prefix, decide)
 	}
-	return nil
+	if _, done := c.decided[key]; done {
+		return s.complete(ctx, ref, c.state, decide)
+	}
+	return s.carryOut(ctx, ref, c, key, c.state, decide)
 }
 
-// state returns the execution's state replayed up to the journal's head.
-func (s *Subscriber) state(ctx context.Context, ref eventstore.Reference) (*execution.State, error) {
-	s.mu.Lock()
-	c, ok := s.states[ref.JournalID]
-	if !ok {
-		c = &cached{state: &execution.State{}}
-		s.states[ref.JournalID] = c
-		s.evict()
-	}
-	s.tick++
-	c.used = s.tick
-	st := c.state
-	s.mu.Unlock()
-
-	for e, err := range s.log.ReadJournal(ctx, ref, st.Journal.LastSequence+1) {
-		if err != nil {
-			s.forget(ref.JournalID)
-			return nil, fmt.Errorf("policy: replay %s: %w", ref, err)
-		}
-		if _, err := st.Apply(e.Record); err != nil {
-			s.forget(ref.JournalID)
-			return nil, fmt.Errorf("policy: replay %s: %w", ref, err)
-		}
-	}
-	return st, nil
-}
-
-func (s *Subscriber) apply(journalID string, r eventstore.Record) error {
-	s.mu.Lock()
-	c := s.states[journalID]
-	s.mu.Unlock()
-	if c == nil || r.RecordBase().Sequence <= c.state.Journal.LastSequence {
-		return nil // a duplicate append handed back a record already applied
-	}
-	if r.RecordBase().Sequence != c.state.Journal.LastSequence+1 {
-		// Someone else appended in between; the next read catches up.
+func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *cached, key string, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
+	out, ok := decide(st)
+	if !ok || out.Duplicate {
 		return nil
 	}
-	if _, err := c.state.Apply(r); err != nil {
-		s.forget(journalID)
-		return fmt.Errorf("policy: apply %s: %w", r.Kind(), err)
+	for _, r := range append([]eventstore.Record{out.Decision}, out.Records...) {
+		if _, err := s.log.Append(ctx, ref, r); err != nil {
+			s.forget(ref.JournalID)
+			return fmt.Errorf("policy: append %s for %s: %w", r.Kind(), key, err)
+		}
+		if r == eventstore.Record(out.Decision) {
+			c.decided[key] = struct{}{}
+		}
 	}
 	return nil
+}
+
+// journal returns the cached view of a journal, reading the ids of every
+// decision it holds the first time, so a decision appended after the record
+// it answers is known when that record is delivered again.
+func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference) (*cached, error) {
+	s.mu.Lock()
+	c, ok := s.states[ref.JournalID]
+	s.tick++
+	if ok {
+		c.used = s.tick
+	}
+	s.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c = &cached{state: &execution.State{}, decided: map[string]struct{}{}, used: s.tick}
+	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
+		}
+		if d, ok := e.Record.(*eventstore.Decision); ok {
+			if d.ObservationID != "" {
+				c.decided[d.ObservationID] = struct{}{}
+			}
+			if d.MessageID != "" {
+				c.decided[d.MessageID] = struct{}{}
+			}
+		}
+	}
+	s.mu.Lock()
+	s.states[ref.JournalID] = c
+	s.evict()
+	s.mu.Unlock()
+	return c, nil
+}
+
+// catchUp folds the journal into the cached state up to sequence seq.
+func (s *Subscriber) catchUp(ctx context.Context, ref eventstore.Reference, c *cached, seq uint64) error {
+	if c.state.Journal.LastSequence >= seq {
+		return nil
+	}
+	for e, err := range s.log.ReadJournal(ctx, ref, c.state.Journal.LastSequence+1) {
+		if err != nil {
+			s.forget(ref.JournalID)
+			return fmt.Errorf("policy: replay %s: %w", ref, err)
+		}
+		if _, err := c.state.Apply(e.Record); err != nil {
+			s.forget(ref.JournalID)
+			return fmt.Errorf("policy: replay %s: %w", ref, err)
+		}
+		if e.Record.RecordBase().Sequence >= seq {
+			break
+		}
+	}
+	return nil
+}
+
+// prefix replays the journal up to sequence seq, and returns the ids of the
+// records after it.
+func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64) (*execution.State, map[string]bool, error) {
+	st := &execution.State{}
+	after := map[string]bool{}
+	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("policy: reread %s: %w", ref, err)
+		}
+		b := e.Record.RecordBase()
+		if b.Sequence > seq {
+			after[b.RecordID] = true
+			continue
+		}
+		if _, err := st.Apply(e.Record); err != nil {
+			return nil, nil, fmt.Errorf("policy: reread %s: %w", ref, err)
+		}
+	}
+	return st, after, nil
 }
 
 func (s *Subscriber) forget(journalID string) {
@@ -174,7 +236,7 @@ func (s *Subscriber) forget(journalID string) {
 	s.mu.Unlock()
 }
 
-// evict drops the least recently used state once the cache is full.
+// evict drops the least recently used journal once the cache is full.
 func (s *Subscriber) evict() {
 	if len(s.states) <= s.cfg.CacheSize {
 		return
@@ -189,42 +251,33 @@ func (s *Subscriber) evict() {
 	delete(s.states, oldest)
 }
 
-// complete re-derives the outcome of a decision that is already in the
-// journal from the records before it, and appends any of its records that
-// are missing: a subscriber killed between the decision and its records
-// leaves them to the next one.
-func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, decisionSeq uint64, decide func(*execution.State) (Outcome, bool)) error {
-	prefix := &execution.State{}
-	have := map[string]bool{}
-	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			return fmt.Errorf("policy: reread %s: %w", ref, err)
-		}
-		b := e.Record.RecordBase()
-		if b.Sequence < decisionSeq {
-			if _, err := prefix.Apply(e.Record); err != nil {
-				return fmt.Errorf("policy: reread %s: %w", ref, err)
-			}
-			continue
-		}
-		have[b.RecordID] = true
-	}
-	out, ok := decide(prefix)
+// complete re-derives the outcome of a decision already in the journal
+// from the state at the record it answers, and appends any of its records
+// that are missing: a subscriber killed between the decision and its
+// records leaves them to the next one.
+func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
+	// The decision itself is in st's view of the journal only if it was
+	// appended before the record, which never happens; so Decide sees the
+	// record as undecided and rebuilds the same outcome.
+	out, ok := decide(st)
 	if !ok || out.Duplicate {
 		return nil
+	}
+	_, after, err := s.prefix(ctx, ref, st.Journal.LastSequence)
+	if err != nil {
+		return err
 	}
 	for _, r := range out.Records {
 		id := r.RecordBase().RecordID
 		if id == "" {
 			id = eventstore.RecordID(ref.JournalID, r.Kind(), eventstore.NaturalKey(r))
 		}
-		if have[id] {
+		if after[id] {
 			continue
 		}
 		if _, err := s.log.Append(ctx, ref, r); err != nil {
 			return fmt.Errorf("policy: complete decision in %s: %w", ref, err)
 		}
 	}
-	s.forget(ref.JournalID)
 	return nil
 }

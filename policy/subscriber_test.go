@@ -364,3 +364,47 @@ func TestTwoSubscriberProcesses(t *testing.T) {
 		t.Fatal("the standby never decided: the killed child cannot have decided everything")
 	}
 }
+
+// An agent that signals and exits at once: by the time the policy reads the
+// observation the journal already says completed, but the decision is taken
+// on the journal as it was at the observation.
+func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-quick")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	running := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning}
+	running.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")
+	if _, err := s.Append(ctx, ref, running); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := s.Append(ctx, ref, observation("o-1", 5)) // blocked: update-state
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted}
+	done.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "done")
+	if _, err := s.Append(ctx, ref, done); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []*policy.Subscriber{policy.NewSubscriber(s, policy.SubscriberConfig{}), policy.NewSubscriber(s, policy.SubscriberConfig{})} {
+		if err := sub.Handle(ctx, obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var actions []eventstore.DecisionAction
+	for e, err := range s.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Record.(*eventstore.Decision); ok {
+			actions = append(actions, d.Action)
+		}
+	}
+	if fmt.Sprint(actions) != "[update-state]" {
+		t.Fatalf("decisions %v, want exactly one update-state (not a reject because the journal moved on)", actions)
+	}
+}
