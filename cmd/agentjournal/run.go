@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 const (
@@ -147,7 +149,10 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	pol := startPolicy(bg, log, logger)
 	defer func() { err = errors.Join(err, pol.stop()) }()
 
-	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger})
+	terms := terminal.NewRegistry(logger)
+	defer func() { err = errors.Join(err, terms.Close()) }()
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
+		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings")})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 		defer cancel()

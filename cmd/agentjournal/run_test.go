@@ -337,3 +337,16 @@ func TestRunNoGoroutineLeak(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestRunInteractive(t *testing.T) {
+	dir := t.TempDir()
+	agent := fixtures.AgentBinary(t)
+	r := run(t, dir, "run", "--interactive", "--", agent, "say:on a terminal", `signal:{"type":"status","payload":{"summary":"interactive"}}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "on a terminal") {
+		t.Fatalf("run --interactive: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	recs, _ := filepath.Glob(filepath.Join(dir, "terminal-recordings", "*.terminal.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("terminal recordings %v, want one", recs)
+	}
+}
