@@ -64,6 +64,9 @@ type Config struct {
 	// RecordingDir receives the terminal recordings (asciicast v2), one
 	// file per execution, apart from the journals.
 	RecordingDir string
+	// LaunchEnv, when set, adds environment variables for one launch, e.g.
+	// the MCP address and a token scoped to that execution.
+	LaunchEnv func(ref eventstore.Reference) []string
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -226,6 +229,9 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	}
 	env := append(append(os.Environ(), req.Env...),
 		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	if rt.cfg.LaunchEnv != nil {
+		env = append(env, rt.cfg.LaunchEnv(ref)...)
+	}
 	p := &process{ref: ref, adapter: adapter, descriptor: desc, nonce: nonce, done: make(chan struct{})}
 	var startErr error
 	if interactive {
