@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +29,8 @@ type ConsumerConfig struct {
 	// Skipped, when set, hears of records that cannot be decoded; they are
 	// passed over so that one bad record does not stop the reader.
 	Skipped func(offset uint64, err error)
+	// Retrying, when set, hears of a pull that failed and is set up again.
+	Retrying func(err error)
 }
 
 // priorityGroup is the one priority group exclusive readers join.
@@ -37,7 +38,7 @@ const priorityGroup = "active"
 
 // Consume delivers the log's records to fn in log order, from the consumer's
 // last acknowledged position (the start of the log for a new name), until
-// ctx ends. fn returning nil acknowledges the record; an error delivers it
+// ctx ends; failed pulls are set up again. fn returning nil acknowledges the record; an error delivers it
 // again after RetryDelay. A record is acknowledged only after fn returns, so
 // a reader killed mid-record leaves it to be delivered again: handlers must
 // be idempotent.
@@ -72,13 +73,35 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 		cc.PinnedTTL = cfg.PinnedTTL
 		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
 	}
+	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
+	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
+	opts = append(opts, jetstream.PullMaxMessages(1), jetstream.PullExpiry(expiry))
+	// A pull that fails (missed heartbeats on a loaded machine, a server
+	// restart, a reconnect) is set up again: a reader stops only when ctx
+	// ends, so the log never waits on a reader that gave up.
+	for attempt := 0; ; attempt++ {
+		err := s.consumeOnce(ctx, cfg, cc, opts, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if cfg.Retrying != nil {
+			cfg.Retrying(err)
+		}
+		t := time.NewTimer(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, cc jetstream.ConsumerConfig, opts []jetstream.PullMessagesOpt, fn func(context.Context, Entry) error) error {
 	cons, err := s.stream.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
 	}
-	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
-	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
-	opts = append(opts, jetstream.PullMaxMessages(1), jetstream.PullExpiry(expiry))
 	msgs, err := cons.Messages(opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
@@ -91,9 +114,6 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
 			}
 			return fmt.Errorf("consume %s: %w", cfg.Name, err)
 		}

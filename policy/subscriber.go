@@ -78,6 +78,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		Skipped: func(off uint64, err error) {
 			s.cfg.Logger.Error("policy skipped an undecodable record", "offset", off, "err", err)
 		},
+		Retrying: func(err error) {
+			s.cfg.Logger.Warn("policy consumer restarting", "err", err)
+		},
 	}, s.Handle)
 	if ctx.Err() != nil {
 		return nil
