@@ -1,0 +1,83 @@
+package projections
+
+import "github.com/agentjournal/agentjournal/execution"
+
+// stateCacheSize bounds the executions a DB keeps decoded between batches.
+// A state without its processed ids is a few hundred bytes, so the cache
+// stays around a megabyte while covering every execution active at once on
+// a busy daemon.
+const stateCacheSize = 4096
+
+// stateCache keeps the most recently used execution states, as stored:
+// without timeline and with empty processed-id maps (those live in the
+// processed bucket). A batch folds records into the cached states in
+// place, so a batch that fails must purge the cache: its states may be
+// ahead of the file.
+type stateCache struct {
+	max     int
+	entries map[string]*cacheEntry
+	// root is the sentinel of a ring ordered by use: root.next is the
+	// most recently used entry, root.prev the least.
+	root cacheEntry
+}
+
+type cacheEntry struct {
+	id         string
+	state      *execution.State
+	prev, next *cacheEntry
+}
+
+func newStateCache(max int) *stateCache {
+	c := &stateCache{max: max, entries: make(map[string]*cacheEntry, max)}
+	c.root.prev, c.root.next = &c.root, &c.root
+	return c
+}
+
+// get returns the cached state of id and marks it used.
+func (c *stateCache) get(id string) (*execution.State, bool) {
+	e, ok := c.entries[id]
+	if !ok {
+		return nil, false
+	}
+	c.unlink(e)
+	c.pushFront(e)
+	return e.state, true
+}
+
+// put caches the state of id, evicting the least recently used entry when
+// the cache is full.
+func (c *stateCache) put(id string, s *execution.State) {
+	if e, ok := c.entries[id]; ok {
+		e.state = s
+		c.unlink(e)
+		c.pushFront(e)
+		return
+	}
+	if len(c.entries) >= c.max {
+		old := c.root.prev
+		c.unlink(old)
+		delete(c.entries, old.id)
+	}
+	e := &cacheEntry{id: id, state: s}
+	c.entries[id] = e
+	c.pushFront(e)
+}
+
+// purge empties the cache.
+func (c *stateCache) purge() {
+	clear(c.entries)
+	c.root.prev, c.root.next = &c.root, &c.root
+}
+
+func (c *stateCache) len() int { return len(c.entries) }
+
+func (c *stateCache) unlink(e *cacheEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (c *stateCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = &c.root, c.root.next
+	c.root.next.prev = e
+	c.root.next = e
+}

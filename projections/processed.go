@@ -1,0 +1,225 @@
+package projections
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// An execution's processed message and observation ids and its decisions
+// grow with its journal, so they are not part of the stored state, which
+// every batch that touches the execution rewrites. They live in the
+// processed bucket, one nested bucket per execution, one key each:
+//
+//	m \x00 message id      -> sequence (uint64)
+//	o \x00 observation id  -> sequence (uint64)
+//	d \x00 decided id      -> DecisionRef JSON
+//
+// The prefixes are persisted: never change them.
+const (
+	processedMessage     = 'm'
+	processedObservation = 'o'
+	processedDecision    = 'd'
+)
+
+// emptyProcessed gives s empty processed-id maps, as a state has between
+// records while a batch folds it.
+func emptyProcessed(s *execution.State) {
+	if s.ProcessedMessages == nil {
+		s.ProcessedMessages = map[string]uint64{}
+	} else {
+		clear(s.ProcessedMessages)
+	}
+	if s.ProcessedObservations == nil {
+		s.ProcessedObservations = map[string]uint64{}
+	} else {
+		clear(s.ProcessedObservations)
+	}
+	if s.Decisions == nil {
+		s.Decisions = map[string]execution.DecisionRef{}
+	} else {
+		clear(s.Decisions)
+	}
+}
+
+// processedKey writes prefix \x00 id into a.key and returns it.
+func (a *applier) processedKey(prefix byte, id string) []byte {
+	a.key = append(append(append(a.key[:0], id...), 0), prefix)
+	return a.key
+}
+
+// idsBucket returns the execution's processed bucket, nil when it has none
+// and create is false.
+func (a *applier) idsBucket(p *pending, id string, create bool) (*bolt.Bucket, error) {
+	if !p.idsKnown {
+		p.ids, p.idsKnown = a.processed.Bucket([]byte(id)), true
+	}
+	if p.ids == nil && create {
+		b, err := a.processed.CreateBucket([]byte(id))
+		if err != nil {
+			return nil, err
+		}
+		p.ids = b
+	}
+	return p.ids, nil
+}
+
+// hydrate loads into s's maps the processed ids that r's fold looks up, so
+// that State.Apply recognizes a duplicate exactly as a full replay does: the
+// message id of a message, the observation id of an observation, and the
+// observation and message ids of a decision.
+func (a *applier) hydrate(p *pending, s *execution.State, r eventstore.Record) error {
+	var lookups [2]struct {
+		prefix byte
+		id     string
+	}
+	n := 0
+	add := func(prefix byte, id string) {
+		if id != "" {
+			lookups[n].prefix, lookups[n].id = prefix, id
+			n++
+		}
+	}
+	switch r := r.(type) {
+	case *eventstore.MessageAccepted:
+		add(processedMessage, r.MessageID)
+	case *eventstore.Observation:
+		add(processedObservation, r.ObservationID)
+	case *eventstore.Decision:
+		add(processedDecision, r.ObservationID)
+		add(processedDecision, r.MessageID)
+	}
+	if n == 0 {
+		return nil
+	}
+	ids, err := a.idsBucket(p, s.ID, false)
+	if ids == nil || err != nil {
+		return err
+	}
+	for _, l := range lookups[:n] {
+		k := a.processedKey(l.prefix, l.id)
+		v := ids.Get(k)
+		if v == nil {
+			continue
+		}
+		if err := a.setProcessed(s, l.prefix, l.id, v); err != nil {
+			return err
+		}
+		a.hydrated = append(a.hydrated, string(k))
+	}
+	return nil
+}
+
+// setProcessed puts one stored entry into s's maps.
+func (a *applier) setProcessed(s *execution.State, prefix byte, id string, v []byte) error {
+	bad := func(err error) error {
+		return corrupt(a.db.cfg.Path, fmt.Sprintf("processed id %c:%q of %q does not decode", prefix, id, s.ID), err)
+	}
+	switch prefix {
+	case processedMessage, processedObservation:
+		if len(v) != 8 {
+			return bad(fmt.Errorf("%d bytes (want 8)", len(v)))
+		}
+		m := s.ProcessedMessages
+		if prefix == processedObservation {
+			m = s.ProcessedObservations
+		}
+		m[id] = binary.BigEndian.Uint64(v)
+	case processedDecision:
+		var d execution.DecisionRef
+		if err := json.Unmarshal(v, &d); err != nil {
+			return bad(err)
+		}
+		s.Decisions[id] = d
+	}
+	return nil
+}
+
+// storeProcessed writes the ids the last record added to s's maps, which
+// are the ones besides those hydrate loaded, and empties the maps again.
+func (a *applier) storeProcessed(p *pending, s *execution.State) error {
+	if len(s.ProcessedMessages)+len(s.ProcessedObservations)+len(s.Decisions) == len(a.hydrated) {
+		emptyProcessed(s)
+		return nil
+	}
+	ids, err := a.idsBucket(p, s.ID, true)
+	if err != nil {
+		return err
+	}
+	put := func(prefix byte, id string, v []byte) error {
+		k := a.processedKey(prefix, id)
+		if len(a.hydrated) > 0 && slices.Contains(a.hydrated, string(k)) {
+			return nil
+		}
+		return ids.Put(k, v)
+	}
+	for id, seq := range s.ProcessedMessages {
+		if err := put(processedMessage, id, u64(seq)); err != nil {
+			return err
+		}
+	}
+	for id, seq := range s.ProcessedObservations {
+		if err := put(processedObservation, id, u64(seq)); err != nil {
+			return err
+		}
+	}
+	for id, d := range s.Decisions {
+		v, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("encode decision on %s: %w", id, err)
+		}
+		if err := put(processedDecision, id, v); err != nil {
+			return err
+		}
+	}
+	emptyProcessed(s)
+	return nil
+}
+
+// loadProcessed fills s's maps with every processed id of the execution.
+func loadProcessed(tx *bolt.Tx, path string, s *execution.State) error {
+	emptyProcessed(s)
+	b := tx.Bucket(bucketProcessed).Bucket([]byte(s.ID))
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		if !validProcessed(k, v) {
+			return corrupt(path, fmt.Sprintf("processed ids of %q have a bad entry at key %q", s.ID, k), nil)
+		}
+		id := string(k[:len(k)-2])
+		switch k[len(k)-1] {
+		case processedMessage:
+			s.ProcessedMessages[id] = binary.BigEndian.Uint64(v)
+		case processedObservation:
+			s.ProcessedObservations[id] = binary.BigEndian.Uint64(v)
+		default:
+			var d execution.DecisionRef
+			if err := json.Unmarshal(v, &d); err != nil {
+				return corrupt(path, fmt.Sprintf("decision on %q of %q does not decode", id, s.ID), err)
+			}
+			s.Decisions[id] = d
+		}
+		return nil
+	})
+}
+
+// validProcessed checks the shape of one processed entry.
+func validProcessed(k, v []byte) bool {
+	if len(k) < 3 || k[len(k)-2] != 0 {
+		return false
+	}
+	switch k[len(k)-1] {
+	case processedMessage, processedObservation:
+		return len(v) == 8
+	case processedDecision:
+		return len(v) > 0 && v[0] == '{'
+	}
+	return false
+}
