@@ -16,13 +16,15 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
 	switch name {
 	case "demo":
 		return &DemoCommand{env: env}
+	case "serve":
+		return &ServeCommand{env: env}
 	case "run":
 		return &RunCommand{env: env}
 	case "journal":
@@ -72,6 +74,7 @@ Usage:
   agentjournal [--data DIR] [--sync always|interval] [--nats-url URL] <command> [flags] [args]
 
 Commands:
+  serve                 run the daemon: log, read models, policy, runtime, HTTP API, SSE, MCP
   demo                  write a realistic example journal and print it
   run -- CMD ARGS...    run one agent in the foreground and journal it, without a daemon
   ls                    list executions (filter by owner, lifecycle, attention)

@@ -1,0 +1,369 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+const testToken = "test-token-0123456789abcdef0123456789abcdef"
+
+// rig is the whole daemon stack in process: an embedded NATS, the journal
+// store, a projection fed by a projector goroutine, the policy subscriber,
+// the runtime with a terminal registry, and the API on an httptest server.
+type rig struct {
+	store *eventstore.JetStreamStore
+	views *projections.DB
+	rt    *execution.Runtime
+	srv   *api.Server
+	http  *httptest.Server
+	agent string
+}
+
+func newRig(t *testing.T, opts ...func(*api.Config)) *rig {
+	t.Helper()
+	return startRig(t, true, opts...)
+}
+
+// startRig is newRig with or without the policy subscriber.
+func startRig(t *testing.T, withPolicy bool, opts ...func(*api.Config)) *rig {
+	t.Helper()
+	b := fixtures.StartNATS(t)
+	store, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	views, err := projections.Open(projections.Config{Path: filepath.Join(t.TempDir(), "projections.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := views.Project(ctx, store); err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	})
+	if withPolicy {
+		sub := policy.NewSubscriber(store, policy.SubscriberConfig{})
+		wg.Go(func() { sub.Run(ctx) })
+	}
+
+	r := &rig{store: store, views: views, agent: fixtures.AgentBinary(t)}
+	terms := terminal.NewRegistry(nil)
+	r.rt = execution.NewRuntime(execution.Config{
+		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: filepath.Join(t.TempDir(), "terminal-recordings"),
+		LaunchEnv: func(ref eventstore.Reference) []string {
+			return []string{"AGENTJOURNAL_TOKEN=" + r.srv.ScopedToken(ref.AgentExecutionID)}
+		},
+	})
+	cfg := api.DefaultConfig()
+	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views = store, r.rt, terms, views
+	cfg.Token, cfg.Secret = testToken, bytes.Repeat([]byte{7}, api.MinSecretSize)
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if r.srv, err = api.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.http = httptest.NewServer(r.srv.Handler())
+	t.Cleanup(func() {
+		if err := r.srv.Close(); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+		r.http.Close()
+		r.rt.Close(context.Background())
+		terms.Close()
+		cancel()
+		wg.Wait()
+		views.Close()
+	})
+	return r
+}
+
+// do sends a request with a token ("" for none) and returns the status and
+// body. A string body is sent as it is, anything else as JSON.
+func (r *rig) do(t *testing.T, method, path string, body any, token string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, r.http.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// call sends a request with the API token, checks the status and decodes
+// the answer into out (when not nil).
+func (r *rig) call(t *testing.T, method, path string, body any, want int, out any) {
+	t.Helper()
+	code, data := r.do(t, method, path, body, testToken)
+	if code != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, code, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+}
+
+// apiErr is the error shape of the API.
+type apiErr struct {
+	Error struct {
+		Code     string   `json:"code"`
+		Message  string   `json:"message"`
+		Field    string   `json:"field"`
+		Accepted []string `json:"accepted"`
+	} `json:"error"`
+}
+
+// fail sends a request that must fail with status and code, naming field
+// (when not "") , and returns the error.
+func (r *rig) fail(t *testing.T, method, path string, body any, token string, status int, code, field string) apiErr {
+	t.Helper()
+	got, data := r.do(t, method, path, body, token)
+	var e apiErr
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatalf("%s %s: status %d, body %q is not the error shape: %v", method, path, got, data, err)
+	}
+	if got != status || e.Error.Code != code || e.Error.Field != field || e.Error.Message == "" {
+		t.Fatalf("%s %s: got %d %s field %q (%s), want %d %s field %q", method, path, got, e.Error.Code, e.Error.Field, e.Error.Message, status, code, field)
+	}
+	return e
+}
+
+// view is the part of an execution read the tests look at.
+type view struct {
+	ID                    string               `json:"id"`
+	OwnerEntity           string               `json:"ownerEntity"`
+	OwnerID               string               `json:"ownerId"`
+	Lifecycle             eventstore.Lifecycle `json:"lifecycle"`
+	Attention             eventstore.Attention `json:"attention"`
+	CurrentInputRequestID string               `json:"currentInputRequestId"`
+	Journal               eventstore.Reference `json:"journal"`
+	Live                  struct {
+		Running    bool   `json:"running"`
+		TerminalID string `json:"terminalId"`
+	} `json:"live"`
+}
+
+type launched struct {
+	Reference eventstore.Reference `json:"reference"`
+	State     view                 `json:"state"`
+}
+
+// launch starts the fixture agent with steps through the API.
+func (r *rig) launch(t *testing.T, ownerID string, posture eventstore.Posture, steps ...string) launched {
+	t.Helper()
+	body := map[string]any{"ownerEntity": "Task", "ownerId": ownerID, "agent": "generic", "command": append([]string{r.agent}, steps...)}
+	if posture != "" {
+		body["posture"] = posture
+	}
+	var l launched
+	r.call(t, "POST", "/v1/executions", body, http.StatusCreated, &l)
+	return l
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// quiet waits until a journal has not grown for a while and the
+// projection holds all of it, and returns its head.
+func (r *rig) quiet(t *testing.T, ref eventstore.Reference) eventstore.Reference {
+	t.Helper()
+	var head eventstore.Reference
+	stable := 0
+	eventually(t, 20*time.Second, "the journal stops growing", func() bool {
+		h, err := r.store.Head(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.LastSequence == head.LastSequence {
+			stable++
+		} else {
+			head, stable = h, 0
+		}
+		return stable >= 10
+	})
+	last, err := r.store.LastOffset(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.views.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	return head
+}
+
+// sseEvent is one parsed Server-Sent Event.
+type sseEvent struct {
+	ID   uint64
+	Name string
+	Data string
+}
+
+func (e sseEvent) String() string { return fmt.Sprintf("%d %s", e.ID, e.Name) }
+
+// stream is an open event stream.
+type stream struct {
+	events chan sseEvent
+	cancel context.CancelFunc
+}
+
+// subscribe opens GET /v1/events?query with an optional Last-Event-ID.
+// onEvent runs on the reading goroutine as each event arrives.
+func (r *rig) subscribe(t *testing.T, query, lastEventID string, onEvent func(sseEvent)) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", r.http.URL+"/v1/events"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /v1/events: status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s := &stream{events: make(chan sseEvent, 4096), cancel: cancel}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(s.events)
+		defer resp.Body.Close()
+		readSSE(resp.Body, func(ev sseEvent) {
+			if onEvent != nil {
+				onEvent(ev)
+			}
+			s.events <- ev
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s
+}
+
+// readSSE parses an event stream (the subset the API writes: id, event,
+// data and comment lines).
+func readSSE(body io.Reader, emit func(sseEvent)) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var ev sseEvent
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Name != "" || len(data) > 0 {
+				ev.Data = strings.Join(data, "\n")
+				emit(ev)
+			}
+			ev, data = sseEvent{}, nil
+		case strings.HasPrefix(line, ":"):
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "id":
+				ev.ID, _ = strconv.ParseUint(value, 10, 64)
+			case "event":
+				ev.Name = value
+			case "data":
+				data = append(data, value)
+			}
+		}
+	}
+}
+
+// next waits for the next event of the stream.
+func (s *stream) next(t *testing.T, within time.Duration) sseEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		if !ok {
+			t.Fatal("the event stream ended")
+		}
+		return ev
+	case <-time.After(within):
+		t.Fatalf("no event within %s", within)
+	}
+	return sseEvent{}
+}
+
+// until collects events until one satisfies stop (included).
+func (s *stream) until(t *testing.T, within time.Duration, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	deadline := time.Now().Add(within)
+	for {
+		ev := s.next(t, time.Until(deadline))
+		out = append(out, ev)
+		if stop(ev) {
+			return out
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+// Error codes, the "code" of every error response. Clients switch on them:
+// never rename one.
+const (
+	codeInvalidField     = "invalid_field"
+	codeUnauthorized     = "unauthorized"
+	codeForbidden        = "forbidden"
+	codeNotFound         = "not_found"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeConflict         = "conflict"
+	codeTooLarge         = "too_large"
+	codeTimeout          = "timeout"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
+)
+
+// apiError is an error with its HTTP answer.
+type apiError struct {
+	status   int
+	code     string
+	message  string
+	field    string
+	accepted []string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// errorBody is the one error shape of the API.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the request field at fault, as a JSON path, a query
+	// parameter or a header.
+	Field string `json:"field,omitempty"`
+	// Accepted lists the values or fields accepted there, when the set is
+	// fixed.
+	Accepted []string `json:"accepted,omitempty"`
+}
+
+func invalidField(field string, accepted []string, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: field, accepted: accepted,
+		message: withAccepted(fmt.Sprintf(format, args...), accepted)}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusNotFound, code: codeNotFound, message: fmt.Sprintf(format, args...)}
+}
+
+func conflict(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusConflict, code: codeConflict, message: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusForbidden, code: codeForbidden, message: fmt.Sprintf(format, args...)}
+}
+
+func timeout(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusGatewayTimeout, code: codeTimeout, message: fmt.Sprintf(format, args...)}
+}
+
+func unavailable(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: fmt.Sprintf(format, args...)}
+}
+
+func withAccepted(msg string, accepted []string) string {
+	if len(accepted) == 0 {
+		return msg
+	}
+	return msg + " (want one of: " + strings.Join(accepted, ", ") + ")"
+}
+
+// toAPIError maps an error to its answer. Errors of the packages below
+// become the matching client error; anything else is internal.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var tooBig *http.MaxBytesError
+	var ve *eventstore.ValidationError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &tooBig):
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
+	case errors.As(err, &ve) && len(ve.Problems) > 0:
+		return validationError(ve)
+	case errors.Is(err, eventstore.ErrRecordTooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
+	case errors.Is(err, execution.ErrUnknownMessageType):
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "type", message: err.Error()}
+	case errors.Is(err, eventstore.ErrJournalNotFound), errors.Is(err, projections.ErrNotFound), errors.Is(err, terminal.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: err.Error()}
+	case errors.Is(err, context.DeadlineExceeded):
+		return timeout("the request took too long: %v", err)
+	}
+	return &apiError{status: http.StatusInternalServerError, code: codeInternal,
+		message: "internal error (the daemon log has the details)"}
+}
+
+// validationError names the first field at fault and what it accepts; the
+// message lists every problem.
+func validationError(ve *eventstore.ValidationError) *apiError {
+	parts := make([]string, len(ve.Problems))
+	for i, p := range ve.Problems {
+		parts[i] = p.String()
+	}
+	first := ve.Problems[0]
+	return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: first.Field, accepted: first.Accepted,
+		message: strings.Join(parts, "; ")}
+}
+
+// writeError answers with err in the API's error shape. Internal errors are
+// logged here, once.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	if ae.code == codeInternal && r.Context().Err() == nil {
+		s.log.Error("request failed", logKeyRoute, r.Method+" "+r.URL.Path, logKeyErr, err)
+	}
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentjournal"`)
+	}
+	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: ae.message, Field: ae.field, Accepted: ae.accepted}})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client is gone if this fails
+}

@@ -1,0 +1,519 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// Event names of the live stream (spec 001). Clients listen for them by
+// name: never rename one.
+const (
+	eventStarted     = "execution.started"
+	eventUpdated     = "execution.updated"
+	eventCompleted   = "execution.completed"
+	eventFailed      = "execution.failed"
+	eventCancelled   = "execution.cancelled"
+	eventTerminated  = "execution.terminated"
+	eventMessage     = "execution.message"
+	eventTerminal    = "terminal"
+	eventDataChanged = "data.changed"
+	// eventOverflow is the last event of a stream that fell too far
+	// behind.
+	eventOverflow = "overflow"
+)
+
+// eventName is the event a record means, besides the data.changed every
+// record gets; "" for none. It depends on the record alone, so live and
+// replayed streams name the same events.
+func eventName(r eventstore.Record) string {
+	switch r := r.(type) {
+	case *eventstore.StateChanged:
+		switch r.Lifecycle {
+		case eventstore.LifecycleRunning:
+			return eventStarted
+		case eventstore.LifecycleCompleted:
+			return eventCompleted
+		case eventstore.LifecycleFailed:
+			return eventFailed
+		case eventstore.LifecycleCancelled:
+			return eventCancelled
+		case eventstore.LifecycleTerminated:
+			return eventTerminated
+		}
+		return eventUpdated
+	case *eventstore.Observation:
+		if r.Signal != nil && r.Signal.Type == eventstore.SignalMessage {
+			return eventMessage
+		}
+		return eventUpdated
+	case *eventstore.Decision, *eventstore.ActivityUpdated, *eventstore.OwnerEffect:
+		return eventUpdated
+	}
+	return ""
+}
+
+// eventData is the data of every event.
+type eventData struct {
+	ExecutionID string `json:"executionId"`
+	// Offset is the log offset of the record, also the event's id. A
+	// terminal event carries the offset of the last record published.
+	Offset   uint64          `json:"offset"`
+	Sequence uint64          `json:"sequence,omitempty"`
+	Record   eventstore.Kind `json:"record,omitempty"`
+	// State is the execution's projected summary when the event is sent:
+	// it holds the record's effect, and maybe later ones. Null when the
+	// projection does not hold the execution.
+	State *projections.Summary `json:"state"`
+	// Message is the operator-visible text of an execution.message.
+	Message *eventstore.MessageSignal `json:"message,omitempty"`
+	// Terminal is the lane of a terminal event.
+	Terminal *terminalView `json:"terminal,omitempty"`
+}
+
+// event is one Server-Sent Event, encoded once for every subscriber.
+type event struct {
+	offset    uint64
+	name      string
+	execution string
+	data      []byte
+	// ephemeral events do not come from the log (terminal events): they
+	// are never replayed and do not move a subscriber's position.
+	ephemeral bool
+}
+
+func newEvent(name string, d eventData) event {
+	data, err := json.Marshal(d)
+	if err != nil {
+		// eventData holds only types that always encode.
+		panic(fmt.Sprintf("encode %s event: %v", name, err))
+	}
+	return event{offset: d.Offset, name: name, execution: d.ExecutionID, data: data}
+}
+
+func writeEvent(w io.Writer, ev event) error {
+	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.offset, ev.name, ev.data)
+	return err
+}
+
+// summaries reads projected summaries for events, once per execution: by
+// owner, since the projection lists an owner's executions from an index.
+type summaries struct {
+	views  *projections.DB
+	log    *slog.Logger
+	byID   map[string]*projections.Summary
+	owners map[string]bool
+}
+
+func (s *Server) newSummaries() *summaries {
+	return &summaries{views: s.cfg.Views, log: s.log, byID: map[string]*projections.Summary{}, owners: map[string]bool{}}
+}
+
+func (c *summaries) get(b *eventstore.Base) *projections.Summary {
+	if sum, ok := c.byID[b.AgentExecutionID]; ok {
+		return sum
+	}
+	owner := string(b.Scope) + "\x00" + b.OwnerID
+	if c.owners[owner] {
+		return nil
+	}
+	c.owners[owner] = true
+	list, err := c.views.List(projections.Filter{OwnerEntity: b.Scope, OwnerID: b.OwnerID})
+	if err != nil {
+		c.log.Warn("live events: read summaries", logKeyExecution, b.AgentExecutionID, logKeyErr, err)
+	}
+	for i := range list {
+		c.byID[list[i].ID] = &list[i]
+	}
+	return c.byID[b.AgentExecutionID]
+}
+
+// derive returns the events of one log record: the event it means, if any,
+// then data.changed.
+func derive(e eventstore.Entry, sums *summaries) []event {
+	b := e.Record.RecordBase()
+	d := eventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: sums.get(b)}
+	evs := make([]event, 0, 2)
+	if name := eventName(e.Record); name != "" {
+		named := d
+		if o, ok := e.Record.(*eventstore.Observation); ok && o.Signal != nil {
+			named.Message, _ = o.Signal.Payload.(*eventstore.MessageSignal)
+		}
+		evs = append(evs, newEvent(name, named))
+	}
+	return append(evs, newEvent(eventDataChanged, d))
+}
+
+// broker fans events out to the streams in process. Each subscriber has a
+// bounded queue; one whose queue is full is dropped (its stream ends with
+// an overflow event) so that no subscriber ever blocks the others.
+type broker struct {
+	buffer int
+
+	mu     sync.Mutex
+	last   uint64 // the offset of the last record published
+	subs   map[*subscriber]struct{}
+	closed bool
+}
+
+// subscriber is one event stream.
+type subscriber struct {
+	execution string // "" for every execution
+	ch        chan event
+	overflow  chan struct{} // closed when the queue overflowed
+	last      uint64        // guarded by broker.mu: the last offset queued or skipped
+}
+
+func newBroker(buffer int) *broker {
+	return &broker{buffer: buffer, subs: map[*subscriber]struct{}{}}
+}
+
+func (b *broker) newSubscriber(execution string) *subscriber {
+	return &subscriber{execution: execution, ch: make(chan event, b.buffer), overflow: make(chan struct{})}
+}
+
+func (sub *subscriber) wants(ev event) bool {
+	return sub.execution == "" || sub.execution == ev.execution
+}
+
+// reset sets the position the publisher starts from. A stream attached
+// behind it could miss records, so it is ended, to resume from the log.
+func (b *broker) reset(last uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = last
+	for sub := range b.subs {
+		if sub.last < last {
+			b.drop(sub)
+		}
+	}
+}
+
+// position returns the offset of the last record published.
+func (b *broker) position() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+// attach registers sub if it has every event up to the broker's position:
+// after is the offset of the last record the subscriber has. Otherwise it
+// returns the position, to be caught up to from the log first, and false.
+func (b *broker) attach(sub *subscriber, after uint64) (uint64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed:
+		// Not registered: the stream is ending.
+		return b.last, true
+	case after < b.last:
+		return b.last, false
+	}
+	sub.last = after
+	b.subs[sub] = struct{}{}
+	return after, true
+}
+
+func (b *broker) detach(sub *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.subs, sub)
+}
+
+func (b *broker) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}
+
+func (b *broker) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	clear(b.subs)
+}
+
+// publish queues the events of the record at offset for every subscriber
+// that wants them and has not had that offset yet.
+func (b *broker) publish(offset uint64, evs []event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = max(b.last, offset)
+	for sub := range b.subs {
+		if offset <= sub.last {
+			continue
+		}
+		sub.last = offset
+		for _, ev := range evs {
+			if sub.wants(ev) && !b.send(sub, ev) {
+				break
+			}
+		}
+	}
+}
+
+// publishTerminal queues a terminal event for the streams that want it,
+// with the id of the last record published.
+func (b *broker) publishTerminal(v terminalView) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ev := newEvent(eventTerminal, eventData{ExecutionID: v.AgentExecutionID, Offset: b.last, Terminal: &v})
+	ev.ephemeral = true
+	for sub := range b.subs {
+		if sub.wants(ev) {
+			b.send(sub, ev)
+		}
+	}
+}
+
+// send queues ev for sub, or drops sub when its queue is full. b.mu is held.
+func (b *broker) send(sub *subscriber, ev event) bool {
+	select {
+	case sub.ch <- ev:
+		return true
+	default:
+		b.drop(sub)
+		return false
+	}
+}
+
+func (b *broker) drop(sub *subscriber) {
+	delete(b.subs, sub)
+	close(sub.overflow)
+}
+
+// publish follows the log from the broker's position and publishes the
+// events of every record once the projection has applied it, until ctx
+// ends.
+func (s *Server) publish(ctx context.Context) {
+	for {
+		err := s.follow(ctx, s.broker.position()+1)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Error("live events: following the log stopped; following it again", logKeyOffset, s.broker.position()+1, logKeyErr, err)
+		t := time.NewTimer(retryDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// errFollowEnded reports a Follow that stopped yielding before ctx ended.
+var errFollowEnded = errors.New("the log stopped yielding records")
+
+func (s *Server) follow(ctx context.Context, from uint64) error {
+	for batch, err := range s.cfg.Store.Follow(ctx, from, followBatch) {
+		if err != nil {
+			// An undecodable record is passed over, as the projection
+			// passes over records it refuses; an error that ends the
+			// follow ends this loop too.
+			if ctx.Err() == nil {
+				s.log.Warn("live events: skip a record", logKeyErr, err)
+			}
+			continue
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		last := batch[len(batch)-1].Offset
+		if err := s.cfg.Views.WaitFor(ctx, last); err != nil {
+			return fmt.Errorf("wait for the projection to apply offset %d: %w", last, err)
+		}
+		sums := s.newSummaries()
+		for _, e := range batch {
+			s.broker.publish(e.Offset, derive(e, sums))
+		}
+	}
+	return errFollowEnded
+}
+
+// events: GET /v1/events?execution=ID, Server-Sent Events. With
+// Last-Event-ID the stream first replays, from the log, the events of
+// every record after that offset.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "execution"); err != nil {
+		return err
+	}
+	filter := r.URL.Query().Get("execution")
+	if r.URL.Query().Has("execution") {
+		if _, err := eventstore.EscapeID(filter); err != nil {
+			return invalidField("execution", nil, "not an execution id: %v", err)
+		}
+	}
+	after, resume := uint64(0), false
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return invalidField("Last-Event-ID", nil, "%q is not an event id of this stream (want the id of the last event received: a log offset)", v)
+		}
+		after, resume = n, true
+	}
+	if !s.track() {
+		return unavailable("the server is closing")
+	}
+	defer s.wg.Done()
+
+	sub := s.broker.newSubscriber(filter)
+	defer s.broker.detach(sub)
+	attached := false
+	if !resume {
+		// Attach before answering, so that a client holding the response
+		// has every event from here on.
+		after = s.broker.position()
+		_, attached = s.broker.attach(sub, after)
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, ": agentjournal events\n\n"); err != nil {
+		return nil
+	}
+	if rc.Flush() != nil {
+		return nil
+	}
+
+	// Catch up from the log until the broker's position, then attach: the
+	// publisher cannot move on between the check and the attach.
+	for !attached {
+		select {
+		case <-s.closing:
+			return nil
+		default:
+		}
+		upTo, ok := s.broker.attach(sub, after)
+		if ok {
+			break
+		}
+		var err error
+		if after, err = s.replayEvents(r.Context(), w, filter, after, upTo); err != nil {
+			if r.Context().Err() == nil {
+				s.log.Warn("event stream: replay from the log", logKeyOffset, after+1, logKeyErr, err)
+			}
+			return nil
+		}
+		if rc.Flush() != nil {
+			return nil
+		}
+	}
+	return s.stream(r.Context(), w, rc, sub, after)
+}
+
+// stream writes the subscriber's events until the client goes, the server
+// closes or the subscriber overflows.
+func (s *Server) stream(ctx context.Context, w io.Writer, rc *http.ResponseController, sub *subscriber, sent uint64) error {
+	write := func(ev event) error {
+		if !ev.ephemeral {
+			sent = ev.offset
+		}
+		return writeEvent(w, ev)
+	}
+	// drain writes what is queued without waiting.
+	drain := func() error {
+		for {
+			select {
+			case ev := <-sub.ch:
+				if err := write(ev); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
+		}
+	}
+	heartbeat := time.NewTicker(heartbeatInterval)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev := <-sub.ch:
+			if write(ev) != nil || drain() != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-sub.overflow:
+			if drain() != nil {
+				return nil
+			}
+			msg, _ := json.Marshal(map[string]any{
+				"lastEventId": sent,
+				"message": fmt.Sprintf("this stream fell more than %d events behind and is closed; reconnect with Last-Event-ID: %d to resume where it stopped",
+					cap(sub.ch), sent),
+			})
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", eventOverflow, msg)
+			rc.Flush()
+			return nil
+		case <-heartbeat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil
+		}
+	}
+}
+
+// replayChunk bounds the summaries a replay keeps between reads.
+const replayChunk = 1000
+
+// replayEvents writes the events of the records after offset after, up to
+// upTo, and returns upTo. Those records are applied by the projection
+// already: the publisher has published them. A stream of one execution
+// reads that execution's journal; the others read the log.
+func (s *Server) replayEvents(ctx context.Context, w io.Writer, filter string, after, upTo uint64) (uint64, error) {
+	entries := s.cfg.Store.ReadLog(ctx, after+1)
+	if filter != "" {
+		ref, err := s.cfg.Store.Lookup(ctx, filter)
+		if errors.Is(err, eventstore.ErrJournalNotFound) {
+			// No record of it is in the log, so none up to upTo either.
+			return upTo, nil
+		}
+		if err != nil {
+			return after, err
+		}
+		entries = s.cfg.Store.ReadJournal(ctx, ref, 1)
+	}
+	sums := s.newSummaries()
+	n := 0
+	for e, err := range entries {
+		if e.Offset > upTo {
+			break
+		}
+		if err != nil {
+			if e.Offset != 0 {
+				continue // undecodable: passed over, as the publisher does
+			}
+			return after, err
+		}
+		if e.Offset <= after {
+			continue
+		}
+		if n++; n%replayChunk == 0 {
+			sums = s.newSummaries()
+		}
+		for _, ev := range derive(e, sums) {
+			if err := writeEvent(w, ev); err != nil {
+				return after, err
+			}
+		}
+	}
+	return upTo, nil
+}

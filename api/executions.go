@@ -1,0 +1,534 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// executionView is an execution as the API shows it: the projected state
+// (its timeline is paged apart) with what this daemon knows live.
+type executionView struct {
+	*execution.State
+	Live liveView `json:"live"`
+}
+
+// liveView is the live overlay of an execution: facts of this daemon's
+// runtime that the journal does not hold.
+type liveView struct {
+	// Running reports a live process in this daemon.
+	Running bool `json:"running"`
+	// TerminalID is the terminal lane of a running interactive execution.
+	TerminalID string `json:"terminalId,omitempty"`
+}
+
+func (s *Server) live(id string) liveView {
+	v := liveView{Running: s.cfg.Runtime.Done(id) != nil}
+	v.TerminalID, _ = s.cfg.Runtime.TerminalID(id)
+	return v
+}
+
+// lookup finds an execution's journal; an unknown id is a 404.
+func (s *Server) lookup(ctx context.Context, id string) (eventstore.Reference, error) {
+	ref, err := s.cfg.Store.Lookup(ctx, id)
+	if errors.Is(err, eventstore.ErrJournalNotFound) || errors.Is(err, eventstore.ErrInvalidID) {
+		return ref, notFound("no execution %q", id)
+	}
+	return ref, err
+}
+
+// catchUp waits, up to DecisionWait, until the projection has applied
+// every record the log holds now.
+func (s *Server) catchUp(ctx context.Context) error {
+	last, err := s.cfg.Store.LastOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("read the end of the log: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+	defer cancel()
+	err = s.cfg.Views.WaitFor(wctx, last)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		cp, _ := s.cfg.Views.Checkpoint()
+		return timeout("the read model has applied the log up to offset %d of %d and did not catch up within %s; is the projector running?",
+			cp, last, s.cfg.DecisionWait)
+	}
+	return err
+}
+
+// settle lets the projection catch up with a write before its answer, so
+// that a client reads what it has just written: it waits up to
+// DecisionWait and then answers anyway, since the write itself succeeded
+// (/healthz shows a projection that stays behind).
+func (s *Server) settle(ctx context.Context) {
+	_ = s.catchUp(ctx)
+}
+
+// projected runs read against the projection. When the projection does not
+// hold the execution but its journal exists (the projection is behind), it
+// waits for the projection to catch up and reads again, so a client reads
+// what it has just written.
+func (s *Server) projected(ctx context.Context, id string, read func() error) error {
+	err := read()
+	if !errors.Is(err, projections.ErrNotFound) {
+		return err
+	}
+	if _, err := s.lookup(ctx, id); err != nil {
+		return err
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
+	err = read()
+	if errors.Is(err, projections.ErrNotFound) {
+		return notFound("execution %q has a journal that the read model does not hold (see the daemon log for skipped records)", id)
+	}
+	return err
+}
+
+// view reads an execution from the projection with its live overlay.
+func (s *Server) view(ctx context.Context, id string) (executionView, error) {
+	var st *execution.State
+	err := s.projected(ctx, id, func() (err error) {
+		st, err = s.cfg.Views.Execution(id)
+		return err
+	})
+	if err != nil {
+		return executionView{}, err
+	}
+	return executionView{State: st, Live: s.live(id)}, nil
+}
+
+// replayState folds an execution's journal as it is now: the state the
+// projection holds once it has caught up.
+func (s *Server) replayState(ctx context.Context, ref eventstore.Reference) (*execution.State, error) {
+	var recs []eventstore.Record
+	for e, err := range s.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		recs = append(recs, e.Record)
+	}
+	st, err := execution.Replay(recs)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", ref, err)
+	}
+	st.Timeline = []execution.TimelineItem{}
+	return st, nil
+}
+
+func strs[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// enumParam reads an optional query parameter that must be one of accepted.
+func enumParam[T ~string](r *http.Request, name string, accepted []T) (T, error) {
+	v := T(r.URL.Query().Get(name))
+	if v != "" && !slices.Contains(accepted, v) {
+		return "", invalidField(name, strs(accepted), "%q is not accepted", string(v))
+	}
+	return v, nil
+}
+
+// listExecutions: GET /v1/executions?owner=Entity[/id]&lifecycle=&attention=&limit=
+func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "owner", "lifecycle", "attention", "limit"); err != nil {
+		return err
+	}
+	var f projections.Filter
+	if owner := r.URL.Query().Get("owner"); owner != "" {
+		entity, id, _ := strings.Cut(owner, "/")
+		if !slices.Contains(eventstore.OwnerEntities, eventstore.OwnerEntity(entity)) {
+			return invalidField("owner", strs(eventstore.OwnerEntities), "owner entity %q is not accepted (write Entity or Entity/id)", entity)
+		}
+		f.OwnerEntity, f.OwnerID = eventstore.OwnerEntity(entity), id
+	}
+	var err error
+	if f.Lifecycle, err = enumParam(r, "lifecycle", eventstore.Lifecycles); err != nil {
+		return err
+	}
+	if f.Attention, err = enumParam(r, "attention", eventstore.Attentions); err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	f.Limit = int(limit)
+	list, err := s.cfg.Views.List(f)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []projections.Summary{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Executions []projections.Summary `json:"executions"`
+	}{list})
+	return nil
+}
+
+// launchInput is the body of a launch.
+type launchInput struct {
+	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID     string                 `json:"ownerId"`
+	// Seed makes the execution id deterministic; one seed names one
+	// execution of an owner.
+	Seed    string             `json:"seed,omitempty"`
+	Agent   string             `json:"agent"`
+	Command []string           `json:"command,omitempty"`
+	Prompt  string             `json:"prompt,omitempty"`
+	Posture eventstore.Posture `json:"posture,omitempty"`
+	// Dir is the agent's working directory, an absolute path; the
+	// daemon's when empty.
+	Dir string            `json:"dir,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
+}
+
+func (in *launchInput) validate() error {
+	switch {
+	case in.OwnerEntity == "":
+		return invalidField("ownerEntity", strs(eventstore.OwnerEntities), "required")
+	case !slices.Contains(eventstore.OwnerEntities, in.OwnerEntity):
+		return invalidField("ownerEntity", strs(eventstore.OwnerEntities), "%q is not accepted", in.OwnerEntity)
+	case in.OwnerID == "":
+		return invalidField("ownerId", nil, "required")
+	case len(in.OwnerID) > eventstore.MaxIDLength:
+		return invalidField("ownerId", nil, "%d bytes (want at most %d)", len(in.OwnerID), eventstore.MaxIDLength)
+	case len(in.Seed) > eventstore.MaxIDLength:
+		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
+	case in.Agent == "":
+		return invalidField("agent", execution.Adapters(), "required")
+	case !slices.Contains(execution.Adapters(), in.Agent):
+		return invalidField("agent", execution.Adapters(), "%q is not accepted", in.Agent)
+	case in.Agent == "generic" && len(in.Command) == 0:
+		return invalidField("command", nil, "required for the generic agent (the program and its arguments)")
+	case len(in.Command) > 0 && in.Command[0] == "":
+		return invalidField("command[0]", nil, "empty (want the program)")
+	case in.Posture != "" && !slices.Contains(eventstore.Postures, in.Posture):
+		return invalidField("posture", strs(eventstore.Postures), "%q is not accepted", in.Posture)
+	}
+	if in.Dir != "" {
+		if !filepath.IsAbs(in.Dir) {
+			return invalidField("dir", nil, "%q is not an absolute path", in.Dir)
+		}
+		if info, err := os.Stat(in.Dir); err != nil || !info.IsDir() {
+			return invalidField("dir", nil, "%q is not a directory", in.Dir)
+		}
+	}
+	for k, v := range in.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return invalidField("env."+k, nil, "not an environment variable (want a name without = and a value without NUL)")
+		}
+	}
+	return nil
+}
+
+// env returns the variables as NAME=value, sorted.
+func (in *launchInput) env() []string {
+	out := make([]string, 0, len(in.Env))
+	for k, v := range in.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// launchResult answers a launch.
+type launchResult struct {
+	Reference eventstore.Reference `json:"reference"`
+	State     executionView        `json:"state"`
+}
+
+// launch: POST /v1/executions. The state in the answer is replayed from
+// the journal, so it holds the launch whatever the projection's lag; the
+// answer waits for the projection to hold it too.
+func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in launchInput
+	if err := s.decodeBody(w, r, &in, false); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	if in.Posture != "" && in.Posture != eventstore.PostureStructuredHeadless && s.cfg.Terminals == nil {
+		return conflict("posture %s needs a terminal lane, and this daemon runs none (launch with posture %s)", in.Posture, eventstore.PostureStructuredHeadless)
+	}
+	// Once begun, a launch completes even if the client goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	if in.Seed != "" {
+		id, err := eventstore.NewAgentExecutionID(in.OwnerEntity, in.OwnerID, in.Seed)
+		if err != nil {
+			return invalidField("ownerId", nil, "%v", err)
+		}
+		switch _, err := s.cfg.Store.Lookup(ctx, id); {
+		case err == nil:
+			return conflict("execution %s already exists: seed %q of %s/%s names it (launch with another seed, or with none)", id, in.Seed, in.OwnerEntity, in.OwnerID)
+		case !errors.Is(err, eventstore.ErrJournalNotFound):
+			return err
+		}
+	}
+	ref, err := s.cfg.Runtime.Launch(ctx, execution.LaunchRequest{
+		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
+		Prompt: in.Prompt, Posture: in.Posture, Dir: in.Dir, Env: in.env(),
+	})
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return invalidField("command", nil, "%v", err)
+		}
+		return err
+	}
+	st, err := s.replayState(ctx, ref)
+	if err != nil {
+		return err
+	}
+	s.settle(r.Context())
+	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
+	writeJSON(w, http.StatusCreated, launchResult{Reference: st.Journal, State: executionView{State: st, Live: s.live(ref.AgentExecutionID)}})
+	return nil
+}
+
+// readExecution: GET /v1/executions/{id}
+func (s *Server) readExecution(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	v, err := s.view(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// stop: POST /v1/executions/{id}/stop. It answers once the process has
+// ended and the projection holds its final lifecycle.
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	if err := s.decodeBody(w, r, &struct{}{}, true); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	// A stop that has begun runs its grace period out even if the client
+	// goes away: cancelling it would kill the agent at once.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	err := s.cfg.Runtime.Stop(ctx, id)
+	if errors.Is(err, execution.ErrNotRunning) {
+		if _, err := s.lookup(ctx, id); err != nil {
+			return err
+		}
+		state := ""
+		if st, err := s.cfg.Views.Execution(id); err == nil {
+			state = fmt.Sprintf(" (it is %s)", st.Lifecycle)
+		}
+		return conflict("execution %s has no live process in this daemon%s; only an execution running here can be stopped", id, state)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.catchUp(r.Context()); err != nil {
+		return err
+	}
+	v, err := s.view(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// messageInput is the body of sendMessage.
+type messageInput struct {
+	// MessageID is kept when given: a retry with the same id gets the
+	// first acknowledgement and appends nothing.
+	MessageID string                   `json:"messageId,omitempty"`
+	Type      string                   `json:"type"`
+	Source    eventstore.MessageSource `json:"source,omitempty"`
+	Payload   json.RawMessage          `json:"payload,omitempty"`
+}
+
+// sendMessage: POST /v1/executions/{id}/messages
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in messageInput
+	if err := s.decodeBody(w, r, &in, false); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	ack, err := s.cfg.Runtime.SendMessage(ctx, id, execution.SendMessageInput{
+		MessageID: in.MessageID, Type: in.Type, Source: in.Source, Payload: in.Payload,
+	})
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return notFound("no execution %q", id)
+	case err != nil:
+		return err
+	}
+	s.settle(r.Context())
+	writeJSON(w, http.StatusOK, ack)
+	return nil
+}
+
+// observationInput is the body of recordObservation: the fields of an
+// observation.recorded record that a caller chooses. The journal fills the
+// rest.
+type observationInput struct {
+	ObservationID string                       `json:"observationId"`
+	Source        eventstore.ObservationSource `json:"source"`
+	Confidence    eventstore.Confidence        `json:"confidence"`
+	Signal        *eventstore.Signal           `json:"signal,omitempty"`
+	RawText       string                       `json:"rawText,omitempty"`
+	Payload       map[string]any               `json:"payload,omitempty"`
+}
+
+// observationAck answers recordObservation with the policy's decision.
+type observationAck struct {
+	ObservationID string `json:"observationId"`
+	// Sequence is the observation's journal sequence (the first one's,
+	// for a duplicate).
+	Sequence uint64 `json:"sequence"`
+	// Duplicate reports an observation id recorded before: nothing was
+	// appended and Decision is the original one.
+	Duplicate bool         `json:"duplicate"`
+	Decision  decisionView `json:"decision"`
+}
+
+type decisionView struct {
+	DecisionID string                    `json:"decisionId"`
+	Action     eventstore.DecisionAction `json:"action"`
+	Reason     string                    `json:"reason,omitempty"`
+	Sequence   uint64                    `json:"sequence"`
+}
+
+// agentSources are the observation sources an agent reports through
+// itself; the others (the daemon's own parsers and watchers) are not its
+// to claim.
+var agentSources = []eventstore.ObservationSource{eventstore.ObservedMCP, eventstore.ObservedSDK}
+
+// validateObservation checks the caller's fields with the journal's own
+// rules. The record's base fields are the journal's to fill, so they are
+// given placeholder values that pass.
+func validateObservation(o *eventstore.Observation) error {
+	probe := *o
+	probe.Base = eventstore.Base{
+		RecordID: "probe", Sequence: 2, Type: eventstore.KindObservation, SchemaVersion: eventstore.SchemaVersion,
+		JournalID: eventstore.JournalIDFor(eventstore.OwnerSystem, "probe", "probe"), AgentExecutionID: "probe",
+		OwnerID: "probe", Scope: eventstore.OwnerSystem, OccurredAt: time.Unix(1, 0),
+	}
+	return eventstore.Validate(&probe)
+}
+
+// recordObservation: POST /v1/executions/{id}/observations. It records the
+// observation and answers with the decision the policy subscriber appends
+// for it, waiting up to DecisionWait.
+func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in observationInput
+	if err := s.decodeBody(w, r, &in, false); err != nil {
+		return err
+	}
+	obs := &eventstore.Observation{ObservationID: in.ObservationID, Source: in.Source, Confidence: in.Confidence,
+		Signal: in.Signal, RawText: in.RawText, Payload: in.Payload}
+	if err := validateObservation(obs); err != nil {
+		return err
+	}
+	if _, scoped := scopedExecution(r.Context()); scoped && !slices.Contains(agentSources, obs.Source) {
+		return invalidField("source", strs(agentSources), "%q is not a source an agent speaks through: a token scoped to an execution is the agent's own", obs.Source)
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, id, obs)
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return notFound("no execution %q", id)
+	case err != nil:
+		return err
+	}
+	b := e.Record.RecordBase()
+	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
+	d, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence)
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+
+			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, s.cfg.DecisionWait)
+	}
+	if err != nil {
+		return err
+	}
+	s.settle(r.Context())
+	writeJSON(w, http.StatusOK, observationAck{
+		ObservationID: obs.ObservationID, Sequence: b.Sequence, Duplicate: dup,
+		Decision: decisionView{DecisionID: d.DecisionID, Action: d.Action, Reason: d.Reason, Sequence: d.Sequence},
+	})
+	return nil
+}
+
+// Polling bounds of awaitDecision: the policy usually decides within a
+// few milliseconds, so the first reads come quickly.
+const (
+	decisionPollFirst = 2 * time.Millisecond
+	decisionPollMax   = 100 * time.Millisecond
+)
+
+// awaitDecision reads the journal from sequence from until the decision on
+// the observation appears, up to DecisionWait. Each read starts after the
+// last record seen.
+func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64) (*eventstore.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+	defer cancel()
+	delay := decisionPollFirst
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		for e, err := range s.cfg.Store.ReadJournal(ctx, ref, from) {
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("await the decision on %s: %w", observationID, err)
+			}
+			if d, ok := e.Record.(*eventstore.Decision); ok && d.ObservationID == observationID {
+				return d, nil
+			}
+			from = e.Record.RecordBase().Sequence + 1
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, decisionPollMax)
+		t.Reset(delay)
+	}
+}

@@ -1,0 +1,143 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+const (
+	// defaultPage is the page size of records and the log when none is given.
+	defaultPage = 100
+	// maxPage is the largest page of records and the log.
+	maxPage = 1000
+)
+
+// timeline: GET /v1/executions/{id}/timeline?before=&limit=, newest first.
+// next is the before of the following, older page; null on the last page.
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "before", "limit"); err != nil {
+		return err
+	}
+	before, err := uintParam(r, "before", 0, 0, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", projections.DefaultTimelineLimit, 1, projections.MaxTimelineLimit)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	var items []execution.TimelineItem
+	var next uint64
+	err = s.projected(r.Context(), id, func() (err error) {
+		items, next, err = s.cfg.Views.Timeline(id, before, int(limit))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Items []execution.TimelineItem `json:"items"`
+		Next  *uint64                  `json:"next"`
+	}{items, cursor(next)})
+	return nil
+}
+
+// cursor is a paging cursor, nil (null) for none.
+func cursor(v uint64) *uint64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// records: GET /v1/executions/{id}/records?fromSeq=&limit=, the journal's
+// records as stored, oldest first. next is the fromSeq of the following
+// page; null when the journal has no more records now.
+func (s *Server) records(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "fromSeq", "limit"); err != nil {
+		return err
+	}
+	from, err := uintParam(r, "fromSeq", 1, 1, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	if err != nil {
+		return err
+	}
+	ref, err := s.lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	records := []json.RawMessage{}
+	var next uint64
+	for e, err := range s.cfg.Store.ReadJournal(r.Context(), ref, from) {
+		if err != nil {
+			return fmt.Errorf("read %s: %w", ref, err)
+		}
+		if uint64(len(records)) == limit {
+			next = e.Record.RecordBase().Sequence
+			break
+		}
+		data, err := json.Marshal(e.Record)
+		if err != nil {
+			return fmt.Errorf("encode record %s: %w", e.Record.RecordBase().RecordID, err)
+		}
+		records = append(records, data)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Records []json.RawMessage `json:"records"`
+		Next    *uint64           `json:"next"`
+	}{records, cursor(next)})
+	return nil
+}
+
+// logEntry is one record of the global log with its offset.
+type logEntry struct {
+	Offset uint64          `json:"offset"`
+	Record json.RawMessage `json:"record"`
+}
+
+// readLog: GET /v1/log?fromOffset=&limit=, every journal's records in log
+// order. next is the fromOffset of the following page; null when the log
+// has no more records now.
+func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "fromOffset", "limit"); err != nil {
+		return err
+	}
+	from, err := uintParam(r, "fromOffset", 1, 1, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	if err != nil {
+		return err
+	}
+	entries := []logEntry{}
+	var next uint64
+	for e, err := range s.cfg.Store.ReadLog(r.Context(), from) {
+		if err != nil {
+			return fmt.Errorf("read the log: %w", err)
+		}
+		if uint64(len(entries)) == limit {
+			next = e.Offset
+			break
+		}
+		data, err := json.Marshal(e.Record)
+		if err != nil {
+			return fmt.Errorf("encode the record at offset %d: %w", e.Offset, err)
+		}
+		entries = append(entries, logEntry{Offset: e.Offset, Record: data})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Entries []logEntry `json:"entries"`
+		Next    *uint64    `json:"next"`
+	}{entries, cursor(next)})
+	return nil
+}

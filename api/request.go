@@ -1,0 +1,128 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// decodeBody reads the request body into v strictly: one JSON object, no
+// unknown field, no trailing data, at most MaxBody bytes. An empty body is
+// accepted, leaving v as it is, when optional is true.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) && optional {
+			return nil
+		}
+		return bodyError(err, v)
+	}
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return bodyError(err, v)
+	}
+	return invalidField("(body)", nil, "trailing data after the JSON object (want exactly one object)")
+}
+
+// bodyError turns a decoding error into one that names the field.
+func bodyError(err error, v any) error {
+	var tooBig *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &tooBig):
+		return err
+	case errors.Is(err, io.EOF):
+		return invalidField("(body)", nil, "the body is empty (want a JSON object)")
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidField("(body)", nil, "not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return invalidField("(body)", nil, "got JSON %s (want an object)", typeErr.Value)
+		}
+		return invalidField(typeErr.Field, nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return invalidField(strings.Trim(name, `"`), jsonFields(v), "unknown field")
+	}
+	// Errors of a field's own decoder (a signal names its field itself).
+	return err
+}
+
+// jsonFields lists the JSON field names of the struct v points to.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func jsonTypeName(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(t.Bits())-1)
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}
+
+// checkQuery refuses query parameters the route does not take.
+func checkQuery(r *http.Request, allowed ...string) error {
+	for name := range r.URL.Query() {
+		if !slices.Contains(allowed, name) {
+			if len(allowed) == 0 {
+				return invalidField(name, nil, "unknown query parameter (this route takes none)")
+			}
+			return invalidField(name, allowed, "unknown query parameter")
+		}
+	}
+	return nil
+}
+
+// uintParam reads an optional whole-number query parameter within [lo, hi];
+// def when absent.
+func uintParam(r *http.Request, name string, def, lo, hi uint64) (uint64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, invalidField(name, nil, "%q is not accepted (want a whole number from %d to %d)", v, lo, hi)
+	}
+	return n, nil
+}

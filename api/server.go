@@ -1,0 +1,398 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+const (
+	// DefaultMaxBody bounds a request body when Config.MaxBody is 0.
+	DefaultMaxBody = 2 << 20
+	// DefaultDecisionWait is how long recordObservation waits for the
+	// policy's decision when Config.DecisionWait is 0.
+	DefaultDecisionWait = 10 * time.Second
+	// MinSecretSize is the shortest Config.Secret accepted.
+	MinSecretSize = 32
+
+	// heartbeatInterval is how often an idle event stream gets a comment
+	// line, so proxies and clients see that it is alive.
+	heartbeatInterval = 15 * time.Second
+	// subscriberBuffer bounds the events queued for one stream.
+	subscriberBuffer = 1024
+	// followBatch is the most log entries the publisher takes at once.
+	followBatch = 256
+	// retryDelay is how long the publisher waits before following the log
+	// again after it stopped.
+	retryDelay = time.Second
+	// mutationTimeout bounds a launch, message or stop once it has begun:
+	// it completes even when the client goes away.
+	mutationTimeout = 30 * time.Second
+)
+
+// Log attribute keys.
+const (
+	logKeyErr       = "err"
+	logKeyRoute     = "route"
+	logKeyExecution = "execution"
+	logKeyOffset    = "offset"
+	logKeyStatus    = "status"
+)
+
+// Store is what the API reads from the journal store.
+type Store interface {
+	projections.Source
+	// ReadJournal yields a journal's records from sequence fromSeq.
+	ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error]
+	// ReadLog yields every journal's records in log order from fromOffset.
+	ReadLog(ctx context.Context, fromOffset uint64) iter.Seq2[eventstore.Entry, error]
+	// Lookup finds a journal by its AgentExecution id.
+	Lookup(ctx context.Context, agentExecutionID string) (eventstore.Reference, error)
+}
+
+var _ Store = (*eventstore.JetStreamStore)(nil)
+
+// Config configures a Server. Store, Runtime, Views, Token and Secret are
+// required; every other zero value means its default.
+type Config struct {
+	Store   Store
+	Runtime *execution.Runtime
+	// Terminals is the registry of the runtime's terminal lanes; without
+	// it the terminal routes answer that there is no lane.
+	Terminals *terminal.Registry
+	Views     *projections.DB
+	// Token is the API token, accepted on every route.
+	Token string
+	// Secret signs execution-scoped tokens; at least MinSecretSize bytes.
+	Secret []byte
+	// MCP, when set, is mounted at /mcp. Requests reach it with the API
+	// token or any valid scoped token; it checks scoped tokens itself with
+	// Server.CheckScopedToken.
+	MCP http.Handler
+	// Logger receives server errors. Nil discards them.
+	Logger *slog.Logger
+	// MaxBody bounds a request body; DefaultMaxBody when 0.
+	MaxBody int64
+	// DecisionWait is how long recordObservation waits for the policy's
+	// decision, and how long a read waits for the projection to catch up
+	// with an execution it does not hold yet; DefaultDecisionWait when 0.
+	DecisionWait time.Duration
+}
+
+// DefaultConfig returns a Config with every default spelled out; the
+// required fields are left to the caller.
+func DefaultConfig() Config {
+	return Config{MaxBody: DefaultMaxBody, DecisionWait: DefaultDecisionWait}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("api: no Store (want the journal store)"))
+	}
+	if c.Runtime == nil {
+		errs = append(errs, errors.New("api: no Runtime (want the execution runtime)"))
+	}
+	if c.Views == nil {
+		errs = append(errs, errors.New("api: no Views (want the projection DB)"))
+	}
+	if c.Token == "" {
+		errs = append(errs, errors.New("api: no Token (want the API token, e.g. from LoadOrCreateToken)"))
+	}
+	if len(c.Secret) < MinSecretSize {
+		errs = append(errs, fmt.Errorf("api: Secret is %d bytes (want at least %d random bytes)", len(c.Secret), MinSecretSize))
+	}
+	if c.MaxBody < 0 {
+		errs = append(errs, fmt.Errorf("api: MaxBody %d is negative (want a size in bytes, or 0 for %d)", c.MaxBody, DefaultMaxBody))
+	}
+	if c.DecisionWait < 0 {
+		errs = append(errs, fmt.Errorf("api: DecisionWait %s is negative (want a duration, or 0 for %s)", c.DecisionWait, DefaultDecisionWait))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.DecisionWait == 0 {
+		c.DecisionWait = DefaultDecisionWait
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Server serves the API. Handler may be used as soon as New returns; live
+// events flow once Start has been called.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	access   map[string]access // by route pattern
+	tokenSum [sha256.Size]byte
+	broker   *broker
+	metrics  *metrics
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	closing chan struct{} // closed by Close: event streams end
+	wg      sync.WaitGroup
+}
+
+// New returns a server over cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		mux:      http.NewServeMux(),
+		access:   map[string]access{},
+		tokenSum: sha256.Sum256([]byte(cfg.Token)),
+		broker:   newBroker(subscriberBuffer),
+		metrics:  newMetrics(),
+		closing:  make(chan struct{}),
+	}
+	s.routes()
+	return s, nil
+}
+
+// access says which tokens a route accepts.
+type access int
+
+const (
+	// fullToken routes need the API token.
+	fullToken access = iota
+	// ownExecution routes also take a token scoped to the execution named
+	// by the {id} path segment.
+	ownExecution
+	// anyScope routes also take any valid scoped token (the MCP handler
+	// checks which execution it names).
+	anyScope
+	// public routes need no token.
+	public
+)
+
+func (s *Server) routes() {
+	s.handle("GET /healthz", public, s.healthz)
+	s.handle("GET /metrics", fullToken, s.serveMetrics)
+
+	s.handle("GET /v1/executions", fullToken, s.listExecutions)
+	s.handle("POST /v1/executions", fullToken, s.launch)
+	s.handle("GET /v1/executions/{id}", fullToken, s.readExecution)
+	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
+	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)
+	s.handle("POST /v1/executions/{id}/observations", ownExecution, s.recordObservation)
+
+	s.handle("POST /v1/executions/{id}/terminal", fullToken, s.openTerminal)
+	s.handle("POST /v1/executions/{id}/terminal/attach", fullToken, s.attachTerminal)
+	s.handle("GET /v1/executions/{id}/terminal", fullToken, s.readTerminal)
+	s.handle("POST /v1/executions/{id}/terminal/input", fullToken, s.terminalInput)
+
+	s.handle("GET /v1/executions/{id}/timeline", fullToken, s.timeline)
+	s.handle("GET /v1/executions/{id}/records", fullToken, s.records)
+	s.handle("GET /v1/log", fullToken, s.readLog)
+	s.handle("GET /v1/events", fullToken, s.events)
+
+	if s.cfg.MCP != nil {
+		for _, p := range []string{"/mcp", "/mcp/"} {
+			s.access[p] = anyScope
+			s.mux.Handle(p, s.cfg.MCP)
+		}
+	}
+}
+
+// handle registers a route whose handler returns its error for the one
+// error writer to answer.
+func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, *http.Request) error) {
+	s.access[pattern] = acc
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if id, scoped := scopedExecution(r.Context()); scoped && acc == ownExecution && r.PathValue("id") != id {
+			s.writeError(w, r, forbidden("this token is scoped to execution %s and cannot act on %s", id, r.PathValue("id")))
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	h, pattern := s.mux.Handler(r)
+	acc, known := s.access[pattern]
+	route := pattern
+	if !known {
+		route = "unmatched"
+	}
+	defer func() { s.metrics.observe(route, sw.status(), time.Since(start)) }()
+
+	if acc != public {
+		ctx, err := s.authenticate(r, acc)
+		if err != nil {
+			s.writeError(sw, r, err)
+			return
+		}
+		r = r.WithContext(ctx)
+	}
+	if pattern == "" {
+		s.unmatched(sw, r, h)
+		return
+	}
+	s.mux.ServeHTTP(sw, r)
+}
+
+// unmatched answers a request no route takes in the API's error shape: 405
+// with the allowed methods when the path exists, 404 otherwise. Redirects
+// (a path to clean) are left to the mux.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.code {
+	case http.StatusMethodNotAllowed:
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+			message: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)})
+	case http.StatusNotFound:
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+			message: fmt.Sprintf("no route %s %s (the API lives under /v1)", r.Method, r.URL.Path)})
+	default:
+		s.mux.ServeHTTP(w, r)
+	}
+}
+
+// Start starts the publisher of live events: it follows the log from the
+// projection's checkpoint. It returns at once; Close stops it.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("api: start: the server is closed")
+	case s.started:
+		return errors.New("api: start: already started")
+	}
+	cp, err := s.cfg.Views.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("api: start: read the projection checkpoint: %w", err)
+	}
+	s.broker.reset(cp)
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.started = true
+	s.wg.Go(func() { s.publish(ctx) })
+	return nil
+}
+
+// Close stops the publisher, ends every event stream and waits for both.
+// Call it before shutting the HTTP server down: event streams never go
+// idle on their own. It is safe to call twice.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.mu.Unlock()
+	s.broker.close()
+	s.wg.Wait()
+	return nil
+}
+
+// track counts a long-running request (an event stream) that Close waits
+// for; false when the server is closed.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// statusWriter remembers the status code for metrics. Unwrap lets
+// http.ResponseController reach the connection (flushes, deadlines).
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush serves handlers that look for http.Flusher rather than use
+// http.ResponseController (streaming MCP transports do).
+func (w *statusWriter) Flush() {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// probeWriter captures what the mux would answer to an unmatched request.
+type probeWriter struct {
+	header http.Header
+	code   int
+}
+
+func (w *probeWriter) Header() http.Header { return w.header }
+func (w *probeWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *probeWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return len(b), nil
+}

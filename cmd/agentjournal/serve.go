@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/api/mcp"
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+// ServeCommand runs the daemon.
+type ServeCommand struct{ env *Env }
+
+var serveSpec = cmdSpec{
+	Name: "serve",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--token-file PATH] [--grace DURATION]",
+	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
+data directory, or the NATS of --nats-url), the read models, the observation
+policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
+signal server, on 127.0.0.1 by default. Nothing else needs installing.
+
+The API token is created on first start in the token file (mode 0600); every
+request needs it as "Authorization: Bearer TOKEN". Launched agents get the API
+and MCP addresses and a token that can only signal their own execution
+(AGENTJOURNAL_URL, AGENTJOURNAL_MCP_URL, AGENTJOURNAL_TOKEN). The daemon writes
+its address to daemon.json in the data directory, where the client commands
+(launch, send, observe, stop, tail, ls, show, timeline) find it.
+
+--nats-listen lets other daemons join this one's log with --nats-url; several
+daemons on one log converge on the same read models, and exactly one of them
+decides on each observation at a time. A non-loopback --listen is refused
+unless --token-file names the token explicitly. SIGTERM or Ctrl-C stops new
+requests, stops the agents (SIGTERM, then SIGKILL after --grace) and closes
+everything in order.`,
+	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701",
+}
+
+// daemonFile names the file in the data directory that tells clients where
+// the daemon listens.
+const daemonFile = "daemon.json"
+
+// daemonInfo is the content of daemon.json.
+type daemonInfo struct {
+	URL       string    `json:"url"`
+	PID       int       `json:"pid"`
+	TokenFile string    `json:"tokenFile"`
+	NATSURL   string    `json:"natsUrl,omitempty"`
+	Started   time.Time `json:"started"`
+}
+
+// Run implements Command.
+func (c *ServeCommand) Run(ctx context.Context, args []string) error {
+	fs := serveSpec.newFlagSet()
+	listen := fs.String("listen", "127.0.0.1:7600", "serve the API on `ADDR` (host:port; port 0 picks a free one)")
+	natsListen := fs.String("nats-listen", "", "also let other processes reach the embedded NATS at `ADDR` (e.g. 127.0.0.1:4222)")
+	tokenFile := fs.String("token-file", "", "the API token `PATH` (default DATA/api-token, created 0600 on first start)")
+	grace := fs.Duration("grace", 5*time.Second, "how long stopping agents get between SIGTERM and SIGKILL")
+	pos, err := serveSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return serveSpec.usageErr(fs, "unexpected argument %q (serve takes only flags)", pos[0])
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return serveSpec.usageErr(fs, "--listen %q: %v (want host:port, e.g. 127.0.0.1:7600)", *listen, err)
+	}
+	if !loopback(host) && *tokenFile == "" {
+		return serveSpec.usageErr(fs, "refusing to listen on %s, which is not a loopback address, without an explicit --token-file", host)
+	}
+	if *natsListen != "" && c.env.NATSURL != "" {
+		return serveSpec.usageErr(fs, "--nats-listen needs the embedded NATS; with --nats-url the daemon joins another one")
+	}
+	if *tokenFile == "" {
+		*tokenFile = filepath.Join(c.env.DataDir, "api-token")
+	}
+	if err := os.MkdirAll(c.env.DataDir, 0o700); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	d := &daemon{env: c.env, logger: logger, grace: *grace}
+	return d.run(ctx, *listen, *natsListen, *tokenFile)
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// daemon holds the parts of a running daemon, closed in reverse order.
+type daemon struct {
+	env    *Env
+	logger *slog.Logger
+	grace  time.Duration
+	closes []func() error
+}
+
+func (d *daemon) onClose(fn func() error) { d.closes = append(d.closes, fn) }
+
+func (d *daemon) close() error {
+	var errs []error
+	for i := len(d.closes) - 1; i >= 0; i-- {
+		errs = append(errs, d.closes[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) (err error) {
+	defer func() { err = errors.Join(err, d.close()) }()
+	// The parts run on their own context, cancelled in order at shutdown
+	// after the signal cancelled ctx.
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var wg sync.WaitGroup
+
+	cfg := bus.DefaultConfig()
+	cfg.DataDir, cfg.Sync, cfg.URL, cfg.Listen = d.env.DataDir, d.env.Sync, d.env.NATSURL, natsListen
+	cfg.Logger = d.logger
+	b, err := bus.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	d.onClose(b.Close)
+	store, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		return err
+	}
+	d.onClose(store.Close)
+
+	pcfg := projections.DefaultConfig(d.env.projectionPath())
+	pcfg.Logger = d.logger
+	views, rebuilt, err := projections.OpenOrRebuild(ctx, pcfg, store, nil)
+	if err != nil {
+		return fmt.Errorf("open the read models: %w", err)
+	}
+	d.onClose(views.Close)
+	if rebuilt {
+		d.logger.Warn("the projection file was damaged; it was moved aside and rebuilt from the log", "path", pcfg.Path)
+	}
+	// Registered after views.Close so that they stop first.
+	d.onClose(func() error { cancel(); wg.Wait(); return nil })
+	wg.Go(func() {
+		if err := views.Project(work, store); err != nil {
+			d.logger.Error("projector stopped", "err", err)
+		}
+	})
+	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger})
+	wg.Go(func() {
+		if err := pol.Run(work); err != nil {
+			d.logger.Error("policy subscriber stopped", "err", err)
+		}
+	})
+
+	token, err := api.LoadOrCreateToken(tokenFile)
+	if err != nil {
+		return err
+	}
+	secretHex, err := api.LoadOrCreateToken(filepath.Join(d.env.DataDir, "scoped-token.secret"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	url := "http://" + ln.Addr().String()
+
+	terms := terminal.NewRegistry(d.logger)
+	terms.KillGrace = d.grace
+	d.onClose(terms.Close)
+	late := &lateServer{}
+	rt := execution.NewRuntime(execution.Config{Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
+		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
+		LaunchEnv: func(ref eventstore.Reference) []string {
+			return []string{"AGENTJOURNAL_URL=" + url, "AGENTJOURNAL_MCP_URL=" + url + "/mcp",
+				"AGENTJOURNAL_TOKEN=" + late.ScopedToken(ref.AgentExecutionID)}
+		}})
+	d.onClose(func() error {
+		stop, done := context.WithTimeout(context.Background(), d.grace+5*time.Second)
+		defer done()
+		return rt.Close(stop)
+	})
+	if d.env.NATSURL == "" {
+		// With the embedded log this daemon is the only host of its
+		// agents: any still running in the journal died unwatched.
+		ids, err := rt.Recover(ctx)
+		for _, id := range ids {
+			d.logger.Warn("execution left running by a host that is gone: marked terminated", "execution", id, "reason", "system_restart")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	acfg := api.DefaultConfig()
+	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = store, rt, terms, views
+	acfg.Token, acfg.Secret, acfg.Logger = token, []byte(secretHex), d.logger
+	acfg.MCP = mcp.NewHandler(late, late, d.logger)
+	srv, err := api.New(acfg)
+	if err != nil {
+		return err
+	}
+	late.set(srv)
+	if err := srv.Start(work); err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	d.onClose(func() error {
+		// Event streams never go idle: close them before Shutdown waits.
+		err := srv.Close()
+		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		return errors.Join(err, hs.Shutdown(sctx))
+	})
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	info := daemonInfo{URL: url, PID: os.Getpid(), TokenFile: tokenFile, NATSURL: b.ClientURL(), Started: time.Now().UTC()}
+	infoPath := filepath.Join(d.env.DataDir, daemonFile)
+	data, _ := json.MarshalIndent(info, "", "  ")
+	if err := os.WriteFile(infoPath, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	d.onClose(func() error { return os.Remove(infoPath) })
+	fmt.Fprintf(d.env.Stderr, "agentjournal: serving on %s (data %s, token in %s)\n", url, d.env.DataDir, tokenFile)
+	if nu := b.ClientURL(); nu != "" && d.env.NATSURL == "" {
+		fmt.Fprintf(d.env.Stderr, "agentjournal: other daemons can join with --nats-url %s\n", nu)
+	}
+	if f, ok := d.env.Stderr.(interface{ Flush() error }); ok {
+		f.Flush()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(d.env.Stderr, "agentjournal: stopping")
+		return nil
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+}
+
+// lateServer lets parts built before the API server (the runtime's launch
+// environment, the MCP handler) reach it once it exists.
+type lateServer struct {
+	mu  sync.RWMutex
+	srv *api.Server
+}
+
+func (l *lateServer) set(s *api.Server) {
+	l.mu.Lock()
+	l.srv = s
+	l.mu.Unlock()
+}
+
+func (l *lateServer) get() *api.Server {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.srv
+}
+
+func (l *lateServer) ScopedToken(id string) string {
+	if s := l.get(); s != nil {
+		return s.ScopedToken(id)
+	}
+	return ""
+}
+
+func (l *lateServer) CheckScopedToken(token string) (string, bool) {
+	if s := l.get(); s != nil {
+		return s.CheckScopedToken(token)
+	}
+	return "", false
+}
+
+func (l *lateServer) RecordObservation(ctx context.Context, id string, o *eventstore.Observation) (mcp.Decision, error) {
+	s := l.get()
+	if s == nil {
+		return mcp.Decision{}, errors.New("the daemon is starting")
+	}
+	return s.RecordObservation(ctx, id, o)
+}
