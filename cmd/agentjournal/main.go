@@ -29,7 +29,7 @@ const dataEnv = "AGENTJOURNAL_DATA"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
+	code := Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -38,6 +38,9 @@ func main() {
 // its outcome into output and an exit code. Its fields are the process's
 // surroundings, so tests run the same code on buffers.
 type Main struct {
+	// Stdin is read by the commands that take input (mcp); os.Stdin when
+	// nil.
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	// Getenv reads the environment; os.Getenv when nil.
@@ -50,7 +53,7 @@ type Main struct {
 // exit code: 0 on success, 1 on failure, 2 on bad usage.
 func (m Main) Run(ctx context.Context, args []string) int {
 	out := bufio.NewWriter(m.Stdout)
-	env := &Env{Stdout: out, Stderr: m.Stderr}
+	env := &Env{Stdin: m.stdin(), Stdout: out, Stderr: m.Stderr, Getenv: m.getenv}
 	err := m.run(ctx, env, args)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write output: %w", ferr)
@@ -127,6 +130,13 @@ func (m Main) report(ctx context.Context, err error) int {
 	return exitError
 }
 
+func (m Main) stdin() io.Reader {
+	if m.Stdin == nil {
+		return os.Stdin
+	}
+	return m.Stdin
+}
+
 func (m Main) getenv(key string) string {
 	if m.Getenv == nil {
 		return os.Getenv(key)
@@ -171,11 +181,14 @@ func (s *syncFlag) Set(v string) error {
 	return fmt.Errorf("want %s or %s", bus.SyncAlways, bus.SyncInterval)
 }
 
-// Env is what every command gets from Main: where its output goes and which
-// data directory it works on.
+// Env is what every command gets from Main: where its input comes from,
+// where its output goes and which data directory it works on.
 type Env struct {
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Getenv reads the environment.
+	Getenv func(string) string
 	// DataDir is the data directory, already resolved.
 	DataDir string
 	// DataDirFromFlag is set when --data named DataDir, so hints printed for

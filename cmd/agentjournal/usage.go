@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -25,6 +25,18 @@ func newCommand(name string, env *Env) Command {
 		return &DemoCommand{env: env}
 	case "serve":
 		return &ServeCommand{env: env}
+	case "launch":
+		return &LaunchCommand{env: env}
+	case "send":
+		return &SendCommand{env: env}
+	case "observe":
+		return &ObserveCommand{env: env}
+	case "stop":
+		return &StopCommand{env: env}
+	case "tail":
+		return &TailCommand{env: env}
+	case "mcp":
+		return &MCPCommand{env: env}
 	case "run":
 		return &RunCommand{env: env}
 	case "journal":
@@ -75,6 +87,12 @@ Usage:
 
 Commands:
   serve                 run the daemon: log, read models, policy, runtime, HTTP API, SSE, MCP
+  launch -- CMD ARGS... start an agent in the daemon and print its execution id
+  send ID TEXT...       send a prompt, or an answer with --answer, to a daemon's agent
+  observe ID JSON       record a signal for an execution and print the policy's decision
+  stop ID               stop an agent of the daemon and print how it ended
+  tail [-f]             print the daemon's events; -f keeps following them
+  mcp                   the signal tools as a stdio MCP server, for launched agents
   demo                  write a realistic example journal and print it
   run -- CMD ARGS...    run one agent in the foreground and journal it, without a daemon
   ls                    list executions (filter by owner, lifecycle, attention)
@@ -96,7 +114,9 @@ Global flags (before the command):
 	b.WriteString(`
 The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
-agentjournal at a time can use a data directory.
+agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
+launch, send, observe, stop and tail talk to the daemon, and ls, show and timeline
+read through it.
 
 Example:
   agentjournal demo

@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -43,6 +44,83 @@ func (e *Env) withProjection(ctx context.Context, fn func(eventstore.Store, *pro
 	})
 }
 
+// viewReader reads executions from a read model: the running daemon's, or
+// the data directory's when no daemon runs. An unknown execution is
+// projections.ErrNotFound and a bad filter projections.ErrInvalidFilter,
+// whichever reads.
+type viewReader interface {
+	List(ctx context.Context, f projections.Filter) ([]projections.Summary, error)
+	Execution(ctx context.Context, id string) (*execution.State, error)
+	Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error)
+}
+
+var (
+	_ viewReader = localViews{}
+	_ viewReader = daemonViews{}
+)
+
+// withViews runs fn on the read model of the daemon that runs for the data
+// directory, which holds the directory locked; without one, on the data
+// directory's own read model.
+func (e *Env) withViews(ctx context.Context, fn func(viewReader) error) error {
+	cl, err := e.daemon(ctx)
+	if errors.Is(err, errNoDaemon) {
+		return e.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
+			return fn(localViews{db})
+		})
+	}
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	return fn(daemonViews{cl})
+}
+
+// localViews reads the projection file of the data directory.
+type localViews struct{ db *projections.DB }
+
+func (v localViews) List(_ context.Context, f projections.Filter) ([]projections.Summary, error) {
+	return v.db.List(f)
+}
+
+func (v localViews) Execution(_ context.Context, id string) (*execution.State, error) {
+	return v.db.Execution(id)
+}
+
+func (v localViews) Timeline(_ context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
+	return v.db.Timeline(id, before, limit)
+}
+
+// daemonViews reads through the daemon's API.
+type daemonViews struct{ c *client }
+
+func (v daemonViews) List(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
+	list, err := v.c.list(ctx, f)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == codeInvalidField {
+		return nil, fmt.Errorf("%w: %s", projections.ErrInvalidFilter, ae.Message)
+	}
+	return list, err
+}
+
+func (v daemonViews) Execution(ctx context.Context, id string) (*execution.State, error) {
+	st, err := v.c.execution(ctx, id)
+	return st, notFound(err)
+}
+
+func (v daemonViews) Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
+	items, next, err := v.c.timeline(ctx, id, before, limit)
+	return items, next, notFound(err)
+}
+
+// notFound maps the API's not_found to projections.ErrNotFound.
+func notFound(err error) error {
+	if hasCode(err, codeNotFound) {
+		return fmt.Errorf("%w: %w", projections.ErrNotFound, err)
+	}
+	return err
+}
+
 // LsCommand lists executions from the read model.
 type LsCommand struct{ env *Env }
 
@@ -53,7 +131,8 @@ var lsSpec = cmdSpec{
 lifecycle, attention, activity, when it started and when it last changed.
 Executions that need a person (attention awaiting-operator or blocked) are
 marked with "!". The list comes from the read model, brought up to the end of
-the log first. Filters combine.`,
+the log first; when a daemon runs for the data directory (and holds it
+locked), from the daemon's. Filters combine.`,
 	Example: "agentjournal ls\nagentjournal ls --attention awaiting-operator\nagentjournal ls --owner Task/t-42 --lifecycle running --json",
 }
 
@@ -77,8 +156,8 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 		entity, id, _ := strings.Cut(*owner, "/")
 		f.OwnerEntity, f.OwnerID = eventstore.OwnerEntity(entity), id
 	}
-	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
-		list, err := db.List(f)
+	return c.env.withViews(ctx, func(views viewReader) error {
+		list, err := views.List(ctx, f)
 		if errors.Is(err, projections.ErrInvalidFilter) {
 			return lsSpec.usageErr(fs, "%v", err)
 		}
@@ -96,7 +175,11 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 			return nil
 		}
 		if len(list) == 0 {
-			fmt.Fprintf(w, "No executions match. Run one with: %s run -- <command>\n", c.env.hintPrefix())
+			start := "run"
+			if _, ok := views.(daemonViews); ok {
+				start = "launch"
+			}
+			fmt.Fprintf(w, "No executions match. Run one with: %s %s -- <command>\n", c.env.hintPrefix(), start)
 			return nil
 		}
 		fmt.Fprintf(w, "  %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s\n", "EXECUTION", "OWNER", "AGENT", "LIFECYCLE", "ATTENTION", "ACTIVITY", "STARTED", "LAST CHANGE")
@@ -144,7 +227,8 @@ var showSpec = cmdSpec{
 	Summary: `Show one agent execution as the read model holds it: lifecycle,
 attention, activity, the open input request, latest activity and token
 telemetry, protocol posture, journal metadata, and its ten newest timeline
-items. With --json, print the whole state.`,
+items. With --json, print the whole state. When a daemon runs for the data
+directory, show asks it.`,
 	Example: "agentjournal show ae-0123456789abcdef01234567",
 }
 
@@ -160,15 +244,15 @@ func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
-		st, err := db.Execution(id)
+	return c.env.withViews(ctx, func(views viewReader) error {
+		st, err := views.Execution(ctx, id)
 		if errors.Is(err, projections.ErrNotFound) {
 			return fmt.Errorf("no agent execution %q (list them with: %s ls)", id, c.env.hintPrefix())
 		}
 		if err != nil {
 			return err
 		}
-		items, _, err := db.Timeline(id, 0, 10)
+		items, _, err := views.Timeline(ctx, id, 0, 10)
 		if err != nil {
 			return err
 		}
@@ -199,7 +283,8 @@ var timelineSpec = cmdSpec{
 time: messages, agent signals (progress, status, questions, claims, failures),
 decisions and state changes. The cursor of an item is its journal sequence;
 --before CURSOR shows the page of items older than it, and the last line says
-which cursor gives the next page.`,
+which cursor gives the next page. When a daemon runs for the data directory,
+timeline asks it.`,
 	Example: "agentjournal timeline ae-0123456789abcdef01234567\nagentjournal timeline ae-0123456789abcdef01234567 --before 120 --limit 20",
 }
 
@@ -220,11 +305,11 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 	if *limit < 1 || *limit > projections.MaxTimelineLimit {
 		return timelineSpec.usageErr(fs, "--limit %d is out of range (want 1 to %d)", *limit, projections.MaxTimelineLimit)
 	}
-	return c.env.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
-		if _, err := db.Execution(id); errors.Is(err, projections.ErrNotFound) {
+	return c.env.withViews(ctx, func(views viewReader) error {
+		items, next, err := views.Timeline(ctx, id, *before, *limit)
+		if errors.Is(err, projections.ErrNotFound) {
 			return fmt.Errorf("no agent execution %q (list them with: %s ls)", id, c.env.hintPrefix())
 		}
-		items, next, err := db.Timeline(id, *before, *limit)
 		if err != nil {
 			return err
 		}
