@@ -70,14 +70,15 @@ func startRig(t *testing.T, withPolicy bool, opts ...func(*api.Config)) *rig {
 
 	r := &rig{store: store, views: views, agent: fixtures.AgentBinary(t)}
 	terms := terminal.NewRegistry(nil)
+	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
 	r.rt = execution.NewRuntime(execution.Config{
-		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: filepath.Join(t.TempDir(), "terminal-recordings"),
+		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_TOKEN=" + r.srv.ScopedToken(ref.AgentExecutionID)}
 		},
 	})
 	cfg := api.DefaultConfig()
-	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views = store, r.rt, terms, views
+	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir = store, r.rt, terms, views, recordings
 	cfg.Token, cfg.Secret = testToken, bytes.Repeat([]byte{7}, api.MinSecretSize)
 	for _, opt := range opts {
 		opt(&cfg)

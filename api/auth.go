@@ -26,6 +26,9 @@ const (
 	tokenBytes = 32
 	// minTokenLength is the shortest API token a token file may hold.
 	minTokenLength = 32
+	// accessTokenParam is the query parameter that carries the API token
+	// on a streamToken route.
+	accessTokenParam = "access_token"
 )
 
 // LoadOrCreateToken returns the API token kept in the file at path. On the
@@ -162,7 +165,7 @@ func scopedExecution(ctx context.Context) (string, bool) {
 // authenticate checks the bearer token against what the route accepts and
 // returns the request context, carrying the scope of a scoped token.
 func (s *Server) authenticate(r *http.Request, acc access) (context.Context, error) {
-	token, err := bearer(r)
+	token, err := requestToken(r, acc)
 	if err != nil {
 		return nil, err
 	}
@@ -174,10 +177,25 @@ func (s *Server) authenticate(r *http.Request, acc access) (context.Context, err
 	switch {
 	case !ok:
 		return nil, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized, message: "the token is not valid"}
-	case acc == fullToken:
+	case acc == fullToken || acc == streamToken:
 		return nil, forbidden("this token is scoped to execution %s: it may record that execution's observations and use MCP, nothing else", id)
 	}
 	return context.WithValue(r.Context(), scopeKey{}, id), nil
+}
+
+// requestToken returns the token of a request: the bearer token, or on a
+// streamToken route without an Authorization header the access_token query
+// parameter. Every other route ignores that parameter (and then refuses it
+// as unknown).
+func requestToken(r *http.Request, acc access) (string, error) {
+	if acc == streamToken && r.Header.Get("Authorization") == "" {
+		if token := r.URL.Query().Get(accessTokenParam); token != "" {
+			return token, nil
+		}
+		return "", &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+			message: "no token: send the header Authorization: Bearer <token>, or from a browser's EventSource the query parameter " + accessTokenParam}
+	}
+	return bearer(r)
 }
 
 func bearer(r *http.Request) (string, error) {

@@ -6,6 +6,7 @@
 // Routes (JSON in and out; request bodies are decoded strictly, so an
 // unknown field is an error that names it):
 //
+//	GET  /                                      no token: the operator console (package web)
 //	GET  /healthz                               no token: {status, checkpoint, lastOffset, lag}
 //	GET  /metrics                               Prometheus text format
 //	GET  /v1/executions                         ?owner=Entity[/id]&lifecycle=&attention=&limit=
@@ -18,8 +19,10 @@
 //	POST /v1/executions/{id}/terminal/attach    attachTerminal {terminalId}
 //	GET  /v1/executions/{id}/terminal           readTerminal
 //	POST /v1/executions/{id}/terminal/input     sendTerminalInput {data, cols, rows}
+//	GET  /v1/executions/{id}/terminal/recording the lane's asciicast v2 recording
 //	GET  /v1/executions/{id}/timeline           ?before=&limit= -> {items, next}
 //	GET  /v1/executions/{id}/records            ?fromSeq=&limit= -> {records, next}
+//	GET  /v1/executions/{id}/replay             ?toSeq=&limit= -> {toSeq, state, records}
 //	GET  /v1/log                                ?fromOffset=&limit= -> {entries, next}
 //	GET  /v1/events                             ?execution=ID: Server-Sent Events
 //	*    /mcp                                   the MCP handler, when configured
@@ -32,11 +35,14 @@
 // not_found (404), method_not_allowed (405), conflict (409), too_large
 // (413), internal (500), unavailable (503) and timeout (504).
 //
-// Every route but /healthz needs a token in "Authorization: Bearer <token>":
+// Every route but /healthz and the console's page and assets (/ and
+// /console/) needs a token in "Authorization: Bearer <token>":
 // the API token (LoadOrCreateToken keeps it in a 0600 file), accepted
 // everywhere, or a token scoped to one execution (Server.ScopedToken), which
 // an agent gets at launch and which is accepted only for that execution's
-// observations and by the MCP handler.
+// observations and by the MCP handler. GET /v1/events alone also takes the
+// API token in the access_token query parameter, since a browser's
+// EventSource cannot send headers; every other route refuses it there.
 //
 // Live events are derived from log records and published only after the
 // projection has applied the record they describe, so a client that reads

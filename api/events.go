@@ -344,9 +344,10 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 
 // events: GET /v1/events?execution=ID, Server-Sent Events. With
 // Last-Event-ID the stream first replays, from the log, the events of
-// every record after that offset.
+// every record after that offset. The API token may come in access_token
+// instead of the Authorization header (a browser's EventSource).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "execution"); err != nil {
+	if err := checkQuery(r, "execution", accessTokenParam); err != nil {
 		return err
 	}
 	filter := r.URL.Query().Get("execution")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -139,5 +140,67 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
 		Entries []logEntry `json:"entries"`
 		Next    *uint64    `json:"next"`
 	}{entries, cursor(next)})
+	return nil
+}
+
+// replayView answers replay: an execution as its journal held it up to a
+// sequence.
+type replayView struct {
+	// ToSeq is the sequence of the last record folded: the toSeq asked
+	// for, or the journal's last one when it ends before.
+	ToSeq uint64 `json:"toSeq"`
+	// State is the execution replayed from its first record to ToSeq,
+	// with its whole timeline up to there, oldest first.
+	State *execution.State `json:"state"`
+	// Records are the last records folded (at most limit), oldest first,
+	// with their log offsets.
+	Records []logEntry `json:"records"`
+}
+
+// replay: GET /v1/executions/{id}/replay?toSeq=&limit=, the state as of
+// journal sequence toSeq (the whole journal when absent), replayed from
+// the journal itself rather than read from the projection, and the last
+// limit records up to there.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "toSeq", "limit"); err != nil {
+		return err
+	}
+	to, err := uintParam(r, "toSeq", math.MaxUint64, 1, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", defaultPage, 0, maxPage)
+	if err != nil {
+		return err
+	}
+	ref, err := s.lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var recs []eventstore.Record
+	var offsets []uint64
+	for e, err := range s.cfg.Store.ReadJournal(r.Context(), ref, 1) {
+		if err != nil {
+			return fmt.Errorf("read %s: %w", ref, err)
+		}
+		if e.Record.RecordBase().Sequence > to {
+			break
+		}
+		recs = append(recs, e.Record)
+		offsets = append(offsets, e.Offset)
+	}
+	st, err := execution.Replay(recs)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", ref, err)
+	}
+	entries := []logEntry{}
+	for i := max(0, len(recs)-int(limit)); i < len(recs); i++ {
+		data, err := json.Marshal(recs[i])
+		if err != nil {
+			return fmt.Errorf("encode record %s: %w", recs[i].RecordBase().RecordID, err)
+		}
+		entries = append(entries, logEntry{Offset: offsets[i], Record: data})
+	}
+	writeJSON(w, http.StatusOK, replayView{ToSeq: st.Journal.LastSequence, State: st, Records: entries})
 	return nil
 }

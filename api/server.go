@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/web"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -72,6 +73,11 @@ type Config struct {
 	// it the terminal routes answer that there is no lane.
 	Terminals *terminal.Registry
 	Views     *projections.DB
+	// RecordingDir is the directory the runtime writes terminal recordings
+	// to (execution.Config.RecordingDir), read by GET
+	// /v1/executions/{id}/terminal/recording. Empty means the daemon keeps
+	// no recordings: that route answers that there is none.
+	RecordingDir string
 	// Token is the API token, accepted on every route.
 	Token string
 	// Secret signs execution-scoped tokens; at least MinSecretSize bytes.
@@ -189,6 +195,10 @@ const (
 	anyScope
 	// public routes need no token.
 	public
+	// streamToken routes need the API token, and also take it in the
+	// access_token query parameter: a browser's EventSource cannot send
+	// headers. Only the event stream is such a route.
+	streamToken
 )
 
 func (s *Server) routes() {
@@ -206,11 +216,21 @@ func (s *Server) routes() {
 	s.handle("POST /v1/executions/{id}/terminal/attach", fullToken, s.attachTerminal)
 	s.handle("GET /v1/executions/{id}/terminal", fullToken, s.readTerminal)
 	s.handle("POST /v1/executions/{id}/terminal/input", fullToken, s.terminalInput)
+	s.handle("GET /v1/executions/{id}/terminal/recording", fullToken, s.terminalRecording)
 
 	s.handle("GET /v1/executions/{id}/timeline", fullToken, s.timeline)
 	s.handle("GET /v1/executions/{id}/records", fullToken, s.records)
+	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)
 	s.handle("GET /v1/log", fullToken, s.readLog)
-	s.handle("GET /v1/events", fullToken, s.events)
+	s.handle("GET /v1/events", streamToken, s.events)
+
+	// The operator console: its page and assets are public; the page asks
+	// for the API token and sends it with every call.
+	console := web.Handler()
+	for _, p := range []string{"GET /{$}", "GET " + web.AssetPrefix} {
+		s.access[p] = public
+		s.mux.Handle(p, console)
+	}
 
 	if s.cfg.MCP != nil {
 		for _, p := range []string{"/mcp", "/mcp/"} {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
@@ -196,5 +198,45 @@ func (s *Server) terminalInput(w http.ResponseWriter, r *http.Request) error {
 	v := viewOf(id, snap)
 	s.broker.publishTerminal(v)
 	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// terminalRecording: GET /v1/executions/{id}/terminal/recording, the
+// asciicast v2 recording of the execution's terminal lane as the runtime
+// writes it: transport evidence, kept apart from the journal. While the
+// lane runs the file still grows; a read returns what it holds then.
+func (s *Server) terminalRecording(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := s.lookup(r.Context(), id); err != nil {
+		return err
+	}
+	if s.cfg.RecordingDir == "" {
+		return notFound("this daemon keeps no terminal recordings")
+	}
+	path, err := terminal.RecordingPath(s.cfg.RecordingDir, id)
+	if err != nil {
+		return notFound("no execution %q", id)
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return notFound("execution %s has no terminal recording: only a lane records one, opened at launch for posture %s or %s",
+			id, eventstore.PostureStructuredInteractive, eventstore.PostureNativeTerminal)
+	}
+	if err != nil {
+		return fmt.Errorf("open the recording of %s: %w", id, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open the recording of %s: %w", id, err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-asciicast")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "", info.ModTime(), f)
 	return nil
 }
