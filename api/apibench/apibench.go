@@ -1,0 +1,299 @@
+package apibench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultClients     = 200
+	DefaultRequests    = 10000
+	DefaultSubscribers = 100
+	DefaultEvents      = 2000
+)
+
+// DefaultAgent is the agent program launched when Config.Agent is empty: a
+// shell that stays alive reading its standard input, and drops it, until
+// the input is closed.
+var DefaultAgent = []string{"sh", "-c", "exec cat >/dev/null"}
+
+// Config says how much work each measurement does. The zero value of every
+// field except Dir means its default, so Config{Dir: dir} is complete.
+type Config struct {
+	// Dir is a scratch directory. The run keeps its server and projection
+	// file in a fresh subdirectory of it and removes that when done.
+	// Required.
+	Dir string
+	// Clients is the number of concurrent HTTP clients of each API
+	// measurement, and of goroutines appending in raw/append. Zero means
+	// DefaultClients.
+	Clients int
+	// Requests is the number of requests of each API measurement, and of
+	// appends in raw/append. Zero means DefaultRequests.
+	Requests int
+	// Subscribers is the number of concurrent event streams of
+	// sse/fan-out. Zero means DefaultSubscribers.
+	Subscribers int
+	// Events is the number of records appended while the streams are open.
+	// Zero means DefaultEvents.
+	Events int
+	// Agents is the number of agents launched. Each client, and each
+	// goroutine of raw/append, keeps to one agent (or journal): client c
+	// to agent c mod Agents. Zero means one agent per client, as when each
+	// agent reports on itself. With fewer, several clients write to one
+	// journal at once and the policy's decisions queue behind their
+	// appends to it: with 200 clients on 4 agents, decisions took longer
+	// than the API waits for them (api.DefaultDecisionWait) and
+	// recordObservation answered 504.
+	Agents int
+	// Agent is the command of every agent launched (the generic adapter
+	// runs it): a program that stays alive reading its standard input until
+	// that is closed, so that every message is delivered. Empty means
+	// DefaultAgent.
+	Agent []string
+	// Progress, when set, receives one line per measurement as it
+	// finishes. The ratios are in the report only: the baseline is
+	// measured last.
+	Progress io.Writer
+}
+
+// DefaultConfig returns a Config with every default spelled out but Agents,
+// whose zero value (one agent per client) follows Clients; callers set Dir.
+func DefaultConfig() Config {
+	return Config{
+		Clients:     DefaultClients,
+		Requests:    DefaultRequests,
+		Subscribers: DefaultSubscribers,
+		Events:      DefaultEvents,
+		Agent:       slices.Clone(DefaultAgent),
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("apibench: "+format, args...))
+	}
+	if c.Dir == "" {
+		add("no Dir (want a scratch directory for the benchmark's server and projection)")
+	}
+	positive := func(name string, v, def int) {
+		if v < 0 {
+			add("%s %d is negative (want 1 or more, or 0 for %d)", name, v, def)
+		}
+	}
+	positive("Clients", c.Clients, DefaultClients)
+	positive("Requests", c.Requests, DefaultRequests)
+	positive("Subscribers", c.Subscribers, DefaultSubscribers)
+	positive("Events", c.Events, DefaultEvents)
+	if c.Agents < 0 {
+		add("Agents %d is negative (want 1 or more, or 0 for one per client)", c.Agents)
+	}
+	if len(c.Agent) > 0 && c.Agent[0] == "" {
+		add("Agent[0] is empty (want the agent program, or no Agent for %q)", DefaultAgent)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the zero fields that have a default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	for _, f := range []struct{ v, def *int }{
+		{&c.Clients, &d.Clients},
+		{&c.Requests, &d.Requests},
+		{&c.Subscribers, &d.Subscribers},
+		{&c.Events, &d.Events},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if c.Agents == 0 {
+		c.Agents = c.Clients
+	}
+	if len(c.Agent) == 0 {
+		c.Agent = d.Agent
+	}
+	return c
+}
+
+// Result is one measurement.
+type Result struct {
+	// Name says what was measured, e.g. "api/sendMessage".
+	Name string
+	// Count is the number of timed operations: requests, appends, or
+	// (event, subscriber) deliveries expected.
+	Count int
+	// Concurrency is the number of clients, goroutines or subscribers.
+	Concurrency int
+	// Elapsed is the measurement's wall time: from the first request or
+	// append to the last answer or arrival.
+	Elapsed time.Duration
+	// PerSecond is the operations completed per second of Elapsed (for
+	// sse/fan-out, the deliveries that arrived).
+	PerSecond float64
+	// P50 and P99 are latency percentiles over every operation.
+	P50 time.Duration
+	P99 time.Duration
+	// Baseline names the result this one is compared with, "" for none.
+	Baseline string
+	// P99Ratio is P99 over the baseline's P99; 0 without a baseline.
+	P99Ratio float64
+	// Missing counts the deliveries of sse/fan-out that never arrived.
+	Missing int
+	// Method says in words what was timed.
+	Method string
+}
+
+// Report is the outcome of Run and the machine it ran on.
+type Report struct {
+	Results []Result
+	// Config is the configuration run, defaults filled in.
+	Config Config
+	// TextBytes is the length of every message text and progress summary.
+	TextBytes int
+	// EventInterval is the pace of sse/fan-out's appends.
+	EventInterval time.Duration
+	GoVersion     string
+	OS            string
+	Arch          string
+	// CPUs is the number of logical CPUs; GOMAXPROCS how many Go used.
+	CPUs       int
+	GOMAXPROCS int
+	NATSServer string
+	Started    time.Time
+	// Startup is the time taken to start the stack and launch the agents.
+	Startup time.Duration
+	// Elapsed is the whole run, starting and stopping the stack included.
+	Elapsed time.Duration
+}
+
+// Result returns the result of the given name.
+func (r Report) Result(name string) (Result, bool) {
+	for _, res := range r.Results {
+		if res.Name == name {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
+// Names of the results.
+const (
+	nameRawAppend         = "raw/append"
+	nameSendMessage       = "api/sendMessage"
+	nameRecordObservation = "api/recordObservation"
+	nameFanOut            = "sse/fan-out"
+)
+
+// Run starts the stack, measures every result in turn and stops the stack.
+// It fails when the stack cannot start, a request or append fails, or an
+// answer is not the one expected (a message not delivered, a decision
+// other than record-only). Missing event deliveries are not an error: they
+// are in the report.
+func Run(ctx context.Context, cfg Config) (_ Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	cfg = cfg.withDefaults()
+	rep := Report{
+		Config:        cfg,
+		TextBytes:     textBytes,
+		EventInterval: eventInterval,
+		GoVersion:     runtime.Version(),
+		OS:            runtime.GOOS,
+		Arch:          runtime.GOARCH,
+		CPUs:          runtime.NumCPU(),
+		GOMAXPROCS:    runtime.GOMAXPROCS(0),
+		NATSServer:    natsserver.VERSION,
+		Started:       time.Now(),
+	}
+	st, err := startStack(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	rep.Startup = time.Since(rep.Started)
+	r := &runner{cfg: cfg, st: st, text: filler(textBytes)}
+	// raw/append goes last: the policy decides on every observation it
+	// appends, and waiting for it to finish before a later measurement
+	// would take longer than the measurement itself.
+	steps := []func(context.Context) (Result, error){
+		r.sendMessage,
+		r.recordObservation,
+		r.fanOut,
+		r.rawAppend,
+	}
+	var results []Result
+	for _, step := range steps {
+		if err := st.settle(ctx); err != nil {
+			return Report{}, err
+		}
+		res, err := step(ctx)
+		if err != nil {
+			return Report{}, err
+		}
+		r.progress(res)
+		results = append(results, res)
+	}
+	if err := st.Close(); err != nil {
+		return Report{}, err
+	}
+	rep.Results = ordered(results)
+	for i, res := range rep.Results {
+		if base, ok := rep.Result(res.Baseline); ok && base.P99 > 0 {
+			rep.Results[i].P99Ratio = float64(res.P99) / float64(base.P99)
+		}
+	}
+	rep.Elapsed = time.Since(rep.Started)
+	return rep, nil
+}
+
+// ordered puts the baseline first, then the results in the order measured.
+func ordered(results []Result) []Result {
+	out := make([]Result, 0, len(results))
+	for _, res := range results {
+		if res.Name == nameRawAppend {
+			out = append(out, res)
+		}
+	}
+	for _, res := range results {
+		if res.Name != nameRawAppend {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// latencies summarizes the latencies of one measurement.
+func latencies(ds []time.Duration) (p50, p99 time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return percentile(s, 0.50), percentile(s, 0.99)
+}
+
+// percentile is the nearest-rank percentile of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

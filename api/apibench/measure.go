@@ -1,0 +1,233 @@
+package apibench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// textBytes is the length of every message text and progress summary.
+const textBytes = 256
+
+// runner carries what the measurements of one Run share.
+type runner struct {
+	cfg Config
+	st  *stack
+	// text is every message's text and every observation's summary.
+	text string
+}
+
+func (r *runner) progress(res Result) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	line := fmt.Sprintf("%s: %d from %d, %.0f/s, p50 %s, p99 %s", res.Name, res.Count, res.Concurrency,
+		res.PerSecond, millis(res.P50), millis(res.P99))
+	if res.Name == nameFanOut {
+		line += fmt.Sprintf(", %d missing", res.Missing)
+	}
+	// Progress is informational: a failing writer does not stop the run.
+	fmt.Fprintln(r.cfg.Progress, line)
+}
+
+// observation is the record recordObservation writes for the benchmark's
+// request body: a progress signal an agent reports through MCP.
+func observation(id, summary string) *eventstore.Observation {
+	return &eventstore.Observation{
+		ObservationID: id,
+		Source:        eventstore.ObservedMCP,
+		Confidence:    eventstore.ConfidenceAuthoritative,
+		Signal:        eventstore.NewSignal(&eventstore.ProgressSignal{Summary: summary}),
+	}
+}
+
+// filler returns n bytes of text.
+func filler(n int) string {
+	const words = "step done, next file checked; "
+	return strings.Repeat(words, n/len(words)+1)[:n]
+}
+
+// rawAppend appends Requests observations with the store from Clients
+// goroutines to as many journals of their own as there are agents, each
+// goroutine keeping to one: the baseline of the API results.
+func (r *runner) rawAppend(ctx context.Context) (Result, error) {
+	refs := make([]eventstore.Reference, r.cfg.Agents)
+	for i := range refs {
+		task := fmt.Sprintf("%sraw-%d", ownerPrefix, i)
+		id, err := eventstore.NewAgentExecutionID(eventstore.OwnerTask, task, "raw")
+		if err == nil {
+			refs[i], err = eventstore.NewReference(eventstore.OwnerTask, task, id)
+		}
+		if err == nil {
+			refs[i], err = r.st.store.EnsureJournal(ctx, refs[i], &eventstore.Header{AgentID: "generic",
+				ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}})
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: journal %d: %w", nameRawAppend, i, err)
+		}
+	}
+	recs := make([]eventstore.Record, r.cfg.Requests)
+	for i := range recs {
+		recs[i] = observation(fmt.Sprintf("raw-%d", i), r.text)
+	}
+	lat, elapsed, err := timeEach(ctx, len(recs), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+		_, err := r.st.store.Append(ctx, refs[worker%len(refs)], recs[i])
+		return err
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+	}
+	return result(nameRawAppend, r.cfg.Clients, lat, elapsed, "",
+		fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals of their own, "+
+			"each goroutine keeping to one, while the projector and the policy follow the log", textBytes, r.cfg.Clients, len(refs))), nil
+}
+
+// messageBody is the body of sendMessage.
+type messageBody struct {
+	MessageID string          `json:"messageId"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// sendMessage sends Requests prompts from Clients HTTP clients, client c
+// to agent c mod Agents.
+func (r *runner) sendMessage(ctx context.Context) (Result, error) {
+	payload, err := json.Marshal(map[string]string{"text": r.text})
+	if err != nil {
+		return Result{}, err
+	}
+	bodies := make([][]byte, r.cfg.Requests)
+	for i := range bodies {
+		if bodies[i], err = json.Marshal(messageBody{MessageID: fmt.Sprintf("msg-%d", i), Type: "prompt", Payload: payload}); err != nil {
+			return Result{}, err
+		}
+	}
+	paths := r.paths("messages")
+	lat, elapsed, err := timeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+		var ack execution.MessageAck
+		if err := r.st.post(ctx, paths[worker%len(paths)], bodies[i], http.StatusOK, &ack); err != nil {
+			return err
+		}
+		if ack.Delivery != eventstore.DeliveryDelivered || ack.Duplicate {
+			return fmt.Errorf("message %s: delivery %s (%s), duplicate %t; want delivered, not a duplicate",
+				ack.MessageID, ack.Delivery, ack.Reason, ack.Duplicate)
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", nameSendMessage, err)
+	}
+	return result(nameSendMessage, r.cfg.Clients, lat, elapsed, nameRawAppend,
+		fmt.Sprintf("POST /v1/executions/{id}/messages of a prompt (a %d-byte text, its own messageId) from %d clients to %d running agents, "+
+			"each client keeping to one; answered once it is recorded, written to the agent's stdin and its delivery recorded", textBytes, r.cfg.Clients, len(paths))), nil
+}
+
+// observationBody is the body of recordObservation.
+type observationBody struct {
+	ObservationID string                       `json:"observationId"`
+	Source        eventstore.ObservationSource `json:"source"`
+	Confidence    eventstore.Confidence        `json:"confidence"`
+	Signal        *eventstore.Signal           `json:"signal"`
+}
+
+// observationAnswer is the part of recordObservation's answer the
+// benchmark checks.
+type observationAnswer struct {
+	ObservationID string `json:"observationId"`
+	Duplicate     bool   `json:"duplicate"`
+	Decision      struct {
+		Action eventstore.DecisionAction `json:"action"`
+	} `json:"decision"`
+}
+
+// recordObservation records Requests progress observations from Clients
+// HTTP clients, client c for agent c mod Agents.
+func (r *runner) recordObservation(ctx context.Context) (Result, error) {
+	bodies := make([][]byte, r.cfg.Requests)
+	for i := range bodies {
+		o := observation(fmt.Sprintf("obs-%d", i), r.text)
+		var err error
+		if bodies[i], err = json.Marshal(observationBody{ObservationID: o.ObservationID, Source: o.Source, Confidence: o.Confidence, Signal: o.Signal}); err != nil {
+			return Result{}, err
+		}
+	}
+	paths := r.paths("observations")
+	lat, elapsed, err := timeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+		var ans observationAnswer
+		if err := r.st.post(ctx, paths[worker%len(paths)], bodies[i], http.StatusOK, &ans); err != nil {
+			return err
+		}
+		if ans.Decision.Action != eventstore.ActionRecordOnly || ans.Duplicate {
+			return fmt.Errorf("observation %s: decision %q, duplicate %t; want %s, not a duplicate",
+				ans.ObservationID, ans.Decision.Action, ans.Duplicate, eventstore.ActionRecordOnly)
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", nameRecordObservation, err)
+	}
+	return result(nameRecordObservation, r.cfg.Clients, lat, elapsed, nameRawAppend,
+		fmt.Sprintf("POST /v1/executions/{id}/observations of a progress signal (a %d-byte summary) from %d clients for %d running agents, "+
+			"each client keeping to one; answered with the policy's decision (%s) once the policy subscriber has appended it", textBytes, r.cfg.Clients, len(paths), eventstore.ActionRecordOnly)), nil
+}
+
+// paths returns the path of a route under each agent's execution.
+func (r *runner) paths(route string) []string {
+	out := make([]string, len(r.st.agents))
+	for i, ref := range r.st.agents {
+		out[i] = "/v1/executions/" + url.PathEscape(ref.AgentExecutionID) + "/" + route
+	}
+	return out
+}
+
+// result summarizes timed operations.
+func result(name string, concurrency int, lat []time.Duration, elapsed time.Duration, baseline, method string) Result {
+	res := Result{Name: name, Count: len(lat), Concurrency: concurrency, Elapsed: elapsed,
+		PerSecond: rate(len(lat), elapsed), Baseline: baseline, Method: method}
+	res.P50, res.P99 = latencies(lat)
+	return res
+}
+
+// timeEach calls do for 0 … n-1 from the given number of goroutines, each
+// taking the next index as it finishes the last, and returns how long each
+// call took and how long all of them took. do is told which goroutine, 0 …
+// workers-1, calls it. The first error stops the others.
+func timeEach(ctx context.Context, n, workers int, do func(ctx context.Context, worker, i int) error) ([]time.Duration, time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range min(workers, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := do(ctx, w, i); err != nil {
+					cancel(err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return nil, 0, err
+	}
+	return lat, elapsed, nil
+}

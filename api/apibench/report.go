@@ -1,0 +1,178 @@
+package apibench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteText writes the report as an aligned table, one row per result,
+// followed by what each result timed.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP API vs journal store: %s %s/%s, %d CPUs (GOMAXPROCS %d), nats-server %s\n",
+		r.GoVersion, r.OS, r.Arch, r.CPUs, r.GOMAXPROCS, r.NATSServer)
+	fmt.Fprintf(&b, "%d agents (%s), %d-byte texts; one run, latencies over every operation; the run took %s, %s of it starting the stack\n\n",
+		r.Config.Agents, strings.Join(r.Config.Agent, " "), r.TextBytes, r.Elapsed.Round(100*time.Millisecond), r.Startup.Round(100*time.Millisecond))
+
+	rows := [][]string{{"NAME", "COUNT", "CONCURRENCY", "OPS/S", "P50", "P99", "P99 RATIO", "MISSING"}}
+	for _, res := range r.Results {
+		ratio, missing := "-", "-"
+		if res.Baseline != "" {
+			ratio = fmt.Sprintf("%.2fx %s", res.P99Ratio, res.Baseline)
+		}
+		if res.Name == nameFanOut {
+			missing = strconv.Itoa(res.Missing)
+		}
+		rows = append(rows, []string{
+			res.Name,
+			strconv.Itoa(res.Count),
+			strconv.Itoa(res.Concurrency),
+			fmt.Sprintf("%.0f", res.PerSecond),
+			millis(res.P50),
+			millis(res.P99),
+			ratio,
+			missing,
+		})
+	}
+	writeTable(&b, rows)
+
+	b.WriteString("\nwhat was timed:\n")
+	nameWidth := 0
+	for _, res := range r.Results {
+		nameWidth = max(nameWidth, len(res.Name))
+	}
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, "  %-*s  %s\n", nameWidth, res.Name, res.Method)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// millis formats a latency in milliseconds.
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// writeTable writes rows in columns two spaces apart: the first column (a
+// name) and the ratio column aligned left, the numbers aligned right.
+func writeTable(b *strings.Builder, rows [][]string) {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	const ratioColumn = 6
+	for _, row := range rows {
+		for i, cell := range row {
+			switch i {
+			case 0:
+				fmt.Fprintf(b, "%-*s", widths[i], cell)
+			case ratioColumn:
+				fmt.Fprintf(b, "  %-*s", widths[i], cell)
+			default:
+				fmt.Fprintf(b, "  %*s", widths[i], cell)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// jsonReport is the JSON form of a Report. Durations are seconds.
+type jsonReport struct {
+	GoVersion            string       `json:"goVersion"`
+	OS                   string       `json:"os"`
+	Arch                 string       `json:"arch"`
+	CPUs                 int          `json:"cpus"`
+	GOMAXPROCS           int          `json:"gomaxprocs"`
+	NATSServer           string       `json:"natsServer"`
+	Started              time.Time    `json:"started"`
+	StartupSeconds       float64      `json:"startupSeconds"`
+	ElapsedSeconds       float64      `json:"elapsedSeconds"`
+	TextBytes            int          `json:"textBytes"`
+	EventIntervalSeconds float64      `json:"eventIntervalSeconds"`
+	Config               jsonConfig   `json:"config"`
+	Results              []jsonResult `json:"results"`
+}
+
+type jsonConfig struct {
+	Clients     int      `json:"clients"`
+	Requests    int      `json:"requests"`
+	Subscribers int      `json:"subscribers"`
+	Events      int      `json:"events"`
+	Agents      int      `json:"agents"`
+	Agent       []string `json:"agent"`
+}
+
+type jsonResult struct {
+	Name           string  `json:"name"`
+	Count          int     `json:"count"`
+	Concurrency    int     `json:"concurrency"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	PerSecond      float64 `json:"perSecond"`
+	P50Seconds     float64 `json:"p50Seconds"`
+	P99Seconds     float64 `json:"p99Seconds"`
+	Baseline       string  `json:"baseline,omitempty"`
+	P99Ratio       float64 `json:"p99Ratio,omitempty"`
+	// Missing is a pointer so that a fan-out with none says 0 and the
+	// other results leave it out.
+	Missing *int   `json:"missing,omitempty"`
+	Method  string `json:"method"`
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r Report) WriteJSON(w io.Writer) error {
+	out := jsonReport{
+		GoVersion:            r.GoVersion,
+		OS:                   r.OS,
+		Arch:                 r.Arch,
+		CPUs:                 r.CPUs,
+		GOMAXPROCS:           r.GOMAXPROCS,
+		NATSServer:           r.NATSServer,
+		Started:              r.Started,
+		StartupSeconds:       r.Startup.Seconds(),
+		ElapsedSeconds:       r.Elapsed.Seconds(),
+		TextBytes:            r.TextBytes,
+		EventIntervalSeconds: r.EventInterval.Seconds(),
+		Config: jsonConfig{
+			Clients:     r.Config.Clients,
+			Requests:    r.Config.Requests,
+			Subscribers: r.Config.Subscribers,
+			Events:      r.Config.Events,
+			Agents:      r.Config.Agents,
+			Agent:       r.Config.Agent,
+		},
+		Results: make([]jsonResult, len(r.Results)),
+	}
+	for i, res := range r.Results {
+		jr := jsonResult{
+			Name:           res.Name,
+			Count:          res.Count,
+			Concurrency:    res.Concurrency,
+			ElapsedSeconds: res.Elapsed.Seconds(),
+			PerSecond:      res.PerSecond,
+			P50Seconds:     res.P50.Seconds(),
+			P99Seconds:     res.P99.Seconds(),
+			Baseline:       res.Baseline,
+			P99Ratio:       res.P99Ratio,
+			Method:         res.Method,
+		}
+		if res.Name == nameFanOut {
+			jr.Missing = &res.Missing
+		}
+		out.Results[i] = jr
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
