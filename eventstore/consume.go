@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,8 +80,24 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	// A pull that fails (missed heartbeats on a loaded machine, a server
 	// restart, a reconnect) is set up again: a reader stops only when ctx
 	// ends, so the log never waits on a reader that gave up.
+	// The consumer handle is kept across retries: it remembers the pin the
+	// server gave this reader, so a reader that set up its pull again keeps
+	// its turn instead of waiting out PinnedTTL behind its own old pin.
+	var cons jetstream.Consumer
 	for attempt := 0; ; attempt++ {
-		err := s.consumeOnce(ctx, cfg, cc, opts, fn)
+		var err error
+		if cons == nil {
+			cons, err = s.stream.CreateOrUpdateConsumer(ctx, cc)
+			if err != nil {
+				err = fmt.Errorf("consume %s: %w", cfg.Name, err)
+			}
+		}
+		if cons != nil {
+			err = s.consumeOnce(ctx, cfg, cons, opts, fn)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				cons = nil
+			}
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -97,11 +114,7 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	}
 }
 
-func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, cc jetstream.ConsumerConfig, opts []jetstream.PullMessagesOpt, fn func(context.Context, Entry) error) error {
-	cons, err := s.stream.CreateOrUpdateConsumer(ctx, cc)
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", cfg.Name, err)
-	}
+func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, opts []jetstream.PullMessagesOpt, fn func(context.Context, Entry) error) error {
 	msgs, err := cons.Messages(opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
