@@ -69,8 +69,6 @@ func (c *stateCache) purge() {
 	c.root.prev, c.root.next = &c.root, &c.root
 }
 
-func (c *stateCache) len() int { return len(c.entries) }
-
 func (c *stateCache) unlink(e *cacheEntry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil

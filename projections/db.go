@@ -145,9 +145,10 @@ type DB struct {
 	// the states cache is folded by one batch at a time. It is taken
 	// before mu.
 	writing sync.Mutex
-	// states keeps the executions the last batches touched, decoded. It
-	// is used with writing and mu (shared) held, and emptied with mu held
-	// exclusively when the file under it changes.
+	// states keeps the executions the last batches touched, decoded and
+	// folded up to the checkpoint. It is used with writing and mu (shared)
+	// held; a batch that fails empties it, since its states may then be
+	// ahead of the file, and so does a swap, with mu held exclusively.
 	states *stateCache
 
 	// applied is closed and replaced whenever the checkpoint moves or
@@ -205,16 +206,6 @@ func (db *DB) view(fn func(tx *bolt.Tx) error) error {
 		return ErrClosed
 	}
 	return guard(db.cfg.Path, func() error { return db.bolt.View(fn) })
-}
-
-// update runs fn in a write transaction.
-func (db *DB) update(fn func(tx *bolt.Tx) error) error {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil {
-		return ErrClosed
-	}
-	return guard(db.cfg.Path, func() error { return db.bolt.Update(fn) })
 }
 
 // guard turns a panic or a memory fault inside bbolt, which is how it reacts
@@ -392,8 +383,8 @@ func check(tx *bolt.Tx, path string, full bool) error {
 }
 
 // checkData walks every key and checks that each execution has exactly one
-// summary and one entry in each index, and that every timeline belongs to an
-// execution.
+// summary and one entry in each index, and that every timeline and every
+// set of processed ids belongs to an execution and is well formed.
 func checkData(tx *bolt.Tx, path string) error {
 	execs := tx.Bucket(bucketExecutions)
 	sums := tx.Bucket(bucketSummaries)

@@ -12,16 +12,28 @@
 // header yet, another journal's record, out of order) is logged and skipped,
 // so one bad record never stops the projector.
 //
-// File layout (format version 1), every uint64 big-endian so cursor order is
+// File layout (format version 2), every uint64 big-endian so cursor order is
 // numeric order:
 //
-//	meta          "format" -> 1, "checkpoint" -> last applied offset
-//	executions    execution id -> State JSON (without the timeline)
+//	meta          "format" -> 2, "checkpoint" -> last applied offset
+//	executions    execution id -> State JSON (without the timeline and
+//	              without the processed ids and decisions)
 //	summaries     execution id -> Summary JSON plus the journal id
 //	timeline      execution id -> nested bucket: sequence -> TimelineItem JSON
+//	processed     execution id -> nested bucket:
+//	                message id \x00 m     -> sequence
+//	                observation id \x00 o -> sequence
+//	                decided id \x00 d     -> DecisionRef JSON
 //	by-owner      ownerEntity \x00 escaped ownerId \x00 execution id -> ""
 //	by-lifecycle  lifecycle \x00 execution id -> ""
 //	by-attention  attention \x00 execution id -> ""
+//
+// The processed ids grow with the journal, so the stored state, rewritten by
+// every batch that touches its execution, leaves them out: a batch looks up
+// only the ids its records carry, to fold duplicates exactly as a replay
+// does, and adds the new ones. The DB keeps the states of recently touched
+// executions decoded between batches, and reads the log one batch ahead of
+// the one it applies. Execution returns the whole state, ids included.
 //
 // Open refuses a file it cannot trust with an error matching ErrCorrupt that
 // names the file and the problem; OpenOrRebuild moves such a file aside
@@ -30,7 +42,12 @@
 // a projector running on the live DB may keep running across the swap and
 // continues from the new file's checkpoint.
 //
+// WaitFor returns once the checkpoint reaches an offset, so a caller that
+// appended a record can wait until readers see it.
+//
 // The package does not append to the log, decide policy or publish live
-// events, and it is the only package that imports bbolt: callers see
-// execution.State, Summary, TimelineItem and eventstore.Reference.
+// events, and it is the only package that imports bbolt (besides its
+// benchmark, projbench, whose baseline is bbolt with nothing on top):
+// callers see execution.State, Summary, TimelineItem and
+// eventstore.Reference.
 package projections
