@@ -61,6 +61,9 @@ func (b *Bus) open(ctx context.Context) error {
 		nats.ClosedHandler(func(*nats.Conn) { close(b.ncClosed) }),
 	}
 
+	// deadline bounds the retries of a stream setup that a cluster refuses
+	// while it settles.
+	deadline := time.Now().Add(readyTimeout)
 	if b.cfg.URL != "" {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -100,12 +103,30 @@ func (b *Bus) open(ctx context.Context) error {
 				log.Warn("nats listener is reachable from other hosts and has no authentication", logKeyListen, b.cfg.Listen)
 			}
 		}
+		if b.cfg.Cluster.enabled() {
+			if host, _, _ := splitListen(b.cfg.Cluster.Listen); !loopbackHost(host) {
+				log.Warn("nats cluster listener is reachable from other hosts and has no authentication", logKeyListen, b.cfg.Cluster.Listen)
+			}
+			if b.cfg.ServerName == "" {
+				name, err := loadOrCreateServerName(b.cfg.DataDir)
+				if err != nil {
+					return err
+				}
+				b.cfg.ServerName = name
+			}
+		}
 		srv, err := startServer(ctx, b.cfg)
 		if err != nil {
 			return err
 		}
 		b.srv = srv
-		if b.cfg.Listen != "" {
+		if b.cfg.Cluster.enabled() {
+			deadline = time.Now().Add(clusterReadyTimeout)
+			if err := waitCluster(ctx, srv, b.cfg, deadline); err != nil {
+				return err
+			}
+		}
+		if b.cfg.Listen != "" || b.cfg.Cluster.enabled() {
 			b.clientURL = clientURL(srv)
 		}
 
@@ -121,18 +142,27 @@ func (b *Bus) open(ctx context.Context) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	b.js = js
-	stream, err := js.CreateOrUpdateStream(ctx, StreamConfig(b.cfg.StreamName, b.cfg.Replicas))
+	stream, err := b.ensureStream(ctx, deadline)
 	if err != nil {
-		return fmt.Errorf("create or update stream %s: %w", b.cfg.StreamName, err)
+		return err
+	}
+	if b.Clustered() {
+		if stream, err = b.waitStream(ctx, deadline); err != nil {
+			return err
+		}
 	}
 	b.stream = stream
 
-	log.Info("bus open",
+	attrs := []any{
 		logKeyStream, b.cfg.StreamName,
 		logKeyDir, b.dirForLog(),
 		logKeyURL, b.clientURL,
 		logKeySync, b.syncForLog(),
-	)
+	}
+	if b.Clustered() {
+		attrs = append(attrs, logKeyCluster, b.cfg.Cluster.Name, logKeyServer, b.srv.Name())
+	}
+	log.Info("bus open", attrs...)
 	return nil
 }
 
@@ -187,8 +217,9 @@ func (b *Bus) Stream() jetstream.Stream { return b.stream }
 func (b *Bus) StreamName() string { return b.cfg.StreamName }
 
 // ClientURL is the URL other processes can connect to: the embedded server's
-// listener when Config.Listen is set, Config.URL when connected to an external
-// NATS, and "" when the embedded server has no listener.
+// listener when Config.Listen or Config.Cluster is set, Config.URL when
+// connected to an external NATS, and "" when the embedded server has no
+// listener.
 func (b *Bus) ClientURL() string { return b.clientURL }
 
 // DataDir is the data directory of the embedded server ("" when external).
@@ -205,6 +236,19 @@ func (b *Bus) Server() *server.Server { return b.srv }
 
 // Embedded reports whether this Bus runs its own server.
 func (b *Bus) Embedded() bool { return b.srv != nil }
+
+// Clustered reports whether this Bus's embedded server is a node of a
+// cluster (Config.Cluster).
+func (b *Bus) Clustered() bool { return b.srv != nil && b.cfg.Cluster.enabled() }
+
+// ServerName is the embedded server's name in its cluster, "" when
+// connected to an external NATS.
+func (b *Bus) ServerName() string {
+	if b.srv == nil {
+		return ""
+	}
+	return b.srv.Name()
+}
 
 // Close drains the connection, shuts the embedded server down and waits for
 // it to stop, then releases the data directory. It is safe to call more than

@@ -387,6 +387,29 @@ func TestValidate(t *testing.T) {
 			want: []string{"Listen \"127.0.0.1:0\" is set together with URL", `ServerName "a b"`},
 		},
 		{
+			name: "cluster",
+			cfg: bus.Config{DataDir: "/tmp/x", Replicas: 3, Cluster: bus.ClusterConfig{
+				Name: "aj", Listen: "127.0.0.1:6222", Routes: []string{"nats-route://127.0.0.1:6222", "nats-route://10.0.0.2:6222"}}},
+		},
+		{
+			name: "cluster problems",
+			cfg: bus.Config{URL: "nats://h:4222", Cluster: bus.ClusterConfig{
+				Listen: "6222", Routes: []string{"http://h:6222", "nats-route://h", "nats-route://h:0"}}},
+			want: []string{
+				"Cluster is set together with URL",
+				"Cluster has Listen or Routes but no Name",
+				`Cluster.Listen "6222"`,
+				`Cluster.Routes "http://h:6222": scheme "http" is not nats-route`,
+				`Cluster.Routes "nats-route://h": no host and port`,
+				`Cluster.Routes "nats-route://h:0": port 0 names no listener`,
+			},
+		},
+		{
+			name: "cluster without listen",
+			cfg:  bus.Config{DataDir: "/tmp/x", Replicas: 3, Cluster: bus.ClusterConfig{Name: "a.b"}},
+			want: []string{`Cluster.Name "a.b"`, "Cluster has no Listen"},
+		},
+		{
 			name: "bad port",
 			cfg:  bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:99999"},
 			want: []string{"port \"99999\" is not a number from 0 to 65535"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,9 @@ type Config struct {
 	// Listen is the embedded server's client listener as "host:port"; port 0
 	// picks a free port (see Bus.ClientURL). Empty means no listener at all:
 	// only this process can reach the server, through an in-process
-	// connection. Must be empty when URL is set.
+	// connection; except in a cluster, where nats-server needs a client
+	// listener to route and empty means 127.0.0.1 on a free port. Must be
+	// empty when URL is set.
 	Listen string
 
 	// Sync is when the embedded server fsyncs writes. Empty means SyncAlways.
@@ -71,15 +74,47 @@ type Config struct {
 	// StreamName names the journal stream. Empty means DefaultStreamName.
 	StreamName string
 
-	// Replicas is the stream's replica count: 1 for an embedded server, 3 is
-	// usual on a cluster. Zero means 1.
+	// Replicas is the stream's replica count: 1 for an embedded server on
+	// its own, 3 is usual on a cluster. More than 1 needs Cluster or a URL
+	// that reaches a cluster. Open raises an existing stream's count to
+	// Replicas but never lowers it. Zero means 1.
 	Replicas int
 
-	// ServerName names the embedded server; empty lets nats-server pick one.
+	// Cluster joins the embedded server to a NATS cluster, with JetStream
+	// clustered across its nodes. The zero value runs the server on its own.
+	Cluster ClusterConfig
+
+	// ServerName names the embedded server. Empty lets nats-server pick one,
+	// except in a cluster, where every node needs a name of its own that
+	// stays the same across restarts: it is then read from
+	// DataDir/server-name, which is created with a random name on first start.
 	ServerName string
 
 	// Logger receives the bus's and the embedded server's logs. Nil discards them.
 	Logger *slog.Logger
+}
+
+// ClusterConfig says how the embedded server reaches the other nodes of its
+// cluster. Every node of one cluster has the same Name, its own Listen and
+// DataDir, and Routes to the others; listing a node's own route among them is
+// harmless, so every node may be given the same list.
+type ClusterConfig struct {
+	// Name is the cluster's name. Empty, with Listen and Routes empty too,
+	// means no cluster.
+	Name string
+
+	// Listen is where this node accepts routes from its peers, "host:port".
+	// Port 0 picks a free port, which peers then learn only from the routes
+	// this node dials itself.
+	Listen string
+
+	// Routes are the peers' route URLs, "nats-route://host:port".
+	Routes []string
+}
+
+// enabled reports whether any cluster setting is present.
+func (c ClusterConfig) enabled() bool {
+	return c.Name != "" || c.Listen != "" || len(c.Routes) > 0
 }
 
 // DefaultConfig returns the configuration for an embedded server with every
@@ -125,8 +160,11 @@ func (c Config) Validate() error {
 	if c.Replicas < 0 {
 		add("Replicas %d is negative (want 1 or more; 0 means 1)", c.Replicas)
 	}
-	if c.URL == "" && c.Replicas > 1 {
-		add("Replicas %d needs a NATS cluster: an embedded server holds 1 replica (want 1, or set URL to a cluster)", c.Replicas)
+	if c.URL == "" && c.Cluster.Name == "" && c.Replicas > 1 {
+		add("Replicas %d needs a NATS cluster: an embedded server on its own holds 1 replica (want 1, set Cluster to run in one, or set URL to connect to one)", c.Replicas)
+	}
+	if c.Cluster.enabled() {
+		errs = append(errs, c.Cluster.validate(c.URL)...)
 	}
 	if c.Replicas > 5 {
 		add("Replicas %d is above the JetStream maximum (want 1 to 5)", c.Replicas)
@@ -135,6 +173,57 @@ func (c Config) Validate() error {
 		add("ServerName %q contains whitespace (want a single word)", c.ServerName)
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports the problems with a cluster configuration; url is the
+// Config's URL, which excludes a cluster of embedded servers.
+func (c ClusterConfig) validate(url string) []error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("bus: "+format, args...))
+	}
+	if url != "" {
+		add("Cluster is set together with URL: a cluster joins embedded servers; leave Cluster empty when connecting to %s", url)
+	}
+	switch {
+	case c.Name == "":
+		add("Cluster has Listen or Routes but no Name (want the name every node of the cluster shares)")
+	case strings.ContainsAny(c.Name, " \t\r\n.*>"):
+		add("Cluster.Name %q contains whitespace, '.', '*' or '>' (want a single word such as agentjournal)", c.Name)
+	}
+	if c.Listen == "" {
+		add("Cluster has no Listen (want the host:port where peers reach this node, e.g. 127.0.0.1:6222)")
+	} else if _, _, err := splitListen(c.Listen); err != nil {
+		add("Cluster.Listen %q: %v (want host:port, e.g. 127.0.0.1:6222)", c.Listen, err)
+	}
+	for _, r := range c.Routes {
+		if err := checkRoute(r); err != nil {
+			add("Cluster.Routes %q: %v (want nats-route://host:port)", r, err)
+		}
+	}
+	return errs
+}
+
+// checkRoute reports what is wrong with a route URL.
+func checkRoute(route string) error {
+	u, err := url.Parse(route)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "nats-route" && u.Scheme != "nats" {
+		return fmt.Errorf("scheme %q is not nats-route", u.Scheme)
+	}
+	if u.Port() == "" || u.Hostname() == "" {
+		return errors.New("no host and port")
+	}
+	_, port, err := splitListen(u.Host)
+	switch {
+	case err != nil:
+		return err
+	case port == 0:
+		return errors.New("port 0 names no listener")
+	}
+	return nil
 }
 
 // withDefaults fills the zero fields that have a default.

@@ -9,6 +9,13 @@
 // second process: Open takes an exclusive lock on the directory and reports
 // who holds it instead of letting two servers write the same files.
 //
+// Config.Cluster makes the embedded server one node of a NATS cluster: it
+// routes to its peers, JetStream is clustered across them, and the journal
+// stream can hold Config.Replicas copies (3 is usual) so that the log
+// outlives any one node. Open then waits until the cluster has a JetStream
+// leader before it sets up the stream, which every node does and which
+// tolerates the others doing it at the same time.
+//
 // The package does not know about records, journal references or the subject
 // of any one journal; eventstore builds those on top of the connection and the
 // stream handed out here. Apart from eventstore, no package should need to

@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,13 +50,42 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			DefaultMaxConsumers: -1,
 		},
 	}
-	if cfg.Listen == "" {
+	if cfg.Cluster.enabled() {
+		host, port, err := splitListen(cfg.Cluster.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("cluster listen %q: %w", cfg.Cluster.Listen, err)
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT
+		}
+		opts.Cluster = server.ClusterOpts{
+			Name: cfg.Cluster.Name, Host: host, Port: port,
+			// One route connection per peer rather than a pool. With a
+			// pool, the interest in a consumer just created on a peer can
+			// arrive on another connection than the answer that it exists,
+			// so a pull sent on that answer is sometimes lost and the reader
+			// waits out its missed heartbeats: 10s for each ordered consumer
+			// a journal read starts. The log lives in one account, whose
+			// traffic a pool would not spread anyway.
+			PoolSize: -1,
+		}
+		if len(cfg.Cluster.Routes) > 0 {
+			opts.Routes = server.RoutesFromStr(strings.Join(cfg.Cluster.Routes, ","))
+		}
+	}
+	listen := cfg.Listen
+	switch {
+	case listen == "" && cfg.Cluster.enabled():
+		// nats-server starts routing only once its client listener is
+		// up, so a cluster node always has one.
+		listen = "127.0.0.1:0"
+	case listen == "":
 		opts.DontListen = true
 		return opts, nil
 	}
-	host, port, err := splitListen(cfg.Listen)
+	host, port, err := splitListen(listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("listen %q: %w", listen, err)
 	}
 	opts.Host = host
 	opts.Port = port
@@ -146,6 +176,10 @@ const (
 	logKeyStream    = "stream"
 	logKeySync      = "sync"
 	logKeyErr       = "err"
+	logKeyCluster   = "cluster"
+	logKeyRoutes    = "routes"
+	logKeyReason    = "reason"
+	logKeyServer    = "server"
 )
 
 // serverLogger forwards nats-server logs to slog. Notices go to Debug: the

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +31,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--token-file PATH] [--grace DURATION]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION]",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -43,11 +46,18 @@ its address to daemon.json in the data directory, where the client commands
 
 --nats-listen lets other daemons join this one's log with --nats-url; several
 daemons on one log converge on the same read models, and exactly one of them
-decides on each observation at a time. A non-loopback --listen is refused
-unless --token-file names the token explicitly. SIGTERM or Ctrl-C stops new
-requests, stops the agents (SIGTERM, then SIGKILL after --grace) and closes
-everything in order.`,
-	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701",
+decides on each observation at a time.
+
+--cluster-name, --cluster-listen and --routes make the embedded NATS one node
+of a cluster, each node a daemon with its own data directory; the log is then
+kept on --replicas nodes (3 by default in a cluster) and outlives any one of
+them. A node waits for a majority of the cluster before it serves.
+
+A non-loopback --listen is refused unless --token-file names the token
+explicitly. SIGTERM or Ctrl-C stops new requests, stops the agents (SIGTERM,
+then SIGKILL after --grace) and closes everything in order.`,
+	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701\n" +
+		"agentjournal --data /srv/aj1 serve --cluster-name aj --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 --token-file /srv/aj1/token",
 }
 
 // daemonFile names the file in the data directory that tells clients where
@@ -70,12 +80,24 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	natsListen := fs.String("nats-listen", "", "also let other processes reach the embedded NATS at `ADDR` (e.g. 127.0.0.1:4222)")
 	tokenFile := fs.String("token-file", "", "the API token `PATH` (default DATA/api-token, created 0600 on first start)")
 	grace := fs.Duration("grace", 5*time.Second, "how long stopping agents get between SIGTERM and SIGKILL")
+	clusterName := fs.String("cluster-name", "", "make the embedded NATS a node of the cluster `NAME` (with --cluster-listen and --routes)")
+	clusterListen := fs.String("cluster-listen", "", "accept routes from the other cluster nodes at `ADDR` (host:port)")
+	routes := fs.String("routes", "", "the cluster nodes' route `URLS`, comma-separated nats-route://host:port (this node's own may be listed)")
+	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return serveSpec.usageErr(fs, "unexpected argument %q (serve takes only flags)", pos[0])
+	}
+	cluster, err := clusterFlags(*clusterName, *clusterListen, *routes, c.env.NATSURL)
+	if err != nil {
+		return serveSpec.usageErr(fs, "%v", err)
+	}
+	n, err := replicaCount(fs, *replicas, cluster, c.env.NATSURL)
+	if err != nil {
+		return serveSpec.usageErr(fs, "%v", err)
 	}
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {
@@ -94,8 +116,69 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &daemon{env: c.env, logger: logger, grace: *grace}
+	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n}
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
+}
+
+// clusterFlags checks --cluster-name, --cluster-listen and --routes and turns
+// them into the bus's cluster configuration.
+func clusterFlags(name, listen, routes, natsURL string) (bus.ClusterConfig, error) {
+	c := bus.ClusterConfig{Name: name, Listen: listen}
+	for r := range strings.SplitSeq(routes, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			c.Routes = append(c.Routes, r)
+		}
+	}
+	if name == "" && listen == "" && len(c.Routes) == 0 {
+		return c, nil
+	}
+	var given string
+	switch {
+	case name != "":
+		given = "--cluster-name"
+	case listen != "":
+		given = "--cluster-listen"
+	default:
+		given = "--routes"
+	}
+	switch {
+	case natsURL != "":
+		return c, fmt.Errorf("%s needs the embedded NATS; with --nats-url the daemon joins another one (drop --nats-url to run a cluster node)", given)
+	case name == "":
+		return c, fmt.Errorf("%s needs --cluster-name (the name every node of the cluster shares)", given)
+	case strings.ContainsAny(name, " \t\r\n.*>"):
+		return c, fmt.Errorf("--cluster-name %q contains whitespace, '.', '*' or '>' (want a single word such as agentjournal)", name)
+	case listen == "":
+		return c, errors.New("--cluster-name needs --cluster-listen (the host:port where the other nodes reach this one, e.g. 127.0.0.1:6222)")
+	}
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return c, fmt.Errorf("--cluster-listen %q: %v (want host:port, e.g. 127.0.0.1:6222)", listen, err)
+	}
+	for _, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "nats-route" || u.Hostname() == "" || u.Port() == "" {
+			return c, fmt.Errorf("--routes: %q is not a route URL (want nats-route://host:port, comma-separated)", r)
+		}
+	}
+	return c, nil
+}
+
+// replicaCount is the --replicas value, defaulted: 3 for a cluster node, 1
+// otherwise.
+func replicaCount(fs *flag.FlagSet, n int, cluster bus.ClusterConfig, natsURL string) (int, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "replicas" })
+	switch {
+	case !given && cluster.Name != "":
+		return 3, nil
+	case !given:
+		return 1, nil
+	case n < 1 || n > 5:
+		return 0, fmt.Errorf("--replicas %d is out of range (want 1 to 5)", n)
+	case n > 1 && cluster.Name == "" && natsURL == "":
+		return 0, fmt.Errorf("--replicas %d needs a cluster: an embedded NATS on its own holds 1 copy (add --cluster-name, --cluster-listen and --routes, or join a cluster with --nats-url)", n)
+	}
+	return n, nil
 }
 
 func loopback(host string) bool {
@@ -108,10 +191,12 @@ func loopback(host string) bool {
 
 // daemon holds the parts of a running daemon, closed in reverse order.
 type daemon struct {
-	env    *Env
-	logger *slog.Logger
-	grace  time.Duration
-	closes []func() error
+	env      *Env
+	logger   *slog.Logger
+	grace    time.Duration
+	cluster  bus.ClusterConfig
+	replicas int
+	closes   []func() error
 }
 
 func (d *daemon) onClose(fn func() error) { d.closes = append(d.closes, fn) }
@@ -134,6 +219,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 
 	cfg := bus.DefaultConfig()
 	cfg.DataDir, cfg.Sync, cfg.URL, cfg.Listen = d.env.DataDir, d.env.Sync, d.env.NATSURL, natsListen
+	cfg.Cluster, cfg.Replicas = d.cluster, d.replicas
 	cfg.Logger = d.logger
 	b, err := bus.Open(ctx, cfg)
 	if err != nil {
@@ -199,9 +285,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		defer done()
 		return rt.Close(stop)
 	})
-	if d.env.NATSURL == "" {
-		// With the embedded log this daemon is the only host of its
-		// agents: any still running in the journal died unwatched.
+	if !b.Clustered() && d.env.NATSURL == "" {
+		// With the embedded log on its own, this daemon is the only host
+		// of its agents: any still running in the journal died unwatched.
+		// A cluster node shares the log with daemons whose agents live on.
 		ids, err := rt.Recover(ctx)
 		for _, id := range ids {
 			d.logger.Warn("execution left running by a host that is gone: marked terminated", "execution", id, "reason", "system_restart")
