@@ -300,6 +300,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	acfg := api.DefaultConfig()
 	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = store, rt, terms, views
 	acfg.Token, acfg.Secret, acfg.Logger = token, []byte(secretHex), d.logger
+	acfg.RecordingDir = filepath.Join(d.env.DataDir, "terminal-recordings")
 	acfg.MCP = mcp.NewHandler(late, late, d.logger)
 	srv, err := api.New(acfg)
 	if err != nil {
