@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore/storebench"
 )
 
 // WriteText writes the report as an aligned table, one row per result,
@@ -38,7 +40,9 @@ func (r Report) WriteText(w io.Writer) error {
 			missing,
 		})
 	}
-	writeTable(&b, rows)
+	// The ratio column holds words ("2.12x raw/append") and reads best
+	// aligned left.
+	storebench.WriteTable(&b, rows, 6)
 
 	b.WriteString("\nwhat was timed:\n")
 	nameWidth := 0
@@ -55,34 +59,6 @@ func (r Report) WriteText(w io.Writer) error {
 // millis formats a latency in milliseconds.
 func millis(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-}
-
-// writeTable writes rows in columns two spaces apart: the first column (a
-// name) and the ratio column aligned left, the numbers aligned right.
-func writeTable(b *strings.Builder, rows [][]string) {
-	var widths []int
-	for _, row := range rows {
-		for i, cell := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	const ratioColumn = 6
-	for _, row := range rows {
-		for i, cell := range row {
-			switch i {
-			case 0:
-				fmt.Fprintf(b, "%-*s", widths[i], cell)
-			case ratioColumn:
-				fmt.Fprintf(b, "  %-*s", widths[i], cell)
-			default:
-				fmt.Fprintf(b, "  %*s", widths[i], cell)
-			}
-		}
-		b.WriteByte('\n')
-	}
 }
 
 // jsonReport is the JSON form of a Report. Durations are seconds.

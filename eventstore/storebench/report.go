@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,8 @@ func (r Report) WriteText(w io.Writer) error {
 			verdict,
 		})
 	}
-	writeTable(&b, rows)
+	// The verdict, a word, reads best aligned left.
+	WriteTable(&b, rows, len(rows[0])-1)
 
 	b.WriteString("\nraw baselines:\n")
 	nameWidth := 0
@@ -48,10 +50,10 @@ func (r Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// writeTable writes rows in columns two spaces apart: the first and last
-// columns (a name and a word) aligned left, the numbers between aligned
-// right.
-func writeTable(b *strings.Builder, rows [][]string) {
+// WriteTable writes rows in columns two spaces apart: the first column and
+// the columns listed in left aligned left, the others (numbers) aligned
+// right. Every benchmark report of the project prints its results with it.
+func WriteTable(b *strings.Builder, rows [][]string, left ...int) {
 	var widths []int
 	for _, row := range rows {
 		for i, cell := range row {
@@ -62,16 +64,18 @@ func writeTable(b *strings.Builder, rows [][]string) {
 		}
 	}
 	for _, row := range rows {
+		var line strings.Builder
 		for i, cell := range row {
 			switch {
 			case i == 0:
-				fmt.Fprintf(b, "%-*s", widths[i], cell)
-			case i == len(row)-1:
-				fmt.Fprintf(b, "  %s", cell)
+				fmt.Fprintf(&line, "%-*s", widths[i], cell)
+			case slices.Contains(left, i):
+				fmt.Fprintf(&line, "  %-*s", widths[i], cell)
 			default:
-				fmt.Fprintf(b, "  %*s", widths[i], cell)
+				fmt.Fprintf(&line, "  %*s", widths[i], cell)
 			}
 		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
 		b.WriteByte('\n')
 	}
 }

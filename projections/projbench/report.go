@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore/storebench"
 )
 
 // value formats the check's value in its unit.
@@ -54,7 +56,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		rows = append(rows, []string{res.Name, strconv.Itoa(res.Records), perSec, p50, p99})
 	}
-	writeTable(&b, rows, false)
+	storebench.WriteTable(&b, rows)
 
 	b.WriteString("\ntargets:\n")
 	rows = nil
@@ -63,7 +65,7 @@ func (r Report) WriteText(w io.Writer) error {
 			rows = append(rows, []string{"  " + res.Name, c.Metric, c.value(), c.target(), c.Verdict()})
 		}
 	}
-	writeTable(&b, rows, true)
+	storebench.WriteTable(&b, rows, allColumns(rows)...)
 
 	b.WriteString("\nmethods:\n")
 	nameWidth := 0
@@ -88,35 +90,6 @@ func duration(d time.Duration) string {
 		return d.Round(10 * time.Nanosecond).String()
 	}
 	return d.String()
-}
-
-// writeTable writes rows in columns two spaces apart: the first column
-// aligned left, the others right, or all left when left is set.
-func writeTable(b *strings.Builder, rows [][]string, left bool) {
-	var widths []int
-	for _, row := range rows {
-		for i, cell := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	for _, row := range rows {
-		var line strings.Builder
-		for i, cell := range row {
-			switch {
-			case i == 0:
-				fmt.Fprintf(&line, "%-*s", widths[i], cell)
-			case left:
-				fmt.Fprintf(&line, "  %-*s", widths[i], cell)
-			default:
-				fmt.Fprintf(&line, "  %*s", widths[i], cell)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteByte('\n')
-	}
 }
 
 // jsonReport is the JSON form of a Report. Durations are seconds.
@@ -204,4 +177,16 @@ func (r Report) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// allColumns lists every column of rows, to align a table of words left.
+func allColumns(rows [][]string) []int {
+	if len(rows) == 0 {
+		return nil
+	}
+	cols := make([]int, len(rows[0]))
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols
 }
