@@ -261,12 +261,11 @@ func (a *applier) record(e eventstore.Entry) error {
 		bk.FillPercent = 1.0
 		p.items = bk
 	}
-	for i, it := range items {
-		v, err := json.Marshal(it)
-		if err != nil {
-			return fmt.Errorf("encode timeline item %s: %w", it.ID, err)
-		}
-		if err := p.items.Put(itemKey(it.Sequence, i), v); err != nil {
+	for i := range items {
+		// bbolt keeps the value until the commit, so each needs its own
+		// bytes.
+		v := encodeItem(make([]byte, 0, itemSizeHint), &items[i])
+		if err := p.items.Put(itemKey(items[i].Sequence, i), v); err != nil {
 			return err
 		}
 	}
@@ -276,6 +275,10 @@ func (a *applier) record(e eventstore.Entry) error {
 // itemKey is the timeline key of the i-th item a record produced: its
 // sequence, with the index appended for any item after the first
 // (execution.State.Apply gives at most one today).
+// itemSizeHint is the capacity an item's encoding starts with: most items
+// fit.
+const itemSizeHint = 128
+
 func itemKey(seq uint64, i int) []byte {
 	if i == 0 {
 		return u64(seq)

@@ -20,16 +20,22 @@ import (
 )
 
 const (
-	// DefaultBatchSize is the number of log entries applied per transaction.
-	DefaultBatchSize = 1000
+	// DefaultBatchSize is the most log entries applied per transaction.
+	// A follower that has caught up applies what arrives at once, in
+	// smaller batches; a large batch pays off when catching up, where each
+	// transaction rewrites the pages of every execution it touches and
+	// syncs once: 5000 caught up with a million records 1.4 times as fast
+	// as 1000, for about 20 MiB more memory (projbench).
+	DefaultBatchSize = 5000
 	// DefaultLockTimeout is how long Open waits for the file lock.
 	DefaultLockTimeout = time.Second
 
 	// formatVersion is written into meta; a file of another version is
 	// rebuilt, never read. Bump it whenever the layout in doc.go changes.
 	// Version 2 moved the processed ids and decisions out of the state
-	// into their own bucket.
-	formatVersion = 2
+	// into their own bucket; version 3 stores timeline items and decisions
+	// in the binary form of codec.go instead of JSON.
+	formatVersion = 3
 
 	// fullCheckMax is the largest file whose every key Open walks. Larger
 	// files get the structural check only (buckets, meta, first and last
@@ -427,7 +433,7 @@ func checkData(tx *bolt.Tx, path string) error {
 			return corrupt(path, fmt.Sprintf("timeline of unknown execution %q", id), nil)
 		}
 		return tx.Bucket(bucketTimeline).Bucket(id).ForEach(func(k, v []byte) error {
-			if len(k) < 8 || len(v) == 0 || v[0] != '{' {
+			if len(k) < 8 || len(v) == 0 || v[0] != itemFormat {
 				return corrupt(path, fmt.Sprintf("timeline of %q has a bad item at key %x", id, k), nil)
 			}
 			return nil

@@ -12,18 +12,18 @@
 // header yet, another journal's record, out of order) is logged and skipped,
 // so one bad record never stops the projector.
 //
-// File layout (format version 2), every uint64 big-endian so cursor order is
+// File layout (format version 3), every uint64 big-endian so cursor order is
 // numeric order:
 //
-//	meta          "format" -> 2, "checkpoint" -> last applied offset
+//	meta          "format" -> 3, "checkpoint" -> last applied offset
 //	executions    execution id -> State JSON (without the timeline and
 //	              without the processed ids and decisions)
 //	summaries     execution id -> Summary JSON plus the journal id
-//	timeline      execution id -> nested bucket: sequence -> TimelineItem JSON
+//	timeline      execution id -> nested bucket: sequence -> TimelineItem (codec.go)
 //	processed     execution id -> nested bucket:
 //	                message id \x00 m     -> sequence
 //	                observation id \x00 o -> sequence
-//	                decided id \x00 d     -> DecisionRef JSON
+//	                decided id \x00 d     -> DecisionRef (codec.go)
 //	by-owner      ownerEntity \x00 escaped ownerId \x00 execution id -> ""
 //	by-lifecycle  lifecycle \x00 execution id -> ""
 //	by-attention  attention \x00 execution id -> ""

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -19,7 +18,7 @@ import (
 //
 //	message id      \x00 m  -> sequence (uint64)
 //	observation id  \x00 o  -> sequence (uint64)
-//	decided id      \x00 d  -> DecisionRef JSON
+//	decided id      \x00 d  -> DecisionRef (codec.go)
 //
 // The id comes first so that an observation and the decision on it, which
 // usually follow each other in a batch, land on the same page: with the
@@ -137,8 +136,8 @@ func (a *applier) setProcessed(s *execution.State, kind byte, id string, v []byt
 		}
 		m[id] = binary.BigEndian.Uint64(v)
 	case processedDecision:
-		var d execution.DecisionRef
-		if err := json.Unmarshal(v, &d); err != nil {
+		d, err := decodeDecision(v)
+		if err != nil {
 			return bad(err)
 		}
 		s.Decisions[id] = d
@@ -175,11 +174,7 @@ func (a *applier) storeProcessed(p *pending, s *execution.State) error {
 		}
 	}
 	for id, d := range s.Decisions {
-		v, err := json.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("encode decision on %s: %w", id, err)
-		}
-		if err := put(processedDecision, id, v); err != nil {
+		if err := put(processedDecision, id, encodeDecision(nil, d)); err != nil {
 			return err
 		}
 	}
@@ -205,8 +200,8 @@ func loadProcessed(tx *bolt.Tx, path string, s *execution.State) error {
 		case processedObservation:
 			s.ProcessedObservations[id] = binary.BigEndian.Uint64(v)
 		default:
-			var d execution.DecisionRef
-			if err := json.Unmarshal(v, &d); err != nil {
+			d, err := decodeDecision(v)
+			if err != nil {
 				return corrupt(path, fmt.Sprintf("decision on %q of %q does not decode", id, s.ID), err)
 			}
 			s.Decisions[id] = d
@@ -224,7 +219,7 @@ func validProcessed(k, v []byte) bool {
 	case processedMessage, processedObservation:
 		return len(v) == 8
 	case processedDecision:
-		return len(v) > 0 && v[0] == '{'
+		return len(v) > 0 && v[0] == decisionFormat
 	}
 	return false
 }

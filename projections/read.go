@@ -228,8 +228,8 @@ func (db *DB) Timeline(id string, before uint64, limit int) (items []execution.T
 				next = items[len(items)-1].Sequence
 				break
 			}
-			var it execution.TimelineItem
-			if err := json.Unmarshal(v, &it); err != nil {
+			it, err := decodeItem(seq, v)
+			if err != nil {
 				return corrupt(db.cfg.Path, fmt.Sprintf("timeline item %x of %q does not decode", k, id), err)
 			}
 			items = append(items, it)
