@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"runtime"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -13,6 +15,14 @@ import (
 // stops. A batch holds at most maxBatch entries and ends early when the
 // reader has caught up with the log, so a follower applies what exists at
 // once instead of waiting for a full batch. The slice is the caller's.
+//
+// A record that does not decode is yielded as an error naming its offset,
+// after the batch of the records before it; following goes on after it.
+//
+// Decoding is most of what reading costs, so messages are decoded in
+// chunks on every core while the next ones arrive, as scan does: a
+// projection catching up with a long log spends its time applying records,
+// not waiting for them.
 func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]Entry, error] {
 	return func(yield func([]Entry, error) bool) {
 		if s.closed.Load() {
@@ -39,38 +49,115 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 			yield(nil, fmt.Errorf("follow log from %d: %w", fromOffset, err))
 			return
 		}
-		defer msgs.Stop()
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			msgs.Stop()
+			wg.Wait()
+		}()
 		stop := context.AfterFunc(ctx, msgs.Stop)
 		defer stop()
+
+		workers := max(1, runtime.GOMAXPROCS(0))
+		jobs := make(chan *scanBatch, workers)
+		ordered := make(chan *scanBatch, 2*workers)
+		for range workers {
+			wg.Go(func() {
+				for b := range jobs {
+					b.decode()
+				}
+			})
+		}
+		wg.Go(func() { fetchFollow(ctx, msgs, maxBatch, jobs, ordered) })
+
 		batch := make([]Entry, 0, maxBatch)
-		for {
-			m, err := msgs.Next()
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				yield(nil, fmt.Errorf("follow log: %w", err))
+		for b := range ordered {
+			select {
+			case <-b.done:
+			case <-ctx.Done():
 				return
 			}
-			meta, err := m.Metadata()
-			if err != nil {
-				yield(nil, fmt.Errorf("follow log: %w", err))
-				return
-			}
-			r, err := Decode(m.Data())
-			if err != nil {
-				if !yield(nil, fmt.Errorf("record at offset %d: %w", meta.Sequence.Stream, err)) {
-					return
+			for i, off := range b.offsets {
+				if b.errs[i] != nil {
+					// The records before it come first, in log order.
+					if len(batch) > 0 {
+						if !yield(batch, nil) {
+							return
+						}
+						batch = make([]Entry, 0, maxBatch)
+					}
+					if !yield(nil, b.errs[i]) {
+						return
+					}
+					continue
 				}
-				continue
+				batch = append(batch, Entry{Offset: off, Record: b.records[i]})
 			}
-			batch = append(batch, Entry{Offset: meta.Sequence.Stream, Record: r})
-			if len(batch) >= maxBatch || meta.NumPending == 0 {
+			if b.flush && len(batch) > 0 {
 				if !yield(batch, nil) {
 					return
 				}
 				batch = make([]Entry, 0, maxBatch)
 			}
+			if b.err != nil {
+				if len(batch) > 0 && !yield(batch, nil) {
+					return
+				}
+				if ctx.Err() == nil {
+					yield(nil, b.err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// fetchFollow reads msgs in chunks of at most scanBatchSize, each sent to
+// ordered (in log order) and to jobs (to be decoded), until reading fails
+// or ctx ends. A chunk is flagged flush when it completes a batch of
+// maxBatch messages or the reader has caught up with the log, so a caught-up
+// follower gets each record as soon as it arrives.
+func fetchFollow(ctx context.Context, msgs jetstream.MessagesContext, maxBatch int, jobs, ordered chan<- *scanBatch) {
+	defer close(ordered)
+	defer close(jobs)
+	inBatch := 0
+	for done := false; !done; {
+		b := &scanBatch{done: make(chan struct{})}
+		for len(b.offsets) < scanBatchSize {
+			m, err := msgs.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					err = ctx.Err()
+				}
+				b.err = fmt.Errorf("follow log: %w", err)
+				done = true
+				break
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				b.err = fmt.Errorf("follow log: %w", err)
+				done = true
+				break
+			}
+			b.offsets = append(b.offsets, meta.Sequence.Stream)
+			b.data = append(b.data, m.Data())
+			inBatch++
+			if inBatch >= maxBatch || meta.NumPending == 0 {
+				b.flush = true
+				inBatch = 0
+				break
+			}
+		}
+		select {
+		case ordered <- b:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case jobs <- b:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -2,7 +2,10 @@ package eventstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +59,53 @@ func TestFollowSeesLaterAppends(t *testing.T) {
 		if off != uint64(5+i) {
 			t.Fatalf("entry %d at offset %d, want %d", i, off, 5+i)
 		}
+	}
+}
+
+// A record that does not decode is reported with its offset after the
+// records before it, and following goes on with the ones after it.
+func TestFollowReportsUndecodableRecordInOrder(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow-bad")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Written past the store, as a foreign writer could.
+	if _, err := b.JetStream().Publish(ctx, "journal.bad.subject", []byte(`{"type":"message.accepted","bogus":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 6; i++ {
+		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	var bad error
+	for batch, err := range s.Follow(ctx, 1, 100) {
+		if err != nil {
+			got = append(got, "error")
+			bad = err
+			continue
+		}
+		for _, e := range batch {
+			got = append(got, fmt.Sprint(e.Offset))
+		}
+		if batch[len(batch)-1].Offset == 8 {
+			break
+		}
+	}
+	if want := []string{"1", "2", "3", "4", "error", "6", "7", "8"}; !slices.Equal(got, want) {
+		t.Fatalf("followed %q, want %q", got, want)
+	}
+	if !errors.Is(bad, eventstore.ErrInvalidRecord) || !strings.Contains(bad.Error(), "record at offset 5") {
+		t.Errorf("error %q: want ErrInvalidRecord naming offset 5", bad)
 	}
 }

@@ -506,7 +506,9 @@ type scanBatch struct {
 	records []Record
 	errs    []error
 	err     error // the read ended after this batch
-	done    chan struct{}
+	// flush ends a batch of Follow: it filled one, or caught up.
+	flush bool
+	done  chan struct{}
 }
 
 func (b *scanBatch) decode() {
