@@ -149,3 +149,14 @@ func strs[T ~string](vs []T) []string {
 	}
 	return out
 }
+
+// OffsetError is a log record that could not be decoded, with its offset,
+// so a reader of the log can report it and go on after it.
+type OffsetError struct {
+	Offset uint64
+	Err    error
+}
+
+func (e *OffsetError) Error() string { return fmt.Sprintf("record at offset %d: %v", e.Offset, e.Err) }
+
+func (e *OffsetError) Unwrap() error { return e.Err }

@@ -16,8 +16,8 @@ import (
 // reader has caught up with the log, so a follower applies what exists at
 // once instead of waiting for a full batch. The slice is the caller's.
 //
-// A record that does not decode is yielded as an error naming its offset,
-// after the batch of the records before it; following goes on after it.
+// A record that does not decode is yielded as an *OffsetError, after the
+// batch of the records before it; following goes on after it.
 //
 // Decoding is most of what reading costs, so messages are decoded in
 // chunks on every core while the next ones arrive, as scan does: a

@@ -105,7 +105,8 @@ func TestFollowReportsUndecodableRecordInOrder(t *testing.T) {
 	if want := []string{"1", "2", "3", "4", "error", "6", "7", "8"}; !slices.Equal(got, want) {
 		t.Fatalf("followed %q, want %q", got, want)
 	}
-	if !errors.Is(bad, eventstore.ErrInvalidRecord) || !strings.Contains(bad.Error(), "record at offset 5") {
-		t.Errorf("error %q: want ErrInvalidRecord naming offset 5", bad)
+	var oe *eventstore.OffsetError
+	if !errors.Is(bad, eventstore.ErrInvalidRecord) || !errors.As(bad, &oe) || oe.Offset != 5 || !strings.Contains(bad.Error(), "record at offset 5") {
+		t.Errorf("error %q: want an OffsetError at 5 matching ErrInvalidRecord", bad)
 	}
 }

@@ -517,7 +517,7 @@ func (b *scanBatch) decode() {
 	for i, d := range b.data {
 		r, err := Decode(d)
 		if err != nil {
-			err = fmt.Errorf("record at offset %d: %w", b.offsets[i], err)
+			err = &OffsetError{Offset: b.offsets[i], Err: err}
 		}
 		b.records[i], b.errs[i] = r, err
 	}

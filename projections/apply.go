@@ -144,6 +144,40 @@ func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
 	return cp, nil
 }
 
+// skip moves the checkpoint past the record at offset, which the log
+// holds but no reader can decode, and returns the checkpoint. An offset at
+// or below the checkpoint is a no-op; one beyond checkpoint+1 matches ErrGap.
+func (db *DB) skip(offset uint64) (uint64, error) {
+	db.writing.Lock()
+	defer db.writing.Unlock()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return 0, fmt.Errorf("skip offset %d in %s: %w", offset, db.cfg.Path, ErrClosed)
+	}
+	var cp uint64
+	err := guard(db.cfg.Path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			switch cp = checkpoint(tx); {
+			case offset <= cp:
+				return errNoChange
+			case offset != cp+1:
+				return fmt.Errorf("%w: skipped offset %d follows checkpoint %d", ErrGap, offset, cp)
+			}
+			cp = offset
+			return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
+		})
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return cp, nil
+	case err != nil:
+		return 0, fmt.Errorf("skip offset %d in %s: %w", offset, db.cfg.Path, err)
+	}
+	db.notify()
+	return cp, nil
+}
+
 // applier folds one batch inside its transaction.
 type applier struct {
 	db        *DB

@@ -77,14 +77,26 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 	batches := make(chan fetched, readAhead)
 	wg.Go(func() { read(ctx, src, cp+1, db.cfg.BatchSize, batches) })
 	for f := range batches {
-		if f.err != nil {
+		var bad *eventstore.OffsetError
+		switch {
+		case errors.As(f.err, &bad):
+			// A record no reader can decode (written past the store, or
+			// by a newer version) must not freeze the read models: it
+			// is logged and passed over, as the policy does. Replaying
+			// its journal reports it too.
+			db.log.Warn("skip undecodable record", logKeyOffset, bad.Offset, logKeyErr, bad.Err)
+			if cp, err = db.skip(bad.Offset); err != nil {
+				return err
+			}
+		case f.err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, f.err)
-		}
-		if cp, err = db.apply(f.batch); err != nil {
-			return err
+		default:
+			if cp, err = db.apply(f.batch); err != nil {
+				return err
+			}
 		}
 		if target == 0 {
 			continue
@@ -114,7 +126,8 @@ type fetched struct {
 }
 
 // read sends src's batches from offset from to out until the source stops,
-// fails or ctx ends, and closes out.
+// fails or ctx ends, and closes out. An undecodable record does not stop
+// it.
 func read(ctx context.Context, src Source, from uint64, maxBatch int, out chan<- fetched) {
 	defer close(out)
 	for batch, err := range src.Follow(ctx, from, maxBatch) {
@@ -123,7 +136,8 @@ func read(ctx context.Context, src Source, from uint64, maxBatch int, out chan<-
 		case <-ctx.Done():
 			return
 		}
-		if err != nil {
+		var bad *eventstore.OffsetError
+		if err != nil && !errors.As(err, &bad) {
 			return
 		}
 	}

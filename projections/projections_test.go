@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -552,4 +553,37 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 	if !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %q does not name %s", err, path)
 	}
+}
+
+// A record in the log that no reader can decode, written past the store, is
+// logged and passed over: the projector neither stops nor falls behind.
+func TestCatchUpPassesOverUndecodableRecord(t *testing.T) {
+	b, s := startLog(t)
+	rs := refs(2)
+	writeJournals(t, s, rs, 0, 10)
+	ack, err := b.JetStream().Publish(context.Background(), "journal.foreign.writer", []byte(`{"type":"message.accepted","bogus":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJournals(t, s, rs, 10, 10)
+	var logs syncBuffer
+	db := openDB(t, projections.Config{Path: dbPath(t, "p.db"), BatchSize: 7,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	catchUp(t, db, s)
+	if cp, last := checkpointOf(t, db), lastOffset(t, s); cp != last {
+		t.Fatalf("checkpoint %d after catching up, want %d", cp, last)
+	}
+	if want := fmt.Sprintf("msg=\"skip undecodable record\" offset=%d", ack.Sequence); !strings.Contains(logs.String(), want) {
+		t.Errorf("log does not say %s:\n%s", want, logs.String())
+	}
+	checkAgainstReplay(t, db, s, rs, 10)
+}
+
+func checkpointOf(t testing.TB, db *projections.DB) uint64 {
+	t.Helper()
+	cp, err := db.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
