@@ -245,16 +245,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	// Registered after views.Close so that they stop first.
 	d.onClose(func() error { cancel(); wg.Wait(); return nil })
 	wg.Go(func() {
-		if err := views.Project(work, store); err != nil {
-			d.logger.Error("projector stopped", "err", err)
-		}
+		keepRunning(work, d.logger, "projector", func(ctx context.Context) error { return views.Project(ctx, store) })
 	})
 	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger})
-	wg.Go(func() {
-		if err := pol.Run(work); err != nil {
-			d.logger.Error("policy subscriber stopped", "err", err)
-		}
-	})
+	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
 
 	token, err := api.LoadOrCreateToken(tokenFile)
 	if err != nil {
@@ -383,4 +377,41 @@ func (l *lateServer) RecordObservation(ctx context.Context, id string, o *events
 		return mcp.Decision{}, errors.New("the daemon is starting")
 	}
 	return s.RecordObservation(ctx, id, o)
+}
+
+// Restart delays of keepRunning: doubling from the first to the last, and
+// back to the first once a run has lasted restartReset.
+const (
+	restartFirst = 500 * time.Millisecond
+	restartLast  = 30 * time.Second
+	restartReset = time.Minute
+)
+
+// keepRunning runs part until ctx ends, starting it again after each error:
+// a projector or policy subscriber that stopped on a failure of the log (a
+// leader change, a full disk, a lost connection) would otherwise leave the
+// daemon serving stale read models, or deciding nothing, until restarted.
+// Both resume from where they stopped.
+func keepRunning(ctx context.Context, log *slog.Logger, name string, part func(context.Context) error) {
+	delay := restartFirst
+	for {
+		began := time.Now()
+		err := part(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) >= restartReset {
+			delay = restartFirst
+		}
+		if err == nil {
+			err = errors.New("stopped without an error")
+		}
+		log.Error(name+" stopped; starting it again", "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, restartLast)
+	}
 }
