@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +39,7 @@ func TestHostChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	rt := execution.NewRuntime(execution.Config{Store: s})
+	rt := execution.NewRuntime(execution.Config{Store: s, HostDir: filepath.Join(dir, "hosted")})
 	ref, err := rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "host",
 		Agent: "generic", Command: []string{agent, "sleep:60s"}})
 	if err != nil {
@@ -51,7 +52,8 @@ func TestHostChild(t *testing.T) {
 
 // The host process is killed with SIGKILL while its agent runs: nothing
 // watched the agent end, and the next start marks it terminated
-// (system_restart) instead of leaving it running forever.
+// (system_restart) instead of leaving it running forever. Another host's
+// agent on the same log is left alone.
 func TestRecoverAfterHostKilled(t *testing.T) {
 	dir := t.TempDir()
 	agent := fixtures.AgentBinary(t)
@@ -90,14 +92,42 @@ func TestRecoverAfterHostKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := execution.NewRuntime(execution.Config{Store: s})
-	recovered, err := rt.Recover(context.Background())
+	// Another host on the same log, sharing the hosted directory, runs an
+	// agent of its own: as far as the restarted host can tell from the
+	// log, that one is not live either.
+	other := execution.NewRuntime(execution.Config{Store: s, HostDir: filepath.Join(dir, "hosted")})
+	t.Cleanup(func() { other.Close(context.Background()) })
+	otherRef, err := other.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "other",
+		Agent: "generic", Command: []string{agent, "sleep:60s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rt := execution.NewRuntime(execution.Config{Store: s, HostDir: filepath.Join(dir, "hosted")})
+	recovered, err := rt.Recover(context.Background(), execution.RecoverHosted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(recovered) != fmt.Sprint([]string{id}) {
 		t.Fatalf("recovered %v, want [%s]", recovered, id)
 	}
+	if st := replayJournal(t, s, id); st.Lifecycle != eventstore.LifecycleTerminated || st.LifecycleReason != "system_restart" {
+		t.Fatalf("after restart: %s (%s), want terminated (system_restart)", st.Lifecycle, st.LifecycleReason)
+	}
+	if st := replayJournal(t, s, otherRef.AgentExecutionID); st.Lifecycle != eventstore.LifecycleRunning {
+		t.Fatalf("the other host's execution is %s (%s), want it left running", st.Lifecycle, st.LifecycleReason)
+	}
+	if again, err := rt.Recover(context.Background(), execution.RecoverHosted); err != nil || len(again) != 0 {
+		t.Fatalf("second recovery: %v, %v; want nothing", again, err)
+	}
+	// The dead host's directory is gone; the live one's stays.
+	if dirs, _ := filepath.Glob(filepath.Join(dir, "hosted", "host-*")); len(dirs) != 1 {
+		t.Errorf("host directories %q after recovery, want only the live host's", dirs)
+	}
+}
+
+func replayJournal(t *testing.T, s *eventstore.JetStreamStore, id string) *execution.State {
+	t.Helper()
 	ref, err := s.Lookup(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +143,5 @@ func TestRecoverAfterHostKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Lifecycle != eventstore.LifecycleTerminated || st.LifecycleReason != "system_restart" {
-		t.Fatalf("after restart: %s (%s), want terminated (system_restart)", st.Lifecycle, st.LifecycleReason)
-	}
+	return st
 }

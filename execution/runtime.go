@@ -67,6 +67,12 @@ type Config struct {
 	// LaunchEnv, when set, adds environment variables for one launch, e.g.
 	// the MCP address and a token scoped to that execution.
 	LaunchEnv func(ref eventstore.Reference) []string
+	// HostDir, when set, holds a file for every execution this runtime
+	// launched and has not seen end, so that Recover(RecoverHosted) after a
+	// crash of the host finds exactly its own orphans, also on a log that
+	// other hosts share. A directory of the host's data dir, created when
+	// missing.
+	HostDir string
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -95,6 +101,11 @@ type Runtime struct {
 	mu   sync.Mutex
 	live map[string]*process
 	wg   sync.WaitGroup
+
+	// host is this runtime's directory in cfg.HostDir, once a launch
+	// created it (hosted.go).
+	hostMu sync.Mutex
+	host   *host
 }
 
 // NewRuntime returns a runtime over a store.
@@ -233,14 +244,19 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		env = append(env, rt.cfg.LaunchEnv(ref)...)
 	}
 	p := &process{ref: ref, adapter: adapter, descriptor: desc, nonce: nonce, done: make(chan struct{})}
-	var startErr error
-	if interactive {
+	startErr := rt.markHosted(ref)
+	switch {
+	case startErr != nil:
+		startErr = fmt.Errorf("record it as hosted in %s: %w", rt.cfg.HostDir, startErr)
+	case interactive:
 		startErr = rt.startTerminal(ctx, p, program, args, env, dir)
-	} else {
+	default:
 		startErr = rt.startPipes(p, program, args, env, dir)
 	}
 	if startErr != nil {
-		rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + startErr.Error()})
+		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + startErr.Error()}); err == nil {
+			rt.unmarkHosted(ref.AgentExecutionID)
+		}
 		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, startErr)
 	}
 	if req.Prompt != "" {
@@ -480,7 +496,10 @@ func (rt *Runtime) exited(p *process, e exit) {
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
 	}
 	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
+		// The file stays: Recover ends the journal after a restart.
 		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
+	} else {
+		rt.unmarkHosted(p.ref.AgentExecutionID)
 	}
 	close(p.done)
 	rt.mu.Lock()
@@ -556,39 +575,8 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		}
 	}
 	rt.wg.Wait()
+	errs = append(errs, rt.releaseHost())
 	return errors.Join(errs...)
-}
-
-// Recover marks every execution whose journal says it is still starting or
-// running, but which has no live process here, as terminated with reason
-// system_restart: its process died while nothing watched it.
-func (rt *Runtime) Recover(ctx context.Context) ([]string, error) {
-	refs, err := rt.cfg.Store.Journals(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recover: %w", err)
-	}
-	var recovered []string
-	for _, ref := range refs {
-		rt.mu.Lock()
-		_, live := rt.live[ref.AgentExecutionID]
-		rt.mu.Unlock()
-		if live {
-			continue
-		}
-		st, err := rt.replay(ctx, ref)
-		if err != nil {
-			return recovered, err
-		}
-		if st.Lifecycle.Final() {
-			continue
-		}
-		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleTerminated,
-			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "system_restart"}); err != nil {
-			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
-		}
-		recovered = append(recovered, ref.AgentExecutionID)
-	}
-	return recovered, nil
 }
 
 func (rt *Runtime) replay(ctx context.Context, ref eventstore.Reference) (*State, error) {

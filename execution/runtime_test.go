@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ type rig struct {
 	rt         *execution.Runtime
 	agent      string
 	recordings string
+	hosted     string
 }
 
 func newRig(t *testing.T, grace time.Duration) *rig {
@@ -35,12 +37,13 @@ func newRig(t *testing.T, grace time.Duration) *rig {
 	}
 	terms := terminal.NewRegistry(nil)
 	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
-	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings})
+	hosted := filepath.Join(t.TempDir(), "hosted")
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings, HostDir: hosted})
 	t.Cleanup(func() {
 		rt.Close(context.Background())
 		terms.Close()
 	})
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings}
+	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings, hosted: hosted}
 }
 
 func (r *rig) launch(t *testing.T, steps ...string) eventstore.Reference {
@@ -294,7 +297,7 @@ func TestRecoverTerminatesOrphans(t *testing.T) {
 	// A second runtime on the same store, as after a restart: the first
 	// one's process is not its own.
 	other := execution.NewRuntime(execution.Config{Store: r.store})
-	recovered, err := other.Recover(context.Background())
+	recovered, err := other.Recover(context.Background(), execution.RecoverAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +308,7 @@ func TestRecoverTerminatesOrphans(t *testing.T) {
 	if st.Lifecycle != eventstore.LifecycleTerminated || st.LifecycleReason != "system_restart" {
 		t.Fatalf("after recovery: %s (%s), want terminated (system_restart)", st.Lifecycle, st.LifecycleReason)
 	}
-	if again, _ := other.Recover(context.Background()); len(again) != 0 {
+	if again, _ := other.Recover(context.Background(), execution.RecoverAll); len(again) != 0 {
 		t.Fatalf("second recovery touched %v", again)
 	}
 }
@@ -407,5 +410,94 @@ func TestProviderCaptures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The hosted directory names an execution from just before its process
+// starts until its end is in the journal.
+func TestHostedFileLastsAsLongAsTheProcess(t *testing.T) {
+	r := newRig(t, time.Second)
+	hostedFiles := func() []string {
+		names, err := filepath.Glob(filepath.Join(r.hosted, "host-*", "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range names {
+			names[i] = filepath.Base(n)
+		}
+		return names
+	}
+	ref := r.launch(t, "sleep:60s")
+	if got, want := hostedFiles(), []string{ref.AgentExecutionID + ".json"}; !slices.Equal(got, want) {
+		t.Fatalf("hosted files %q while it runs, want %q", got, want)
+	}
+	hostDirs, _ := filepath.Glob(filepath.Join(r.hosted, "host-*"))
+	if len(hostDirs) != 1 {
+		t.Fatalf("host directories %q, want one", hostDirs)
+	}
+	data, err := os.ReadFile(filepath.Join(hostDirs[0], ref.AgentExecutionID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored eventstore.Reference
+	if err := json.Unmarshal(data, &stored); err != nil || stored.JournalID != ref.JournalID || stored.AgentExecutionID != ref.AgentExecutionID {
+		t.Fatalf("hosted file holds %s (%v), want the reference of %s", data, err, ref.AgentExecutionID)
+	}
+	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, ref)
+	if got := hostedFiles(); len(got) != 0 {
+		t.Fatalf("hosted files %q after the execution ended, want none", got)
+	}
+	// A launch whose process cannot start ends at once, and is forgotten.
+	_, err = r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
+		Agent: "generic", Command: []string{filepath.Join(t.TempDir(), "no-such-agent")}})
+	if err == nil {
+		t.Fatal("launching a missing program succeeded")
+	}
+	if got := hostedFiles(); len(got) != 0 {
+		t.Fatalf("hosted files %q after a failed start, want none", got)
+	}
+	// A runtime that closes with nothing left running leaves nothing.
+	if err := r.rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(r.hosted); len(left) != 0 {
+		t.Fatalf("%s holds %d entries after Close, want none", r.hosted, len(left))
+	}
+}
+
+// Runtimes sharing a HostDir (two run commands on one data dir and a shared
+// log) never recover each other's executions while they live.
+func TestRecoverHostedSparesLiveRuntimes(t *testing.T) {
+	r := newRig(t, time.Second)
+	ref := r.launch(t, "sleep:60s")
+	other := execution.NewRuntime(execution.Config{Store: r.store, HostDir: r.hosted})
+	t.Cleanup(func() { other.Close(context.Background()) })
+	otherRef, err := other.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-2",
+		Agent: "generic", Command: []string{r.agent, "sleep:60s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := execution.NewRuntime(execution.Config{Store: r.store, HostDir: r.hosted})
+	for _, rt := range []*execution.Runtime{third, other, r.rt} {
+		recovered, err := rt.Recover(context.Background(), execution.RecoverHosted)
+		if err != nil || len(recovered) != 0 {
+			t.Fatalf("Recover(RecoverHosted) with every runtime alive: %v, %v; want nothing", recovered, err)
+		}
+	}
+	for _, ref := range []eventstore.Reference{ref, otherRef} {
+		if st := r.replay(t, ref); st.Lifecycle != eventstore.LifecycleRunning {
+			t.Errorf("%s is %s (%s), want running", ref.AgentExecutionID, st.Lifecycle, st.LifecycleReason)
+		}
+	}
+}
+
+func TestRecoverHostedNeedsHostDir(t *testing.T) {
+	r := newRig(t, time.Second)
+	bare := execution.NewRuntime(execution.Config{Store: r.store})
+	if _, err := bare.Recover(context.Background(), execution.RecoverHosted); err == nil || !strings.Contains(err.Error(), "HostDir") {
+		t.Fatalf("Recover(RecoverHosted) without a HostDir: %v, want an error naming HostDir", err)
 	}
 }

@@ -61,8 +61,10 @@ for claude-code, the command line for codex and copilot.
 First, run marks every execution the journal still shows as starting or
 running as terminated (reason system_restart), and prints one line for each:
 the agentjournal that ran it was killed, and the data directory lock says no
-other one is running it now. With --nats-url this is skipped, since another
-agentjournal on that server may be running them.
+other one is running it now. With --nats-url only the executions that an
+agentjournal using this data directory launched and did not see end (its
+hosted/ directory) are considered, since other agentjournals on that server
+may be running theirs.
 
 Ctrl-C (or SIGTERM) stops the agent: SIGTERM to its process group, then
 SIGKILL after --grace. The journal records cancelled, or terminated when the
@@ -152,21 +154,25 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	terms := terminal.NewRegistry(logger)
 	defer func() { err = errors.Join(err, terms.Close()) }()
 	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
-		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings")})
+		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir()})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 		defer cancel()
 		err = errors.Join(err, rt.Close(closeCtx))
 	}()
 
-	if c.env.NATSURL == "" {
-		ids, err := rt.Recover(ctx)
-		for _, id := range ids {
-			fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
-		}
-		if err != nil {
-			return err
-		}
+	// On a shared log only the executions this data dir hosted are
+	// considered: others may belong to daemons that are alive.
+	scope := execution.RecoverAll
+	if c.env.NATSURL != "" {
+		scope = execution.RecoverHosted
+	}
+	ids, err := rt.Recover(ctx, scope)
+	for _, id := range ids {
+		fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
+	}
+	if err != nil {
+		return err
 	}
 
 	ref, err := rt.Launch(ctx, req)

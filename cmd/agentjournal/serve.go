@@ -270,6 +270,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	late := &lateServer{}
 	rt := execution.NewRuntime(execution.Config{Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
+		HostDir:      d.env.hostedDir(),
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_URL=" + url, "AGENTJOURNAL_MCP_URL=" + url + "/mcp",
 				"AGENTJOURNAL_TOKEN=" + late.ScopedToken(ref.AgentExecutionID)}
@@ -279,17 +280,20 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		defer done()
 		return rt.Close(stop)
 	})
+	// With the embedded log on its own, this daemon is the only host of
+	// its agents: any still running in the journal died unwatched. On a
+	// shared log or a cluster, other daemons' agents live on, so only the
+	// ones this daemon launched (its hosted directory) are considered.
+	scope := execution.RecoverHosted
 	if !b.Clustered() && d.env.NATSURL == "" {
-		// With the embedded log on its own, this daemon is the only host
-		// of its agents: any still running in the journal died unwatched.
-		// A cluster node shares the log with daemons whose agents live on.
-		ids, err := rt.Recover(ctx)
-		for _, id := range ids {
-			d.logger.Warn("execution left running by a host that is gone: marked terminated", "execution", id, "reason", "system_restart")
-		}
-		if err != nil {
-			return err
-		}
+		scope = execution.RecoverAll
+	}
+	ids, err := rt.Recover(ctx, scope)
+	for _, id := range ids {
+		d.logger.Warn("execution left running by a host that is gone: marked terminated", "execution", id, "reason", "system_restart")
+	}
+	if err != nil {
+		return err
 	}
 	acfg := api.DefaultConfig()
 	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = store, rt, terms, views

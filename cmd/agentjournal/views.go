@@ -22,6 +22,12 @@ func (e *Env) projectionPath() string {
 	return filepath.Join(e.DataDir, "projections", "agentjournal.db")
 }
 
+// hostedDir is where the runtime keeps the executions this data directory
+// hosts, so that a restart after a crash recovers exactly those.
+func (e *Env) hostedDir() string {
+	return filepath.Join(e.DataDir, "hosted")
+}
+
 // withProjection opens the store and the projection file, brings the
 // projection up to the end of the log, and runs fn. A damaged projection
 // file is moved aside and rebuilt from the log, and the user is told.
