@@ -29,6 +29,10 @@ type JetStreamConfig struct {
 	// MaxAttempts bounds the retries of one append that keeps losing the
 	// race for the next sequence; 50 when 0.
 	MaxAttempts int
+	// UnavailableWait is how long an append waits for a log that does not
+	// answer (a cluster electing a leader, a server restarting, a lost
+	// connection) before it fails; DefaultUnavailableWait when 0.
+	UnavailableWait time.Duration
 	// Now is the clock for occurredAt; time.Now when nil.
 	Now func() time.Time
 }
@@ -72,6 +76,9 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, cfg JetStreamCon
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 50
+	}
+	if cfg.UnavailableWait == 0 {
+		cfg.UnavailableWait = DefaultUnavailableWait
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -164,20 +171,31 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 	// ack): the record may be stored at an offset after it.
 	var uncertainSince uint64
 	var recordID string
-	for attempt := 1; ; attempt++ {
+	var down outage
+	// attempt counts the races lost (or acks lost); waiting out an outage
+	// spends none.
+	for attempt := 1; ; {
 		if !j.known {
 			seq, off, _, err := s.head(ctx, subj)
 			if err != nil {
-				return Entry{}, fmt.Errorf("append to %s: read head: %w", ref, err)
+				if werr := s.waitUnavailable(ctx, &down, err); werr != nil {
+					return Entry{}, fmt.Errorf("append to %s: read head: %w", ref, werr)
+				}
+				continue
 			}
 			j.lastSeq, j.lastOffset, j.known = seq, off, true
 		}
 		if uncertainSince > 0 {
 			// An earlier attempt's outcome is unknown: the record may
 			// already be in the journal.
-			if e, ok, err := s.findRecord(ctx, subj, uncertainSince, recordID); err != nil {
-				return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
-			} else if ok {
+			e, ok, err := s.findRecord(ctx, subj, uncertainSince, recordID)
+			switch {
+			case err != nil:
+				if werr := s.waitUnavailable(ctx, &down, err); werr != nil {
+					return Entry{}, fmt.Errorf("append to %s: %w", ref, werr)
+				}
+				continue
+			case ok:
 				return e, nil
 			}
 		}
@@ -217,6 +235,14 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 			if uncertainSince == 0 {
 				uncertainSince = j.lastOffset + 1
 			}
+			if unavailable(ctx, err) {
+				// Not a lost race: wait for the log instead of spending
+				// the attempts.
+				if werr := s.waitUnavailable(ctx, &down, err); werr != nil {
+					return Entry{}, fmt.Errorf("append to %s: %w", ref, werr)
+				}
+				continue
+			}
 		default:
 			return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
 		}
@@ -226,6 +252,7 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 		if err := backoff(ctx, attempt); err != nil {
 			return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
 		}
+		attempt++
 	}
 }
 
@@ -247,6 +274,60 @@ func wrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) &&
 		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// DefaultUnavailableWait is how long an append waits for a log that does
+// not answer: longer than a cluster takes to elect a new leader, and than a
+// client takes to reconnect to a restarted server.
+const DefaultUnavailableWait = 15 * time.Second
+
+// unavailable reports an error of a log that exists but cannot answer for a
+// moment: no server responds on the subject, a request timed out (ctx
+// itself has not ended), the connection is being re-established, or the
+// server says it is temporarily unavailable (503). A closed connection is
+// not: it was closed on purpose, or gave up reconnecting.
+func unavailable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// outage is the span of one append during which the log did not answer.
+type outage struct {
+	since time.Time
+	delay time.Duration
+}
+
+// waitUnavailable returns err unless it says the log cannot answer for the
+// moment; then it waits (50 ms, doubling up to a second) and returns nil
+// for the caller to try again, until the outage has lasted UnavailableWait.
+func (s *JetStreamStore) waitUnavailable(ctx context.Context, o *outage, err error) error {
+	if !unavailable(ctx, err) {
+		return err
+	}
+	now := time.Now()
+	if o.since.IsZero() {
+		o.since, o.delay = now, 50*time.Millisecond
+	}
+	if now.Sub(o.since) >= s.cfg.UnavailableWait {
+		return fmt.Errorf("the log has not answered for %s: %w", s.cfg.UnavailableWait.Round(time.Second), err)
+	}
+	t := time.NewTimer(o.delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	o.delay = min(2*o.delay, time.Second)
+	return nil
 }
 
 // lostAck reports a publish whose outcome is unknown: the server may have

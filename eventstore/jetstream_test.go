@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -251,5 +253,102 @@ func TestJetStreamRefusesReferenceTricks(t *testing.T) {
 	}
 	if notFound != nil && !errors.Is(notFound, eventstore.ErrJournalNotFound) {
 		t.Fatal(notFound)
+	}
+}
+
+// An append that meets a log which cannot answer for a while (here its
+// server restarts; in a cluster, a leader election) waits for it instead of
+// failing, and stores its record once. Requests time out after 200ms here,
+// so the outage outlasts many of them.
+func TestAppendWaitsOutAnUnavailableLog(t *testing.T) {
+	dir := t.TempDir()
+	listen := func(c *bus.Config) { c.Listen = "127.0.0.1:0" }
+	server, err := bus.Open(t.Context(), func() bus.Config { c := bus.DefaultConfig(); c.DataDir = dir; listen(&c); return c }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := server.ClientURL()
+	ccfg := bus.DefaultConfig()
+	ccfg.URL = url
+	client, err := bus.Open(t.Context(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	js, err := jetstream.New(client.Conn(), jetstream.WithDefaultTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := eventstore.OpenJetStream(t.Context(), js, eventstore.JetStreamConfig{Stream: client.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "outage")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, ref, storetest.Message("during-outage", "x"))
+		appended <- err
+	}()
+	// The append is under way against a server that is gone.
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-appended:
+		t.Fatalf("Append returned while the log was down: %v", err)
+	default:
+	}
+	cfg := bus.DefaultConfig()
+	cfg.DataDir, cfg.Listen = dir, strings.TrimPrefix(url, "nats://")
+	restarted, err := bus.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	if err := <-appended; err != nil {
+		t.Fatalf("Append across the restart: %v", err)
+	}
+	var ids []string
+	for e, err := range s.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.Record.RecordBase().RecordID)
+	}
+	if len(ids) != 2 {
+		t.Fatalf("journal holds %d records after the outage, want the header and the message once: %q", len(ids), ids)
+	}
+}
+
+// An outage longer than UnavailableWait fails the append with an error that
+// says so.
+func TestAppendGivesUpOnALogThatStaysDown(t *testing.T) {
+	server := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
+	ccfg := bus.DefaultConfig()
+	ccfg.URL = server.ClientURL()
+	client, err := bus.Open(t.Context(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, err := eventstore.OpenJetStream(t.Context(), client.JetStream(), eventstore.JetStreamConfig{Stream: client.StreamName(), UnavailableWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "down")
+	if _, err := s.EnsureJournal(t.Context(), ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(t.Context(), ref, storetest.Message("never", "x"))
+	if err == nil || !strings.Contains(err.Error(), "the log has not answered for 2s") {
+		t.Fatalf("Append to a log that stays down: %v, want an error saying it has not answered for 2s", err)
 	}
 }
