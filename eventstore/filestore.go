@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
 // File layout under FileConfig.Dir. The names are persisted: never rename one.
@@ -341,7 +343,7 @@ func (s *FileStore) recover() error {
 			return fmt.Errorf("sync %s: %w", s.index.Name(), err)
 		}
 	}
-	return syncDir(s.dir)
+	return durable.SyncDir(s.dir)
 }
 
 // scanLineEnds returns the end offset of every newline-terminated line of a
@@ -529,15 +531,6 @@ func truncateFile(path string, size int64) error {
 		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
 }
 
 func sameJournal(a, b Reference) bool {
@@ -745,7 +738,7 @@ func (s *FileStore) write(j *fileJournal, id string, data []byte) (uint64, error
 	if _, err = w.Write(line); err == nil && s.cfg.Sync {
 		err = w.Sync()
 		if err == nil && created {
-			err = syncDir(s.dir)
+			err = durable.SyncDir(s.dir)
 		}
 	}
 	if err == nil {

@@ -69,7 +69,19 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 				}
 			})
 		}
-		wg.Go(func() { fetchFollow(ctx, msgs, maxBatch, jobs, ordered) })
+		// A chunk that completes a batch of maxBatch messages, or finds the
+		// log caught up, ends the batch: a caught-up follower gets each
+		// record as soon as it arrives.
+		inBatch := 0
+		wg.Go(func() {
+			fetchChunks(ctx, msgs, "follow log", jobs, ordered, func(meta *jetstream.MsgMetadata) (bool, bool) {
+				if inBatch++; inBatch >= maxBatch || meta.NumPending == 0 {
+					inBatch = 0
+					return true, false
+				}
+				return false, false
+			})
+		})
 
 		batch := make([]Entry, 0, maxBatch)
 		for b := range ordered {
@@ -113,15 +125,15 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 	}
 }
 
-// fetchFollow reads msgs in chunks of at most scanBatchSize, each sent to
-// ordered (in log order) and to jobs (to be decoded), until reading fails
-// or ctx ends. A chunk is flagged flush when it completes a batch of
-// maxBatch messages or the reader has caught up with the log, so a caught-up
-// follower gets each record as soon as it arrives.
-func fetchFollow(ctx context.Context, msgs jetstream.MessagesContext, maxBatch int, jobs, ordered chan<- *scanBatch) {
+// fetchChunks reads msgs in chunks of at most scanBatchSize messages, each
+// sent to ordered (in log order) and to jobs (to be decoded), until reading
+// fails, ctx ends or mark says it is done; what names the reading in
+// errors. mark hears of every message: flush ends its chunk and flags it,
+// done ends the reading after it.
+func fetchChunks(ctx context.Context, msgs jetstream.MessagesContext, what string, jobs, ordered chan<- *scanBatch,
+	mark func(meta *jetstream.MsgMetadata) (flush, done bool)) {
 	defer close(ordered)
 	defer close(jobs)
-	inBatch := 0
 	for done := false; !done; {
 		b := &scanBatch{done: make(chan struct{})}
 		for len(b.offsets) < scanBatchSize {
@@ -130,22 +142,19 @@ func fetchFollow(ctx context.Context, msgs jetstream.MessagesContext, maxBatch i
 				if ctx.Err() != nil {
 					err = ctx.Err()
 				}
-				b.err = fmt.Errorf("follow log: %w", err)
+				b.err = fmt.Errorf("%s: %w", what, err)
 				done = true
 				break
 			}
 			meta, err := m.Metadata()
 			if err != nil {
-				b.err = fmt.Errorf("follow log: %w", err)
+				b.err = fmt.Errorf("%s: %w", what, err)
 				done = true
 				break
 			}
 			b.offsets = append(b.offsets, meta.Sequence.Stream)
 			b.data = append(b.data, m.Data())
-			inBatch++
-			if inBatch >= maxBatch || meta.NumPending == 0 {
-				b.flush = true
-				inBatch = 0
+			if b.flush, done = mark(meta); b.flush || done {
 				break
 			}
 		}

@@ -519,44 +519,9 @@ func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end
 		})
 	}
 	wg.Go(func() {
-		defer close(ordered)
-		defer close(jobs)
-		for done := false; !done; {
-			b := &scanBatch{done: make(chan struct{})}
-			for len(b.offsets) < scanBatchSize {
-				m, err := msgs.Next()
-				if err != nil {
-					if ctx.Err() != nil {
-						err = ctx.Err()
-					}
-					b.err = fmt.Errorf("read log: %w", err)
-					done = true
-					break
-				}
-				meta, err := m.Metadata()
-				if err != nil {
-					b.err = fmt.Errorf("read log: %w", err)
-					done = true
-					break
-				}
-				b.offsets = append(b.offsets, meta.Sequence.Stream)
-				b.data = append(b.data, m.Data())
-				if meta.Sequence.Stream >= end {
-					done = true
-					break
-				}
-			}
-			select {
-			case ordered <- b:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case jobs <- b:
-			case <-ctx.Done():
-				return
-			}
-		}
+		fetchChunks(ctx, msgs, "read log", jobs, ordered, func(meta *jetstream.MsgMetadata) (bool, bool) {
+			return false, meta.Sequence.Stream >= end
+		})
 	})
 	for b := range ordered {
 		select {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
 // A runtime with a HostDir keeps a directory of its own there, named at
@@ -134,14 +135,7 @@ func (rt *Runtime) markHosted(ref eventstore.Reference) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, data); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(h.dir)
+	return durable.WriteFile(path, data, 0o600)
 }
 
 // unmarkHosted forgets the execution once its end is in the journal.
@@ -257,26 +251,6 @@ func releaseOrphans(orphans []*orphanHost, recovered bool) error {
 		errs = append(errs, unlock(o.lock))
 	}
 	return errors.Join(errs...)
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 // Recover marks every execution of scope whose journal says it is still

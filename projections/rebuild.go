@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
 // OpenOrRebuild opens the projection file and catches it up with src. When
@@ -54,7 +56,7 @@ func moveAside(cfg Config) (string, error) {
 	if err := os.Rename(cfg.Path, aside); err != nil {
 		return "", err
 	}
-	return aside, syncDir(filepath.Dir(cfg.Path))
+	return aside, durable.SyncDir(filepath.Dir(cfg.Path))
 }
 
 // Rebuild builds a fresh projection from offset 1 in <live path>.rebuild,
@@ -164,7 +166,7 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	if err := os.Rename(fresh.cfg.Path, db.cfg.Path); err != nil {
 		return fmt.Errorf("swap in %s: %w", fresh.cfg.Path, err)
 	}
-	if err := syncDir(filepath.Dir(db.cfg.Path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(db.cfg.Path)); err != nil {
 		return err
 	}
 	// The old handle still reads the old, now unlinked, file; keep it until
@@ -193,19 +195,6 @@ func (db *DB) sync() error {
 	}
 	if err := db.bolt.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", db.cfg.Path, err)
-	}
-	return nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }
