@@ -10,4 +10,11 @@
 // effect; anything about a finished execution is rejected. Every outcome
 // has deterministic ids derived from the observation or message it answers,
 // so deciding twice, in one process or two, appends nothing new.
+//
+// The Subscriber keeps the state of the journals it has decided in, folded
+// from the records the log delivers in order, its own decisions included:
+// in the steady state each delivered record is the next of its journal, so
+// a decision reads nothing from the log. A journal is read when the
+// subscriber first decides in it, and again only when records are missing
+// (another subscriber had the log meanwhile) or a record comes again.
 package policy

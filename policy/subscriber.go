@@ -50,7 +50,8 @@ type Subscriber struct {
 }
 
 // cached is a journal as the subscriber knows it: the state folded up to
-// the last record handled, and the ids every decision in it answers.
+// the last of its records delivered in order, and the ids every decision in
+// it answers, whether read, folded or appended by this subscriber.
 type cached struct {
 	state   *execution.State
 	decided map[string]struct{}
@@ -94,31 +95,25 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // once), the outcome is the same. It is idempotent: an entry decided before,
 // by this subscriber or another, appends nothing new, and a decision whose
 // records were cut short by a crash gets them completed.
+//
+// Every other record of a cached journal is folded into its state as it is
+// delivered, so that in the steady state, where each record is the next of
+// its journal, deciding reads nothing from the log.
 func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	s.handling.Lock()
 	defer s.handling.Unlock()
-	var key string
-	var decide func(*execution.State) (Outcome, bool)
-	switch r := e.Record.(type) {
-	case *eventstore.Observation:
-		key = r.ObservationID
-		decide = func(st *execution.State) (Outcome, bool) { return Decide(st, r), true }
-	case *eventstore.MessageAccepted:
-		if execution.AnsweredRequest(r) == "" {
-			return nil
-		}
-		key = r.MessageID
-		decide = func(st *execution.State) (Outcome, bool) { return DecideMessage(st, r) }
-	default:
-		return nil
-	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	c, err := s.journal(ctx, ref)
+	key, decide := decider(e.Record)
+	if decide == nil {
+		s.follow(ref, e.Record)
+		return nil
+	}
+	c, err := s.journal(ctx, ref, b.Sequence)
 	if err != nil {
 		return err
 	}
-	if err := s.catchUp(ctx, ref, c, b.Sequence); err != nil {
+	if err := s.advance(ctx, ref, c, e.Record); err != nil {
 		return err
 	}
 	if c.state.Journal.LastSequence != b.Sequence {
@@ -139,6 +134,21 @@ func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	return s.carryOut(ctx, ref, c, key, c.state, decide)
 }
 
+// decider returns the id a record is decided under and how to decide on
+// it, or a nil decide for a record that is not decided on.
+func decider(r eventstore.Record) (string, func(*execution.State) (Outcome, bool)) {
+	switch r := r.(type) {
+	case *eventstore.Observation:
+		return r.ObservationID, func(st *execution.State) (Outcome, bool) { return Decide(st, r), true }
+	case *eventstore.MessageAccepted:
+		if execution.AnsweredRequest(r) == "" {
+			return "", nil
+		}
+		return r.MessageID, func(st *execution.State) (Outcome, bool) { return DecideMessage(st, r) }
+	}
+	return "", nil
+}
+
 func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *cached, key string, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
 	out, ok := decide(st)
 	if !ok || out.Duplicate {
@@ -156,10 +166,37 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 	return nil
 }
 
-// journal returns the cached view of a journal, reading the ids of every
-// decision it holds the first time, so a decision appended after the record
-// it answers is known when that record is delivered again.
-func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference) (*cached, error) {
+// follow folds a record that is not decided on into its journal's cached
+// state when it is the journal's next record; the subscriber's own
+// decisions come back this way. A journal that is not cached is left alone:
+// it is read, decisions and all, when something in it is to be decided, and
+// a state started here would not know the decisions that journal holds
+// after the record being decided.
+func (s *Subscriber) follow(ref eventstore.Reference, r eventstore.Record) {
+	s.mu.Lock()
+	c, ok := s.states[ref.JournalID]
+	if ok {
+		s.tick++
+		c.used = s.tick
+	}
+	s.mu.Unlock()
+	if !ok || r.RecordBase().Sequence != c.state.Journal.LastSequence+1 {
+		// Records missing before it are read when the journal's next
+		// observation needs them.
+		return
+	}
+	if err := c.fold(r); err != nil {
+		s.forget(ref.JournalID)
+		s.cfg.Logger.Warn("policy dropped a journal it cannot fold", "journal", ref.JournalID, "err", err)
+	}
+}
+
+// journal returns the cached view of a journal. The first time, it reads
+// the journal once: the state is folded up to sequence seq, the record about
+// to be decided, and the ids of every decision it holds are noted, so a
+// decision appended after the record it answers is known when that record
+// is delivered again.
+func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq uint64) (*cached, error) {
 	s.mu.Lock()
 	c, ok := s.states[ref.JournalID]
 	s.tick++
@@ -175,13 +212,12 @@ func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference) (*ca
 		if err != nil {
 			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
 		}
-		if d, ok := e.Record.(*eventstore.Decision); ok {
-			if d.ObservationID != "" {
-				c.decided[d.ObservationID] = struct{}{}
-			}
-			if d.MessageID != "" {
-				c.decided[d.MessageID] = struct{}{}
-			}
+		if e.Record.RecordBase().Sequence > seq {
+			c.note(e.Record)
+			continue
+		}
+		if err := c.fold(e.Record); err != nil {
+			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
 		}
 	}
 	s.mu.Lock()
@@ -189,6 +225,25 @@ func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference) (*ca
 	s.evict()
 	s.mu.Unlock()
 	return c, nil
+}
+
+// advance brings the cached state up to the delivered record r. The
+// consumer delivers the log in order, so r is normally the journal's next
+// record and is folded as it is; records missing before it (handled by
+// another subscriber while this one stood by) are read from the journal.
+func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *cached, r eventstore.Record) error {
+	switch seq, last := r.RecordBase().Sequence, c.state.Journal.LastSequence; {
+	case seq <= last:
+		return nil
+	case seq == last+1:
+		if err := c.fold(r); err != nil {
+			s.forget(ref.JournalID)
+			return fmt.Errorf("policy: fold %s: %w", ref, err)
+		}
+		return nil
+	default:
+		return s.catchUp(ctx, ref, c, seq)
+	}
 }
 
 // catchUp folds the journal into the cached state up to sequence seq.
@@ -201,7 +256,7 @@ func (s *Subscriber) catchUp(ctx context.Context, ref eventstore.Reference, c *c
 			s.forget(ref.JournalID)
 			return fmt.Errorf("policy: replay %s: %w", ref, err)
 		}
-		if _, err := c.state.Apply(e.Record); err != nil {
+		if err := c.fold(e.Record); err != nil {
 			s.forget(ref.JournalID)
 			return fmt.Errorf("policy: replay %s: %w", ref, err)
 		}
@@ -210,6 +265,29 @@ func (s *Subscriber) catchUp(ctx context.Context, ref eventstore.Reference, c *c
 		}
 	}
 	return nil
+}
+
+// fold applies the journal's next record to the state.
+func (c *cached) fold(r eventstore.Record) error {
+	if _, err := c.state.Apply(r); err != nil {
+		return err
+	}
+	c.note(r)
+	return nil
+}
+
+// note records the ids a decision answers.
+func (c *cached) note(r eventstore.Record) {
+	d, ok := r.(*eventstore.Decision)
+	if !ok {
+		return
+	}
+	if d.ObservationID != "" {
+		c.decided[d.ObservationID] = struct{}{}
+	}
+	if d.MessageID != "" {
+		c.decided[d.MessageID] = struct{}{}
+	}
 }
 
 // prefix replays the journal up to sequence seq, and returns the ids of the

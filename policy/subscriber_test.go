@@ -1,10 +1,12 @@
-package policy_test
+package policy
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
-	"github.com/agentjournal/agentjournal/policy"
 )
 
 func openStore(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
@@ -132,7 +137,7 @@ func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
 	b := fixtures.StartNATS(t)
 	s := openStore(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
-	sub := policy.NewSubscriber(s, policy.SubscriberConfig{PinnedTTL: 2 * time.Second})
+	sub := NewSubscriber(s, SubscriberConfig{PinnedTTL: 2 * time.Second})
 	done := make(chan error, 1)
 	go func() { done <- sub.Run(ctx) }()
 
@@ -164,7 +169,7 @@ func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
 	// a duplicate, nothing new is appended.
 	before := readAudit(t, s, refs)
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	fresh := policy.NewSubscriber(s, policy.SubscriberConfig{Consumer: "policy-replay", PinnedTTL: 2 * time.Second})
+	fresh := NewSubscriber(s, SubscriberConfig{Consumer: "policy-replay", PinnedTTL: 2 * time.Second})
 	go func() { done <- fresh.Run(ctx2) }()
 	time.Sleep(2 * time.Second)
 	cancel2()
@@ -178,7 +183,7 @@ func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
 // failingLog fails the first append of a follow-up record, like a
 // subscriber killed between appending a decision and its state change.
 type failingLog struct {
-	policy.Log
+	Log
 	mu     sync.Mutex
 	failed bool
 }
@@ -208,11 +213,11 @@ func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := policy.NewSubscriber(&failingLog{Log: s}, policy.SubscriberConfig{}).Handle(ctx, e); err == nil {
+	if err := NewSubscriber(&failingLog{Log: s}, SubscriberConfig{}).Handle(ctx, e); err == nil {
 		t.Fatal("the interrupted handler reported success")
 	}
 	// A fresh subscriber gets the record again and completes the decision.
-	if err := policy.NewSubscriber(s, policy.SubscriberConfig{}).Handle(ctx, e); err != nil {
+	if err := NewSubscriber(s, SubscriberConfig{}).Handle(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	var kinds []eventstore.Kind
@@ -227,7 +232,7 @@ func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 		t.Fatalf("journal %v, want %s", kinds, want)
 	}
 	// Handling it once more appends nothing.
-	if err := policy.NewSubscriber(s, policy.SubscriberConfig{}).Handle(ctx, e); err != nil {
+	if err := NewSubscriber(s, SubscriberConfig{}).Handle(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := s.Head(ctx, ref)
@@ -252,7 +257,7 @@ func TestPolicyChild(t *testing.T) {
 		os.Exit(1)
 	}
 	s := openStore(t, b)
-	sub := policy.NewSubscriber(&announcingLog{Log: s}, policy.SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second})
+	sub := NewSubscriber(&announcingLog{Log: s}, SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second})
 	fmt.Println("ready")
 	if err := sub.Run(context.Background()); err != nil {
 		fmt.Println("error", err)
@@ -262,7 +267,7 @@ func TestPolicyChild(t *testing.T) {
 
 // announcingLog prints each decision appended, so the parent knows which
 // child is active.
-type announcingLog struct{ policy.Log }
+type announcingLog struct{ Log }
 
 func (a *announcingLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
 	e, err := a.Log.Append(ctx, ref, r)
@@ -390,7 +395,7 @@ func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
 	if _, err := s.Append(ctx, ref, done); err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []*policy.Subscriber{policy.NewSubscriber(s, policy.SubscriberConfig{}), policy.NewSubscriber(s, policy.SubscriberConfig{})} {
+	for _, sub := range []*Subscriber{NewSubscriber(s, SubscriberConfig{}), NewSubscriber(s, SubscriberConfig{})} {
 		if err := sub.Handle(ctx, obs); err != nil {
 			t.Fatal(err)
 		}
@@ -407,4 +412,185 @@ func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
 	if fmt.Sprint(actions) != "[update-state]" {
 		t.Fatalf("decisions %v, want exactly one update-state (not a reject because the journal moved on)", actions)
 	}
+}
+
+// countingLog counts the reads of each journal.
+type countingLog struct {
+	*eventstore.JetStreamStore
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (l *countingLog) ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error] {
+	l.mu.Lock()
+	l.reads[ref.JournalID]++
+	l.mu.Unlock()
+	return l.JetStreamStore.ReadJournal(ctx, ref, fromSeq)
+}
+
+// decisions returns the ids of the observations and answers in a journal,
+// with the number of decisions each has.
+func decisions(t *testing.T, s eventstore.Store, ref eventstore.Reference) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for e, err := range s.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each observation and answer is listed, decided or not.
+		switch r := e.Record.(type) {
+		case *eventstore.Observation:
+			ids[r.ObservationID] += 0
+		case *eventstore.MessageAccepted:
+			if execution.AnsweredRequest(r) != "" {
+				ids[r.MessageID] += 0
+			}
+		case *eventstore.Decision:
+			// A decision answers either an observation or a message.
+			ids[r.ObservationID+r.MessageID]++
+		}
+	}
+	return ids
+}
+
+// In the steady state each record the consumer delivers is the next of its
+// journal: the subscriber folds it into the state it keeps and reads a
+// journal only once, the first time it decides in it; and what it folds is
+// what a replay of the journal gives.
+func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	log := &countingLog{JetStreamStore: s, reads: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub := NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx) }()
+
+	refs := make([]eventstore.Reference, 3)
+	for j := range refs {
+		refs[j] = storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint("exec-fold-", j))
+		if _, err := s.EnsureJournal(ctx, refs[j], storetest.Header("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		for _, ref := range refs {
+			recs := []eventstore.Record{observation(fmt.Sprint("o-", i), i)}
+			if i%8 == 2 {
+				// An answer to the needs_input just signalled, and a prompt
+				// that is not decided on.
+				recs = append(recs,
+					&eventstore.MessageAccepted{MessageID: fmt.Sprint("answer-", i), Source: eventstore.SourceOperator,
+						MessageType: "answer", Payload: json.RawMessage(fmt.Sprintf(`{"requestId":"req-%d"}`, i))},
+					&eventstore.MessageAccepted{MessageID: fmt.Sprint("prompt-", i), Source: eventstore.SourceOperator,
+						MessageType: "prompt", Payload: json.RawMessage(`{"text":"hi"}`)})
+			}
+			for _, r := range recs {
+				if _, err := s.Append(ctx, ref, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if i%10 == 9 {
+			// Let the subscriber catch up now and then, so that some
+			// observations are appended while it is idle and some while
+			// its decisions are still on their way back.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// Every observation and answer decided, and then the subscriber's
+	// states given a moment to fold the records its decisions appended.
+	deadline := time.Now().Add(60 * time.Second)
+	for !allDecided(t, s, refs) {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriber did not decide every observation and answer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	heads := map[string]uint64{}
+	for _, ref := range refs {
+		h, err := s.Head(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[ref.JournalID] = h.LastSequence
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !folded(sub, heads); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	for _, ref := range refs {
+		if n := log.reads[ref.JournalID]; n > 1 {
+			t.Errorf("journal %s read %d times, want once (its first load)", ref.AgentExecutionID, n)
+		}
+		c := sub.states[ref.JournalID]
+		if c == nil {
+			t.Errorf("journal %s is not cached", ref.AgentExecutionID)
+			continue
+		}
+		if last := c.state.Journal.LastSequence; last != heads[ref.JournalID] {
+			t.Errorf("journal %s folded up to %d, want its last record %d", ref.AgentExecutionID, last, heads[ref.JournalID])
+		}
+		var recs []eventstore.Record
+		decided := map[string]struct{}{}
+		for e, err := range s.ReadJournal(context.Background(), ref, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Record.RecordBase().Sequence > c.state.Journal.LastSequence {
+				break
+			}
+			recs = append(recs, e.Record)
+			if d, ok := e.Record.(*eventstore.Decision); ok {
+				decided[d.ObservationID+d.MessageID] = struct{}{}
+			}
+		}
+		want, err := execution.Replay(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, c.state, cmpopts.IgnoreFields(execution.State{}, "Timeline")); diff != "" {
+			t.Errorf("folded state of %s differs from a replay (-replay +folded):\n%s", ref.AgentExecutionID, diff)
+		}
+		if diff := cmp.Diff(decided, c.decided); diff != "" {
+			t.Errorf("decided ids of %s (-journal +cached):\n%s", ref.AgentExecutionID, diff)
+		}
+		for id, n := range decisions(t, s, ref) {
+			if n != 1 {
+				t.Errorf("%s in %s has %d decisions, want exactly 1", id, ref.AgentExecutionID, n)
+			}
+		}
+	}
+}
+
+// allDecided reports whether every observation and answer in refs has a
+// decision.
+func allDecided(t *testing.T, s eventstore.Store, refs []eventstore.Reference) bool {
+	t.Helper()
+	for _, ref := range refs {
+		for _, n := range decisions(t, s, ref) {
+			if n == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// folded reports whether sub has folded every journal up to its head.
+func folded(sub *Subscriber, heads map[string]uint64) bool {
+	sub.handling.Lock()
+	defer sub.handling.Unlock()
+	for id, head := range heads {
+		if c := sub.states[id]; c == nil || c.state.Journal.LastSequence != head {
+			return false
+		}
+	}
+	return true
 }
