@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -484,49 +483,17 @@ func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOff
 // batches of messages are decoded on every core while the next ones arrive,
 // and handed to yield in log order.
 func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end uint64, yield func(Entry, error) bool) {
-	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: subjects,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    start,
+	r, err := s.readChunks(ctx, subjects, start, 1000, "read log", func(meta *jetstream.MsgMetadata) (bool, bool) {
+		return false, meta.Sequence.Stream >= end
 	})
 	if err != nil {
-		yield(Entry{}, fmt.Errorf("read log from %d: %w", start, err))
+		yield(Entry{}, err)
 		return
 	}
-	msgs, err := cons.Messages(jetstream.PullMaxMessages(1000))
-	if err != nil {
-		yield(Entry{}, fmt.Errorf("read log from %d: %w", start, err))
-		return
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		msgs.Stop()
-		wg.Wait()
-	}()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-
-	workers := max(1, runtime.GOMAXPROCS(0))
-	jobs := make(chan *scanBatch, workers)
-	ordered := make(chan *scanBatch, 2*workers)
-	for range workers {
-		wg.Go(func() {
-			for b := range jobs {
-				b.decode()
-			}
-		})
-	}
-	wg.Go(func() {
-		fetchChunks(ctx, msgs, "read log", jobs, ordered, func(meta *jetstream.MsgMetadata) (bool, bool) {
-			return false, meta.Sequence.Stream >= end
-		})
-	})
-	for b := range ordered {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
+	defer r.close()
+	for {
+		b, ok := r.next()
+		if !ok {
 			return
 		}
 		for i, off := range b.offsets {
@@ -539,35 +506,6 @@ func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end
 			return
 		}
 	}
-}
-
-// scanBatchSize trades hand-off cost against how long the first record of a
-// read waits for its batch.
-const scanBatchSize = 64
-
-// scanBatch is a run of messages decoded together by one worker.
-type scanBatch struct {
-	offsets []uint64
-	data    [][]byte
-	records []Record
-	errs    []error
-	err     error // the read ended after this batch
-	// flush ends a batch of Follow: it filled one, or caught up.
-	flush bool
-	done  chan struct{}
-}
-
-func (b *scanBatch) decode() {
-	b.records = make([]Record, len(b.data))
-	b.errs = make([]error, len(b.data))
-	for i, d := range b.data {
-		r, err := Decode(d)
-		if err != nil {
-			err = &OffsetError{Offset: b.offsets[i], Err: err}
-		}
-		b.records[i], b.errs[i] = r, err
-	}
-	close(b.done)
 }
 
 // ReadLog implements Store.
