@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestEscapeID(t *testing.T) {
@@ -140,8 +144,27 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"state.changed","currentInputRequestId":""}`))
 	f.Add([]byte(`{"type":"observation.recorded","signal":{"type":"usage","payload":{}}}`))
+	for _, c := range strictCases(f) {
+		f.Add(c.data)
+	}
+	obs, err := Encode(validRecords()[KindObservation])
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, odd := range oddValues {
+		f.Add(bytes.Replace(obs, []byte(`"sequence":4`), []byte(`"sequence":`+odd), 1))
+		f.Add(bytes.Replace(obs, []byte(`"Which branch?"`), []byte(odd), 1))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// decodeStrict's fast path answers exactly as the slow path would,
+		// error text included, at every level of the record.
+		for _, target := range strictTargets(data, fuzzKind(data)) {
+			if err := strictAgree(target); err != nil {
+				t.Fatalf("decoding %s: %v\n%s", target.name, err, target.data)
+			}
+		}
 		r, err := Decode(data)
+		std, stdErr := decodeStd(data)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidRecord) {
 				t.Fatalf("Decode error %v is not ErrInvalidRecord", err)
@@ -149,12 +172,27 @@ func FuzzDecode(f *testing.F) {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
 			}
+			// Decode is no stricter than encoding/json either, but for
+			// mutatesContext, which it requires and encoding/json defaults,
+			// and keys that match a field only ignoring case, which go-json
+			// refuses for some fields (those of embedded structs among them).
+			if stdErr == nil && !missingMutatesContext(err, data) && !inexactKey(err) {
+				t.Fatalf("Decode refuses what encoding/json accepts: %v\n%s", err, data)
+			}
 			return
 		}
-		// The fast decoder must be no more lenient than encoding/json.
-		spec, _ := LookupKind(r.Kind())
-		if err := decodeOnce(json.NewDecoder(bytes.NewReader(data)), data, spec.New()); err != nil {
-			t.Fatalf("go-json accepted what encoding/json refuses: %v\n%s", err, data)
+		// The fast decoder must be no more lenient than encoding/json, and
+		// read the same record. go-json reads some malformed JSON that
+		// encoding/json refuses (a NUL after the value, control characters
+		// in strings); that is as old as the go-json decoder and stays.
+		if stdErr != nil {
+			if !json.Valid(data) {
+				return
+			}
+			t.Fatalf("go-json accepted what encoding/json refuses: %v\n%s", stdErr, data)
+		}
+		if !reflect.DeepEqual(std, r) { // cmp.Diff is slow on deep nesting
+			t.Fatalf("go-json and encoding/json read different records (-encoding/json +Decode):\n%s\n%s", cmp.Diff(std, r), data)
 		}
 		// Whatever decodes must validate, encode, and decode to the same bytes.
 		if err := Validate(r); err != nil {
@@ -173,4 +211,76 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, enc2)
 		}
 	})
+}
+
+// fuzzKind is the kind Decode would decode data as, or, for input too
+// broken to say, observation.recorded, the kind with the deepest nesting.
+func fuzzKind(data []byte) Kind {
+	if k, ok := sniffKind(data); ok {
+		return k
+	}
+	var peek struct {
+		Type Kind `json:"type"`
+	}
+	if json.Unmarshal(data, &peek) == nil {
+		if _, ok := LookupKind(peek.Type); ok {
+			return peek.Type
+		}
+	}
+	return KindObservation
+}
+
+// decodeStd is Decode with encoding/json, strict, for the record kind the
+// type field names. A signal's payload still goes through decodeStrict,
+// from Signal.UnmarshalJSON; FuzzDecode checks it against the slow path.
+func decodeStd(data []byte) (Record, error) {
+	var peek struct {
+		Type Kind `json:"type"`
+	}
+	if err := json.Unmarshal(data, &peek); err != nil {
+		return nil, err
+	}
+	spec, ok := LookupKind(peek.Type)
+	if !ok {
+		return nil, fmt.Errorf("unknown record type %q", peek.Type)
+	}
+	r := spec.New()
+	if err := decodeOnce(json.NewDecoder(bytes.NewReader(data)), data, r); err != nil {
+		return nil, err
+	}
+	if err := Validate(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// inexactKey reports an unknown field refused for a key that is not
+// spelled exactly as any accepted field.
+func inexactKey(err error) bool {
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Problem != "unknown field" {
+		return false
+	}
+	p := ve.Problems[0]
+	key := p.Field[strings.LastIndexAny(p.Field, ".]")+1:]
+	for _, a := range p.Accepted {
+		if strings.EqualFold(a, key) {
+			return a != key
+		}
+	}
+	return false
+}
+
+// missingMutatesContext reports the one refusal encoding/json cannot make:
+// a message.accepted without mutatesContext, or with null.
+func missingMutatesContext(err error, data []byte) bool {
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Kind != KindMessage || len(ve.Problems) != 1 ||
+		ve.Problems[0].Field != "mutatesContext" || ve.Problems[0].Problem != "required (true or false)" {
+		return false
+	}
+	var m struct {
+		MutatesContext *bool `json:"mutatesContext"`
+	}
+	return json.Unmarshal(data, &m) == nil && m.MutatesContext == nil
 }
