@@ -25,7 +25,11 @@ journals; the sequence is its position in its own journal. Each line shows the
 offset, the agentExecutionId, the sequence, the time, the record type and a
 summary. With --json, print {"offset":N,"record":{...}} per line, the record
 exactly as stored. With --follow, keep printing records as they are appended
-until interrupted (Ctrl-C), or until --limit records were printed.`,
+until interrupted (Ctrl-C), or until --limit records were printed.
+
+A stored record that cannot be decoded (written by something other than
+agentjournal, or by a newer version) is reported on stderr with its offset
+and passed over; log then exits with status 1 once it has printed the rest.`,
 	Example: "agentjournal log\nagentjournal log --from-offset 120 --limit 20 --json\nagentjournal log --follow",
 }
 
@@ -47,11 +51,39 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
 	}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		bad := &undecodable{w: c.env.Stderr}
 		if *follow {
-			return followLog(ctx, c.env.Stdout, s, *from, *limit, *asJSON)
+			err = followLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)
+		} else {
+			err = printLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)
 		}
-		return printLog(ctx, c.env.Stdout, s, *from, *limit, *asJSON)
+		return errors.Join(err, bad.err())
 	})
+}
+
+// undecodable reports the records log passes over.
+type undecodable struct {
+	w     io.Writer
+	count int
+}
+
+// skip reports err and returns true when it is a record that cannot be
+// decoded, which log passes over; other errors end log.
+func (u *undecodable) skip(err error) bool {
+	var oe *eventstore.OffsetError
+	if !errors.As(err, &oe) {
+		return false
+	}
+	u.count++
+	fmt.Fprintf(u.w, "agentjournal: skipped the record at offset %d: %v\n", oe.Offset, oe.Err)
+	return true
+}
+
+func (u *undecodable) err() error {
+	if u.count == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d record(s) could not be decoded and were skipped (see above)", u.count)
 }
 
 // logEntry is one line of log --json.
@@ -60,12 +92,15 @@ type logEntry struct {
 	Record json.RawMessage `json:"record"`
 }
 
-func printLog(ctx context.Context, w io.Writer, s eventstore.Store, from uint64, limit int, asJSON bool) error {
+func printLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.Store, from uint64, limit int, asJSON bool) error {
 	if !asJSON {
 		fmt.Fprintf(w, "%6s  %-27s  %4s  %-24s  %-21s  %s\n", "OFFSET", "AGENT EXECUTION", "SEQ", "TIME", "TYPE", "SUMMARY")
 	}
 	n := 0
 	for e, err := range s.ReadLog(ctx, from) {
+		if bad.skip(err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -105,7 +140,7 @@ type follower interface {
 
 // followLog prints the log from an offset and then each record as it is
 // appended, until ctx ends (Ctrl-C) or limit records were printed.
-func followLog(ctx context.Context, w io.Writer, s eventstore.Store, from uint64, limit int, asJSON bool) error {
+func followLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.Store, from uint64, limit int, asJSON bool) error {
 	f, ok := s.(follower)
 	if !ok {
 		return errors.New("this store cannot follow the log")
@@ -115,6 +150,9 @@ func followLog(ctx context.Context, w io.Writer, s eventstore.Store, from uint64
 	}
 	n := 0
 	for batch, err := range f.Follow(ctx, from, 256) {
+		if bad.skip(err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,5 +129,39 @@ func closeBus(t *testing.T, b *bus.Bus) {
 	t.Helper()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A record no reader can decode is reported with its offset and passed
+// over: log prints the rest and exits 1.
+func TestLogPassesOverUndecodableRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a := demoID(t, dir, "a")
+	b := fixtures.StartNATSAt(t, dir)
+	ack, err := b.JetStream().Publish(t.Context(), "journal.foreign.writer", []byte(`{"type":"message.accepted","bogus":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBus(t, b)
+	appendActivity(t, dir, a, "after-the-bad-one")
+
+	r := run(t, dir, "log", "--json")
+	if r.code != exitError {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, exitError, r.stderr)
+	}
+	offsets, _ := readLogJSON(t, r.stdout)
+	if got := offsets[len(offsets)-1]; got != ack.Sequence+1 {
+		t.Errorf("last offset printed %d, want %d (the record after the bad one)", got, ack.Sequence+1)
+	}
+	for _, off := range offsets {
+		if off == ack.Sequence {
+			t.Errorf("offset %d, which does not decode, was printed", off)
+		}
+	}
+	for _, want := range []string{fmt.Sprintf("skipped the record at offset %d", ack.Sequence), `unknown field`, "1 record(s) could not be decoded"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
 	}
 }
