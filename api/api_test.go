@@ -9,23 +9,19 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/fixtures"
-	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
-	"github.com/agentjournal/agentjournal/terminal"
 )
 
-const testToken = "test-token-0123456789abcdef0123456789abcdef"
+const testToken = apitest.Token
 
 // rig is the whole daemon stack in process: an embedded NATS, the journal
 // store, a projection fed by a projector goroutine, the policy subscriber,
@@ -47,61 +43,8 @@ func newRig(t *testing.T, opts ...func(*api.Config)) *rig {
 // startRig is newRig with or without the policy subscriber.
 func startRig(t *testing.T, withPolicy bool, opts ...func(*api.Config)) *rig {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	store, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	views, err := projections.Open(projections.Config{Path: filepath.Join(t.TempDir(), "projections.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := views.Project(ctx, store); err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	})
-	if withPolicy {
-		sub := policy.NewSubscriber(store, policy.SubscriberConfig{})
-		wg.Go(func() { sub.Run(ctx) })
-	}
-
-	r := &rig{store: store, views: views, agent: fixtures.AgentBinary(t)}
-	terms := terminal.NewRegistry(nil)
-	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
-	r.rt = execution.NewRuntime(execution.Config{
-		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
-		LaunchEnv: func(ref eventstore.Reference) []string {
-			return []string{"AGENTJOURNAL_TOKEN=" + r.srv.ScopedToken(ref.AgentExecutionID)}
-		},
-	})
-	cfg := api.DefaultConfig()
-	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir = store, r.rt, terms, views, recordings
-	cfg.Token, cfg.Secret = testToken, bytes.Repeat([]byte{7}, api.MinSecretSize)
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	if r.srv, err = api.New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.http = httptest.NewServer(r.srv.Handler())
-	t.Cleanup(func() {
-		if err := r.srv.Close(); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-		r.http.Close()
-		r.rt.Close(context.Background())
-		terms.Close()
-		cancel()
-		wg.Wait()
-		views.Close()
-	})
-	return r
+	s := apitest.Start(t, apitest.Options{NoPolicy: !withPolicy, Configure: opts})
+	return &rig{store: s.Store, views: s.Views, rt: s.Runtime, srv: s.Server, http: s.HTTP, agent: s.Agent}
 }
 
 // do sends a request with a token ("" for none) and returns the status and

@@ -10,10 +10,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,18 +21,14 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/fixtures"
-	"github.com/agentjournal/agentjournal/policy"
-	"github.com/agentjournal/agentjournal/projections"
-	"github.com/agentjournal/agentjournal/terminal"
 )
 
 var update = flag.Bool("update", false, "write the execution view's screenshot to docs/console.png")
 
-const testToken = "console-test-token-0123456789abcdef0123456789"
+const testToken = apitest.Token
 
 // docsScreenshot is where -update writes the execution view, for the README.
 const docsScreenshot = "../../docs/console.png"
@@ -57,56 +51,8 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	store, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	views, err := projections.Open(projections.Config{Path: filepath.Join(t.TempDir(), "projections.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := views.Project(ctx, store); err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	})
-	sub := policy.NewSubscriber(store, policy.SubscriberConfig{})
-	wg.Go(func() { sub.Run(ctx) })
-
-	var srv *api.Server
-	terms := terminal.NewRegistry(nil)
-	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
-	rt := execution.NewRuntime(execution.Config{
-		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
-		LaunchEnv: func(ref eventstore.Reference) []string {
-			return []string{"AGENTJOURNAL_TOKEN=" + srv.ScopedToken(ref.AgentExecutionID)}
-		},
-	})
-	cfg := api.DefaultConfig()
-	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir = store, rt, terms, views, recordings
-	cfg.Token, cfg.Secret = testToken, bytes.Repeat([]byte{7}, api.MinSecretSize)
-	if srv, err = api.New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-		hs.Close()
-		rt.Close(context.Background())
-		terms.Close()
-		cancel()
-		wg.Wait()
-		views.Close()
-	})
-	return &stack{url: hs.URL, agent: fixtures.AgentBinary(t), rt: rt}
+	s := apitest.Start(t, apitest.Options{})
+	return &stack{url: s.HTTP.URL, agent: s.Agent, rt: s.Runtime}
 }
 
 // call sends a request with the API token and decodes the answer.

@@ -1,0 +1,102 @@
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+// Token is the API token of every stack Start builds.
+const Token = "test-token-0123456789abcdef0123456789abcdef"
+
+// Stack is a running daemon stack; t's cleanup stops it.
+type Stack struct {
+	Store   *eventstore.JetStreamStore
+	Views   *projections.DB
+	Runtime *execution.Runtime
+	Server  *api.Server
+	HTTP    *httptest.Server
+	// Agent is the fixture agent binary.
+	Agent string
+}
+
+// Options change what Start builds.
+type Options struct {
+	// NoPolicy leaves the policy subscriber out, for tests that watch
+	// observations wait for a decision that does not come.
+	NoPolicy bool
+	// Configure edits the API configuration before the server starts.
+	Configure []func(*api.Config)
+}
+
+// Start builds and starts the stack, and stops it when t ends.
+func Start(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	b := fixtures.StartNATS(t)
+	store, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	views, err := projections.Open(projections.Config{Path: filepath.Join(t.TempDir(), "projections.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := views.Project(ctx, store); err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	})
+	if !opts.NoPolicy {
+		sub := policy.NewSubscriber(store, policy.SubscriberConfig{})
+		wg.Go(func() { sub.Run(ctx) })
+	}
+
+	s := &Stack{Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
+	terms := terminal.NewRegistry(nil)
+	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
+	s.Runtime = execution.NewRuntime(execution.Config{
+		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
+		LaunchEnv: func(ref eventstore.Reference) []string {
+			return []string{"AGENTJOURNAL_TOKEN=" + s.Server.ScopedToken(ref.AgentExecutionID)}
+		},
+	})
+	cfg := api.DefaultConfig()
+	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir = store, s.Runtime, terms, views, recordings
+	cfg.Token, cfg.Secret = Token, bytes.Repeat([]byte{7}, api.MinSecretSize)
+	for _, configure := range opts.Configure {
+		configure(&cfg)
+	}
+	if s.Server, err = api.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Server.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.HTTP = httptest.NewServer(s.Server.Handler())
+	t.Cleanup(func() {
+		if err := s.Server.Close(); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+		s.HTTP.Close()
+		s.Runtime.Close(context.Background())
+		terms.Close()
+		cancel()
+		wg.Wait()
+		views.Close()
+	})
+	return s
+}
