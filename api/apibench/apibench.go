@@ -3,14 +3,11 @@ package apibench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"math"
-	"runtime"
 	"slices"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // Defaults for the zero fields of Config.
@@ -80,44 +77,30 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with c at once.
 func (c Config) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("apibench: "+format, args...))
-	}
+	p := benchkit.NewProblems("apibench")
 	if c.Dir == "" {
-		add("no Dir (want a scratch directory for the benchmark's server and projection)")
+		p.Addf("no Dir (want a scratch directory for the benchmark's server and projection)")
 	}
-	positive := func(name string, v, def int) {
-		if v < 0 {
-			add("%s %d is negative (want 1 or more, or 0 for %d)", name, v, def)
-		}
-	}
-	positive("Clients", c.Clients, DefaultClients)
-	positive("Requests", c.Requests, DefaultRequests)
-	positive("Subscribers", c.Subscribers, DefaultSubscribers)
-	positive("Events", c.Events, DefaultEvents)
+	p.NotNegative("Clients", c.Clients, DefaultClients)
+	p.NotNegative("Requests", c.Requests, DefaultRequests)
+	p.NotNegative("Subscribers", c.Subscribers, DefaultSubscribers)
+	p.NotNegative("Events", c.Events, DefaultEvents)
 	if c.Agents < 0 {
-		add("Agents %d is negative (want 1 or more, or 0 for one per client)", c.Agents)
+		p.Addf("Agents %d is negative (want 1 or more, or 0 for one per client)", c.Agents)
 	}
 	if len(c.Agent) > 0 && c.Agent[0] == "" {
-		add("Agent[0] is empty (want the agent program, or no Agent for %q)", DefaultAgent)
+		p.Addf("Agent[0] is empty (want the agent program, or no Agent for %q)", DefaultAgent)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	for _, f := range []struct{ v, def *int }{
-		{&c.Clients, &d.Clients},
-		{&c.Requests, &d.Requests},
-		{&c.Subscribers, &d.Subscribers},
-		{&c.Events, &d.Events},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
+	benchkit.Default(&c.Clients, d.Clients)
+	benchkit.Default(&c.Requests, d.Requests)
+	benchkit.Default(&c.Subscribers, d.Subscribers)
+	benchkit.Default(&c.Events, d.Events)
 	if c.Agents == 0 {
 		c.Agents = c.Clients
 	}
@@ -164,14 +147,8 @@ type Report struct {
 	TextBytes int
 	// EventInterval is the pace of sse/fan-out's appends.
 	EventInterval time.Duration
-	GoVersion     string
-	OS            string
-	Arch          string
-	// CPUs is the number of logical CPUs; GOMAXPROCS how many Go used.
-	CPUs       int
-	GOMAXPROCS int
-	NATSServer string
-	Started    time.Time
+	benchkit.Host
+	Started time.Time
 	// Startup is the time taken to start the stack and launch the agents.
 	Startup time.Duration
 	// Elapsed is the whole run, starting and stopping the stack included.
@@ -210,12 +187,7 @@ func Run(ctx context.Context, cfg Config) (_ Report, err error) {
 		Config:        cfg,
 		TextBytes:     textBytes,
 		EventInterval: eventInterval,
-		GoVersion:     runtime.Version(),
-		OS:            runtime.GOOS,
-		Arch:          runtime.GOARCH,
-		CPUs:          runtime.NumCPU(),
-		GOMAXPROCS:    runtime.GOMAXPROCS(0),
-		NATSServer:    natsserver.VERSION,
+		Host:          benchkit.Here(),
 		Started:       time.Now(),
 	}
 	st, err := startStack(ctx, cfg)
@@ -224,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (_ Report, err error) {
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	rep.Startup = time.Since(rep.Started)
-	r := &runner{cfg: cfg, st: st, text: filler(textBytes)}
+	r := &runner{cfg: cfg, st: st, text: benchkit.Filler(textBytes)}
 	// raw/append goes last: the policy decides on every observation it
 	// appends, and waiting for it to finish before a later measurement
 	// would take longer than the measurement itself.
@@ -282,18 +254,5 @@ func latencies(ds []time.Duration) (p50, p99 time.Duration) {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return percentile(s, 0.50), percentile(s, 0.99)
-}
-
-// percentile is the nearest-rank percentile of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
+	return benchkit.Percentile(s, 0.50), benchkit.Percentile(s, 0.99)
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // textBytes is the length of every message text and progress summary.
@@ -48,12 +48,6 @@ func observation(id, summary string) *eventstore.Observation {
 		Confidence:    eventstore.ConfidenceAuthoritative,
 		Signal:        eventstore.NewSignal(&eventstore.ProgressSignal{Summary: summary}),
 	}
-}
-
-// filler returns n bytes of text.
-func filler(n int) string {
-	const words = "step done, next file checked; "
-	return strings.Repeat(words, n/len(words)+1)[:n]
 }
 
 // rawAppend appends Requests observations with the store from Clients
@@ -192,7 +186,7 @@ func (r *runner) paths(route string) []string {
 // result summarizes timed operations.
 func result(name string, concurrency int, lat []time.Duration, elapsed time.Duration, baseline, method string) Result {
 	res := Result{Name: name, Count: len(lat), Concurrency: concurrency, Elapsed: elapsed,
-		PerSecond: rate(len(lat), elapsed), Baseline: baseline, Method: method}
+		PerSecond: benchkit.Rate(len(lat), elapsed), Baseline: baseline, Method: method}
 	res.P50, res.P99 = latencies(lat)
 	return res
 }

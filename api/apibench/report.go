@@ -8,15 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentjournal/agentjournal/eventstore/storebench"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // WriteText writes the report as an aligned table, one row per result,
 // followed by what each result timed.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "HTTP API vs journal store: %s %s/%s, %d CPUs (GOMAXPROCS %d), nats-server %s\n",
-		r.GoVersion, r.OS, r.Arch, r.CPUs, r.GOMAXPROCS, r.NATSServer)
+	fmt.Fprintf(&b, "HTTP API vs journal store: %s\n", r.Host)
 	fmt.Fprintf(&b, "%d agents (%s), %d-byte texts; one run, latencies over every operation; the run took %s, %s of it starting the stack\n\n",
 		r.Config.Agents, strings.Join(r.Config.Agent, " "), r.TextBytes, r.Elapsed.Round(100*time.Millisecond), r.Startup.Round(100*time.Millisecond))
 
@@ -42,16 +41,14 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	// The ratio column holds words ("2.12x raw/append") and reads best
 	// aligned left.
-	storebench.WriteTable(&b, rows, 6)
+	benchkit.WriteTable(&b, rows, 6)
 
 	b.WriteString("\nwhat was timed:\n")
-	nameWidth := 0
-	for _, res := range r.Results {
-		nameWidth = max(nameWidth, len(res.Name))
+	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
+	for i, res := range r.Results {
+		names[i], notes[i] = res.Name, res.Method
 	}
-	for _, res := range r.Results {
-		fmt.Fprintf(&b, "  %-*s  %s\n", nameWidth, res.Name, res.Method)
-	}
+	benchkit.WriteNotes(&b, names, notes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -63,12 +60,7 @@ func millis(d time.Duration) string {
 
 // jsonReport is the JSON form of a Report. Durations are seconds.
 type jsonReport struct {
-	GoVersion            string       `json:"goVersion"`
-	OS                   string       `json:"os"`
-	Arch                 string       `json:"arch"`
-	CPUs                 int          `json:"cpus"`
-	GOMAXPROCS           int          `json:"gomaxprocs"`
-	NATSServer           string       `json:"natsServer"`
+	benchkit.Host
 	Started              time.Time    `json:"started"`
 	StartupSeconds       float64      `json:"startupSeconds"`
 	ElapsedSeconds       float64      `json:"elapsedSeconds"`
@@ -106,12 +98,7 @@ type jsonResult struct {
 // WriteJSON writes the report as one indented JSON object.
 func (r Report) WriteJSON(w io.Writer) error {
 	out := jsonReport{
-		GoVersion:            r.GoVersion,
-		OS:                   r.OS,
-		Arch:                 r.Arch,
-		CPUs:                 r.CPUs,
-		GOMAXPROCS:           r.GOMAXPROCS,
-		NATSServer:           r.NATSServer,
+		Host:                 r.Host,
 		Started:              r.Started,
 		StartupSeconds:       r.Startup.Seconds(),
 		ElapsedSeconds:       r.Elapsed.Seconds(),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // runner carries what the measurements of one Run share.
@@ -56,12 +57,6 @@ func compare(ctx context.Context, store, raw side) (storeTimes, rawTimes []time.
 	return storeTimes, rawTimes, nil
 }
 
-func timed(fn func() error) (time.Duration, error) {
-	start := time.Now()
-	err := fn()
-	return time.Since(start), err
-}
-
 // sample appends one record to a journal of its own and returns the bytes
 // the store wrote for it: the raw baselines publish exactly these. It also
 // warms up the store's path and, with one publish, the raw one.
@@ -101,7 +96,7 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(srv, &err)
+	defer benchkit.CloseInto(srv, &err)
 	data, err := r.sample(ctx, srv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -113,7 +108,7 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 			return 0, err
 		}
 		recs := observations(n, r.summary)
-		return timed(func() error { return appendRecords(ctx, srv.store, refs, recs, 1) })
+		return benchkit.Timed(func() error { return appendRecords(ctx, srv.store, refs, recs, 1) })
 	}
 	raw := func(ctx context.Context, round int) (time.Duration, error) {
 		refs, err := references(fmt.Sprintf("raw-%d", round))
@@ -124,7 +119,7 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 		if err != nil {
 			return 0, err
 		}
-		return timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, 1) })
+		return benchkit.Timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, 1) })
 	}
 	st, rw, err := compare(ctx, store, raw)
 	if err != nil {
@@ -144,7 +139,7 @@ func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(srv, &err)
+	defer benchkit.CloseInto(srv, &err)
 	data, err := r.sample(ctx, srv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -163,7 +158,7 @@ func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
 			return 0, err
 		}
 		recs := observations(n, r.summary)
-		return timed(func() error { return appendRecords(ctx, srv.store, refs, recs, w) })
+		return benchkit.Timed(func() error { return appendRecords(ctx, srv.store, refs, recs, w) })
 	}
 	raw := func(ctx context.Context, round int) (time.Duration, error) {
 		refs, err := references(names("raw", round)...)
@@ -174,7 +169,7 @@ func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
 		if err != nil {
 			return 0, err
 		}
-		return timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, w) })
+		return benchkit.Timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, w) })
 	}
 	st, rw, err := compare(ctx, store, raw)
 	if err != nil {
@@ -198,7 +193,7 @@ func (r *runner) read(ctx context.Context) (_ []Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(srv, &err)
+	defer benchkit.CloseInto(srv, &err)
 	refs, err := writeInterleaved(ctx, srv.store, n, r.summary, "read-a", "read-b")
 	if err != nil {
 		return nil, fmt.Errorf("%s: write journals: %w", readName, err)
@@ -212,7 +207,7 @@ func (r *runner) read(ctx context.Context) (_ []Result, err error) {
 	counted := func(want int, read func(context.Context) (int, error)) side {
 		return func(ctx context.Context, _ int) (time.Duration, error) {
 			var got int
-			d, err := timed(func() (err error) {
+			d, err := benchkit.Timed(func() (err error) {
 				got, err = read(ctx)
 				return err
 			})

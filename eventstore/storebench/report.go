@@ -4,18 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // WriteText writes the report as an aligned table, one row per result,
 // followed by what each raw figure is.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "journal store vs raw JetStream: %s %s/%s, %d CPUs (GOMAXPROCS %d), nats-server %s\n",
-		r.GoVersion, r.OS, r.Arch, r.CPUs, r.GOMAXPROCS, r.NATSServer)
+	fmt.Fprintf(&b, "journal store vs raw JetStream: %s\n", r.Host)
 	fmt.Fprintf(&b, "%d-byte records; every figure is the median of %d rounds; the run took %s\n\n",
 		r.RecordBytes, r.Rounds, r.Elapsed.Round(100*time.Millisecond))
 
@@ -36,58 +36,21 @@ func (r Report) WriteText(w io.Writer) error {
 		})
 	}
 	// The verdict, a word, reads best aligned left.
-	WriteTable(&b, rows, len(rows[0])-1)
+	benchkit.WriteTable(&b, rows, len(rows[0])-1)
 
 	b.WriteString("\nraw baselines:\n")
-	nameWidth := 0
-	for _, res := range r.Results {
-		nameWidth = max(nameWidth, len(res.Name))
+	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
+	for i, res := range r.Results {
+		names[i], notes[i] = res.Name, res.Baseline
 	}
-	for _, res := range r.Results {
-		fmt.Fprintf(&b, "  %-*s  %s\n", nameWidth, res.Name, res.Baseline)
-	}
+	benchkit.WriteNotes(&b, names, notes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteTable writes rows in columns two spaces apart: the first column and
-// the columns listed in left aligned left, the others (numbers) aligned
-// right. Every benchmark report of the project prints its results with it.
-func WriteTable(b *strings.Builder, rows [][]string, left ...int) {
-	var widths []int
-	for _, row := range rows {
-		for i, cell := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	for _, row := range rows {
-		var line strings.Builder
-		for i, cell := range row {
-			switch {
-			case i == 0:
-				fmt.Fprintf(&line, "%-*s", widths[i], cell)
-			case slices.Contains(left, i):
-				fmt.Fprintf(&line, "  %-*s", widths[i], cell)
-			default:
-				fmt.Fprintf(&line, "  %*s", widths[i], cell)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteByte('\n')
-	}
-}
-
 // jsonReport is the JSON form of a Report. Durations are seconds.
 type jsonReport struct {
-	GoVersion      string       `json:"goVersion"`
-	OS             string       `json:"os"`
-	Arch           string       `json:"arch"`
-	CPUs           int          `json:"cpus"`
-	GOMAXPROCS     int          `json:"gomaxprocs"`
-	NATSServer     string       `json:"natsServer"`
+	benchkit.Host
 	Started        time.Time    `json:"started"`
 	ElapsedSeconds float64      `json:"elapsedSeconds"`
 	Rounds         int          `json:"rounds"`
@@ -120,12 +83,7 @@ type jsonResult struct {
 // WriteJSON writes the report as one indented JSON object.
 func (r Report) WriteJSON(w io.Writer) error {
 	out := jsonReport{
-		GoVersion:      r.GoVersion,
-		OS:             r.OS,
-		Arch:           r.Arch,
-		CPUs:           r.CPUs,
-		GOMAXPROCS:     r.GOMAXPROCS,
-		NATSServer:     r.NATSServer,
+		Host:           r.Host,
 		Started:        r.Started,
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Rounds:         r.Rounds,

@@ -2,16 +2,11 @@ package storebench
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"runtime"
-	"slices"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // Defaults for the zero fields of Config.
@@ -79,42 +74,28 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with c at once.
 func (c Config) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("storebench: "+format, args...))
-	}
+	p := benchkit.NewProblems("storebench")
 	if c.Dir == "" {
-		add("no Dir (want a scratch directory for the benchmark servers)")
+		p.Addf("no Dir (want a scratch directory for the benchmark servers)")
 	}
-	positive := func(name string, v, def int) {
-		if v < 0 {
-			add("%s %d is negative (want 1 or more, or 0 for %d)", name, v, def)
-		}
-	}
-	positive("Records", c.Records, DefaultRecords)
-	positive("Journals", c.Journals, DefaultJournals)
-	positive("Writers", c.Writers, DefaultWriters)
-	positive("PayloadBytes", c.PayloadBytes, DefaultPayloadBytes)
+	p.NotNegative("Records", c.Records, DefaultRecords)
+	p.NotNegative("Journals", c.Journals, DefaultJournals)
+	p.NotNegative("Writers", c.Writers, DefaultWriters)
+	p.NotNegative("PayloadBytes", c.PayloadBytes, DefaultPayloadBytes)
 	if c.ReadRecords < 0 || c.ReadRecords == 1 {
-		add("ReadRecords %d is too small (want 2 or more: a header and at least one record; 0 for %d)", c.ReadRecords, DefaultReadRecords)
+		p.Addf("ReadRecords %d is too small (want 2 or more: a header and at least one record; 0 for %d)", c.ReadRecords, DefaultReadRecords)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	for _, f := range []struct{ v, def *int }{
-		{&c.Records, &d.Records},
-		{&c.ReadRecords, &d.ReadRecords},
-		{&c.Journals, &d.Journals},
-		{&c.Writers, &d.Writers},
-		{&c.PayloadBytes, &d.PayloadBytes},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
+	benchkit.Default(&c.Records, d.Records)
+	benchkit.Default(&c.ReadRecords, d.ReadRecords)
+	benchkit.Default(&c.Journals, d.Journals)
+	benchkit.Default(&c.Writers, d.Writers)
+	benchkit.Default(&c.PayloadBytes, d.PayloadBytes)
 	return c
 }
 
@@ -163,14 +144,8 @@ type Report struct {
 	Rounds int
 	// RecordBytes is the encoded size of one appended record.
 	RecordBytes int
-	GoVersion   string
-	OS          string
-	Arch        string
-	// CPUs is the number of logical CPUs; GOMAXPROCS how many Go used.
-	CPUs       int
-	GOMAXPROCS int
-	NATSServer string
-	Started    time.Time
+	benchkit.Host
+	Started time.Time
 	// Elapsed is the whole run, server start-ups and data set-up included.
 	Elapsed time.Duration
 }
@@ -195,17 +170,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	cfg = cfg.withDefaults()
 	rep := Report{
-		Config:     cfg,
-		Rounds:     rounds,
-		GoVersion:  runtime.Version(),
-		OS:         runtime.GOOS,
-		Arch:       runtime.GOARCH,
-		CPUs:       runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		NATSServer: natsserver.VERSION,
-		Started:    time.Now(),
+		Config:  cfg,
+		Rounds:  rounds,
+		Host:    benchkit.Here(),
+		Started: time.Now(),
 	}
-	r := &runner{cfg: cfg, summary: filler(cfg.PayloadBytes)}
+	r := &runner{cfg: cfg, summary: benchkit.Filler(cfg.PayloadBytes)}
 	steps := []func(context.Context) ([]Result, error){
 		func(ctx context.Context) ([]Result, error) { return r.appendSingle(ctx, bus.SyncAlways) },
 		func(ctx context.Context) ([]Result, error) { return r.appendSingle(ctx, bus.SyncInterval) },
@@ -232,34 +202,15 @@ func result(name string, records int, target float64, baseline string, store, ra
 	res := Result{
 		Name:       name,
 		Records:    records,
-		Elapsed:    median(store),
-		RawElapsed: median(raw),
+		Elapsed:    benchkit.Median(store),
+		RawElapsed: benchkit.Median(raw),
 		Target:     target,
 		Baseline:   baseline,
 	}
-	res.PerSecond = rate(records, res.Elapsed)
-	res.RawPerSecond = rate(records, res.RawElapsed)
+	res.PerSecond = benchkit.Rate(records, res.Elapsed)
+	res.RawPerSecond = benchkit.Rate(records, res.RawElapsed)
 	if res.RawPerSecond > 0 {
 		res.Ratio = res.PerSecond / res.RawPerSecond
 	}
 	return res
-}
-
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

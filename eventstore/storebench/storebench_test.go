@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 func TestRunSmall(t *testing.T) {
@@ -218,7 +219,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			recs := observations(b.N, filler(DefaultPayloadBytes))
+			recs := observations(b.N, benchkit.Filler(DefaultPayloadBytes))
 			b.ResetTimer()
 			if err := appendRecords(b.Context(), srv.store, refs, recs, 1); err != nil {
 				b.Fatal(err)
@@ -236,7 +237,7 @@ func BenchmarkRawPublish(b *testing.B) {
 	for _, sync := range syncModes {
 		b.Run("sync="+string(sync), func(b *testing.B) {
 			srv := benchServer(b, sync)
-			r := &runner{summary: filler(DefaultPayloadBytes)}
+			r := &runner{summary: benchkit.Filler(DefaultPayloadBytes)}
 			data, err := r.sample(b.Context(), srv)
 			if err != nil {
 				b.Fatal(err)
@@ -266,7 +267,7 @@ const benchReadRecords = 1000
 func readSetup(b *testing.B) (*server, eventstore.Reference) {
 	b.Helper()
 	srv := benchServer(b, bus.SyncInterval)
-	refs, err := writeInterleaved(b.Context(), srv.store, benchReadRecords, filler(DefaultPayloadBytes), "read-a", "read-b")
+	refs, err := writeInterleaved(b.Context(), srv.store, benchReadRecords, benchkit.Filler(DefaultPayloadBytes), "read-a", "read-b")
 	if err != nil {
 		b.Fatal(err)
 	}

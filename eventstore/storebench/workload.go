@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -53,13 +52,6 @@ func startServer(ctx context.Context, parent, name string, sync bus.SyncMode) (*
 // Close closes the store and the server and removes the directory.
 func (s *server) Close() error {
 	return errors.Join(s.store.Close(), s.bus.Close(), os.RemoveAll(s.dir))
-}
-
-// closeInto closes c and, when *err is nil, reports a close error there.
-func closeInto(c interface{ Close() error }, err *error) {
-	if cerr := c.Close(); *err == nil {
-		*err = cerr
-	}
 }
 
 // benchOwner is the owner id of every benchmark journal.
@@ -122,12 +114,6 @@ func observations(n int, summary string) []eventstore.Record {
 		recs[i] = observation(observationID(i), summary)
 	}
 	return recs
-}
-
-// filler returns n bytes of text for a record's variable part.
-func filler(n int) string {
-	const words = "step done, next file checked; "
-	return strings.Repeat(words, n/len(words)+1)[:n]
 }
 
 // appendRecords appends record i to journal i%len(refs) from the given

@@ -19,6 +19,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -70,12 +71,6 @@ func (r *runner) progress(res Result) {
 	fmt.Fprintln(r.cfg.Progress, line)
 }
 
-func timed(fn func() error) (time.Duration, error) {
-	start := time.Now()
-	err := fn()
-	return time.Since(start), err
-}
-
 // project writes the log, then measures catching a new projection up with
 // it against the two raw baselines, and the append-to-visible latency of a
 // projector following it.
@@ -85,7 +80,7 @@ func (r *runner) project(ctx context.Context) (_ []Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(srv, &err)
+	defer benchkit.CloseInto(srv, &err)
 	refs, err := writeLog(ctx, srv.store, "bench", n, j)
 	if err != nil {
 		return nil, fmt.Errorf("project/catch-up: %w", err)
@@ -135,7 +130,7 @@ func (r *runner) project(ctx context.Context) (_ []Result, err error) {
 			return nil
 		},
 		func(int) error {
-			d, err := timed(func() error { return readRaw(ctx, srv.bus.Stream(), all, n) })
+			d, err := benchkit.Timed(func() error { return readRaw(ctx, srv.bus.Stream(), all, n) })
 			if err != nil {
 				return fmt.Errorf("raw/read-log: %w", err)
 			}
@@ -167,16 +162,16 @@ func (r *runner) project(ctx context.Context) (_ []Result, err error) {
 		return nil, fmt.Errorf("project/catch-up: %w", err)
 	}
 
-	readRes := Result{Name: "raw/read-log", Records: n, Elapsed: median(read),
+	readRes := Result{Name: "raw/read-log", Records: n, Elapsed: benchkit.Median(read),
 		Method: fmt.Sprintf("ordered consumer on %s pulling %d at a time, records not decoded", all, projections.DefaultBatchSize)}
-	readRes.PerSecond = rate(n, readRes.Elapsed)
-	putRes := Result{Name: "raw/bbolt-put", Records: n, Elapsed: median(put),
+	readRes.PerSecond = benchkit.Rate(n, readRes.Elapsed)
+	putRes := Result{Name: "raw/bbolt-put", Records: n, Elapsed: benchkit.Median(put),
 		Method: fmt.Sprintf("the log's record bytes put into a new bbolt file keyed by offset, %d per transaction, fsync on commit", projections.DefaultBatchSize)}
-	putRes.PerSecond = rate(n, putRes.Elapsed)
-	res := Result{Name: "project/catch-up", Records: n, Elapsed: median(catchUp),
+	putRes.PerSecond = benchkit.Rate(n, putRes.Elapsed)
+	res := Result{Name: "project/catch-up", Records: n, Elapsed: benchkit.Median(catchUp),
 		Method: fmt.Sprintf("DB.CatchUp of a new projection file from offset 1 (%d journals, %d written at a time); peak RSS is the process's, embedded server included, sampled every %s",
 			j, min(activeJournals, j), rssInterval)}
-	res.PerSecond = rate(n, res.Elapsed)
+	res.PerSecond = benchkit.Rate(n, res.Elapsed)
 	slower := min(readRes.PerSecond, putRes.PerSecond)
 	res.Checks = append(res.Checks, Check{Metric: "ratio to slower raw", Value: res.PerSecond / slower, Target: catchUpTarget})
 	if peak.Total > 0 {
@@ -204,7 +199,7 @@ func catchUpOnce(ctx context.Context, src projections.Source, path string, last 
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss := sampleRSS()
-	d, err := timed(func() error { return db.CatchUp(ctx, src, nil) })
+	d, err := benchkit.Timed(func() error { return db.CatchUp(ctx, src, nil) })
 	peak := rss.Stop()
 	if err != nil {
 		return 0, resident{}, errors.Join(err, db.Close())
@@ -223,7 +218,7 @@ func checkProjection(ctx context.Context, st *eventstore.JetStreamStore, path st
 	if err != nil {
 		return err
 	}
-	defer closeInto(db, &err)
+	defer benchkit.CloseInto(db, &err)
 	for _, i := range []int{0, len(refs) / 2, len(refs) - 1} {
 		ref := refs[i]
 		var recs []eventstore.Record
@@ -290,7 +285,7 @@ func saveValues(ctx context.Context, stream jetstream.Stream, filter string, n i
 	if err != nil {
 		return 0, err
 	}
-	defer closeInto(f, &err)
+	defer benchkit.CloseInto(f, &err)
 	w := bufio.NewWriterSize(f, 1<<20)
 	var size [4]byte
 	err = scanRaw(ctx, stream, filter, n, func(data []byte) error {
@@ -345,7 +340,7 @@ func putRaw(valuesPath, path string, perTx int) (_ time.Duration, err error) {
 		err = errors.Join(err, db.Close(), os.Remove(path))
 	}()
 	bucket := []byte("log")
-	return timed(func() error {
+	return benchkit.Timed(func() error {
 		for from := 0; from < len(values); from += perTx {
 			err := db.Update(func(tx *bolt.Tx) error {
 				b, err := tx.CreateBucketIfNotExists(bucket)
@@ -380,7 +375,7 @@ func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, pat
 	if err != nil {
 		return Result{}, err
 	}
-	defer closeInto(db, &err)
+	defer benchkit.CloseInto(db, &err)
 	pctx, cancel := context.WithCancel(ctx)
 	projected := make(chan error, 1)
 	go func() {
@@ -453,9 +448,9 @@ func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, pat
 	}
 	took := time.Since(began)
 	res := Result{Name: "project/append-to-visible", Records: n, Elapsed: took,
-		P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99),
+		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("Append to %d journals paced at %d records/s (achieved %.0f) while Project follows the log; each record timed from before Append to DB.WaitFor of its offset; the slowest took %s",
-			liveJournals, r.cfg.Rate, rate(n, took), latencies[len(latencies)-1].Round(10*time.Microsecond))}
+			liveJournals, r.cfg.Rate, benchkit.Rate(n, took), latencies[len(latencies)-1].Round(10*time.Microsecond))}
 	res.Checks = []Check{{Metric: "p99", Value: ms(res.P99), Target: ms(visibleTarget), Unit: "ms", Below: true}}
 	return res, nil
 }

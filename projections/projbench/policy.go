@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/policy"
 )
 
@@ -44,7 +45,7 @@ func (r *runner) replay(context.Context) ([]Result, error) {
 	var times []time.Duration
 	for range rounds {
 		var st *execution.State
-		d, err := timed(func() (err error) {
+		d, err := benchkit.Timed(func() (err error) {
 			st, err = execution.Replay(recs)
 			return err
 		})
@@ -56,9 +57,9 @@ func (r *runner) replay(context.Context) ([]Result, error) {
 		}
 		times = append(times, d)
 	}
-	res := Result{Name: "replay/fold", Records: len(recs), Elapsed: median(times),
+	res := Result{Name: "replay/fold", Records: len(recs), Elapsed: benchkit.Median(times),
 		Method: "execution.Replay of one generated journal, records decoded beforehand, timeline items kept"}
-	res.PerSecond = rate(len(recs), res.Elapsed)
+	res.PerSecond = benchkit.Rate(len(recs), res.Elapsed)
 	res.Checks = []Check{{Metric: "records/s", Value: res.PerSecond, Target: foldTarget}}
 	return []Result{res}, nil
 }
@@ -136,7 +137,7 @@ func (r *runner) decide(context.Context) ([]Result, error) {
 		return nil, fmt.Errorf("policy/decide: %d of %d observations decided, want all", decided, len(obs))
 	}
 	res := Result{Name: "policy/decide", Records: len(obs), Elapsed: took,
-		P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99),
+		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("policy.Decide on the state of a running execution %d records into its journal, each of a mix of every signal timed on its own", decideStateRecords)}
 	return []Result{res}, nil
 }
@@ -152,7 +153,7 @@ func (r *runner) decideLive(ctx context.Context) (_ []Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(srv, &err)
+	defer benchkit.CloseInto(srv, &err)
 
 	refs := make([]eventstore.Reference, liveJournals)
 	for i := range refs {
@@ -248,7 +249,7 @@ func (r *runner) decideLive(ctx context.Context) (_ []Result, err error) {
 		return nil, fmt.Errorf("policy/append-to-decision: subscriber: %w", err)
 	}
 	res := Result{Name: "policy/append-to-decision", Records: n, Elapsed: time.Since(began),
-		P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99),
+		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("observations appended to %d journals at %d/s with a policy.Subscriber on the log; each timed from before its Append until a follower of the log reads its decision.recorded", liveJournals, pace)}
 	return []Result{res}, nil
 }

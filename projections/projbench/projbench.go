@@ -2,14 +2,11 @@ package projbench
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // Defaults for the zero fields of Config.
@@ -80,42 +77,28 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with c at once.
 func (c Config) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("projbench: "+format, args...))
-	}
+	p := benchkit.NewProblems("projbench")
 	if c.Dir == "" {
-		add("no Dir (want a scratch directory for the benchmark servers and files)")
+		p.Addf("no Dir (want a scratch directory for the benchmark servers and files)")
 	}
-	positive := func(name string, v, def int) {
-		if v < 0 {
-			add("%s %d is negative (want 1 or more, or 0 for %d)", name, v, def)
-		}
-	}
-	positive("Records", c.Records, DefaultRecords)
-	positive("Journals", c.Journals, DefaultJournals)
-	positive("Rate", c.Rate, DefaultRate)
-	positive("LatencyRecords", c.LatencyRecords, DefaultLatencyRecords)
+	p.NotNegative("Records", c.Records, DefaultRecords)
+	p.NotNegative("Journals", c.Journals, DefaultJournals)
+	p.NotNegative("Rate", c.Rate, DefaultRate)
+	p.NotNegative("LatencyRecords", c.LatencyRecords, DefaultLatencyRecords)
 	d := c.withDefaults()
 	if d.Records > 0 && d.Journals > d.Records {
-		add("Journals %d is more than Records %d (want each journal to hold at least its header)", d.Journals, d.Records)
+		p.Addf("Journals %d is more than Records %d (want each journal to hold at least its header)", d.Journals, d.Records)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	for _, f := range []struct{ v, def *int }{
-		{&c.Records, &d.Records},
-		{&c.Journals, &d.Journals},
-		{&c.Rate, &d.Rate},
-		{&c.LatencyRecords, &d.LatencyRecords},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
+	benchkit.Default(&c.Records, d.Records)
+	benchkit.Default(&c.Journals, d.Journals)
+	benchkit.Default(&c.Rate, d.Rate)
+	benchkit.Default(&c.LatencyRecords, d.LatencyRecords)
 	return c
 }
 
@@ -176,14 +159,9 @@ type Report struct {
 	// figures are medians.
 	Rounds int
 	// LogBytes is the size of the catch-up log's records, encoded.
-	LogBytes   int64
-	GoVersion  string
-	OS         string
-	Arch       string
-	CPUs       int
-	GOMAXPROCS int
-	NATSServer string
-	Started    time.Time
+	LogBytes int64
+	benchkit.Host
+	Started time.Time
 	// Elapsed is the whole run, set-up included.
 	Elapsed time.Duration
 }
@@ -219,15 +197,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	cfg = cfg.withDefaults()
 	rep := Report{
-		Config:     cfg,
-		Rounds:     rounds,
-		GoVersion:  runtime.Version(),
-		OS:         runtime.GOOS,
-		Arch:       runtime.GOARCH,
-		CPUs:       runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		NATSServer: natsserver.VERSION,
-		Started:    time.Now(),
+		Config:  cfg,
+		Rounds:  rounds,
+		Host:    benchkit.Here(),
+		Started: time.Now(),
 	}
 	r, err := newRunner(cfg)
 	if err != nil {
@@ -256,33 +229,4 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	return rep, nil
-}
-
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// percentile returns the p-th percentile (0 < p <= 1) of ds, sorting ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(float64(len(ds))*p+0.5) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentjournal/agentjournal/eventstore/storebench"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 // value formats the check's value in its unit.
@@ -40,8 +40,7 @@ func formatValue(v float64, unit string) string {
 // then every target with its verdict and what each result timed.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "projections read side: %s %s/%s, %d CPUs (GOMAXPROCS %d), nats-server %s\n",
-		r.GoVersion, r.OS, r.Arch, r.CPUs, r.GOMAXPROCS, r.NATSServer)
+	fmt.Fprintf(&b, "projections read side: %s\n", r.Host)
 	fmt.Fprintf(&b, "catch-up log: %d records in %d journals, %d MiB encoded; throughputs are the median of %d rounds; the run took %s\n\n",
 		r.Config.Records, r.Config.Journals, r.LogBytes>>20, r.Rounds, r.Elapsed.Round(100*time.Millisecond))
 
@@ -56,7 +55,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		rows = append(rows, []string{res.Name, strconv.Itoa(res.Records), perSec, p50, p99})
 	}
-	storebench.WriteTable(&b, rows)
+	benchkit.WriteTable(&b, rows)
 
 	b.WriteString("\ntargets:\n")
 	rows = nil
@@ -65,16 +64,14 @@ func (r Report) WriteText(w io.Writer) error {
 			rows = append(rows, []string{"  " + res.Name, c.Metric, c.value(), c.target(), c.Verdict()})
 		}
 	}
-	storebench.WriteTable(&b, rows, allColumns(rows)...)
+	benchkit.WriteTable(&b, rows, allColumns(rows)...)
 
 	b.WriteString("\nmethods:\n")
-	nameWidth := 0
-	for _, res := range r.Results {
-		nameWidth = max(nameWidth, len(res.Name))
+	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
+	for i, res := range r.Results {
+		names[i], notes[i] = res.Name, res.Method
 	}
-	for _, res := range r.Results {
-		fmt.Fprintf(&b, "  %-*s  %s\n", nameWidth, res.Name, res.Method)
-	}
+	benchkit.WriteNotes(&b, names, notes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -94,12 +91,7 @@ func duration(d time.Duration) string {
 
 // jsonReport is the JSON form of a Report. Durations are seconds.
 type jsonReport struct {
-	GoVersion      string       `json:"goVersion"`
-	OS             string       `json:"os"`
-	Arch           string       `json:"arch"`
-	CPUs           int          `json:"cpus"`
-	GOMAXPROCS     int          `json:"gomaxprocs"`
-	NATSServer     string       `json:"natsServer"`
+	benchkit.Host
 	Started        time.Time    `json:"started"`
 	ElapsedSeconds float64      `json:"elapsedSeconds"`
 	Rounds         int          `json:"rounds"`
@@ -138,12 +130,7 @@ type jsonCheck struct {
 // WriteJSON writes the report as one indented JSON object.
 func (r Report) WriteJSON(w io.Writer) error {
 	out := jsonReport{
-		GoVersion:      r.GoVersion,
-		OS:             r.OS,
-		Arch:           r.Arch,
-		CPUs:           r.CPUs,
-		GOMAXPROCS:     r.GOMAXPROCS,
-		NATSServer:     r.NATSServer,
+		Host:           r.Host,
 		Started:        r.Started,
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Rounds:         r.Rounds,

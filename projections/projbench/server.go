@@ -73,13 +73,6 @@ func (s *server) restart(ctx context.Context) error {
 	return nil
 }
 
-// closeInto closes c and, when *err is nil, reports a close error there.
-func closeInto(c interface{ Close() error }, err *error) {
-	if cerr := c.Close(); *err == nil {
-		*err = cerr
-	}
-}
-
 // writeLog writes journals of group holding records records in all, from
 // activeJournals goroutines (fewer when there are fewer journals), each
 // writing whole journals one after another. It returns the references.
