@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,9 +166,7 @@ func hostedFile(dir, id string) (string, error) {
 
 // readHosted returns the references a host directory names. A file that
 // does not hold one is reported and left for a person to look at.
-func readHosted(dir string, log interface {
-	Warn(msg string, args ...any)
-}) ([]eventstore.Reference, error) {
+func readHosted(dir string, log *slog.Logger) ([]eventstore.Reference, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err

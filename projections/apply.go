@@ -97,35 +97,61 @@ func (db *DB) Apply(batch []eventstore.Entry) error {
 
 // apply is Apply returning the checkpoint after the batch.
 func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
+	return db.advance("apply batch", func(tx *bolt.Tx, cp uint64) (uint64, error) {
+		start := cp
+		a := newApplier(db, tx)
+		for _, e := range batch {
+			if e.Offset <= cp {
+				continue
+			}
+			if e.Offset != cp+1 {
+				return 0, fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+			}
+			if err := a.record(e); err != nil {
+				return 0, err
+			}
+			cp = e.Offset
+		}
+		if cp == start {
+			return cp, errNoChange
+		}
+		return cp, a.flush()
+	})
+}
+
+// skip moves the checkpoint past the record at offset, which the log
+// holds but no reader can decode, and returns the checkpoint. An offset at
+// or below the checkpoint is a no-op; one beyond checkpoint+1 matches ErrGap.
+func (db *DB) skip(offset uint64) (uint64, error) {
+	return db.advance(fmt.Sprintf("skip offset %d", offset), func(_ *bolt.Tx, cp uint64) (uint64, error) {
+		switch {
+		case offset <= cp:
+			return cp, errNoChange
+		case offset != cp+1:
+			return 0, fmt.Errorf("%w: skipped offset %d follows checkpoint %d", ErrGap, offset, cp)
+		}
+		return offset, nil
+	})
+}
+
+// advance runs step in one write transaction, given the checkpoint, and
+// stores the checkpoint step returns with what it wrote; step returns
+// errNoChange (with the checkpoint) to write nothing, which also saves the
+// commit's fsync. Writers take turns, and readers waiting for an offset
+// hear of the new checkpoint.
+func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, error)) (uint64, error) {
 	db.writing.Lock()
 	defer db.writing.Unlock()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
-		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, ErrClosed)
+		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, ErrClosed)
 	}
 	var cp uint64
 	err := guard(db.cfg.Path, func() error {
 		return db.bolt.Update(func(tx *bolt.Tx) error {
-			cp = checkpoint(tx)
-			start := cp
-			a := newApplier(db, tx)
-			for _, e := range batch {
-				if e.Offset <= cp {
-					continue
-				}
-				if e.Offset != cp+1 {
-					return fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
-				}
-				if err := a.record(e); err != nil {
-					return err
-				}
-				cp = e.Offset
-			}
-			if cp == start {
-				return errNoChange
-			}
-			if err := a.flush(); err != nil {
+			var err error
+			if cp, err = step(tx, checkpoint(tx)); err != nil {
 				return err
 			}
 			return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
@@ -135,44 +161,10 @@ func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
 	case errors.Is(err, errNoChange):
 		return cp, nil
 	case err != nil:
-		// The batch folded records into cached states that the file,
-		// rolled back, does not hold.
+		// A batch folds records into cached states that the file, rolled
+		// back, does not hold.
 		db.states.purge()
-		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, err)
-	}
-	db.notify()
-	return cp, nil
-}
-
-// skip moves the checkpoint past the record at offset, which the log
-// holds but no reader can decode, and returns the checkpoint. An offset at
-// or below the checkpoint is a no-op; one beyond checkpoint+1 matches ErrGap.
-func (db *DB) skip(offset uint64) (uint64, error) {
-	db.writing.Lock()
-	defer db.writing.Unlock()
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil {
-		return 0, fmt.Errorf("skip offset %d in %s: %w", offset, db.cfg.Path, ErrClosed)
-	}
-	var cp uint64
-	err := guard(db.cfg.Path, func() error {
-		return db.bolt.Update(func(tx *bolt.Tx) error {
-			switch cp = checkpoint(tx); {
-			case offset <= cp:
-				return errNoChange
-			case offset != cp+1:
-				return fmt.Errorf("%w: skipped offset %d follows checkpoint %d", ErrGap, offset, cp)
-			}
-			cp = offset
-			return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
-		})
-	})
-	switch {
-	case errors.Is(err, errNoChange):
-		return cp, nil
-	case err != nil:
-		return 0, fmt.Errorf("skip offset %d in %s: %w", offset, db.cfg.Path, err)
+		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, err)
 	}
 	db.notify()
 	return cp, nil
