@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,10 +57,11 @@ type chunkReader struct {
 
 // readChunks starts reading subjects from offset start, pulling pull
 // messages at a time; what names the reading in errors, and mark, told of
-// every message, says whether it ends its chunk (flush, which also flags
-// the chunk) and whether reading is done after it.
+// every message's offset and how many messages follow it, says whether it
+// ends its chunk (flush, which also flags the chunk) and whether reading is
+// done after it.
 func (s *JetStreamStore) readChunks(ctx context.Context, subjects []string, start uint64, pull int, what string,
-	mark func(meta *jetstream.MsgMetadata) (flush, done bool)) (*chunkReader, error) {
+	mark func(offset, pending uint64) (flush, done bool)) (*chunkReader, error) {
 	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
@@ -117,7 +120,7 @@ func (r *chunkReader) close() {
 // errors. mark hears of every message: flush ends its chunk and flags it,
 // done ends the reading after it.
 func fetchChunks(ctx context.Context, msgs jetstream.MessagesContext, what string, jobs, ordered chan<- *scanBatch,
-	mark func(meta *jetstream.MsgMetadata) (flush, done bool)) {
+	mark func(offset, pending uint64) (flush, done bool)) {
 	defer close(ordered)
 	defer close(jobs)
 	for done := false; !done; {
@@ -132,15 +135,19 @@ func fetchChunks(ctx context.Context, msgs jetstream.MessagesContext, what strin
 				done = true
 				break
 			}
-			meta, err := m.Metadata()
-			if err != nil {
-				b.err = fmt.Errorf("%s: %w", what, err)
-				done = true
-				break
+			offset, pending, ok := ackPosition(m.Reply())
+			if !ok {
+				meta, err := m.Metadata()
+				if err != nil {
+					b.err = fmt.Errorf("%s: %w", what, err)
+					done = true
+					break
+				}
+				offset, pending = meta.Sequence.Stream, meta.NumPending
 			}
-			b.offsets = append(b.offsets, meta.Sequence.Stream)
+			b.offsets = append(b.offsets, offset)
 			b.data = append(b.data, m.Data())
-			if b.flush, done = mark(meta); b.flush || done {
+			if b.flush, done = mark(offset, pending); b.flush || done {
 				break
 			}
 		}
@@ -155,4 +162,46 @@ func fetchChunks(ctx context.Context, msgs jetstream.MessagesContext, what strin
 			return
 		}
 	}
+}
+
+// ackPosition reads a message's stream sequence and the number of messages
+// pending after it from its reply subject, as Msg.Metadata does but without
+// allocating, which a read of the whole log does a million times. The
+// subject is $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.
+// <consumer seq>.<time>.<pending>, or, from newer servers, the same with
+// <domain>.<account hash> before <stream> and one or more tokens after
+// <pending>. ok is false for any other shape, which Metadata then reports.
+func ackPosition(reply string) (offset, pending uint64, ok bool) {
+	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
+	if !ok {
+		return 0, 0, false
+	}
+	var tokens [10]string
+	n := 0
+	for ; n < len(tokens); n++ {
+		var more bool
+		tokens[n], rest, more = strings.Cut(rest, ".")
+		if !more {
+			n++
+			break
+		}
+	}
+	var seq, left string
+	switch {
+	case n == 7:
+		seq, left = tokens[3], tokens[6]
+	case n >= 9:
+		seq, left = tokens[5], tokens[8]
+	default:
+		return 0, 0, false
+	}
+	offset, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil || offset == 0 {
+		return 0, 0, false
+	}
+	pending, err = strconv.ParseUint(left, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return offset, pending, true
 }

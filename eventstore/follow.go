@@ -3,9 +3,13 @@ package eventstore
 import (
 	"context"
 	"iter"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
+
+// FollowPull is how many messages Follow asks the server for at a time
+// (at least maxBatch): reading a long log, larger pulls cost less per
+// message (a million records read 15-20% faster pulling 20000 than 1000);
+// a follower that has caught up is not slowed by it.
+const FollowPull = 20000
 
 // Follow yields the log from fromOffset (1 = the start) in batches, and
 // keeps yielding as records are appended, until ctx ends or the caller
@@ -36,9 +40,9 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 		// log caught up, ends the batch: a caught-up follower gets each
 		// record as soon as it arrives.
 		inBatch := 0
-		r, err := s.readChunks(ctx, []string{s.cfg.SubjectPrefix + ".>"}, fromOffset, maxBatch, "follow log",
-			func(meta *jetstream.MsgMetadata) (bool, bool) {
-				if inBatch++; inBatch >= maxBatch || meta.NumPending == 0 {
+		r, err := s.readChunks(ctx, []string{s.cfg.SubjectPrefix + ".>"}, fromOffset, max(maxBatch, FollowPull), "follow log",
+			func(_, pending uint64) (bool, bool) {
+				if inBatch++; inBatch >= maxBatch || pending == 0 {
 					inBatch = 0
 					return true, false
 				}

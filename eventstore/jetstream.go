@@ -483,8 +483,8 @@ func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOff
 // batches of messages are decoded on every core while the next ones arrive,
 // and handed to yield in log order.
 func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end uint64, yield func(Entry, error) bool) {
-	r, err := s.readChunks(ctx, subjects, start, 1000, "read log", func(meta *jetstream.MsgMetadata) (bool, bool) {
-		return false, meta.Sequence.Stream >= end
+	r, err := s.readChunks(ctx, subjects, start, 1000, "read log", func(offset, _ uint64) (bool, bool) {
+		return false, offset >= end
 	})
 	if err != nil {
 		yield(Entry{}, err)

@@ -74,9 +74,7 @@ func LookupKind(k Kind) (KindSpec, bool) {
 // the schema version 1. The error names the field and what is accepted.
 func Decode(data []byte) (Record, error) {
 	if k, ok := sniffKind(data); ok {
-		if spec, ok := kindRegistry[k]; ok {
-			return decodeAs(spec, data)
-		}
+		return decodeAs(kindRegistry[k], data)
 	}
 	var peek struct {
 		Type *Kind `json:"type"`
@@ -97,8 +95,9 @@ func Decode(data []byte) (Record, error) {
 
 // sniffKind reads the kind from the prefix every encoder here writes,
 // {"recordId":"…","sequence":N,"type":"…", without parsing the record. Any
-// other shape returns false and Decode finds the type the slow way; either
-// way the record is then decoded and checked in full.
+// other shape, or a kind not registered, returns false and Decode finds the
+// type the slow way; either way the record is then decoded and checked in
+// full.
 func sniffKind(data []byte) (Kind, bool) {
 	rest, ok := bytes.CutPrefix(data, []byte(`{"recordId":"`))
 	if !ok {
@@ -124,7 +123,10 @@ func sniffKind(data []byte) (Kind, bool) {
 	if k < 0 {
 		return "", false
 	}
-	return Kind(rest[:k]), true
+	// The registry's own string, not one copied out of data: the lookup
+	// does not allocate.
+	spec, ok := kindRegistry[Kind(rest[:k])]
+	return spec.Kind, ok
 }
 
 func decodeAs(spec KindSpec, data []byte) (Record, error) {

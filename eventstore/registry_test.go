@@ -319,3 +319,17 @@ func TestDecodeRejectsTrailingData(t *testing.T) {
 		t.Errorf("trailing white space refused: %v", err)
 	}
 }
+
+func TestSniffKindAllocates(t *testing.T) {
+	data := []byte(`{"recordId":"rec-1","sequence":2,"type":"observation.recorded","x":1}`)
+	if k, ok := sniffKind(data); !ok || k != KindObservation {
+		t.Fatalf("sniffKind = %q, %v; want %q, true", k, ok, KindObservation)
+	}
+	if n := testing.AllocsPerRun(100, func() { sniffKind(data) }); n != 0 {
+		t.Errorf("sniffKind allocates %.0f times per call, want 0", n)
+	}
+	unknown := []byte(`{"recordId":"rec-1","sequence":2,"type":"no.such.kind"}`)
+	if k, ok := sniffKind(unknown); ok {
+		t.Errorf("sniffKind of an unknown kind = %q, true; want false", k)
+	}
+}
