@@ -213,7 +213,7 @@ func (s *State) applyDecision(r *eventstore.Decision) []TimelineItem {
 func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 	var changes []string
 	if r.Lifecycle != "" && r.Lifecycle != s.Lifecycle {
-		changes = append(changes, fmt.Sprintf("lifecycle %s → %s", s.Lifecycle, r.Lifecycle))
+		changes = append(changes, "lifecycle "+string(s.Lifecycle)+" → "+string(r.Lifecycle))
 		s.Lifecycle = r.Lifecycle
 		s.LifecycleReason = r.Reason
 		if r.Lifecycle.Final() {
@@ -222,11 +222,11 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		}
 	}
 	if r.Attention != "" && r.Attention != s.Attention {
-		changes = append(changes, fmt.Sprintf("attention %s → %s", s.Attention, r.Attention))
+		changes = append(changes, "attention "+string(s.Attention)+" → "+string(r.Attention))
 		s.Attention = r.Attention
 	}
 	if r.Activity != "" && r.Activity != s.Activity {
-		changes = append(changes, fmt.Sprintf("activity %s → %s", s.Activity, r.Activity))
+		changes = append(changes, "activity "+string(s.Activity)+" → "+string(r.Activity))
 		s.Activity = r.Activity
 	}
 	if r.CurrentInputRequestID.Set && r.CurrentInputRequestID.ID != s.CurrentInputRequestID {

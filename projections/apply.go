@@ -91,26 +91,37 @@ var errNoChange = errors.New("no change")
 // journal's record, out of order) is logged and skipped; one already folded
 // into its execution is skipped silently.
 func (db *DB) Apply(batch []eventstore.Entry) error {
-	_, err := db.apply(batch)
+	_, err := db.apply(batch, nil)
 	return err
 }
 
-// apply is Apply returning the checkpoint after the batch.
-func (db *DB) apply(batch []eventstore.Entry) (uint64, error) {
+// apply is Apply returning the checkpoint after the batch. more, when not
+// nil, is asked for further batches to apply in the same transaction
+// while it holds fewer than BatchSize entries; it returns nil to end the
+// transaction.
+func (db *DB) apply(batch []eventstore.Entry, more func() []eventstore.Entry) (uint64, error) {
 	return db.advance("apply batch", func(tx *bolt.Tx, cp uint64) (uint64, error) {
 		start := cp
 		a := newApplier(db, tx)
-		for _, e := range batch {
-			if e.Offset <= cp {
-				continue
+		for n := 0; ; {
+			for _, e := range batch {
+				if e.Offset <= cp {
+					continue
+				}
+				if e.Offset != cp+1 {
+					return 0, fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+				}
+				if err := a.record(e); err != nil {
+					return 0, err
+				}
+				cp = e.Offset
 			}
-			if e.Offset != cp+1 {
-				return 0, fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
+			if n += len(batch); more == nil || n >= db.cfg.BatchSize {
+				break
 			}
-			if err := a.record(e); err != nil {
-				return 0, err
+			if batch = more(); batch == nil {
+				break
 			}
-			cp = e.Offset
 		}
 		if cp == start {
 			return cp, errNoChange
@@ -182,6 +193,12 @@ type applier struct {
 
 	// key is scratch space for processed-id keys; bbolt copies keys.
 	key []byte
+	// scratch is where values are encoded before keep copies them.
+	scratch []byte
+	// slab is where keep puts values: bbolt holds on to a value until the
+	// commit, so each needs bytes of its own, and one allocation for many
+	// small values spares the collector.
+	slab []byte
 	// hydrated are the processed-id keys the current record loaded into
 	// its state: they are in the file already.
 	hydrated []string
@@ -288,23 +305,41 @@ func (a *applier) record(e eventstore.Entry) error {
 		p.items = bk
 	}
 	for i := range items {
-		// bbolt keeps the value until the commit, so each needs its own
-		// bytes.
-		v := encodeItem(make([]byte, 0, itemSizeHint), &items[i])
-		if err := p.items.Put(itemKey(items[i].Sequence, i), v); err != nil {
+		a.scratch = encodeItem(a.scratch[:0], &items[i])
+		if err := p.items.Put(itemKey(items[i].Sequence, i), a.keep(a.scratch)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// slabSize is the size of the slabs keep allocates; a larger value gets
+// an allocation of its own.
+const slabSize = 64 << 10
+
+// keep returns a copy of v that stays valid until the transaction ends.
+func (a *applier) keep(v []byte) []byte {
+	if len(v) > slabSize/8 {
+		return append([]byte(nil), v...)
+	}
+	if cap(a.slab)-len(a.slab) < len(v) {
+		a.slab = make([]byte, 0, slabSize)
+	}
+	n := len(a.slab)
+	a.slab = append(a.slab, v...)
+	return a.slab[n:len(a.slab):len(a.slab)]
+}
+
+// keepU64 is keep of v's big-endian bytes.
+func (a *applier) keepU64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return a.keep(b[:])
+}
+
 // itemKey is the timeline key of the i-th item a record produced: its
 // sequence, with the index appended for any item after the first
 // (execution.State.Apply gives at most one today).
-// itemSizeHint is the capacity an item's encoding starts with: most items
-// fit.
-const itemSizeHint = 128
-
 func itemKey(seq uint64, i int) []byte {
 	if i == 0 {
 		return u64(seq)

@@ -68,13 +68,20 @@ var internIndex = func() map[string]uint64 {
 			panic("projections: " + s + " is in internTable twice")
 		}
 		m[s] = uint64(i)
+		internMax = max(internMax, len(s))
 	}
 	return m
 }()
 
+// internMax is the length of the longest interned string: a longer one,
+// such as an item's text, is not looked up, which would hash all of it.
+var internMax int
+
 func appendStr(dst []byte, s string) []byte {
-	if i, ok := internIndex[s]; ok {
-		return binary.AppendUvarint(dst, i<<1|1)
+	if len(s) <= internMax {
+		if i, ok := internIndex[s]; ok {
+			return binary.AppendUvarint(dst, i<<1|1)
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(s))<<1)
 	return append(dst, s...)

@@ -164,17 +164,18 @@ func (a *applier) storeProcessed(p *pending, s *execution.State) error {
 		return ids.Put(k, v)
 	}
 	for id, seq := range s.ProcessedMessages {
-		if err := put(processedMessage, id, u64(seq)); err != nil {
+		if err := put(processedMessage, id, a.keepU64(seq)); err != nil {
 			return err
 		}
 	}
 	for id, seq := range s.ProcessedObservations {
-		if err := put(processedObservation, id, u64(seq)); err != nil {
+		if err := put(processedObservation, id, a.keepU64(seq)); err != nil {
 			return err
 		}
 	}
 	for id, d := range s.Decisions {
-		if err := put(processedDecision, id, encodeDecision(nil, d)); err != nil {
+		a.scratch = encodeDecision(a.scratch[:0], d)
+		if err := put(processedDecision, id, a.keep(a.scratch)); err != nil {
 			return err
 		}
 	}

@@ -30,7 +30,11 @@ var errSourceEnded = errors.New("the log source stopped yielding")
 // a batch does not follow the checkpoint (ErrGap) or the file cannot be
 // written; calling it again resumes from the checkpoint.
 func (db *DB) Project(ctx context.Context, src Source) error {
-	err := db.follow(ctx, src, 0, nil)
+	// The end of the log as it is now is what there is to catch up with
+	// in full transactions; without it (the source failing, which Follow
+	// reports) every transaction commits what has been read.
+	end, _ := src.LastOffset(ctx)
+	err := db.follow(ctx, src, 0, end, nil)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -54,14 +58,16 @@ func (db *DB) catchUpTo(ctx context.Context, src Source, target uint64, progress
 	if target == 0 {
 		return nil
 	}
-	return db.follow(ctx, src, target, progress)
+	return db.follow(ctx, src, target, target, progress)
 }
 
 // follow applies src from the checkpoint + 1, until ctx ends or, when
 // target is not 0, the checkpoint reaches target. The log is read one
 // batch ahead: while a batch is applied, the next one is fetched and
-// decoded.
-func (db *DB) follow(ctx context.Context, src Source, target uint64, progress func(done, total uint64)) error {
+// decoded. Up to offset behind, which the log is known to hold, each
+// transaction takes BatchSize entries; after it, a transaction commits
+// what has been read, so that a follower shows each record at once.
+func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, progress func(done, total uint64)) error {
 	cp, err := db.Checkpoint()
 	if err != nil {
 		return err
@@ -75,8 +81,50 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 	defer wg.Wait()
 	defer cancel()
 	batches := make(chan fetched, readAhead)
-	wg.Go(func() { read(ctx, src, cp+1, db.cfg.BatchSize, batches) })
-	for f := range batches {
+	wg.Go(func() { read(ctx, src, cp+1, readBatch(db.cfg.BatchSize), batches) })
+	// held is a batch taken from the reader to extend a transaction that
+	// could not take it: an error, handled after the commit.
+	var held *fetched
+	// reached is the offset of the last entry handed to a transaction.
+	var reached uint64
+	// more extends a transaction with further batches, so that a
+	// projection catching up writes BatchSize entries per transaction
+	// while holding only a few read batches in memory. It waits for them
+	// only up to behind.
+	more := func() []eventstore.Entry {
+		if target > 0 && reached >= target {
+			return nil
+		}
+		var f fetched
+		var ok bool
+		if reached < behind {
+			f, ok = <-batches
+		} else {
+			select {
+			case f, ok = <-batches:
+			default:
+			}
+		}
+		switch {
+		case !ok:
+			return nil
+		case f.err != nil:
+			held = &f
+			return nil
+		}
+		reached = lastOffset(f.batch, reached)
+		return f.batch
+	}
+	for {
+		var f fetched
+		if held != nil {
+			f, held = *held, nil
+		} else {
+			var ok bool
+			if f, ok = <-batches; !ok {
+				break
+			}
+		}
 		var bad *eventstore.OffsetError
 		switch {
 		case errors.As(f.err, &bad):
@@ -94,7 +142,8 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 			}
 			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, f.err)
 		default:
-			if cp, err = db.apply(f.batch); err != nil {
+			reached = lastOffset(f.batch, reached)
+			if cp, err = db.apply(f.batch, more); err != nil {
 				return err
 			}
 		}
@@ -113,6 +162,24 @@ func (db *DB) follow(ctx context.Context, src Source, target uint64, progress fu
 	}
 	return fmt.Errorf("project %s: after offset %d: %w", db.cfg.Path, cp, errSourceEnded)
 }
+
+// lastOffset is the offset of batch's last entry, or else.
+func lastOffset(batch []eventstore.Entry, or uint64) uint64 {
+	if len(batch) == 0 {
+		return or
+	}
+	return batch[len(batch)-1].Offset
+}
+
+// readBatch is how many entries the log is read in, for transactions of
+// txSize entries: a batch is held in memory from its read to its apply,
+// a transaction's entries are not.
+func readBatch(txSize int) int {
+	return min(txSize, maxReadBatch)
+}
+
+// maxReadBatch bounds the read batches.
+const maxReadBatch = 1000
 
 // readAhead is how many batches the reader of follow may fetch before the
 // applier takes them. One keeps reading and applying overlapped; more only

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -586,4 +587,73 @@ func checkpointOf(t testing.TB, db *projections.DB) uint64 {
 		t.Fatal(err)
 	}
 	return cp
+}
+
+// A transaction takes BatchSize entries while the log is being caught up
+// with, across the smaller batches the log is read in; once caught up, a
+// follower commits each record as it comes.
+func TestTransactionsSpanReadBatches(t *testing.T) {
+	_, s := startLog(t)
+	rs := refs(10)
+	writeJournals(t, s, rs, 0, 250)
+	last := lastOffset(t, s)
+	if last <= 2000 || last > 3000 {
+		t.Fatalf("the log ends at %d, want between 2001 and 3000", last)
+	}
+	ctx := context.Background()
+	db := openDB(t, projections.Config{Path: dbPath(t, "p.db"), BatchSize: 2000})
+	var calls [][2]uint64
+	src := &batchSizes{Source: s}
+	if err := db.CatchUp(ctx, src, func(done, total uint64) { calls = append(calls, [2]uint64{done, total}) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]uint64{{2000, last}, {last, last}}; !slices.Equal(calls, want) {
+		t.Fatalf("progress after each transaction %v, want %v", calls, want)
+	}
+	if n := slices.Max(src.sizes); n >= 2000 {
+		t.Fatalf("the log was read in batches of up to %d entries (%v), want smaller ones than a transaction", n, src.sizes)
+	}
+	checkAgainstReplay(t, db, s, rs, 100)
+
+	// A follower projecting a log longer than a transaction catches up,
+	// then shows each new record without waiting for more.
+	follower := openDB(t, projections.Config{Path: dbPath(t, "f.db"), BatchSize: 2000})
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- follower.Project(pctx, s) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if err := follower.WaitFor(wctx, last); err != nil {
+		t.Fatalf("WaitFor(%d): %v", last, err)
+	}
+	for i := range 3 {
+		appendRecord(t, s, rs[i], finish(rs[i], eventstore.LifecycleCompleted))
+		if err := follower.WaitFor(wctx, last+uint64(i)+1); err != nil {
+			t.Fatalf("WaitFor(%d) after appending it: %v", last+uint64(i)+1, err)
+		}
+	}
+	checkAgainstReplay(t, follower, s, rs, 100)
+}
+
+// batchSizes is a Source that notes the size of each batch it yields.
+type batchSizes struct {
+	projections.Source
+	sizes []int
+}
+
+func (b *batchSizes) Follow(ctx context.Context, from uint64, maxBatch int) iter.Seq2[[]eventstore.Entry, error] {
+	return func(yield func([]eventstore.Entry, error) bool) {
+		for batch, err := range b.Source.Follow(ctx, from, maxBatch) {
+			b.sizes = append(b.sizes, len(batch))
+			if !yield(batch, err) {
+				return
+			}
+		}
+	}
 }

@@ -163,7 +163,7 @@ func (r *runner) project(ctx context.Context) (_ []Result, err error) {
 	}
 
 	readRes := Result{Name: "raw/read-log", Records: n, Elapsed: benchkit.Median(read),
-		Method: fmt.Sprintf("ordered consumer on %s pulling %d at a time, records not decoded", all, projections.DefaultBatchSize)}
+		Method: fmt.Sprintf("ordered consumer on %s pulling %d at a time, records not decoded", all, eventstore.FollowPull)}
 	readRes.PerSecond = benchkit.Rate(n, readRes.Elapsed)
 	putRes := Result{Name: "raw/bbolt-put", Records: n, Elapsed: benchkit.Median(put),
 		Method: fmt.Sprintf("the log's record bytes put into a new bbolt file keyed by offset, %d per transaction, fsync on commit", projections.DefaultBatchSize)}
@@ -245,7 +245,7 @@ func checkProjection(ctx context.Context, st *eventstore.JetStreamStore, path st
 }
 
 // readRaw reads n messages on filter with an ordered consumer pulling as
-// many at a time as a projection batch holds, without decoding them.
+// many at a time as Follow does, without decoding them.
 func readRaw(ctx context.Context, stream jetstream.Stream, filter string, n int) error {
 	return scanRaw(ctx, stream, filter, n, func([]byte) error { return nil })
 }
@@ -256,7 +256,7 @@ func scanRaw(ctx context.Context, stream jetstream.Stream, filter string, n int,
 	if err != nil {
 		return fmt.Errorf("ordered consumer on %s: %w", filter, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(projections.DefaultBatchSize))
+	it, err := cons.Messages(jetstream.PullMaxMessages(eventstore.FollowPull))
 	if err != nil {
 		return fmt.Errorf("ordered consumer on %s: %w", filter, err)
 	}
