@@ -456,3 +456,52 @@ func BenchmarkKnownKeys(b *testing.B) {
 		}
 	}
 }
+
+// Signal.UnmarshalJSON reads the form MarshalJSON writes without copying
+// the payload, and must answer exactly as decodeWire does on every input.
+func TestSignalFastPathMatchesWire(t *testing.T) {
+	var signals []string
+	for name, r := range strictRecords() {
+		o, ok := r.(*Observation)
+		if !ok || o.Signal == nil {
+			continue
+		}
+		data, err := json.Marshal(o.Signal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := sniffSignal(data); !ok {
+			t.Errorf("%s: the signal as written takes the slow path: %s", name, data)
+		}
+		signals = append(signals, string(data))
+	}
+	if len(signals) < 2 {
+		t.Fatalf("only %d signals to try", len(signals))
+	}
+	var inputs []string
+	for _, s := range signals {
+		payload := s[strings.Index(s, `"payload":`)+len(`"payload":`) : len(s)-1]
+		inputs = append(inputs, s,
+			s+" ", " "+s, strings.Replace(s, `":`, `": `, -1),
+			`{"payload":`+payload+`,"type":"needs_input"}`,
+			strings.Replace(s, `"payload":`+payload, `"payload":null`, 1),
+			strings.Replace(s, `"payload":`+payload, `"payload":[]`, 1),
+			strings.Replace(s, `"payload":`+payload, `"payload":{}`, 1),
+			strings.Replace(s, `"payload":`+payload, `"payload":`+payload+` `, 1),
+			strings.Replace(s, `}`, `,"extra":1}`, 1),
+			s[:len(s)-1]+`,"type":"usage"}`,
+			s[:len(s)-1]+`,"payload":{}}`,
+			strings.Replace(s, `{"type":"`, `{"type":"\u006e`, 1),
+			strings.Replace(s, `{"type":"`, `{"type":"no_such_`, 1),
+			s[:len(s)-1], s[:len(s)-2]+"}", s+"}",
+		)
+	}
+	for _, in := range inputs {
+		var fast, wire Signal
+		fastErr := fast.UnmarshalJSON([]byte(in))
+		wireErr := wire.decodeWire([]byte(in))
+		if fmt.Sprint(fastErr) != fmt.Sprint(wireErr) || !reflect.DeepEqual(fast, wire) {
+			t.Errorf("%s:\nUnmarshalJSON: %+v, %v\ndecodeWire:    %+v, %v", in, fast, fastErr, wire, wireErr)
+		}
+	}
+}
