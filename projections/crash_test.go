@@ -118,6 +118,13 @@ func TestKillDuringProject(t *testing.T) {
 		t.Fatal("the child reported no progress")
 	}
 	t.Logf("killed the projector at checkpoint %d of %d", reported, last)
+	if boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		// Its commits went unsynced: what follows shows the system's page
+		// cache kept every one of them for this boot.
+		if mark, ok := readMark(t, path); !ok || mark != strings.TrimSpace(string(boot)) {
+			t.Fatalf("the killed projector's file is marked %q (present %v), want this boot %q", mark, ok, boot)
+		}
+	}
 
 	db := openDB(t, projections.Config{Path: path})
 	cp, err := db.Checkpoint()

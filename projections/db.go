@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,6 +60,9 @@ var (
 
 	keyFormat     = []byte("format")
 	keyCheckpoint = []byte("checkpoint")
+	// keyUnsynced, when present, holds the boot id of the system that
+	// committed to the file without syncing (Config.SyncCommits).
+	keyUnsynced = []byte("unsynced")
 )
 
 // dataBuckets are the top-level buckets besides meta.
@@ -87,9 +91,23 @@ type Config struct {
 	BatchSize int
 	// Logger receives skipped records and rebuild notices. Nil discards them.
 	Logger *slog.Logger
-	// NoSync skips the fsync after each transaction (bbolt's NoSync), which
-	// speeds up a rebuild; a crash can then lose or damage the file, which
-	// OpenOrRebuild rebuilds. False by default.
+	// SyncCommits makes each transaction wait for its fsync, so that the
+	// file survives a power loss as it was at its last commit.
+	//
+	// By default a commit is visible without waiting for the disk, which
+	// on a busy disk can take tens or hundreds of milliseconds. The file
+	// is then marked, durably and before the first such commit, as
+	// written without syncing in the current boot of the system; Close
+	// syncs it and removes the mark. A process that dies leaves its
+	// writes in the system's page cache, so the next Open in the same
+	// boot trusts the file; an Open after the system restarted finds the
+	// mark and reports the file corrupt, which OpenOrRebuild rebuilds from
+	// the log. Where the system names no boot (only Linux does), every
+	// commit is synced.
+	SyncCommits bool
+	// NoSync skips every fsync (bbolt's NoSync), Close's too, which speeds
+	// up a rebuild's scratch file; a crash can then lose or damage the
+	// file. False by default.
 	NoSync bool
 	// LockTimeout is how long Open waits for another holder of the file to
 	// let go before failing with ErrLocked. Zero means DefaultLockTimeout.
@@ -159,6 +177,13 @@ type DB struct {
 	// ahead of the file, and so does a swap, with mu held exclusively.
 	states *stateCache
 
+	// boot is the system's boot id when commits go unsynced, "" when each
+	// is synced. marked says the file durably holds it as keyUnsynced;
+	// until it does, a commit syncs and writes the mark. Both are used
+	// with writing held, or mu held exclusively.
+	boot   string
+	marked bool
+
 	// applied is closed and replaced whenever the checkpoint moves or
 	// the DB closes; WaitFor waits on it.
 	appliedMu sync.Mutex
@@ -178,11 +203,31 @@ func Open(cfg Config) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	b, err := openBolt(cfg)
-	if err != nil {
+	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize), applied: make(chan struct{})}
+	if boot, ok := bootID(); ok && !cfg.SyncCommits && !cfg.NoSync {
+		db.boot = boot
+	}
+	var err error
+	if db.bolt, db.marked, err = openBolt(cfg, db.boot); err != nil {
 		return nil, err
 	}
-	return &DB{cfg: cfg, log: cfg.Logger, bolt: b, states: newStateCache(stateCacheSize), applied: make(chan struct{})}, nil
+	return db, nil
+}
+
+// unsyncedMark reads the file's unsynced mark: a file another boot of the
+// system committed to without syncing may have lost any of those commits,
+// in any order, and is corrupt. It returns whether the file holds the mark
+// of boot, the running one when commits go unsynced.
+func unsyncedMark(tx *bolt.Tx, path, boot string) (marked bool, err error) {
+	v := tx.Bucket(bucketMeta).Get(keyUnsynced)
+	switch {
+	case v == nil:
+		return false, nil
+	case boot != "" && string(v) == boot:
+		return true, nil
+	}
+	now, _ := bootID()
+	return false, corrupt(path, fmt.Sprintf("it was written without syncing before the system restarted (boot %s, now %s), so it may have lost writes", v, cmp.Or(now, "unknown")), nil)
 }
 
 // Path returns the projection file's path.
@@ -196,13 +241,35 @@ func (db *DB) Close() error {
 	if db.bolt == nil {
 		return nil
 	}
-	err := db.bolt.Close()
+	err := db.unmark()
+	err = errors.Join(err, db.bolt.Close())
 	db.bolt = nil
 	db.states.purge()
 	db.notify()
 	if err != nil {
 		return fmt.Errorf("close projection %s: %w", db.cfg.Path, err)
 	}
+	return nil
+}
+
+// unmark syncs a file written without syncing and removes its mark. It
+// runs with mu held exclusively. A failure leaves the mark, so that the
+// file is trusted only until the system restarts.
+func (db *DB) unmark() error {
+	if !db.marked {
+		return nil
+	}
+	err := guard(db.cfg.Path, func() error {
+		if err := db.bolt.Sync(); err != nil {
+			return err
+		}
+		db.bolt.NoSync = false
+		return db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyUnsynced) })
+	})
+	if err != nil {
+		return fmt.Errorf("sync projection %s: %w", db.cfg.Path, err)
+	}
+	db.marked = false
 	return nil
 }
 
@@ -229,20 +296,21 @@ func guard(path string, fn func() error) (err error) {
 	return fn()
 }
 
-// openBolt opens and checks the file.
-func openBolt(cfg Config) (*bolt.DB, error) {
+// openBolt opens and checks the file, and says whether it holds the
+// unsynced mark of boot (see unsyncedMark).
+func openBolt(cfg Config, boot string) (*bolt.DB, bool, error) {
 	path := cfg.Path
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("open projection %s: %w", path, err)
+		return nil, false, fmt.Errorf("open projection %s: %w", path, err)
 	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("open projection %s: not a regular file (%s)", path, info.Mode().Type())
+		return nil, false, fmt.Errorf("open projection %s: not a regular file (%s)", path, info.Mode().Type())
 	case info.Size() == 0:
 		// bbolt would quietly initialize an empty file; an empty projection
 		// file is one whose creation was cut short, or a truncated one.
-		return nil, corrupt(path, "the file is empty", nil)
+		return nil, false, corrupt(path, "the file is empty", nil)
 	}
 	size := int64(0)
 	if info != nil {
@@ -251,8 +319,11 @@ func openBolt(cfg Config) (*bolt.DB, error) {
 
 	var file *os.File
 	opts := &bolt.Options{
-		Timeout:      cfg.LockTimeout,
-		NoSync:       cfg.NoSync,
+		Timeout: cfg.LockTimeout,
+		NoSync:  cfg.NoSync,
+		// Unsynced commits leave the file's growth unsynced too; a file
+		// whose writes were lost is rebuilt either way.
+		NoGrowSync:   boot != "",
 		FreelistType: bolt.FreelistMapType,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
@@ -275,23 +346,24 @@ func openBolt(cfg Config) (*bolt.DB, error) {
 		if file != nil {
 			release(file)
 		}
-		return nil, err
+		return nil, false, err
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s is held by another process or DB (waited %s); stop the other daemon or pick another file", ErrLocked, path, cfg.LockTimeout)
+		return nil, false, fmt.Errorf("%w: %s is held by another process or DB (waited %s); stop the other daemon or pick another file", ErrLocked, path, cfg.LockTimeout)
 	case err != nil && ioError(err):
-		return nil, fmt.Errorf("open projection %s: %w", path, err)
+		return nil, false, fmt.Errorf("open projection %s: %w", path, err)
 	case err != nil:
-		return nil, corrupt(path, "bbolt cannot open it", err)
+		return nil, false, corrupt(path, "bbolt cannot open it", err)
 	}
-	if err := prepare(b, path, size); err != nil {
+	marked, err := prepare(b, path, size, boot)
+	if err != nil {
 		// Closing a damaged file can panic half way through too; releasing
 		// the descriptor as well makes sure its lock goes with it.
 		if guard(path, b.Close) != nil {
 			release(file)
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return b, nil
+	return b, marked, nil
 }
 
 // ioError reports an error of the operating system (permissions, disk) as
@@ -302,10 +374,11 @@ func ioError(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
-// prepare lays out a new file (one without buckets) or checks an existing one.
-func prepare(b *bolt.DB, path string, size int64) error {
+// prepare lays out a new file (one without buckets) or checks an existing
+// one, and says whether it holds boot's unsynced mark.
+func prepare(b *bolt.DB, path string, size int64, boot string) (marked bool, err error) {
 	empty := true
-	err := guard(path, func() error {
+	err = guard(path, func() error {
 		return b.View(func(tx *bolt.Tx) error {
 			k, _ := tx.Cursor().First()
 			empty = k == nil
@@ -313,7 +386,7 @@ func prepare(b *bolt.DB, path string, size int64) error {
 		})
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if empty {
 		err := b.Update(func(tx *bolt.Tx) error {
@@ -335,13 +408,20 @@ func prepare(b *bolt.DB, path string, size int64) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("create projection %s: %w", path, err)
+			return false, fmt.Errorf("create projection %s: %w", path, err)
 		}
-		return nil
+		return false, nil
 	}
-	return guard(path, func() error {
-		return b.View(func(tx *bolt.Tx) error { return check(tx, path, size <= fullCheckMax) })
+	err = guard(path, func() error {
+		return b.View(func(tx *bolt.Tx) error {
+			if err := check(tx, path, size <= fullCheckMax); err != nil {
+				return err
+			}
+			marked, err = unsyncedMark(tx, path, boot)
+			return err
+		})
 	})
+	return marked, err
 }
 
 // check verifies the file's shape: the meta bucket with this format version

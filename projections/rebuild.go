@@ -171,12 +171,13 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	}
 	// The old handle still reads the old, now unlinked, file; keep it until
 	// the new one is open so a failure here leaves db serving.
-	b, err := openBolt(db.cfg)
+	b, marked, err := openBolt(db.cfg, db.boot)
 	if err != nil {
 		return fmt.Errorf("reopen after swap: %w", err)
 	}
+	// The old file's mark goes with it: it was unlinked in one piece.
 	old := db.bolt
-	db.bolt = b
+	db.bolt, db.marked = b, marked
 	// The cached states are of the old file, which may be behind the new.
 	db.states.purge()
 	db.notify()

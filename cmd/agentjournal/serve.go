@@ -240,7 +240,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	}
 	d.onClose(views.Close)
 	if rebuilt {
-		d.logger.Warn("the projection file was damaged; it was moved aside and rebuilt from the log", "path", pcfg.Path)
+		d.logger.Warn("the projection file could not be trusted (the message before says why); it was moved aside and rebuilt from the log", "path", pcfg.Path)
 	}
 	// Registered after views.Close so that they stop first.
 	d.onClose(func() error { cancel(); wg.Wait(); return nil })

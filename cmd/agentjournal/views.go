@@ -44,7 +44,7 @@ func (e *Env) withProjection(ctx context.Context, fn func(eventstore.Store, *pro
 		}
 		defer db.Close()
 		if rebuilt {
-			fmt.Fprintf(e.Stderr, "agentjournal: the projection file %s was damaged; it was moved aside and rebuilt from the log\n", cfg.Path)
+			fmt.Fprintf(e.Stderr, "agentjournal: the projection file %s could not be trusted (damaged, or written without syncing before the system restarted); it was moved aside and rebuilt from the log\n", cfg.Path)
 		}
 		return fn(s, db)
 	})
