@@ -2,6 +2,8 @@ package eventstore
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -40,4 +42,36 @@ func TestAckPositionAllocates(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { ackPosition(reply) }); n != 0 {
 		t.Errorf("ackPosition allocates %.0f times per call, want 0", n)
 	}
+}
+
+// ackPosition reads any subject without failing, and what it accepts is a
+// reply subject whose tokens hold the numbers it returns.
+func FuzzAckPosition(f *testing.F) {
+	f.Add("$JS.ACK.LOG.cons.1.42.41.1700000000000000000.7")
+	f.Add("$JS.ACK._.ABCHASH.LOG.cons.1.42.41.1700000000000000000.0.rand")
+	f.Add("$JS.ACK.a.b.c.d.e.f.g.h.i.j.k.l.m")
+	f.Add("$JS.ACK.......")
+	f.Fuzz(func(t *testing.T, reply string) {
+		offset, pending, ok := ackPosition(reply)
+		if !ok {
+			if offset != 0 || pending != 0 {
+				t.Fatalf("refused %q but returned %d, %d", reply, offset, pending)
+			}
+			return
+		}
+		tokens := strings.Split(reply, ".")
+		if tokens[0] != "$JS" || tokens[1] != "ACK" || offset == 0 {
+			t.Fatalf("accepted %q as offset %d", reply, offset)
+		}
+		seq, left := 5, 8
+		if len(tokens) == 9 {
+			seq, left = 3, 6
+		}
+		if tokens[2+seq] != strconv.FormatUint(offset, 10) && strings.TrimLeft(tokens[2+seq], "0") != strconv.FormatUint(offset, 10) {
+			t.Fatalf("%q: offset %d is not token %q", reply, offset, tokens[2+seq])
+		}
+		if got, err := strconv.ParseUint(tokens[2+left], 10, 64); err != nil || got != pending {
+			t.Fatalf("%q: pending %d is not token %q", reply, pending, tokens[2+left])
+		}
+	})
 }

@@ -162,7 +162,7 @@ func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, er
 	// A commit goes unsynced only once the file durably says so; the
 	// commit that says so is synced.
 	mark := db.boot != "" && !db.marked
-	db.bolt.NoSync = db.cfg.NoSync || db.marked
+	db.bolt.NoSync = db.cfg.NoSync || db.boot != "" && db.marked
 	err := guard(db.cfg.Path, func() error {
 		return db.bolt.Update(func(tx *bolt.Tx) error {
 			var err error

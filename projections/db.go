@@ -178,9 +178,10 @@ type DB struct {
 	states *stateCache
 
 	// boot is the system's boot id when commits go unsynced, "" when each
-	// is synced. marked says the file durably holds it as keyUnsynced;
-	// until it does, a commit syncs and writes the mark. Both are used
-	// with writing held, or mu held exclusively.
+	// is synced. marked says the file durably holds the running boot's id
+	// as keyUnsynced, which Close removes; until it does, an unsynced DB's
+	// commit syncs and writes the mark. Both are used with writing held,
+	// or mu held exclusively.
 	boot   string
 	marked bool
 
@@ -208,7 +209,7 @@ func Open(cfg Config) (*DB, error) {
 		db.boot = boot
 	}
 	var err error
-	if db.bolt, db.marked, err = openBolt(cfg, db.boot); err != nil {
+	if db.bolt, db.marked, err = openBolt(cfg, db.boot != ""); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -217,16 +218,16 @@ func Open(cfg Config) (*DB, error) {
 // unsyncedMark reads the file's unsynced mark: a file another boot of the
 // system committed to without syncing may have lost any of those commits,
 // in any order, and is corrupt. It returns whether the file holds the mark
-// of boot, the running one when commits go unsynced.
-func unsyncedMark(tx *bolt.Tx, path, boot string) (marked bool, err error) {
+// of the running boot, which Close then removes.
+func unsyncedMark(tx *bolt.Tx, path string) (marked bool, err error) {
 	v := tx.Bucket(bucketMeta).Get(keyUnsynced)
-	switch {
-	case v == nil:
+	if v == nil {
 		return false, nil
-	case boot != "" && string(v) == boot:
+	}
+	now, ok := bootID()
+	if ok && string(v) == now {
 		return true, nil
 	}
-	now, _ := bootID()
 	return false, corrupt(path, fmt.Sprintf("it was written without syncing before the system restarted (boot %s, now %s), so it may have lost writes", v, cmp.Or(now, "unknown")), nil)
 }
 
@@ -297,8 +298,9 @@ func guard(path string, fn func() error) (err error) {
 }
 
 // openBolt opens and checks the file, and says whether it holds the
-// unsynced mark of boot (see unsyncedMark).
-func openBolt(cfg Config, boot string) (*bolt.DB, bool, error) {
+// running boot's unsynced mark (see unsyncedMark); unsynced says commits
+// will skip their fsync.
+func openBolt(cfg Config, unsynced bool) (*bolt.DB, bool, error) {
 	path := cfg.Path
 	info, err := os.Stat(path)
 	switch {
@@ -323,7 +325,7 @@ func openBolt(cfg Config, boot string) (*bolt.DB, bool, error) {
 		NoSync:  cfg.NoSync,
 		// Unsynced commits leave the file's growth unsynced too; a file
 		// whose writes were lost is rebuilt either way.
-		NoGrowSync:   boot != "",
+		NoGrowSync:   unsynced,
 		FreelistType: bolt.FreelistMapType,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
@@ -354,7 +356,7 @@ func openBolt(cfg Config, boot string) (*bolt.DB, bool, error) {
 	case err != nil:
 		return nil, false, corrupt(path, "bbolt cannot open it", err)
 	}
-	marked, err := prepare(b, path, size, boot)
+	marked, err := prepare(b, path, size)
 	if err != nil {
 		// Closing a damaged file can panic half way through too; releasing
 		// the descriptor as well makes sure its lock goes with it.
@@ -375,8 +377,8 @@ func ioError(err error) bool {
 }
 
 // prepare lays out a new file (one without buckets) or checks an existing
-// one, and says whether it holds boot's unsynced mark.
-func prepare(b *bolt.DB, path string, size int64, boot string) (marked bool, err error) {
+// one, and says whether it holds the running boot's unsynced mark.
+func prepare(b *bolt.DB, path string, size int64) (marked bool, err error) {
 	empty := true
 	err = guard(path, func() error {
 		return b.View(func(tx *bolt.Tx) error {
@@ -417,7 +419,7 @@ func prepare(b *bolt.DB, path string, size int64, boot string) (marked bool, err
 			if err := check(tx, path, size <= fullCheckMax); err != nil {
 				return err
 			}
-			marked, err = unsyncedMark(tx, path, boot)
+			marked, err = unsyncedMark(tx, path)
 			return err
 		})
 	})

@@ -5,9 +5,10 @@
 //
 // A DB is fed by the log through a Source (the JetStream store implements
 // it): Project follows the log from the checkpoint + 1 and applies records in
-// batches, each batch in one bbolt transaction that writes the data and the
-// new checkpoint together, so a crash never applies a record twice or skips
-// one. Records are folded with execution.State.Apply; the projection never
+// batches, each transaction writing the data and the new checkpoint
+// together, so a crash never applies a record twice or skips one. While
+// catching up, a transaction takes BatchSize entries across several read
+// batches; once caught up, it commits what has arrived. Records are folded with execution.State.Apply; the projection never
 // decides anything itself. A record that does not fit its execution (no
 // header yet, another journal's record, out of order) is logged and skipped,
 // so one bad record never stops the projector.
@@ -15,7 +16,8 @@
 // File layout (format version 3), every uint64 big-endian so cursor order is
 // numeric order:
 //
-//	meta          "format" -> 3, "checkpoint" -> last applied offset
+//	meta          "format" -> 3, "checkpoint" -> last applied offset,
+//	              "unsynced" -> boot id (while commits go unsynced)
 //	executions    execution id -> State JSON (without the timeline and
 //	              without the processed ids and decisions)
 //	summaries     execution id -> Summary JSON plus the journal id
@@ -34,6 +36,13 @@
 // does, and adds the new ones. The DB keeps the states of recently touched
 // executions decoded between batches, and reads the log one batch ahead of
 // the one it applies. Execution returns the whole state, ids included.
+//
+// Commits are visible to readers without waiting for the disk (see
+// Config.SyncCommits): before the first unsynced commit the file durably
+// records the system's boot id, and Close syncs it and removes the record.
+// A killed process leaves its writes in the page cache, so the file is
+// trusted in the same boot; after the system restarts it may have lost any
+// of them and is rebuilt from the log, which stays the source of truth.
 //
 // Open refuses a file it cannot trust with an error matching ErrCorrupt that
 // names the file and the problem; OpenOrRebuild moves such a file aside

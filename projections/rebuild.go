@@ -171,7 +171,7 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	}
 	// The old handle still reads the old, now unlinked, file; keep it until
 	// the new one is open so a failure here leaves db serving.
-	b, marked, err := openBolt(db.cfg, db.boot)
+	b, marked, err := openBolt(db.cfg, db.boot != "")
 	if err != nil {
 		return fmt.Errorf("reopen after swap: %w", err)
 	}

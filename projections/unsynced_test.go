@@ -110,6 +110,22 @@ func TestUnsyncedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A file a killed process left marked in this boot is trusted by
+	// either kind of DB, and the next Close removes the mark.
+	setMark(t, path, boot)
+	synced, err = projections.Open(projections.Config{Path: path, SyncCommits: true})
+	if err != nil {
+		t.Fatalf("Open with SyncCommits of a file marked in this boot: %v", err)
+	}
+	writeJournals(t, s, rs, 25, 5)
+	catchUp(t, synced, s)
+	if err := synced.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mark, ok := readMark(t, path); ok {
+		t.Fatalf("Close with SyncCommits left the mark %q", mark)
+	}
+
 	// The file was being written without syncing when the system went
 	// down: any of those writes may be lost.
 	setMark(t, path, "an-earlier-boot")
