@@ -96,10 +96,10 @@ func (db *DB) Apply(batch []eventstore.Entry) error {
 }
 
 // apply is Apply returning the checkpoint after the batch. more, when not
-// nil, is asked for further batches to apply in the same transaction
-// while it holds fewer than BatchSize entries; it returns nil to end the
-// transaction.
-func (db *DB) apply(batch []eventstore.Entry, more func() []eventstore.Entry) (uint64, error) {
+// nil, is asked for a further batch of at most room entries to apply in
+// the same transaction while it holds fewer than BatchSize; it returns nil
+// to end the transaction.
+func (db *DB) apply(batch []eventstore.Entry, more func(room int) []eventstore.Entry) (uint64, error) {
 	return db.advance("apply batch", func(tx *bolt.Tx, cp uint64) (uint64, error) {
 		start := cp
 		a := newApplier(db, tx)
@@ -119,7 +119,7 @@ func (db *DB) apply(batch []eventstore.Entry, more func() []eventstore.Entry) (u
 			if n += len(batch); more == nil || n >= db.cfg.BatchSize {
 				break
 			}
-			if batch = more(); batch == nil {
+			if batch = more(db.cfg.BatchSize - n); batch == nil {
 				break
 			}
 		}

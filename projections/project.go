@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 )
@@ -83,22 +84,32 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 	batches := make(chan fetched, readAhead)
 	wg.Go(func() { read(ctx, src, cp+1, readBatch(db.cfg.BatchSize), batches) })
 	// held is a batch taken from the reader to extend a transaction that
-	// could not take it: an error, handled after the commit.
+	// could not take it (an error, or more entries than it had room for),
+	// handled after the commit.
 	var held *fetched
 	// reached is the offset of the last entry handed to a transaction.
 	var reached uint64
-	// more extends a transaction with further batches, so that a
-	// projection catching up writes BatchSize entries per transaction
-	// while holding only a few read batches in memory. It waits for them
-	// only up to behind.
-	more := func() []eventstore.Entry {
+	wait := time.NewTimer(0)
+	defer wait.Stop()
+	// more extends a transaction with the next batch, when it has room for
+	// it, so that a projection catching up writes BatchSize entries per
+	// transaction while holding only a few read batches in memory. Up to
+	// behind it waits for the batch, but not past maxSpanWait: the log may
+	// lack records up to behind (deleted ones), and a transaction must not
+	// hold back what it applied.
+	more := func(room int) []eventstore.Entry {
 		if target > 0 && reached >= target {
 			return nil
 		}
 		var f fetched
 		var ok bool
 		if reached < behind {
-			f, ok = <-batches
+			wait.Reset(maxSpanWait)
+			select {
+			case f, ok = <-batches:
+			case <-wait.C:
+			}
+			wait.Stop()
 		} else {
 			select {
 			case f, ok = <-batches:
@@ -108,7 +119,7 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 		switch {
 		case !ok:
 			return nil
-		case f.err != nil:
+		case f.err != nil || len(f.batch) > room:
 			held = &f
 			return nil
 		}
@@ -180,6 +191,11 @@ func readBatch(txSize int) int {
 
 // maxReadBatch bounds the read batches.
 const maxReadBatch = 1000
+
+// maxSpanWait is the longest a transaction waits for the next batch of the
+// log to extend it; catching up, batches follow each other within a few
+// milliseconds.
+const maxSpanWait = 100 * time.Millisecond
 
 // readAhead is how many batches the reader of follow may fetch before the
 // applier takes them. One keeps reading and applying overlapped; more only

@@ -615,6 +615,24 @@ func TestTransactionsSpanReadBatches(t *testing.T) {
 	}
 	checkAgainstReplay(t, db, s, rs, 100)
 
+	// A transaction never takes more than BatchSize, even when that is
+	// not a whole number of read batches.
+	odd := openDB(t, projections.Config{Path: dbPath(t, "odd.db"), BatchSize: 1500})
+	calls = nil
+	if err := odd.CatchUp(ctx, s, func(done, total uint64) { calls = append(calls, [2]uint64{done, total}) }); err != nil {
+		t.Fatal(err)
+	}
+	prev := uint64(0)
+	for _, c := range calls {
+		if c[0]-prev > 1500 {
+			t.Fatalf("a transaction applied %d entries, more than BatchSize 1500 (progress %v)", c[0]-prev, calls)
+		}
+		prev = c[0]
+	}
+	if prev != last {
+		t.Fatalf("progress ends at %d, want %d", prev, last)
+	}
+
 	// A follower projecting a log longer than a transaction catches up,
 	// then shows each new record without waiting for more.
 	follower := openDB(t, projections.Config{Path: dbPath(t, "f.db"), BatchSize: 2000})
