@@ -222,6 +222,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}/records", fullToken, s.records)
 	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)
 	s.handle("GET /v1/log", fullToken, s.readLog)
+	s.handle("POST /v1/projections/rebuild", fullToken, s.rebuild)
 	s.handle("GET /v1/events", streamToken, s.events)
 
 	// The operator console: its page and assets are public; the page asks

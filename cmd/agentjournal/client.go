@@ -382,6 +382,42 @@ type sseEvent struct {
 	Data []byte
 }
 
+// rebuildLine is one line of the answer to POST /v1/projections/rebuild.
+type rebuildLine struct {
+	Done       uint64    `json:"done"`
+	Total      uint64    `json:"total"`
+	Executions *int      `json:"executions"`
+	Error      *apiError `json:"error"`
+}
+
+// rebuild asks the daemon to rebuild its projection and calls progress
+// with each line of progress. It returns the last line, which holds the
+// number of executions, or the error that stopped the rebuild.
+func (c *client) rebuild(ctx context.Context, progress func(rebuildLine)) (rebuildLine, error) {
+	resp, err := c.request(ctx, http.MethodPost, "/v1/projections/rebuild", nil, nil, nil)
+	if err != nil {
+		return rebuildLine{}, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l rebuildLine
+		if err := dec.Decode(&l); err != nil {
+			if ctx.Err() != nil {
+				return rebuildLine{}, ctx.Err()
+			}
+			return rebuildLine{}, fmt.Errorf("the daemon's answer ended before the rebuild did: %w", err)
+		}
+		switch {
+		case l.Error != nil:
+			return l, l.Error
+		case l.Executions != nil:
+			return l, nil
+		}
+		progress(l)
+	}
+}
+
 // maxEventLine bounds one line of the event stream.
 const maxEventLine = 16 << 20
 

@@ -181,3 +181,37 @@ func TestKeepRunningRestartsAfterErrors(t *testing.T) {
 		t.Errorf("want two restarts logged:\n%s", out)
 	}
 }
+
+// rebuild with a daemon running asks the daemon, which rebuilds while it
+// keeps serving; without one it would find the data directory locked.
+func TestRebuildThroughTheDaemon(t *testing.T) {
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	agent := fixtures.AgentBinary(t)
+	code, out := call(t, "POST", url+"/v1/executions", token, map[string]any{
+		"ownerEntity": "Task", "ownerId": "t-rebuild", "agent": "generic", "command": []string{agent}})
+	if code != 201 {
+		t.Fatalf("launch: %d %v", code, out)
+	}
+	id := out["reference"].(map[string]any)["agentExecutionId"].(string)
+	var before string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := run(t, dir, "show", id, "--json")
+		if r.code == 0 && strings.Contains(r.stdout, `"lifecycle": "completed"`) {
+			before = r.stdout
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the execution never completed: %d %s %s", r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := run(t, dir, "rebuild")
+	if r.code != 0 || !strings.Contains(r.stdout, "The daemon rebuilt") || !strings.Contains(r.stdout, "1 executions") {
+		t.Fatalf("rebuild with a daemon running: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if after := mustRun(t, dir, "show", id, "--json"); after != before {
+		t.Fatalf("the daemon serves another state after the rebuild:\n%s\nbefore:\n%s", after, before)
+	}
+}

@@ -350,7 +350,10 @@ var rebuildSpec = cmdSpec{
 	Summary: `Build a fresh projection file from offset 1 of the log beside the live one,
 check it, and swap it in. Use it after projection code changed, or to start
 from a clean file. A progress bar shows records/s and the time left. Readers
-of the live file keep working while the new one is built.`,
+of the live file keep working while the new one is built. When a daemon runs
+for the data directory, the daemon rebuilds and keeps serving meanwhile;
+interrupting the command cancels the rebuild and leaves the live file as it
+was.`,
 	Example: "agentjournal rebuild",
 }
 
@@ -363,6 +366,16 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 	}
 	if len(pos) > 0 {
 		return rebuildSpec.usageErr(fs, "unexpected argument %q (rebuild takes no arguments)", pos[0])
+	}
+	cl, err := c.env.daemon(ctx)
+	switch {
+	case err == nil:
+		// The daemon holds the data directory and serves from the file: it
+		// rebuilds while it keeps serving.
+		defer cl.close()
+		return c.viaDaemon(ctx, cl)
+	case !errors.Is(err, errNoDaemon):
+		return err
 	}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
 		src, ok := s.(projections.Source)
@@ -395,6 +408,21 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 			cfg.Path, total, len(list), el.Round(time.Millisecond), float64(total)/max(el.Seconds(), 1e-9))
 		return nil
 	})
+}
+
+// viaDaemon asks the running daemon to rebuild, following its progress.
+func (c *RebuildCommand) viaDaemon(ctx context.Context, cl *client) error {
+	start := time.Now()
+	bar := newProgress(c.env.Stderr, "rebuild")
+	last, err := cl.rebuild(ctx, func(l rebuildLine) { bar.update(l.Done, l.Total) })
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("rebuild (by the daemon at %s): %w", cl.url, err)
+	}
+	el := time.Since(start)
+	fmt.Fprintf(c.env.Stdout, "The daemon rebuilt %s from %d records: %d executions in %s (%.0f records/s).\n",
+		c.env.projectionPath(), last.Total, *last.Executions, el.Round(time.Millisecond), float64(last.Total)/max(el.Seconds(), 1e-9))
+	return nil
 }
 
 // progress wraps a progress bar on stderr that shows rate and time left.

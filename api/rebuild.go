@@ -1,0 +1,80 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// rebuildLine is one line of the answer to POST /v1/projections/rebuild:
+// progress while the new file is built, then a last line with the number
+// of executions or the error that stopped the rebuild.
+type rebuildLine struct {
+	// Done is how many log records the new file holds; Total is how many
+	// it is built up to.
+	Done  uint64 `json:"done"`
+	Total uint64 `json:"total"`
+	// Executions is set on the last line of a rebuild that swapped its
+	// file in.
+	Executions *int `json:"executions,omitempty"`
+	// Error is set on the last line of a rebuild that failed after it
+	// began answering; the live projection is then unchanged.
+	Error *errorDetail `json:"error,omitempty"`
+}
+
+// rebuild: POST /v1/projections/rebuild builds a fresh projection file from
+// offset 1 of the log beside the live one, checks it and swaps it in,
+// while every other request keeps reading the live one. The answer is
+// application/x-ndjson: a rebuildLine after each transaction of the build,
+// then a last one. A rebuild already running is a conflict; a client that
+// goes away cancels the rebuild and leaves the live file as it was.
+func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	rc := http.NewResponseController(w)
+	var last rebuildLine
+	started := false
+	send := func(l rebuildLine) {
+		if !started {
+			// Headers go with the first line, so that an error before it
+			// gets its own status.
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		_ = enc.Encode(l) // the client is gone if this fails, and so is the rebuild's context
+		_ = rc.Flush()
+	}
+	err := projections.Rebuild(r.Context(), s.cfg.Store, s.cfg.Views, func(done, total uint64) {
+		last = rebuildLine{Done: done, Total: total}
+		send(last)
+	})
+	if err == nil {
+		var list []projections.Summary
+		if list, err = s.cfg.Views.List(projections.Filter{}); err == nil {
+			n := len(list)
+			last.Executions = &n
+			send(last)
+			return nil
+		}
+	}
+	if errors.Is(err, projections.ErrRebuilding) {
+		err = conflict("a rebuild of the projection is already running; wait for it to finish")
+	}
+	if !started {
+		return err
+	}
+	ae := toAPIError(err)
+	if ae.code == codeInternal && r.Context().Err() == nil {
+		s.log.Error("rebuild failed", logKeyErr, err)
+	}
+	last.Error = &errorDetail{Code: ae.code, Message: ae.message}
+	send(last)
+	return nil
+}
