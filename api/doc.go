@@ -24,6 +24,7 @@
 //	GET  /v1/executions/{id}/records            ?fromSeq=&limit= -> {records, next}
 //	GET  /v1/executions/{id}/replay             ?toSeq=&limit= -> {toSeq, state, records}
 //	GET  /v1/log                                ?fromOffset=&limit= -> {entries, next}
+//	POST /v1/projections/rebuild                NDJSON {done, total} lines, then {…, executions} or {…, error}
 //	GET  /v1/events                             ?execution=ID: Server-Sent Events
 //	*    /mcp                                   the MCP handler, when configured
 //
