@@ -96,7 +96,7 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 	// transaction while holding only a few read batches in memory. Up to
 	// behind it waits for the batch, but not past maxSpanWait: the log may
 	// lack records up to behind (deleted ones), and a transaction must not
-	// hold back what it applied.
+	// hold back what it applied for long.
 	more := func(room int) []eventstore.Entry {
 		if target > 0 && reached >= target {
 			return nil
@@ -193,9 +193,10 @@ func readBatch(txSize int) int {
 const maxReadBatch = 1000
 
 // maxSpanWait is the longest a transaction waits for the next batch of the
-// log to extend it; catching up, batches follow each other within a few
-// milliseconds.
-const maxSpanWait = 100 * time.Millisecond
+// log to extend it. Catching up, batches follow each other within
+// milliseconds; the bound only matters when the log lacks records it was
+// known to hold, and then costs that transaction this much delay.
+const maxSpanWait = time.Second
 
 // readAhead is how many batches the reader of follow may fetch before the
 // applier takes them. One keeps reading and applying overlapped; more only

@@ -607,8 +607,14 @@ func TestTransactionsSpanReadBatches(t *testing.T) {
 	if err := db.CatchUp(ctx, src, func(done, total uint64) { calls = append(calls, [2]uint64{done, total}) }); err != nil {
 		t.Fatal(err)
 	}
+	// A loaded machine may commit early (a transaction waits for the
+	// next read batch only so long), never late.
 	if want := [][2]uint64{{2000, last}, {last, last}}; !slices.Equal(calls, want) {
-		t.Fatalf("progress after each transaction %v, want %v", calls, want)
+		t.Logf("progress after each transaction %v, want %v on an idle machine", calls, want)
+		checkTransactions(t, calls, 2000, last)
+		if calls[0][0] <= 1000 {
+			t.Fatalf("the first transaction took %d entries, no more than one read batch of 1000 (progress %v)", calls[0][0], calls)
+		}
 	}
 	if n := slices.Max(src.sizes); n >= 2000 {
 		t.Fatalf("the log was read in batches of up to %d entries (%v), want smaller ones than a transaction", n, src.sizes)
@@ -622,16 +628,7 @@ func TestTransactionsSpanReadBatches(t *testing.T) {
 	if err := odd.CatchUp(ctx, s, func(done, total uint64) { calls = append(calls, [2]uint64{done, total}) }); err != nil {
 		t.Fatal(err)
 	}
-	prev := uint64(0)
-	for _, c := range calls {
-		if c[0]-prev > 1500 {
-			t.Fatalf("a transaction applied %d entries, more than BatchSize 1500 (progress %v)", c[0]-prev, calls)
-		}
-		prev = c[0]
-	}
-	if prev != last {
-		t.Fatalf("progress ends at %d, want %d", prev, last)
-	}
+	checkTransactions(t, calls, 1500, last)
 
 	// A follower projecting a log longer than a transaction catches up,
 	// then shows each new record without waiting for more.
@@ -673,5 +670,22 @@ func (b *batchSizes) Follow(ctx context.Context, from uint64, maxBatch int) iter
 				return
 			}
 		}
+	}
+}
+
+// checkTransactions checks the progress CatchUp reported after each
+// transaction: none applied more than batchSize entries, and the last
+// reached the end of the log.
+func checkTransactions(t *testing.T, calls [][2]uint64, batchSize, last uint64) {
+	t.Helper()
+	prev := uint64(0)
+	for _, c := range calls {
+		if n := c[0] - prev; n > batchSize {
+			t.Fatalf("a transaction applied %d entries, more than BatchSize %d (progress %v)", n, batchSize, calls)
+		}
+		prev = c[0]
+	}
+	if prev != last {
+		t.Fatalf("progress ends at %d, want %d", prev, last)
 	}
 }
