@@ -51,10 +51,11 @@ type Subscriber struct {
 
 // cached is a journal as the subscriber knows it: the state folded up to
 // the last of its records delivered in order, and the ids every decision in
-// it answers, whether read, folded or appended by this subscriber.
+// it answers, whether read, folded or appended by this subscriber, each
+// with the decision's sequence.
 type cached struct {
 	state   *execution.State
-	decided map[string]struct{}
+	decided map[string]uint64
 	used    uint64
 }
 
@@ -119,17 +120,17 @@ func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	if c.state.Journal.LastSequence != b.Sequence {
 		// The cache is past this record (a redelivery): decide on the
 		// journal as it was at the record.
-		prefix, _, err := s.prefix(ctx, ref, b.Sequence)
+		prefix, err := s.prefix(ctx, ref, b.Sequence)
 		if err != nil {
 			return err
 		}
-		if _, done := c.decided[key]; done {
-			return s.complete(ctx, ref, prefix, decide)
+		if at, done := c.decided[key]; done {
+			return s.complete(ctx, ref, prefix, at, decide)
 		}
 		return s.carryOut(ctx, ref, c, key, prefix, decide)
 	}
-	if _, done := c.decided[key]; done {
-		return s.complete(ctx, ref, c.state, decide)
+	if at, done := c.decided[key]; done {
+		return s.complete(ctx, ref, c.state, at, decide)
 	}
 	return s.carryOut(ctx, ref, c, key, c.state, decide)
 }
@@ -155,12 +156,13 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 		return nil
 	}
 	for _, r := range append([]eventstore.Record{out.Decision}, out.Records...) {
-		if _, err := s.log.Append(ctx, ref, r); err != nil {
+		e, err := s.log.Append(ctx, ref, r)
+		if err != nil {
 			s.forget(ref.JournalID)
 			return fmt.Errorf("policy: append %s for %s: %w", r.Kind(), key, err)
 		}
 		if r == eventstore.Record(out.Decision) {
-			c.decided[key] = struct{}{}
+			c.decided[key] = e.Record.RecordBase().Sequence
 		}
 	}
 	return nil
@@ -207,7 +209,7 @@ func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq 
 	if ok {
 		return c, nil
 	}
-	c = &cached{state: &execution.State{}, decided: map[string]struct{}{}, used: s.tick}
+	c = &cached{state: &execution.State{}, decided: map[string]uint64{}, used: s.tick}
 	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
 		if err != nil {
 			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
@@ -283,32 +285,28 @@ func (c *cached) note(r eventstore.Record) {
 		return
 	}
 	if d.ObservationID != "" {
-		c.decided[d.ObservationID] = struct{}{}
+		c.decided[d.ObservationID] = d.Sequence
 	}
 	if d.MessageID != "" {
-		c.decided[d.MessageID] = struct{}{}
+		c.decided[d.MessageID] = d.Sequence
 	}
 }
 
-// prefix replays the journal up to sequence seq, and returns the ids of the
-// records after it.
-func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64) (*execution.State, map[string]bool, error) {
+// prefix replays the journal up to sequence seq.
+func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64) (*execution.State, error) {
 	st := &execution.State{}
-	after := map[string]bool{}
 	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("policy: reread %s: %w", ref, err)
+			return nil, fmt.Errorf("policy: reread %s: %w", ref, err)
 		}
-		b := e.Record.RecordBase()
-		if b.Sequence > seq {
-			after[b.RecordID] = true
-			continue
+		if e.Record.RecordBase().Sequence > seq {
+			break
 		}
 		if _, err := st.Apply(e.Record); err != nil {
-			return nil, nil, fmt.Errorf("policy: reread %s: %w", ref, err)
+			return nil, fmt.Errorf("policy: reread %s: %w", ref, err)
 		}
 	}
-	return st, after, nil
+	return st, nil
 }
 
 func (s *Subscriber) forget(journalID string) {
@@ -332,11 +330,11 @@ func (s *Subscriber) evict() {
 	delete(s.states, oldest)
 }
 
-// complete re-derives the outcome of a decision already in the journal
-// from the state at the record it answers, and appends any of its records
-// that are missing: a subscriber killed between the decision and its
-// records leaves them to the next one.
-func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
+// complete re-derives the outcome of a decision already in the journal, at
+// sequence at, from the state at the record it answers, and appends any of
+// its records that are missing: a subscriber killed between the decision
+// and its records leaves them to the next one.
+func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st *execution.State, at uint64, decide func(*execution.State) (Outcome, bool)) error {
 	// The decision itself is in st's view of the journal only if it was
 	// appended before the record, which never happens; so Decide sees the
 	// record as undecided and rebuilds the same outcome.
@@ -344,16 +342,30 @@ func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st 
 	if !ok || out.Duplicate {
 		return nil
 	}
-	_, after, err := s.prefix(ctx, ref, st.Journal.LastSequence)
-	if err != nil {
-		return err
-	}
-	for _, r := range out.Records {
-		id := r.RecordBase().RecordID
-		if id == "" {
-			id = eventstore.RecordID(ref.JournalID, r.Kind(), eventstore.NaturalKey(r))
+	ids := make([]string, len(out.Records))
+	missing := map[string]bool{}
+	for i, r := range out.Records {
+		ids[i] = r.RecordBase().RecordID
+		if ids[i] == "" {
+			ids[i] = eventstore.RecordID(ref.JournalID, r.Kind(), eventstore.NaturalKey(r))
 		}
-		if after[id] {
+		missing[ids[i]] = true
+	}
+	// The records follow the decision, usually at once: read from there
+	// until all are found, not the whole journal, which made a new
+	// consumer going through a long journal quadratic.
+	if len(missing) > 0 {
+		for e, err := range s.log.ReadJournal(ctx, ref, max(at, st.Journal.LastSequence)+1) {
+			if err != nil {
+				return fmt.Errorf("policy: reread %s: %w", ref, err)
+			}
+			if delete(missing, e.Record.RecordBase().RecordID); len(missing) == 0 {
+				break
+			}
+		}
+	}
+	for i, r := range out.Records {
+		if !missing[ids[i]] {
 			continue
 		}
 		if _, err := s.log.Append(ctx, ref, r); err != nil {

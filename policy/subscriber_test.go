@@ -414,18 +414,95 @@ func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
 	}
 }
 
-// countingLog counts the reads of each journal.
+// countingLog counts the reads of each journal, and the records read.
 type countingLog struct {
 	*eventstore.JetStreamStore
-	mu    sync.Mutex
-	reads map[string]int
+	mu      sync.Mutex
+	reads   map[string]int
+	records int
 }
 
 func (l *countingLog) ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error] {
 	l.mu.Lock()
 	l.reads[ref.JournalID]++
 	l.mu.Unlock()
-	return l.JetStreamStore.ReadJournal(ctx, ref, fromSeq)
+	return func(yield func(eventstore.Entry, error) bool) {
+		for e, err := range l.JetStreamStore.ReadJournal(ctx, ref, fromSeq) {
+			l.mu.Lock()
+			l.records++
+			l.mu.Unlock()
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// A subscriber under a new consumer name goes through a log whose
+// observations are all decided: it appends nothing, and it reads each
+// journal about once, not once per observation.
+func TestNewConsumerReplaysLongJournalOnce(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-long")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		if _, err := s.Append(ctx, ref, observation(fmt.Sprint("o-", i), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := NewSubscriber(s, SubscriberConfig{PinnedTTL: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	waitComplete(t, s, []eventstore.Reference{ref}, 60*time.Second).check(t)
+	head, err := s.Head(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := map[string]uint64{ref.JournalID: head.LastSequence}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !folded(first, heads); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if head, err = s.Head(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	heads[ref.JournalID] = head.LastSequence
+
+	log := &countingLog{JetStreamStore: s, reads: map[string]int{}}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	fresh := NewSubscriber(log, SubscriberConfig{Consumer: "policy-new", PinnedTTL: 2 * time.Second})
+	go func() { done <- fresh.Run(ctx2) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !folded(fresh, heads) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new consumer did not go through the journal")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel2()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if after, _ := s.Head(context.Background(), ref); after.LastSequence != head.LastSequence {
+		t.Fatalf("the new consumer appended %d records, want none", after.LastSequence-head.LastSequence)
+	}
+	// The first load reads the journal; each decided observation then
+	// looks for its decision's records just after it.
+	t.Logf("the new consumer read %d records of a %d-record journal in %d reads", log.records, head.LastSequence, log.reads[ref.JournalID])
+	if limit := 4 * int(head.LastSequence); log.records > limit {
+		t.Fatalf("the new consumer read %d records of a %d-record journal (%d reads), want at most %d",
+			log.records, head.LastSequence, log.reads[ref.JournalID], limit)
+	}
 }
 
 // decisions returns the ids of the observations and answers in a journal,
@@ -538,7 +615,7 @@ func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
 			t.Errorf("journal %s folded up to %d, want its last record %d", ref.AgentExecutionID, last, heads[ref.JournalID])
 		}
 		var recs []eventstore.Record
-		decided := map[string]struct{}{}
+		decided := map[string]uint64{}
 		for e, err := range s.ReadJournal(context.Background(), ref, 1) {
 			if err != nil {
 				t.Fatal(err)
@@ -548,7 +625,7 @@ func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
 			}
 			recs = append(recs, e.Record)
 			if d, ok := e.Record.(*eventstore.Decision); ok {
-				decided[d.ObservationID+d.MessageID] = struct{}{}
+				decided[d.ObservationID+d.MessageID] = d.Sequence
 			}
 		}
 		want, err := execution.Replay(recs)
