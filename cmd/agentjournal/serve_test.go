@@ -24,7 +24,9 @@ func startServe(t *testing.T, dir string, args ...string) (url, token string, st
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
 	go func() {
-		var stdout, stderr bytes.Buffer
+		// The daemon logs from its request handlers while its main
+		// goroutine prints too.
+		var stdout, stderr syncBuffer
 		m := Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
 			HomeDir: func() (string, error) { return dir, nil }}
 		code := m.Run(ctx, append([]string{"--data", dir}, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
