@@ -254,25 +254,37 @@ func (db *DB) Close() error {
 }
 
 // unmark syncs a file written without syncing and removes its mark. It
-// runs with mu held exclusively. A failure leaves the mark, so that the
-// file is trusted only until the system restarts.
+// runs with mu held exclusively. A file that fails to sync may have lost
+// writes the system could not put on disk, even within this boot, so it
+// is moved aside as corrupt and the next Open starts a new one. When only
+// removing the mark fails, the mark stays: the file is synced, and trusted
+// until the system restarts.
 func (db *DB) unmark() error {
 	if !db.marked {
 		return nil
 	}
-	err := guard(db.cfg.Path, func() error {
-		if err := db.bolt.Sync(); err != nil {
-			return err
+	if err := syncBolt(db.bolt); err != nil {
+		aside, mvErr := moveAside(db.cfg)
+		if mvErr != nil {
+			return fmt.Errorf("sync projection %s: %w; moving it aside failed: %w", db.cfg.Path, err, mvErr)
 		}
+		db.log.Error("the projection file could not be synced: moved it aside, the next start rebuilds it",
+			logKeyPath, db.cfg.Path, logKeyAside, aside, logKeyErr, err)
+		return fmt.Errorf("sync projection %s (moved aside to %s): %w", db.cfg.Path, aside, err)
+	}
+	err := guard(db.cfg.Path, func() error {
 		db.bolt.NoSync = false
 		return db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyUnsynced) })
 	})
 	if err != nil {
-		return fmt.Errorf("sync projection %s: %w", db.cfg.Path, err)
+		return fmt.Errorf("remove the unsynced mark of projection %s: %w", db.cfg.Path, err)
 	}
 	db.marked = false
 	return nil
 }
+
+// syncBolt flushes a bbolt file to disk; tests replace it to fail.
+var syncBolt = (*bolt.DB).Sync
 
 // view runs fn in a read transaction.
 func (db *DB) view(fn func(tx *bolt.Tx) error) error {

@@ -42,7 +42,9 @@
 // records the system's boot id, and Close syncs it and removes the record.
 // A killed process leaves its writes in the page cache, so the file is
 // trusted in the same boot; after the system restarts it may have lost any
-// of them and is rebuilt from the log, which stays the source of truth.
+// of them and is rebuilt from the log, which stays the source of truth. A
+// file whose sync fails at Close is moved aside, so the next Open starts a
+// new one.
 //
 // Open refuses a file it cannot trust with an error matching ErrCorrupt that
 // names the file and the problem; OpenOrRebuild moves such a file aside
