@@ -53,7 +53,9 @@ func BenchmarkMarkerToAck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		<-rt.Done(ref.AgentExecutionID)
+		if done := rt.Done(ref.AgentExecutionID); done != nil { // nil once ended
+			<-done
+		}
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
