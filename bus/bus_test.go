@@ -462,11 +462,20 @@ func withOpts(cfg bus.Config, opts ...func(*bus.Config)) bus.Config {
 
 func publish(t *testing.T, js jetstream.JetStream, subject, data, id string) *jetstream.PubAck {
 	t.Helper()
-	ack, err := js.Publish(t.Context(), subject, []byte(data), jetstream.WithMsgID(id))
-	if err != nil {
-		t.Fatalf("publish to %s: %v", subject, err)
+	// A clustered stream has no leader for a moment after a node leaves:
+	// the publish is tried again, as the store's appends are, and the
+	// message id keeps a retried publish from storing it twice.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ack, err := js.Publish(t.Context(), subject, []byte(data), jetstream.WithMsgID(id))
+		if err == nil {
+			return ack
+		}
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) || time.Now().After(deadline) {
+			t.Fatalf("publish to %s: %v", subject, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return ack
 }
 
 func assertLocked(t *testing.T, err error, dir string, pid int) {
