@@ -520,6 +520,30 @@ func TestConsole(t *testing.T) {
 		b.screenshot(t, "executions list")
 	})
 
+	t.Run("events that come while the list loads are kept", func(t *testing.T) {
+		// Hold the list's answer, computed before the launch below, until
+		// the launched execution's events have come: the list must not
+		// drop them when the answer lands.
+		eval[bool](t, b, `(() => { const f = window.fetch; window.heldFetch = f; window.listLanded = false;
+			window.fetch = (p, i) => String(p).startsWith('/v1/executions?')
+				? f(p, i).then((r) => new Promise((ok) => setTimeout(() => {
+					ok(r);
+					setTimeout(() => { window.listLanded = true }, 200);
+				}, 3000)))
+				: f(p, i);
+			document.getElementById('filters').requestSubmit(); return true })()`)
+		defer eval[bool](t, b, `(() => { window.fetch = window.heldFetch; return true })()`)
+		time.Sleep(500 * time.Millisecond)
+		var quick struct {
+			Reference eventstore.Reference `json:"reference"`
+		}
+		s.call(t, "POST", "/v1/executions", map[string]any{"ownerEntity": "Task", "ownerId": "t-quick", "agent": "generic",
+			"command": []string{s.agent, "exit:0"}}, &quick)
+		b.waitFor(t, 20*time.Second, "the held list", `window.listLanded === true`)
+		b.waitFor(t, 5*time.Second, "the execution launched while the list loaded", fmt.Sprintf(
+			`document.querySelector('#executions-body tr[data-id="%s"]') !== null`, quick.Reference.AgentExecutionID))
+	})
+
 	if !eval[bool](t, b, `window.sameDocument === true`) {
 		t.Error("the page reloaded: live updates must not need a reload")
 	}

@@ -312,6 +312,9 @@
     rows: new Map(),
     active: false,
     timer: null,
+    // fetching holds the summaries that live events bring while the list
+    // is being fetched; the fetched list is older than some of them.
+    fetching: null,
 
     filters() {
       return {owner: $('filter-owner').value.trim(), lifecycle: $('filter-lifecycle').value, attention: $('filter-attention').value};
@@ -324,14 +327,24 @@
       const q = new URLSearchParams();
       for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
       q.set('limit', '500');
+      const fetching = new Map();
+      this.fetching = fetching;
       try {
         const data = await api('GET', '/v1/executions?' + q);
         clearError($('list-error'));
-        this.rows = new Map(data.executions.map((s) => [s.id, s]));
+        const rows = new Map(data.executions.map((s) => [s.id, s]));
+        for (const [id, s] of fetching) {
+          const had = rows.get(id);
+          if (had && had.lastSequence > s.lastSequence) continue;
+          if (this.matches(s)) rows.set(id, s);
+          else rows.delete(id);
+        }
+        this.rows = rows;
       } catch (err) {
         this.rows = new Map();
         showError($('list-error'), err);
       }
+      if (this.fetching === fetching) this.fetching = null;
       this.render();
     },
 
@@ -351,6 +364,7 @@
     },
 
     update(summary) {
+      if (this.fetching) this.fetching.set(summary.id, summary);
       if (this.matches(summary)) this.rows.set(summary.id, summary);
       else this.rows.delete(summary.id);
       if (!this.active) return;
