@@ -456,7 +456,7 @@ func jsonFields(t reflect.Type) []string {
 // (knownKeys) and then decodes with go-json's non-stream decoder, which
 // refuses trailing data but ignores unknown fields: together about a fifth
 // faster than the stream decoder below, with half the allocations
-// (BenchmarkDecodeObservation). Anything else goes to decodeStrictSlow,
+// (BenchmarkDecodeKind). Anything else goes to decodeStrictSlow,
 // which accepts, refuses and words errors as it always has.
 func decodeStrict(b []byte, v any) error {
 	if knownKeys(b, shapeOf(reflect.TypeOf(v))) && gojson.Unmarshal(b, v) == nil {

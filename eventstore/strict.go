@@ -295,16 +295,9 @@ func keyObject(b []byte, i int, s *shape, depth int) int {
 		if i = keyValue(b, skipSpace(b, i+1), elem, depth); i < 0 {
 			return -1
 		}
-		if i = skipSpace(b, i); i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
+		var done bool
+		if i, done = nextItem(b, i, '}'); done {
+			return i
 		}
 	}
 }
@@ -321,18 +314,27 @@ func keyArray(b []byte, i int, elem *shape, depth int) int {
 		if i = keyValue(b, i, elem, depth); i < 0 {
 			return -1
 		}
-		if i = skipSpace(b, i); i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
+		var done bool
+		if i, done = nextItem(b, i, ']'); done {
+			return i
 		}
 	}
+}
+
+// nextItem reads what follows a member or an element at i: a comma, and
+// returns the index of the next one, or close, and returns the index after
+// it and done. Anything else is -1 and done.
+func nextItem(b []byte, i int, close byte) (int, bool) {
+	if i = skipSpace(b, i); i >= len(b) {
+		return -1, true
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false
+	case close:
+		return i + 1, true
+	}
+	return -1, true
 }
 
 // stringEnd returns the index of the quote that ends the string starting at
