@@ -10,6 +10,18 @@ type ProtocolDescriptor struct {
 	Messages         []MessageDescriptor `json:"messages"`
 	Signals          []SignalType        `json:"signals"`
 	SignalTransports []SignalTransport   `json:"signalTransports"`
+	// SessionShape is set for agent CLIs with a provider session: whether
+	// the execution ends with the first result or converses.
+	SessionShape SessionShape `json:"sessionShape,omitempty"`
+	// Approvals says how the agent's permission requests are answered.
+	Approvals *ApprovalPolicy `json:"approvals,omitempty"`
+}
+
+// ApprovalPolicy is how an execution's permission requests are answered.
+type ApprovalPolicy struct {
+	Mode ApprovalMode `json:"mode"`
+	// Flags are the CLI flags that set the policy the agent runs under.
+	Flags []string `json:"flags,omitempty"`
 }
 
 // MessageDescriptor describes one message type an execution accepts.
@@ -69,6 +81,10 @@ func (d *ProtocolDescriptor) validate(p *problems, field string) {
 	}
 	for i, t := range d.SignalTransports {
 		enum(p, fmt.Sprintf("%s.signalTransports[%d]", field, i), t, signalTransports)
+	}
+	optEnum(p, field+".sessionShape", d.SessionShape, SessionShapes)
+	if d.Approvals != nil {
+		enum(p, field+".approvals.mode", d.Approvals.Mode, approvalModes)
 	}
 }
 

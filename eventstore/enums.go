@@ -182,9 +182,90 @@ const (
 	TargetTool     TargetKind = "tool"
 	TargetArtifact TargetKind = "artifact"
 	TargetUnknown  TargetKind = "unknown"
+	// TargetURL is a web address being fetched; Label holds it.
+	TargetURL TargetKind = "url"
+	// TargetSearch is a search: Label holds the pattern or query, Path the
+	// directory searched when there is one.
+	TargetSearch TargetKind = "search"
 )
 
-var targetKinds = []TargetKind{TargetFile, TargetCommand, TargetTool, TargetArtifact, TargetUnknown}
+var targetKinds = []TargetKind{TargetFile, TargetCommand, TargetTool, TargetArtifact, TargetUnknown, TargetURL, TargetSearch}
+
+// ToolCallStatus is where a tool call is.
+type ToolCallStatus string
+
+const (
+	ToolCallStarted   ToolCallStatus = "started"
+	ToolCallSucceeded ToolCallStatus = "succeeded"
+	ToolCallFailed    ToolCallStatus = "failed"
+)
+
+var toolCallStatuses = []ToolCallStatus{ToolCallStarted, ToolCallSucceeded, ToolCallFailed}
+
+// SessionShape is how an agent CLI's provider session maps onto an
+// execution.
+type SessionShape string
+
+const (
+	// ShapeOneShot: the execution ends with the first turn's result,
+	// completed on success and failed on an error result.
+	ShapeOneShot SessionShape = "one-shot"
+	// ShapeConversation: after each turn's result the execution stays
+	// running, awaiting the operator; a message starts the next turn of the
+	// same provider session, and stop ends it gracefully.
+	ShapeConversation SessionShape = "conversation"
+)
+
+// SessionShapes lists the accepted session shapes.
+var SessionShapes = []SessionShape{ShapeOneShot, ShapeConversation}
+
+// ApprovalMode is how an agent's requests for permission are answered.
+type ApprovalMode string
+
+const (
+	// ApprovalsJournal: the CLI asks, the request opens an input request in
+	// the journal, and the operator's answer goes back to the CLI.
+	ApprovalsJournal ApprovalMode = "journal"
+	// ApprovalsAgentPolicy: the CLI cannot ask in this mode and decides on
+	// its own, under the policy its flags set (ApprovalPolicy.Flags).
+	ApprovalsAgentPolicy ApprovalMode = "agent-policy"
+)
+
+var approvalModes = []ApprovalMode{ApprovalsJournal, ApprovalsAgentPolicy}
+
+// PlanItemStatus is where an item of the agent's plan is (the todo
+// statuses of the runtime contract).
+type PlanItemStatus string
+
+const (
+	PlanItemOpen       PlanItemStatus = "open"
+	PlanItemInProgress PlanItemStatus = "in-progress"
+	PlanItemDone       PlanItemStatus = "done"
+	PlanItemDropped    PlanItemStatus = "dropped"
+)
+
+// PlanItemStatuses lists the accepted plan item statuses.
+var PlanItemStatuses = []PlanItemStatus{PlanItemOpen, PlanItemInProgress, PlanItemDone, PlanItemDropped}
+
+// InputKind is what an input request asks for.
+type InputKind string
+
+const (
+	// InputQuestion: a question to answer in words or by a choice.
+	InputQuestion InputKind = "question"
+	// InputPermission: permission for a tool call; the choices are allow,
+	// deny and, where the CLI has it, allow-always.
+	InputPermission InputKind = "permission"
+)
+
+var inputKinds = []InputKind{InputQuestion, InputPermission}
+
+// The answers a permission request accepts.
+const (
+	AnswerAllow       = "allow"
+	AnswerDeny        = "deny"
+	AnswerAllowAlways = "allow-always"
+)
 
 // Posture is how an execution is driven (structured-first interaction).
 type Posture string

@@ -91,6 +91,25 @@ type Observation struct {
 	Signal        *Signal           `json:"signal,omitempty"`
 	RawText       string            `json:"rawText,omitempty"`
 	Payload       map[string]any    `json:"payload,omitempty"`
+	// Native holds the agent CLI's own ids for what was observed, captured
+	// at ingest: fork and resume address turns by them, and they cannot be
+	// recovered from the normalized signal later.
+	Native *NativeIDs `json:"native,omitempty"`
+}
+
+// NativeIDs are an agent CLI's own ids for an observation's origin.
+type NativeIDs struct {
+	// SessionID is the CLI's conversation: Claude Code's session_id,
+	// Codex's thread_id, Copilot CLI's session id.
+	SessionID string `json:"sessionId,omitempty"`
+	// TurnID is the CLI's turn, where it numbers them (Codex).
+	TurnID string `json:"turnId,omitempty"`
+	// MessageID is the CLI's id of the output line or message (Claude
+	// Code's uuid, Copilot's event id).
+	MessageID string `json:"messageId,omitempty"`
+	// RequestID is the CLI's id of a request it waits on (Claude Code's
+	// control request_id).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // Decision records a durable policy outcome.
@@ -124,6 +143,20 @@ type ActivityUpdated struct {
 	Telemetry     *Telemetry    `json:"telemetry,omitempty"`
 	Capabilities  *Capabilities `json:"capabilities,omitempty"`
 	CurrentTarget *Target       `json:"currentTarget,omitempty"`
+	// ToolCall is a tool call that started or ended with this update.
+	ToolCall *ToolCall `json:"toolCall,omitempty"`
+}
+
+// ToolCall is one of the agent's tool calls, as it starts or ends.
+type ToolCall struct {
+	// ID is the CLI's id of the call, which pairs its start and its end.
+	ID     string         `json:"id,omitempty"`
+	Name   string         `json:"name"`
+	Status ToolCallStatus `json:"status"`
+	// Error is what the tool or the CLI said when the call failed (clipped).
+	Error string `json:"error,omitempty"`
+	// ExitCode is a shell command's exit code, when the CLI reports it.
+	ExitCode *int64 `json:"exitCode,omitempty"`
 }
 
 // OwnerEffect records an accepted effect routed to the owning Entity.

@@ -254,6 +254,12 @@ func (r *Observation) validate(p *problems) {
 	if r.Signal != nil {
 		r.Signal.validate(p, "signal")
 	}
+	if n := r.Native; n != nil {
+		p.optionalID("native.sessionId", n.SessionID)
+		p.optionalID("native.turnId", n.TurnID)
+		p.optionalID("native.messageId", n.MessageID)
+		p.optionalID("native.requestId", n.RequestID)
+	}
 	if r.Signal == nil && r.RawText == "" && r.Payload == nil {
 		p.add("signal", "an observation carries at least one of signal, rawText, payload")
 	}
@@ -296,8 +302,13 @@ func (r *ActivityUpdated) validate(p *problems) {
 	if r.CurrentTarget != nil {
 		enum(p, "currentTarget.kind", r.CurrentTarget.Kind, targetKinds)
 	}
-	if r.Activity == "" && r.Progress == nil && r.Telemetry == nil && r.Capabilities == nil && r.CurrentTarget == nil {
-		p.add("activity", "an activity update sets at least one of activity, progress, telemetry, capabilities, currentTarget")
+	if c := r.ToolCall; c != nil {
+		p.optionalID("toolCall.id", c.ID)
+		p.required("toolCall.name", c.Name != "")
+		enum(p, "toolCall.status", c.Status, toolCallStatuses)
+	}
+	if r.Activity == "" && r.Progress == nil && r.Telemetry == nil && r.Capabilities == nil && r.CurrentTarget == nil && r.ToolCall == nil {
+		p.add("activity", "an activity update sets at least one of activity, progress, telemetry, capabilities, currentTarget, toolCall")
 	}
 }
 

@@ -147,6 +147,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"header bad portability", KindHeader, func(m map[string]any) {
 			m["protocolDescriptor"].(map[string]any)["messages"].([]any)[0].(map[string]any)["portability"] = "everywhere"
 		}, "protocolDescriptor.messages[0].portability", "mission-native, cross-agent"},
+		{"header bad session shape", KindHeader, func(m map[string]any) {
+			m["protocolDescriptor"].(map[string]any)["sessionShape"] = "forever"
+		}, "protocolDescriptor.sessionShape", "one-shot, conversation"},
+		{"header bad approval mode", KindHeader, func(m map[string]any) {
+			m["protocolDescriptor"].(map[string]any)["approvals"] = map[string]any{"mode": "whatever"}
+		}, "protocolDescriptor.approvals.mode", "journal, agent-policy"},
 		{"header unsurfaced signal", KindHeader, func(m map[string]any) {
 			m["protocolDescriptor"].(map[string]any)["signals"] = []any{"usage"}
 		}, "protocolDescriptor.signals[0]", "not surfaced"},
@@ -166,6 +172,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"observation signal missing field", KindObservation, set("signal", map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": "r"}}), "signal.payload.question", "required"},
 		{"observation signal unknown field", KindObservation, set("signal", map[string]any{"type": "progress", "payload": map[string]any{"summary": "x", "percent": 5}}), "signal.payload.percent", "summary"},
 		{"observation empty", KindObservation, del("signal"), "signal", "at least one of"},
+		{"observation bad input kind", KindObservation, set("signal", map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": "r", "question": "q", "kind": "threat"}}), "signal.payload.kind", "question, permission"},
+		{"observation permission without tool name", KindObservation, set("signal", map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": "r", "question": "q", "kind": "permission", "tool": map[string]any{"input": map[string]any{}}}}), "signal.payload.tool.name", "required"},
+		{"observation plan item bad status", KindObservation, set("signal", map[string]any{"type": "plan", "payload": map[string]any{"items": []any{map[string]any{"text": "t", "status": "pending"}}}}), "signal.payload.items[0].status", "open, in-progress, done, dropped"},
+		{"observation plan item without text", KindObservation, set("signal", map[string]any{"type": "plan", "payload": map[string]any{"items": []any{map[string]any{"status": "open"}}}}), "signal.payload.items[0].text", "required"},
+		{"observation native id too long", KindObservation, set("native", map[string]any{"sessionId": strings.Repeat("s", MaxIDLength+1)}), "native.sessionId", "at most"},
+		{"observation unknown native id", KindObservation, set("native", map[string]any{"threadId": "t"}), "native.threadId", "sessionId"},
 
 		{"decision bad action", KindDecision, set("action", "shrug"), "action", "reject, record-only, emit-message, update-state, route-owner-effect"},
 		{"decision no id", KindDecision, del("decisionId"), "decisionId", "required"},
@@ -183,6 +195,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"activity bad target", KindActivity, set("currentTarget", map[string]any{"kind": "planet"}), "currentTarget.kind", "file, command, tool"},
 		{"activity negative tokens", KindActivity, set("telemetry", map[string]any{"inputTokens": -1}), "telemetry.inputTokens", "negative"},
 		{"activity unknown telemetry", KindActivity, set("telemetry", map[string]any{"cost": 1}), "telemetry.cost", "inputTokens"},
+		{"activity bad tool call status", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "exploded"}), "toolCall.status", "started, succeeded, failed"},
+		{"activity tool call without name", KindActivity, set("toolCall", map[string]any{"status": "started"}), "toolCall.name", "required"},
 
 		{"owner effect bad owner", KindOwnerEffect, set("ownerEntity", "Planet"), "ownerEntity", "Mission"},
 		{"owner effect no type", KindOwnerEffect, del("effectType"), "effectType", "required"},
@@ -276,7 +290,8 @@ func TestSignalRegistry(t *testing.T) {
 		{SignalFailedClaim, "agent-signal.failed-claim.v1", true, TimelineFailure},
 		{SignalMessage, "agent-signal.message.v1", true, TimelineChat},
 		{SignalUsage, "", false, TimelineNone},
-		{SignalDiagnostic, "", false, TimelineNone},
+		{SignalDiagnostic, "", false, TimelineDiagnostic},
+		{SignalPlan, "", false, TimelinePlan},
 	}
 	if got := SignalTypes(); len(got) != len(want) {
 		t.Fatalf("%d signal types, want %d", len(got), len(want))

@@ -27,6 +27,7 @@ const (
 	SignalMessage              SignalType = "message"
 	SignalUsage                SignalType = "usage"
 	SignalDiagnostic           SignalType = "diagnostic"
+	SignalPlan                 SignalType = "plan"
 )
 
 // TimelineKind is how replay projects a signal into the timeline.
@@ -41,6 +42,8 @@ const (
 	TimelineClaim      TimelineKind = "claim"
 	TimelineFailure    TimelineKind = "failure"
 	TimelineChat       TimelineKind = "chat"
+	TimelinePlan       TimelineKind = "plan"
+	TimelineDiagnostic TimelineKind = "diagnostic"
 )
 
 // SignalSpec is one entry of the signal registry: the single place that
@@ -199,6 +202,14 @@ type NeedsInputSignal struct {
 	RequestID string   `json:"requestId" doc:"id of this request; the answer refers to it"`
 	Question  string   `json:"question" doc:"what the agent needs to know"`
 	Choices   []string `json:"choices,omitempty" doc:"suggested answers, if the question has a fixed set"`
+	Kind      string   `json:"kind,omitempty" doc:"question (the default) or permission: the agent asks to run a tool, and the answer is allow, deny or allow-always" enum:"question,permission"`
+	Tool      *ToolUse `json:"tool,omitempty" doc:"for a permission request, the tool call waiting on the answer"`
+}
+
+// ToolUse is a tool call as an agent asks permission for it.
+type ToolUse struct {
+	Name  string         `json:"name" doc:"the tool's name"`
+	Input map[string]any `json:"input,omitempty" doc:"the tool's input, as the agent gave it"`
 }
 
 // BlockedSignal says the agent cannot continue without outside help.
@@ -245,6 +256,23 @@ type UsageSignal struct {
 type DiagnosticSignal struct {
 	Message string `json:"message" doc:"what was noticed"`
 	Code    string `json:"code,omitempty" doc:"a stable code, e.g. unknown-event or bad-marker"`
+	Adapter string `json:"adapter,omitempty" doc:"the agent adapter whose output it was, e.g. claude-code"`
+	// LineType is the provider's own name for what was not understood.
+	LineType     string `json:"lineType,omitempty" doc:"the provider's type of the line not understood, e.g. rate_limit_event"`
+	AgentVersion string `json:"agentVersion,omitempty" doc:"the agent CLI's version, when it reports one"`
+}
+
+// PlanSignal is the agent's plan, its todo list, as a whole: each signal
+// replaces the one before it.
+type PlanSignal struct {
+	Items []PlanItem `json:"items" doc:"the plan's items, in the agent's order"`
+}
+
+// PlanItem is one item of a plan.
+type PlanItem struct {
+	ID     string         `json:"id,omitempty" doc:"the agent's id for the item, when it gives one"`
+	Text   string         `json:"text" doc:"what the item is"`
+	Status PlanItemStatus `json:"status" doc:"open, in-progress, done or dropped" enum:"open,in-progress,done,dropped"`
 }
 
 func (*ProgressSignal) SignalType() SignalType             { return SignalProgress }
@@ -257,6 +285,7 @@ func (*FailedClaimSignal) SignalType() SignalType          { return SignalFailed
 func (*MessageSignal) SignalType() SignalType              { return SignalMessage }
 func (*UsageSignal) SignalType() SignalType                { return SignalUsage }
 func (*DiagnosticSignal) SignalType() SignalType           { return SignalDiagnostic }
+func (*PlanSignal) SignalType() SignalType                 { return SignalPlan }
 
 func (s *ProgressSignal) TimelineText() string { return s.Summary }
 func (s *StatusSignal) TimelineText() string   { return s.Summary }
@@ -272,6 +301,19 @@ func (s *UsageSignal) TimelineText() string {
 	return fmt.Sprintf("tokens in %d out %d total %d", deref(s.InputTokens), deref(s.OutputTokens), deref(s.TotalTokens))
 }
 func (s *DiagnosticSignal) TimelineText() string { return s.Message }
+func (s *PlanSignal) TimelineText() string {
+	n := map[PlanItemStatus]int{}
+	for _, it := range s.Items {
+		n[it.Status]++
+	}
+	text := fmt.Sprintf("plan: %d of %d done", n[PlanItemDone], len(s.Items))
+	for _, it := range s.Items {
+		if it.Status == PlanItemInProgress {
+			return text + "; now: " + it.Text
+		}
+	}
+	return text
+}
 
 func deref(p *int64) int64 {
 	if p == nil {
@@ -291,6 +333,10 @@ func (s *StatusSignal) validate(p *problems, f string) { p.required(f+".summary"
 func (s *NeedsInputSignal) validate(p *problems, f string) {
 	p.id(f+".requestId", s.RequestID)
 	p.required(f+".question", s.Question != "")
+	optEnum(p, f+".kind", InputKind(s.Kind), inputKinds)
+	if s.Tool != nil {
+		p.required(f+".tool.name", s.Tool.Name != "")
+	}
 }
 func (s *BlockedSignal) validate(p *problems, f string) { p.required(f+".reason", s.Reason != "") }
 func (s *ReadyForVerificationSignal) validate(p *problems, f string) {
@@ -315,6 +361,12 @@ func (s *UsageSignal) validate(p *problems, f string) {
 	}
 }
 func (s *DiagnosticSignal) validate(p *problems, f string) { p.required(f+".message", s.Message != "") }
+func (s *PlanSignal) validate(p *problems, f string) {
+	for i, it := range s.Items {
+		p.required(fmt.Sprintf("%s.items[%d].text", f, i), it.Text != "")
+		enum(p, fmt.Sprintf("%s.items[%d].status", f, i), it.Status, PlanItemStatuses)
+	}
+}
 
 var signalRegistry = map[SignalType]SignalSpec{}
 
@@ -345,7 +397,8 @@ func init() {
 	registerSignal(SignalSpec{Type: SignalMessage, SchemaKey: "agent-signal.message.v1", Surfaced: true, Timeline: TimelineChat,
 		Description: "Send operator-visible text."}, &MessageSignal{})
 	registerSignal(SignalSpec{Type: SignalUsage, Description: "Token usage, from provider output."}, &UsageSignal{})
-	registerSignal(SignalSpec{Type: SignalDiagnostic, Description: "Something noticed while reading agent output."}, &DiagnosticSignal{})
+	registerSignal(SignalSpec{Type: SignalDiagnostic, Timeline: TimelineDiagnostic, Description: "Something noticed while reading agent output."}, &DiagnosticSignal{})
+	registerSignal(SignalSpec{Type: SignalPlan, Timeline: TimelinePlan, Description: "The agent's plan (todo list) as a whole, from provider output."}, &PlanSignal{})
 }
 
 // LookupSignal returns the registry entry for a signal type.

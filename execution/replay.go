@@ -172,6 +172,12 @@ func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
 	if r.Signal == nil {
 		return nil
 	}
+	switch p := r.Signal.Payload.(type) {
+	case *eventstore.UsageSignal:
+		s.Usage = s.Usage.Add(p)
+	case *eventstore.PlanSignal:
+		s.Plan = p.Items
+	}
 	spec, ok := eventstore.LookupSignal(r.Signal.Type)
 	if !ok || spec.Timeline == eventstore.TimelineNone {
 		return nil
@@ -181,7 +187,7 @@ func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
 	it.Source = string(r.Source)
 	it.ObservationID = r.ObservationID
 	if ni, ok := r.Signal.Payload.(*eventstore.NeedsInputSignal); ok {
-		s.LastInputRequest = InputRequest{RequestID: ni.RequestID, Question: ni.Question, Choices: ni.Choices}
+		s.LastInputRequest = InputRequest{RequestID: ni.RequestID, Question: ni.Question, Choices: ni.Choices, Kind: ni.Kind, Tool: ni.Tool}
 		it.RequestID = ni.RequestID
 		it.Choices = ni.Choices
 	}
@@ -212,6 +218,12 @@ func (s *State) applyDecision(r *eventstore.Decision) []TimelineItem {
 
 func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 	var changes []string
+	if s.Lifecycle.Final() {
+		// Nothing moves after the end: a decision on an observation made
+		// just before the exit may be appended after it, and must not
+		// change how the execution ended.
+		return nil
+	}
 	if r.Lifecycle != "" && r.Lifecycle != s.Lifecycle {
 		changes = append(changes, "lifecycle "+string(s.Lifecycle)+" → "+string(r.Lifecycle))
 		s.Lifecycle = r.Lifecycle
@@ -219,6 +231,7 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		if r.Lifecycle.Final() {
 			at := r.OccurredAt
 			s.EndedAt = &at
+			s.Latest.endRun()
 		}
 	}
 	if r.Attention != "" && r.Attention != s.Attention {
@@ -255,6 +268,10 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 
 func (s *State) applyActivity(r *eventstore.ActivityUpdated) {
 	l := &s.Latest
+	if s.Lifecycle.Final() {
+		// The run is over: what a late update says is running is not.
+		return
+	}
 	if r.Activity != "" {
 		l.Activity = r.Activity
 	}
@@ -262,17 +279,76 @@ func (s *State) applyActivity(r *eventstore.ActivityUpdated) {
 		l.Progress = r.Progress
 	}
 	if r.Telemetry != nil {
-		l.Telemetry = r.Telemetry
+		l.Telemetry = mergeTelemetry(l.Telemetry, r.Telemetry)
+		if !s.Usage.IsZero() {
+			// The usage observations are the truth; a telemetry update
+			// decided late carries totals older than them.
+			l.Telemetry.InputTokens, l.Telemetry.OutputTokens, l.Telemetry.TotalTokens = s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.TotalTokens
+		}
 	}
 	if r.Capabilities != nil {
-		l.Capabilities = r.Capabilities
+		l.Capabilities = mergeCapabilities(l.Capabilities, r.Capabilities)
+		if c := l.Capabilities.ToolCallActive; c != nil && !*c && l.Telemetry != nil {
+			// No call is running: no tool is active.
+			t := *l.Telemetry
+			t.ActiveToolName = ""
+			l.Telemetry = &t
+		}
 	}
 	if r.CurrentTarget != nil {
 		l.CurrentTarget = r.CurrentTarget
 	}
+	if r.ToolCall != nil {
+		c := *r.ToolCall
+		l.ToolCall = &c
+	}
 	l.Sequence = r.Sequence
 	at := r.OccurredAt
 	l.At = &at
+}
+
+// mergeTelemetry lays an update's telemetry over the last: each count and
+// the active tool are replaced only when the update carries them, so a tool
+// update does not erase the token counts, nor a usage update the tool.
+func mergeTelemetry(last, t *eventstore.Telemetry) *eventstore.Telemetry {
+	if last == nil {
+		c := *t
+		return &c
+	}
+	out := *last
+	if t.InputTokens != nil {
+		out.InputTokens = t.InputTokens
+	}
+	if t.OutputTokens != nil {
+		out.OutputTokens = t.OutputTokens
+	}
+	if t.TotalTokens != nil {
+		out.TotalTokens = t.TotalTokens
+	}
+	if t.ActiveToolName != "" {
+		out.ActiveToolName = t.ActiveToolName
+	}
+	return &out
+}
+
+func mergeCapabilities(last, c *eventstore.Capabilities) *eventstore.Capabilities {
+	if last == nil {
+		n := *c
+		return &n
+	}
+	out := *last
+	for _, f := range []struct {
+		dst **bool
+		src *bool
+	}{
+		{&out.TerminalAttached, c.TerminalAttached}, {&out.Streaming, c.Streaming},
+		{&out.ToolCallActive, c.ToolCallActive}, {&out.FilesystemMutating, c.FilesystemMutating},
+	} {
+		if f.src != nil {
+			*f.dst = f.src
+		}
+	}
+	return &out
 }
 
 func item(r eventstore.Record, kind ItemKind, text string) TimelineItem {

@@ -261,3 +261,61 @@ func TestReplayDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayEndIsFinal: an execution ends the same way whatever order the
+// exit and a late decision on a claim were appended in, and a run that ended
+// shows no tool or target still at work.
+func TestReplayEndIsFinal(t *testing.T) {
+	running := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAutonomous}
+	tool := &eventstore.ActivityUpdated{Activity: eventstore.ActivityExecuting,
+		Telemetry:     &eventstore.Telemetry{ActiveToolName: "Bash"},
+		Capabilities:  &eventstore.Capabilities{ToolCallActive: func() *bool { b := true; return &b }()},
+		CurrentTarget: &eventstore.Target{Kind: eventstore.TargetCommand, Label: "make test"},
+		ToolCall:      &eventstore.ToolCall{ID: "t1", Name: "Bash", Status: eventstore.ToolCallStarted}}
+	exit := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted, Attention: eventstore.AttentionNone, Reason: "exit status 0"}
+	claim := &eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: "completed_claim"}
+	a, err := Replay(journal(header(), running, tool, claim, exit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Replay(journal(header(), running, tool, exit, claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*State{a, b} {
+		if st.Lifecycle != eventstore.LifecycleCompleted || st.Attention != eventstore.AttentionNone {
+			t.Errorf("ended %s/%s, want completed/none", st.Lifecycle, st.Attention)
+		}
+		if l := st.Latest; l.CurrentTarget != nil || l.Telemetry.ActiveToolName != "" || (l.Capabilities.ToolCallActive != nil && *l.Capabilities.ToolCallActive) {
+			t.Errorf("after the end latest still shows work: target %+v telemetry %+v capabilities %+v", l.CurrentTarget, l.Telemetry, l.Capabilities)
+		}
+	}
+}
+
+// TestReplayTelemetryMerges: a tool update carries only the tool's name and
+// keeps the token counts; the end of the last call clears the tool.
+func TestReplayTelemetryMerges(t *testing.T) {
+	f := false
+	st, err := Replay(journal(header(),
+		&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{InputTokens: i64(10), OutputTokens: i64(2), TotalTokens: i64(12)}},
+		&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{ActiveToolName: "Read"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &eventstore.Telemetry{InputTokens: i64(10), OutputTokens: i64(2), TotalTokens: i64(12), ActiveToolName: "Read"}
+	if diff := cmp.Diff(want, st.Latest.Telemetry); diff != "" {
+		t.Fatalf("telemetry (-want +got):\n%s", diff)
+	}
+	st, err = Replay(journal(header(),
+		&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{InputTokens: i64(10), OutputTokens: i64(2), TotalTokens: i64(12)}},
+		&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{ActiveToolName: "Read"}},
+		&eventstore.ActivityUpdated{Capabilities: &eventstore.Capabilities{ToolCallActive: &f}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Latest.Telemetry.ActiveToolName; n != "" || *st.Latest.Telemetry.TotalTokens != 12 {
+		t.Fatalf("after the last call ended: tool %q total %d, want none and 12", n, *st.Latest.Telemetry.TotalTokens)
+	}
+}

@@ -1,6 +1,7 @@
 package execution
 
 import (
+	"math"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -36,6 +37,14 @@ type State struct {
 	// and target; each part is replaced by the newest record that carries it.
 	Latest Latest `json:"latest"`
 
+	// Usage is the token usage the agent reported, folded from the usage
+	// observations themselves: cumulative counts replace the totals,
+	// increments add to them. It does not depend on activity records or on
+	// when the policy decided, so it is exact at every sequence.
+	Usage Usage `json:"usage,omitzero"`
+	// Plan is the agent's newest plan (todo list); nil before any.
+	Plan []eventstore.PlanItem `json:"plan,omitempty"`
+
 	Posture            eventstore.Posture            `json:"posture"`
 	TerminalAttached   bool                          `json:"terminalAttached"`
 	ProtocolDescriptor eventstore.ProtocolDescriptor `json:"protocolDescriptor"`
@@ -55,6 +64,57 @@ type InputRequest struct {
 	RequestID string   `json:"requestId"`
 	Question  string   `json:"question"`
 	Choices   []string `json:"choices,omitempty"`
+	// Kind is question or permission; Tool the tool call a permission
+	// request waits on.
+	Kind string              `json:"kind,omitempty"`
+	Tool *eventstore.ToolUse `json:"tool,omitempty"`
+}
+
+// Usage is token usage totals; nil counts were never reported.
+type Usage struct {
+	InputTokens  *int64 `json:"inputTokens,omitempty"`
+	OutputTokens *int64 `json:"outputTokens,omitempty"`
+	TotalTokens  *int64 `json:"totalTokens,omitempty"`
+}
+
+// IsZero reports usage never reported.
+func (u Usage) IsZero() bool {
+	return u.InputTokens == nil && u.OutputTokens == nil && u.TotalTokens == nil
+}
+
+// Add folds one usage signal into the totals: cumulative counts replace
+// them, increments add to them. A total the signal does not give is input
+// plus output when both are known.
+func (u Usage) Add(s *eventstore.UsageSignal) Usage {
+	fold := func(prev, v *int64) *int64 {
+		switch {
+		case v == nil:
+			return prev
+		case s.Cumulative || prev == nil:
+			n := *v
+			return &n
+		}
+		n := addSat(*prev, *v)
+		return &n
+	}
+	out := Usage{
+		InputTokens:  fold(u.InputTokens, s.InputTokens),
+		OutputTokens: fold(u.OutputTokens, s.OutputTokens),
+		TotalTokens:  fold(u.TotalTokens, s.TotalTokens),
+	}
+	if s.TotalTokens == nil && out.InputTokens != nil && out.OutputTokens != nil {
+		n := addSat(*out.InputTokens, *out.OutputTokens)
+		out.TotalTokens = &n
+	}
+	return out
+}
+
+// addSat adds two non-negative counts, saturating instead of overflowing.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // DecisionRef is a decision as the state remembers it.
@@ -72,9 +132,27 @@ type Latest struct {
 	Telemetry     *eventstore.Telemetry    `json:"telemetry,omitempty"`
 	Capabilities  *eventstore.Capabilities `json:"capabilities,omitempty"`
 	CurrentTarget *eventstore.Target       `json:"currentTarget,omitempty"`
+	// ToolCall is the newest tool call that started or ended.
+	ToolCall *eventstore.ToolCall `json:"toolCall,omitempty"`
 	// Sequence is the record the newest part came from, 0 if none.
 	Sequence uint64     `json:"sequence,omitempty"`
 	At       *time.Time `json:"at,omitempty"`
+}
+
+// endRun clears what only a running process can be doing: the target, the
+// active tool, a tool call in flight.
+func (l *Latest) endRun() {
+	l.CurrentTarget = nil
+	if l.Telemetry != nil && l.Telemetry.ActiveToolName != "" {
+		t := *l.Telemetry
+		t.ActiveToolName = ""
+		l.Telemetry = &t
+	}
+	if l.Capabilities != nil && l.Capabilities.ToolCallActive != nil && *l.Capabilities.ToolCallActive {
+		c := *l.Capabilities
+		c.ToolCallActive = nil
+		l.Capabilities = &c
+	}
 }
 
 // AwaitingInput reports an open input request: running, awaiting the

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
@@ -133,10 +134,12 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 	strong := slices.Contains(strongConfidence, obs.Confidence)
 	switch p := sig.Payload.(type) {
 	case *eventstore.DiagnosticSignal:
-		o.set(eventstore.ActionRecordOnly, "diagnostic")
+		o.set(eventstore.ActionRecordOnly, diagnosticReason(p))
 	case *eventstore.UsageSignal:
 		o.set(eventstore.ActionRecordOnly, "token usage is telemetry")
-		o.activity(&eventstore.ActivityUpdated{Telemetry: o.telemetry(p)})
+		o.activity(&eventstore.ActivityUpdated{Telemetry: o.telemetry(obs, p)})
+	case *eventstore.PlanSignal:
+		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("the agent's plan: %d items", len(p.Items)))
 	case *eventstore.ProgressSignal:
 		o.set(eventstore.ActionRecordOnly, "progress is activity, not state")
 		o.activity(&eventstore.ActivityUpdated{Progress: &eventstore.Progress{Summary: p.Summary, Detail: p.Detail, Units: p.Units}})
@@ -158,7 +161,15 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not open an input request", obs.Confidence))
 			return
 		}
-		o.set(eventstore.ActionUpdateState, "agent waits for the operator: "+p.RequestID)
+		what := "agent waits for the operator: "
+		if p.Kind == string(eventstore.InputPermission) {
+			what = "agent asks permission"
+			if p.Tool != nil {
+				what += " to run " + p.Tool.Name
+			}
+			what += ": "
+		}
+		o.set(eventstore.ActionUpdateState, what+p.RequestID)
 		o.state(&eventstore.StateChanged{Lifecycle: o.running(), Attention: eventstore.AttentionAwaitingOperator,
 			CurrentInputRequestID: eventstore.SetInputRequest(p.RequestID), Reason: "needs_input " + p.RequestID})
 	case *eventstore.BlockedSignal:
@@ -196,6 +207,29 @@ func (o *outcomeBuilder) claim(obs *eventstore.Observation, strong bool, effectT
 	o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: string(obs.Signal.Type)})
 }
 
+// diagnosticReason names what was noticed, so a timeline of decisions says
+// more than "diagnostic".
+func diagnosticReason(d *eventstore.DiagnosticSignal) string {
+	reason := "diagnostic"
+	if d.Code != "" {
+		reason += " " + d.Code
+	}
+	switch {
+	case d.LineType != "":
+		reason += ": " + d.Adapter + " line type " + d.LineType
+		if d.AgentVersion != "" {
+			reason += " (version " + d.AgentVersion + ")"
+		}
+	case d.Message != "":
+		reason += ": " + d.Message
+	}
+	const max = 300
+	if len(reason) > max {
+		reason = reason[:max] + "…"
+	}
+	return strings.ToValidUTF8(reason, "")
+}
+
 // running returns the lifecycle to set with an input request: running when
 // the execution is still starting, unchanged otherwise.
 func (o *outcomeBuilder) running() eventstore.Lifecycle {
@@ -205,34 +239,16 @@ func (o *outcomeBuilder) running() eventstore.Lifecycle {
 	return ""
 }
 
-// telemetry turns a usage signal into running totals: cumulative counts
-// replace the last totals, increments add to them, so a total reported
-// twice is not counted twice.
-func (o *outcomeBuilder) telemetry(u *eventstore.UsageSignal) *eventstore.Telemetry {
-	var last eventstore.Telemetry
-	if t := o.st.Latest.Telemetry; t != nil {
-		last = *t
+// telemetry gives the running totals with a usage signal counted: the
+// totals replay folded from the usage observations, which include this one
+// once it is in the state the policy decides on. Counting from the
+// observations, not from the last telemetry record, keeps the totals exact
+// whatever activity records came between, and however late the decision
+// on the usage before this one was appended.
+func (o *outcomeBuilder) telemetry(obs *eventstore.Observation, u *eventstore.UsageSignal) *eventstore.Telemetry {
+	totals := o.st.Usage
+	if _, folded := o.st.ProcessedObservations[obs.ObservationID]; !folded {
+		totals = totals.Add(u)
 	}
-	sum := func(prev, v *int64) *int64 {
-		switch {
-		case v == nil:
-			return prev
-		case u.Cumulative || prev == nil:
-			n := *v
-			return &n
-		}
-		n := *prev + *v
-		return &n
-	}
-	t := &eventstore.Telemetry{
-		InputTokens:    sum(last.InputTokens, u.InputTokens),
-		OutputTokens:   sum(last.OutputTokens, u.OutputTokens),
-		TotalTokens:    sum(last.TotalTokens, u.TotalTokens),
-		ActiveToolName: last.ActiveToolName,
-	}
-	if u.TotalTokens == nil && t.InputTokens != nil && t.OutputTokens != nil {
-		n := *t.InputTokens + *t.OutputTokens
-		t.TotalTokens = &n
-	}
-	return t
+	return &eventstore.Telemetry{InputTokens: totals.InputTokens, OutputTokens: totals.OutputTokens, TotalTokens: totals.TotalTokens}
 }

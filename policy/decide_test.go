@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +127,25 @@ func TestDecideTable(t *testing.T) {
 				}
 			}},
 		{name: "diagnostic is recorded only", obs: observe("o", eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{Message: "odd"}), action: eventstore.ActionRecordOnly},
+		{name: "diagnostic names the line type", obs: observe("o", eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{Message: "odd", Code: "unknown-event",
+			Adapter: "claude-code", LineType: "brand_new_event", AgentVersion: "9.9.9"}), action: eventstore.ActionRecordOnly,
+			check: func(t *testing.T, out Outcome) {
+				if r := out.Decision.Reason; !strings.Contains(r, "brand_new_event") || !strings.Contains(r, "claude-code") || !strings.Contains(r, "9.9.9") {
+					t.Fatalf("reason %q does not name the adapter, line type and version", r)
+				}
+			}},
+		{name: "plan is recorded", obs: observe("o", eventstore.ConfidenceHigh, &eventstore.PlanSignal{Items: []eventstore.PlanItem{{Text: "a", Status: eventstore.PlanItemOpen}}}),
+			action: eventstore.ActionRecordOnly},
+		{name: "permission request opens an input request", prior: []eventstore.Record{running()},
+			obs: observe("o", eventstore.ConfidenceHigh, &eventstore.NeedsInputSignal{RequestID: "perm-1", Question: "Run Bash?", Kind: "permission",
+				Tool: &eventstore.ToolUse{Name: "Bash"}, Choices: []string{"allow", "deny"}}),
+			action: eventstore.ActionUpdateState, kinds: []eventstore.Kind{eventstore.KindStateChanged},
+			check: func(t *testing.T, out Outcome) {
+				s := out.Records[0].(*eventstore.StateChanged)
+				if s.Attention != eventstore.AttentionAwaitingOperator || s.CurrentInputRequestID.ID != "perm-1" || !strings.Contains(out.Decision.Reason, "Bash") {
+					t.Fatalf("state %+v, reason %q: want awaiting-operator on perm-1, the tool named", s, out.Decision.Reason)
+				}
+			}},
 		{name: "evidence without a signal", obs: &eventstore.Observation{ObservationID: "o", Source: eventstore.ObservedPTY, Confidence: low, RawText: "$ ls"},
 			action: eventstore.ActionRecordOnly},
 		{name: "finished execution rejects", prior: []eventstore.Record{&eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted}},
@@ -230,7 +250,7 @@ func TestDecideMessageAnswersRequest(t *testing.T) {
 func TestDecideUsageIsNotDoubleCounted(t *testing.T) {
 	st := stateWith(t, running())
 	u1 := Decide(st, observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), OutputTokens: n(10), Cumulative: true}))
-	st = stateWith(t, running(), observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), Cumulative: true}), u1.Decision, u1.Records[0])
+	st = stateWith(t, running(), observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), OutputTokens: n(10), Cumulative: true}), u1.Decision, u1.Records[0])
 	// The same running total reported again leaves the totals as they were.
 	u2 := Decide(st, observe("u2", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(100), OutputTokens: n(10), Cumulative: true}))
 	if tel := u2.Records[0].(*eventstore.ActivityUpdated).Telemetry; *tel.InputTokens != 100 || *tel.TotalTokens != 110 {
@@ -240,6 +260,39 @@ func TestDecideUsageIsNotDoubleCounted(t *testing.T) {
 	u3 := Decide(st, observe("u3", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(5), OutputTokens: n(1)}))
 	if tel := u3.Records[0].(*eventstore.ActivityUpdated).Telemetry; *tel.InputTokens != 105 || *tel.TotalTokens != 116 {
 		t.Fatalf("increment gave in %d total %d, want 105 and 116", *tel.InputTokens, *tel.TotalTokens)
+	}
+}
+
+// TestDecideUsageCountsEveryObservation is the journal of a real run: a
+// tool's activity update (its name only) comes between two usage lines, and
+// the second usage line is appended before the first one's decision. The
+// totals must still be exact at each decision.
+func TestDecideUsageCountsEveryObservation(t *testing.T) {
+	u1 := observe("u1", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(56), OutputTokens: n(4)})
+	tool := &eventstore.ActivityUpdated{Base: eventstore.Base{RecordID: "tool-1"}, Telemetry: &eventstore.Telemetry{ActiveToolName: "bash"}}
+	u2 := observe("u2", eventstore.ConfidenceHigh, &eventstore.UsageSignal{InputTokens: n(146), OutputTokens: n(10)})
+	// The policy decides on u1 with u1 folded, then on u2 with everything up
+	// to u2 folded, including u1 but not u1's decision.
+	d1 := Decide(stateWith(t, running(), u1), u1)
+	d2 := Decide(stateWith(t, running(), u1, tool, u2), u2)
+	for _, c := range []struct {
+		out           Outcome
+		in, out2, tot int64
+	}{{d1, 56, 4, 60}, {d2, 202, 14, 216}} {
+		tel := c.out.Records[0].(*eventstore.ActivityUpdated).Telemetry
+		if *tel.InputTokens != c.in || *tel.OutputTokens != c.out2 || *tel.TotalTokens != c.tot {
+			t.Errorf("%s: telemetry in %d out %d total %d, want %d %d %d", c.out.Decision.ObservationID, *tel.InputTokens, *tel.OutputTokens, *tel.TotalTokens, c.in, c.out2, c.tot)
+		}
+	}
+	// Replayed in the order the log holds them, the latest telemetry is the
+	// last total, and a later tool update does not erase it.
+	st := stateWith(t, running(), u1, tool, u2, d2.Decision, d2.Records[0], d1.Decision, d1.Records[0],
+		&eventstore.ActivityUpdated{Base: eventstore.Base{RecordID: "tool-2"}, Telemetry: &eventstore.Telemetry{ActiveToolName: "read"}})
+	if u := st.Usage; *u.TotalTokens != 216 {
+		t.Errorf("replayed usage total %d, want 216", *u.TotalTokens)
+	}
+	if tel := st.Latest.Telemetry; tel.TotalTokens == nil || *tel.TotalTokens != 216 || tel.ActiveToolName != "read" {
+		t.Errorf("latest telemetry %+v, want counts kept beside the active tool", tel)
 	}
 }
 

@@ -59,6 +59,8 @@ var internTable = []string{
 	"starting", "running", "completed", "failed", "cancelled", "terminated",
 	// attentions
 	"none", "autonomous", "awaiting-operator", "awaiting-system",
+	// added later: timeline item kinds, signal types
+	"plan",
 }
 
 var internIndex = func() map[string]uint64 {
