@@ -81,7 +81,7 @@ var (
 const MaxPrefixLength = eventstore.MaxIDLength - 42
 
 // Event is one thing a parser found in a line of agent output. Exactly one
-// of Observation and Activity is set.
+// of its fields is set.
 type Event struct {
 	// Observation has ObservationID, Source (provider-output), Confidence
 	// and a Signal; the base fields are left for the appender.
@@ -89,6 +89,30 @@ type Event struct {
 	// Activity has its RecordID set (activity updates have no natural key);
 	// the other base fields are left for the appender.
 	Activity *eventstore.ActivityUpdated
+	// Session says the parser learned the CLI's session id or version. The
+	// runtime resumes the session by this id; nothing is appended for it.
+	Session *Session
+	// TurnEnd says a turn ended (the CLI's result): the claim observation
+	// that reports it comes before it in the same line. Nothing is appended
+	// for it; the runtime ends a one-shot execution on it.
+	TurnEnd *TurnEnd
+}
+
+// Session is what a parser knows of the CLI's own session.
+type Session struct {
+	// ID is the CLI's session: Claude Code's session_id, Codex's
+	// thread_id, Copilot CLI's session id.
+	ID string
+	// AgentVersion is the CLI's version when its output says it.
+	AgentVersion string
+}
+
+// TurnEnd is the end of one turn of a CLI's session.
+type TurnEnd struct {
+	// Failed is true when the turn ended in an error (an error result, a
+	// failed turn); Reason then says why.
+	Failed bool
+	Reason string
 }
 
 // Parser reads one agent's stdout, line by line. It keeps per-stream state
