@@ -197,6 +197,9 @@ type launchInput struct {
 	Command []string           `json:"command,omitempty"`
 	Prompt  string             `json:"prompt,omitempty"`
 	Posture eventstore.Posture `json:"posture,omitempty"`
+	// Shape is the session shape of an agent CLI (one-shot or
+	// conversation); the adapter's default, conversation, when empty.
+	Shape eventstore.SessionShape `json:"shape,omitempty"`
 	// Dir is the agent's working directory, an absolute path; the
 	// daemon's when empty.
 	Dir string            `json:"dir,omitempty"`
@@ -225,6 +228,8 @@ func (in *launchInput) validate() error {
 		return invalidField("command[0]", nil, "empty (want the program)")
 	case in.Posture != "" && !slices.Contains(eventstore.Postures, in.Posture):
 		return invalidField("posture", strs(eventstore.Postures), "%q is not accepted", in.Posture)
+	case in.Shape != "" && !slices.Contains(eventstore.SessionShapes, in.Shape):
+		return invalidField("shape", strs(eventstore.SessionShapes), "%q is not accepted", in.Shape)
 	}
 	if in.Dir != "" {
 		if !filepath.IsAbs(in.Dir) {
@@ -292,9 +297,12 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ref, err := s.cfg.Runtime.Launch(ctx, execution.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
-		Prompt: in.Prompt, Posture: in.Posture, Dir: in.Dir, Env: in.env(),
+		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(),
 	})
 	if err != nil {
+		if errors.Is(err, execution.ErrBadLaunch) {
+			return invalidField("shape", strs(eventstore.SessionShapes), "%v", err)
+		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return invalidField("command", nil, "%v", err)
 		}

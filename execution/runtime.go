@@ -42,6 +42,10 @@ var (
 	// ErrUnknownMessageType reports a message type the execution's
 	// descriptors do not declare.
 	ErrUnknownMessageType = errors.New("execution: message type not declared")
+	// ErrBadLaunch reports a launch request whose parts do not fit
+	// together (a session shape the agent does not have, a one-shot CLI
+	// without a prompt); nothing was written.
+	ErrBadLaunch = errors.New("execution: invalid launch")
 )
 
 // Config configures a Runtime.
@@ -88,8 +92,11 @@ type LaunchRequest struct {
 	// Prompt is the first instruction; recorded as a message before delivery.
 	Prompt  string
 	Posture eventstore.Posture
-	Dir     string
-	Env     []string
+	// Shape is the session shape for agents with a provider session; the
+	// adapter's default (conversation) when empty.
+	Shape eventstore.SessionShape
+	Dir   string
+	Env   []string
 }
 
 // Runtime launches agent processes and keeps their journals: header first,
@@ -125,59 +132,124 @@ func NewRuntime(cfg Config) *Runtime {
 	return &Runtime{cfg: cfg, live: map[string]*process{}}
 }
 
-// process is one live agent process.
+// process is one live execution: the agent process running it, or, for a
+// CLI that takes one turn per process, the processes of its turns one
+// after the other.
 type process struct {
 	ref        eventstore.Reference
 	adapter    Adapter
+	driver     Driver
 	descriptor eventstore.ProtocolDescriptor
+	shape      eventstore.SessionShape
 	nonce      string
-	done       chan struct{}
+	env        []string
+	dir        string
+	// done is closed when the execution has ended and its end is recorded.
+	done chan struct{}
 	// source is the observation source of markers: provider-output on a
 	// pipe, pty on a terminal lane.
 	source eventstore.ObservationSource
 
-	// The lane: pipes (cmd, stdin) or a terminal.
+	mu       sync.Mutex
+	child    *child // the running process; nil between turns
+	children int    // processes started
+	stopping bool   // Stop signalled the process: its exit means cancelled
+	killed   bool   // the grace ran out: exit means terminated
+	closing  bool   // Stop closed stdin: a clean exit means completed
+	ended    bool
+	session  provider.Session
+	turns    int  // turns ended
+	awaiting bool // a turn ended and the next has not started
+}
+
+// child is one process of an execution, on pipes or on a terminal lane.
+type child struct {
 	cmd      *exec.Cmd
 	stdinMu  sync.Mutex
-	stdin    io.WriteCloser
+	stdin    io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
 	terminal *terminal.Terminal
-
-	mu       sync.Mutex
-	stopping bool // Stop was called: exit means cancelled
-	killed   bool // the grace ran out: exit means terminated
+	// prefix keeps the ids of observations from different processes of one
+	// execution apart.
+	prefix  string
+	turnEnd *provider.TurnEnd // guarded by process.mu
 }
 
 // write delivers structured input: stdin on a pipe lane, terminal input on
 // a PTY lane.
-func (p *process) write(data []byte) (eventstore.DeliveryTransport, error) {
-	if p.terminal != nil {
-		return eventstore.TransportPTY, p.terminal.Input(data)
+func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) {
+	if c.terminal != nil {
+		return eventstore.TransportPTY, c.terminal.Input(data)
 	}
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	_, err := p.stdin.Write(data)
+	c.stdinMu.Lock()
+	defer c.stdinMu.Unlock()
+	if c.stdin == nil {
+		return eventstore.TransportAdapter, errors.New("the agent's input is closed")
+	}
+	_, err := c.stdin.Write(data)
 	return eventstore.TransportAdapter, err
 }
 
-// signal reaches the agent's whole process group.
-func (p *process) signal(sig syscall.Signal) error {
-	if p.terminal != nil {
-		return p.terminal.Signal(sig)
+// closeInput closes the agent's stdin, which tells a CLI that reads its
+// turns there that there are no more.
+func (c *child) closeInput() {
+	c.stdinMu.Lock()
+	defer c.stdinMu.Unlock()
+	if c.stdin != nil {
+		c.stdin.Close()
+		c.stdin = nil
 	}
-	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
-func (p *process) pid() int {
-	if p.terminal != nil {
-		return p.terminal.Pid()
+// signal reaches the child's whole process group.
+func (c *child) signal(sig syscall.Signal) error {
+	if c.terminal != nil {
+		return c.terminal.Signal(sig)
 	}
-	return p.cmd.Process.Pid
+	return syscall.Kill(-c.cmd.Process.Pid, sig)
+}
+
+func (c *child) pid() int {
+	if c.terminal != nil {
+		return c.terminal.Pid()
+	}
+	return c.cmd.Process.Pid
+}
+
+// current returns the running child, nil between turns.
+func (p *process) current() *child {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.child
 }
 
 // exit describes how a process ended.
 type exit struct {
 	success bool
 	desc    string
+}
+
+// resolveShape picks the session shape of a launch.
+func resolveShape(a Adapter, req LaunchRequest) (eventstore.SessionShape, error) {
+	shapes := a.Shapes()
+	switch {
+	case len(shapes) == 0 && req.Shape != "":
+		return "", fmt.Errorf("%w: the %s agent has no provider session, so it takes no session shape (got %q)", ErrBadLaunch, a.ID(), req.Shape)
+	case len(shapes) == 0:
+		return "", nil
+	case req.Shape == "":
+		return shapes[0], nil
+	case !slices.Contains(shapes, req.Shape):
+		return "", fmt.Errorf("%w: unknown session shape %q for %s (want one of: %s)", ErrBadLaunch, req.Shape, a.ID(), joinShapes(shapes))
+	}
+	return req.Shape, nil
+}
+
+func joinShapes(shapes []eventstore.SessionShape) string {
+	out := make([]string, len(shapes))
+	for i, s := range shapes {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Launch writes the journal header and only then starts the agent. If the
@@ -198,6 +270,33 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if interactive && rt.cfg.Terminals == nil {
 		return eventstore.Reference{}, fmt.Errorf("launch: posture %s needs a terminal lane, and this runtime has no terminal registry", req.Posture)
 	}
+	shape, err := resolveShape(adapter, req)
+	if err != nil {
+		return eventstore.Reference{}, err
+	}
+	driver := adapter.NewDriver(req.Command, shape)
+	onStdin := driver.TurnsOnStdin()
+	switch {
+	case !onStdin && shape == eventstore.ShapeOneShot && strings.TrimSpace(req.Prompt) == "":
+		return eventstore.Reference{}, fmt.Errorf("%w: a one-shot %s execution needs a prompt", ErrBadLaunch, adapter.ID())
+	case !onStdin && interactive && shape == eventstore.ShapeConversation:
+		return eventstore.Reference{}, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
+			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
+	}
+	// A CLI that reads its turns on stdin starts at once; one that takes
+	// its prompt on the command line starts when it has one.
+	startNow := onStdin || req.Prompt != ""
+	var program string
+	var args []string
+	if startNow {
+		argPrompt := ""
+		if !onStdin {
+			argPrompt = req.Prompt
+		}
+		if program, args, err = driver.Start(argPrompt, ""); err != nil {
+			return eventstore.Reference{}, fmt.Errorf("%w: %w", ErrBadLaunch, err)
+		}
+	}
 	seed := req.Seed
 	if seed == "" {
 		seed = randomHex(8)
@@ -210,16 +309,12 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if err != nil {
 		return ref, fmt.Errorf("launch: %w", err)
 	}
-	program, args, err := adapter.Command(req.Command, req.Prompt)
-	if err != nil {
-		return ref, fmt.Errorf("launch: %w", err)
-	}
 	transports := []eventstore.SignalTransport{eventstore.SignalViaStdoutMarker}
 	if adapter.Provider() != "" {
 		transports = append(transports, eventstore.SignalViaProviderOutput)
 	}
-	desc := eventstore.ProtocolDescriptor{Posture: req.Posture, Messages: adapter.Messages(),
-		Signals: eventstore.SurfacedSignalTypes(), SignalTransports: transports}
+	desc := eventstore.ProtocolDescriptor{Posture: req.Posture, Messages: adapter.Messages(shape),
+		Signals: eventstore.SurfacedSignalTypes(), SignalTransports: transports, SessionShape: shape, Approvals: adapter.Approvals()}
 	dir := req.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -243,15 +338,20 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if rt.cfg.LaunchEnv != nil {
 		env = append(env, rt.cfg.LaunchEnv(ref)...)
 	}
-	p := &process{ref: ref, adapter: adapter, descriptor: desc, nonce: nonce, done: make(chan struct{})}
+	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: desc, shape: shape, nonce: nonce,
+		env: env, dir: dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput}
+	if interactive {
+		p.source = eventstore.ObservedPTY
+	}
 	startErr := rt.markHosted(ref)
 	switch {
 	case startErr != nil:
 		startErr = fmt.Errorf("record it as hosted in %s: %w", rt.cfg.HostDir, startErr)
+	case !startNow:
 	case interactive:
-		startErr = rt.startTerminal(ctx, p, program, args, env, dir)
+		startErr = rt.startTerminal(ctx, p, program, args)
 	default:
-		startErr = rt.startPipes(p, program, args, env, dir)
+		startErr = rt.startPipes(p, program, args, onStdin)
 	}
 	if startErr != nil {
 		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + startErr.Error()}); err == nil {
@@ -259,27 +359,72 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		}
 		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, startErr)
 	}
+	if !startNow {
+		rt.register(p)
+	}
+	if shape == eventstore.ShapeConversation && req.Prompt == "" {
+		// Nothing to do until the operator says what.
+		p.mu.Lock()
+		p.awaiting = true
+		p.mu.Unlock()
+		if err := rt.appendState(ref, "turn:waiting-first", &eventstore.StateChanged{Attention: eventstore.AttentionAwaitingOperator,
+			Reason: "waiting for the first prompt"}); err != nil {
+			rt.cfg.Logger.Error("record waiting", "execution", ref.AgentExecutionID, "err", err)
+		}
+	}
 	if req.Prompt != "" {
 		payload, _ := json.Marshal(messagePayload{Text: req.Prompt})
 		if _, err := rt.SendMessage(ctx, ref.AgentExecutionID, SendMessageInput{MessageID: "prompt", Type: "prompt",
-			Source: eventstore.SourceOperator, Payload: payload, launchArgument: adapter.Provider() == "codex" || adapter.Provider() == "copilot"}); err != nil {
+			Source: eventstore.SourceOperator, Payload: payload, launchArgument: !onStdin}); err != nil {
 			return ref, err
 		}
 	}
 	return ref, nil
 }
 
-// startPipes runs the agent on pipes: structured input on stdin, markers
-// and provider events on stdout.
-func (rt *Runtime) startPipes(p *process, program string, args, env []string, dir string) error {
+// register makes an execution live here and records that it runs, once.
+func (rt *Runtime) register(p *process) {
+	rt.mu.Lock()
+	rt.live[p.ref.AgentExecutionID] = p
+	rt.mu.Unlock()
+	reason := "waiting for a prompt"
+	if c := p.current(); c != nil {
+		reason = fmt.Sprintf("process %d started", c.pid())
+	}
+	if err := rt.appendState(p.ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
+		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+		rt.cfg.Logger.Error("record running", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+}
+
+// newChild counts a process of the execution and names its output ids: the
+// first keeps the plain prefixes, later ones are numbered.
+func (p *process) newChild() *child {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.children++
+	c := &child{prefix: "out"}
+	if p.children > 1 {
+		c.prefix = fmt.Sprintf("out%d", p.children)
+	}
+	return c
+}
+
+// startPipes runs a process of the execution on pipes: structured input on
+// stdin (or /dev/null for a CLI that reads none), markers and provider
+// events on stdout.
+func (rt *Runtime) startPipes(p *process, program string, args []string, withStdin bool) error {
 	cmd := exec.Command(program, args...)
-	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Dir = p.dir
+	cmd.Env = p.env
 	// A process group of its own, so Stop reaches the agent's children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
+	var stdin io.WriteCloser
+	var err error
+	if withStdin {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -292,33 +437,38 @@ func (rt *Runtime) startPipes(p *process, program string, args, env []string, di
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.cmd, p.stdin, p.source = cmd, stdin, eventstore.ObservedProviderOutput
-	rt.started(p)
+	c := p.newChild()
+	c.cmd, c.stdin = cmd, stdin
+	p.mu.Lock()
+	p.child = c
+	first := p.children == 1
+	p.mu.Unlock()
+	if first {
+		rt.register(p)
+	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	rt.wg.Add(1)
 	go func() {
 		defer pumps.Done()
-		rt.pump(p, stdout, true)
+		rt.pump(p, c, stdout, true)
 	}()
 	go func() {
 		defer pumps.Done()
-		rt.pump(p, stderr, false)
+		rt.pump(p, c, stderr, false)
 	}()
 	go func() {
 		defer rt.wg.Done()
 		// Wait only after the pipes are drained, as exec.Cmd requires.
 		pumps.Wait()
 		werr := cmd.Wait()
-		p.stdinMu.Lock()
-		p.stdin.Close()
-		p.stdinMu.Unlock()
+		c.closeInput()
 		ps := cmd.ProcessState
 		switch {
 		case ps != nil:
-			rt.exited(p, exit{success: ps.Success(), desc: ps.String()})
+			rt.exited(p, c, exit{success: ps.Success(), desc: ps.String()})
 		default:
-			rt.exited(p, exit{desc: fmt.Sprint(werr)})
+			rt.exited(p, c, exit{desc: fmt.Sprint(werr)})
 		}
 	}()
 	return nil
@@ -326,10 +476,10 @@ func (rt *Runtime) startPipes(p *process, program string, args, env []string, di
 
 // startTerminal runs the agent on a PTY lane: the terminal is recorded,
 // structured input is typed into it, and markers are read from its output.
-func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args, env []string, dir string) error {
+func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args []string) error {
 	pr, pw := io.Pipe()
 	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{
-		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: env, Dir: dir,
+		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: p.env, Dir: p.dir,
 		RecordingDir: rt.cfg.RecordingDir,
 		// The pipe hands output to the line reader; it blocks only while
 		// the journal is behind, which slows the agent instead of growing
@@ -339,13 +489,17 @@ func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string
 	if err != nil {
 		return err
 	}
-	p.terminal, p.source = t, eventstore.ObservedPTY
-	rt.started(p)
+	c := p.newChild()
+	c.terminal = t
+	p.mu.Lock()
+	p.child = c
+	p.mu.Unlock()
+	rt.register(p)
 	pumped := make(chan struct{})
 	rt.wg.Add(1)
 	go func() {
 		defer close(pumped)
-		rt.pump(p, pr, true)
+		rt.pump(p, c, pr, true)
 	}()
 	go func() {
 		defer rt.wg.Done()
@@ -354,33 +508,26 @@ func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string
 		<-pumped
 		switch {
 		case werr != nil:
-			rt.exited(p, exit{desc: werr.Error()})
+			rt.exited(p, c, exit{desc: werr.Error()})
 		case code > 128:
-			rt.exited(p, exit{desc: fmt.Sprintf("signal: %s", syscall.Signal(code-128))})
+			rt.exited(p, c, exit{desc: fmt.Sprintf("signal: %s", syscall.Signal(code-128))})
 		default:
-			rt.exited(p, exit{success: code == 0, desc: fmt.Sprintf("exit status %d", code)})
+			rt.exited(p, c, exit{success: code == 0, desc: fmt.Sprintf("exit status %d", code)})
 		}
 	}()
 	return nil
 }
 
-// started registers a live process and records that it runs.
-func (rt *Runtime) started(p *process) {
-	rt.mu.Lock()
-	rt.live[p.ref.AgentExecutionID] = p
-	rt.mu.Unlock()
-	if err := rt.appendState(p.ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
-		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: fmt.Sprintf("process %d started", p.pid())}); err != nil {
-		rt.cfg.Logger.Error("record running", "execution", p.ref.AgentExecutionID, "err", err)
-	}
-}
-
 // TerminalID returns the terminal lane of a live interactive execution.
 func (rt *Runtime) TerminalID(id string) (string, bool) {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if p, ok := rt.live[id]; ok && p.terminal != nil {
-		return p.terminal.ID(), true
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	if c := p.current(); c != nil && c.terminal != nil {
+		return c.terminal.ID(), true
 	}
 	return "", false
 }
@@ -392,19 +539,23 @@ func (rt *Runtime) TerminalInput(id string, data []byte) error {
 	rt.mu.Lock()
 	p, ok := rt.live[id]
 	rt.mu.Unlock()
-	if !ok || p.terminal == nil {
+	var c *child
+	if ok {
+		c = p.current()
+	}
+	if c == nil || c.terminal == nil {
 		return fmt.Errorf("terminal input for %s: %w (no terminal lane)", id, ErrNotRunning)
 	}
-	return p.terminal.Input(data)
+	return c.terminal.Input(data)
 }
 
 // pump reads one output stream line by line: stdout lines may be markers or
 // provider events; everything is shown on Output. Memory is bounded by
 // MaxLine whatever the agent prints.
-func (rt *Runtime) pump(p *process, r io.Reader, isStdout bool) {
+func (rt *Runtime) pump(p *process, c *child, r io.Reader, isStdout bool) {
 	var parser provider.Parser
 	if isStdout && p.adapter.Provider() != "" {
-		parser, _ = provider.New(p.adapter.Provider(), "out")
+		parser, _ = provider.New(p.adapter.Provider(), c.prefix)
 	}
 	br := bufio.NewReaderSize(r, 64*1024)
 	line := make([]byte, 0, 4096)
@@ -429,7 +580,7 @@ func (rt *Runtime) pump(p *process, r io.Reader, isStdout bool) {
 				}
 			}
 			if isStdout {
-				rt.handleLine(p, parser, n, bytes.TrimRight(line, "\r\n"), truncated)
+				rt.handleLine(p, c, parser, n, bytes.TrimRight(line, "\r\n"), truncated)
 			}
 		}
 		line, truncated = line[:0], false
@@ -439,11 +590,21 @@ func (rt *Runtime) pump(p *process, r io.Reader, isStdout bool) {
 	}
 }
 
-func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []byte, truncated bool) {
+// stdoutID is the observation id of a child's stdout line that is not
+// provider output: "stdout-N" for the first process, "<prefix>-stdout-N"
+// for later ones.
+func stdoutID(c *child, n int) string {
+	if c.prefix == "out" {
+		return fmt.Sprintf("stdout-%d", n)
+	}
+	return fmt.Sprintf("%s-stdout-%d", c.prefix, n)
+}
+
+func (rt *Runtime) handleLine(p *process, c *child, parser provider.Parser, n int, line []byte, truncated bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if truncated {
-		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("stdout-%d", n), Source: p.source,
+		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: stdoutID(c, n), Source: p.source,
 			Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
 				Code: "line-too-long", Message: fmt.Sprintf("output line %d is longer than %d bytes and was cut", n, rt.cfg.MaxLine)})})
 		return
@@ -451,13 +612,14 @@ func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []
 	if bytes.HasPrefix(line, []byte(marker.Prefix)) {
 		parsed := marker.Parse(line, p.nonce)
 		if parsed.Result != marker.NotMarker {
-			rt.record(ctx, p.ref, marker.Observation(parsed, line, fmt.Sprintf("stdout-%d", n), p.source))
+			rt.record(ctx, p.ref, marker.Observation(parsed, line, stdoutID(c, n), p.source))
 			return
 		}
 	}
 	if parser == nil {
 		return
 	}
+	p.driver.Line(line)
 	for _, ev := range parser.Parse(line) {
 		switch {
 		case ev.Observation != nil:
@@ -469,8 +631,57 @@ func (rt *Runtime) handleLine(p *process, parser provider.Parser, n int, line []
 			if _, err := rt.cfg.Store.Append(ctx, p.ref, ev.Activity); err != nil {
 				rt.cfg.Logger.Error("record activity", "execution", p.ref.AgentExecutionID, "err", err)
 			}
+		case ev.Session != nil:
+			p.mu.Lock()
+			if ev.Session.ID != "" {
+				p.session.ID = ev.Session.ID
+			}
+			if ev.Session.AgentVersion != "" {
+				p.session.AgentVersion = ev.Session.AgentVersion
+			}
+			p.mu.Unlock()
+		case ev.TurnEnd != nil:
+			rt.turnEnded(p, c, *ev.TurnEnd)
 		}
 	}
+}
+
+// turnEnded follows the end of a turn: a one-shot execution that reads its
+// turns on stdin is told there are no more, and a conversation waits for
+// the operator's next message. The runtime records that wait itself, in
+// the order it happens, so that a turn started right after it is never
+// overtaken by it.
+func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
+	p.mu.Lock()
+	c.turnEnd = &te
+	p.turns++
+	n := p.turns
+	conversation := p.shape == eventstore.ShapeConversation
+	if conversation {
+		p.awaiting = true
+	}
+	p.mu.Unlock()
+	switch {
+	case p.shape == eventstore.ShapeOneShot && p.driver.TurnsOnStdin():
+		c.closeInput()
+	case conversation:
+		reason := fmt.Sprintf("turn %d ended; waiting for the next message", n)
+		if te.Failed {
+			reason = fmt.Sprintf("turn %d failed: %s; waiting for the next message", n, clipReason(te.Reason))
+		}
+		if err := rt.appendState(p.ref, fmt.Sprintf("turn:%d:end", n), &eventstore.StateChanged{
+			Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+			rt.cfg.Logger.Error("record turn end", "execution", p.ref.AgentExecutionID, "err", err)
+		}
+	}
+}
+
+func clipReason(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
 }
 
 func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *eventstore.Observation) {
@@ -479,22 +690,50 @@ func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *even
 	}
 }
 
-// exited records the lifecycle transition the process's end means.
-func (rt *Runtime) exited(p *process, e exit) {
+// exited follows the end of one process of an execution: it records the
+// lifecycle transition it means, or, for a conversation whose turns are
+// processes, that the execution waits for its next turn.
+func (rt *Runtime) exited(p *process, c *child, e exit) {
 	p.mu.Lock()
-	stopping, killed := p.stopping, p.killed
+	p.child = nil
+	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
+	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed
 	p.mu.Unlock()
-	st := &eventstore.StateChanged{Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, CurrentInputRequestID: eventstore.ClearInputRequest()}
+	if between {
+		// The turn's result is in; the session goes on with the next
+		// message.
+		return
+	}
+	st := &eventstore.StateChanged{}
 	switch {
 	case killed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
 	case stopping:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped"
-	case e.success:
-		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
-	default:
+	case !e.success && te != nil && te.Failed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)+" ("+e.desc+")"
+	case !e.success:
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
+	case closing:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "stopped by the operator; "+e.desc
+	case te != nil && te.Failed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)
+	default:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
 	}
+	rt.end(p, st)
+}
+
+// end records how the execution ended and lets go of it.
+func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	p.mu.Unlock()
+	st.Attention, st.Activity, st.CurrentInputRequestID = eventstore.AttentionNone, eventstore.ActivityIdle, eventstore.ClearInputRequest()
 	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
 		// The file stays: Recover ends the journal after a restart.
 		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
@@ -515,8 +754,8 @@ func (rt *Runtime) appendState(ref eventstore.Reference, key string, st *eventst
 	return err
 }
 
-// Done returns a channel closed when the execution's process has exited and
-// its lifecycle is recorded; nil when it has no live process here.
+// Done returns a channel closed when the execution has ended and its
+// lifecycle is recorded; nil when it is not live here.
 func (rt *Runtime) Done(id string) <-chan struct{} {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -526,9 +765,12 @@ func (rt *Runtime) Done(id string) <-chan struct{} {
 	return nil
 }
 
-// Stop ends an execution: SIGTERM to its process group, then SIGKILL after
-// the grace period. The journal records cancelled, or terminated when the
-// process had to be killed.
+// Stop ends an execution. A conversation between turns ends at once,
+// completed. A CLI that reads its turns on stdin is first asked to finish
+// by closing its input, and ends completed when it exits cleanly within the
+// grace period. Otherwise, and after that, SIGTERM goes to its process
+// group, then SIGKILL after the grace period; the journal records
+// cancelled, or terminated when the process had to be killed.
 func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	rt.mu.Lock()
 	p, ok := rt.live[id]
@@ -536,12 +778,33 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("stop %s: %w", id, ErrNotRunning)
 	}
+	t := time.NewTimer(rt.cfg.StopGrace)
+	defer t.Stop()
+	p.mu.Lock()
+	c := p.child
+	graceful := c != nil && c.terminal == nil && p.shape != "" && p.driver.TurnsOnStdin()
+	if graceful {
+		p.closing = true
+	}
+	p.mu.Unlock()
+	if c == nil {
+		rt.end(p, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted, Reason: "stopped by the operator between turns"})
+		return nil
+	}
+	if graceful {
+		c.closeInput()
+		select {
+		case <-p.done:
+			return nil
+		case <-t.C:
+			t.Reset(rt.cfg.StopGrace)
+		case <-ctx.Done():
+		}
+	}
 	p.mu.Lock()
 	p.stopping = true
 	p.mu.Unlock()
-	_ = p.signal(syscall.SIGTERM)
-	t := time.NewTimer(rt.cfg.StopGrace)
-	defer t.Stop()
+	_ = c.signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 		return nil
@@ -551,7 +814,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	p.mu.Lock()
 	p.killed = true
 	p.mu.Unlock()
-	_ = p.signal(syscall.SIGKILL)
+	_ = c.signal(syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return nil
@@ -652,16 +915,19 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 		// The id was accepted before: answer with the first acknowledgement.
 		return rt.firstAck(ctx, ref, in.MessageID, e.Record.RecordBase().Sequence)
 	}
-	delivery := rt.deliver(p, md, stored, in.launchArgument)
+	delivery := rt.deliver(ctx, p, md, stored, in.launchArgument)
 	delivery.MessageID = in.MessageID
 	if _, err := rt.cfg.Store.Append(ctx, ref, delivery); err != nil {
 		return MessageAck{}, fmt.Errorf("record delivery of %s: %w", in.MessageID, err)
+	}
+	if p != nil && delivery.Status == eventstore.DeliveryDelivered && in.Type == "prompt" {
+		rt.turnStarted(p, in.MessageID)
 	}
 	return MessageAck{MessageID: in.MessageID, Sequence: stored.Sequence, Delivery: delivery.Status,
 		Transport: delivery.Transport, Reason: delivery.Reason}, nil
 }
 
-func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *eventstore.MessageAccepted, launchArgument bool) *eventstore.MessageDelivery {
+func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.MessageDescriptor, m *eventstore.MessageAccepted, launchArgument bool) *eventstore.MessageDelivery {
 	d := &eventstore.MessageDelivery{Transport: eventstore.TransportAdapter}
 	switch {
 	case md.Delivery == eventstore.DeliveryNoneMode:
@@ -680,15 +946,23 @@ func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *event
 		return d
 	default:
 	}
+	c := p.current()
+	if !p.driver.TurnsOnStdin() && m.MessageType == "prompt" {
+		return rt.startTurn(ctx, p, c, m, d)
+	}
+	if c == nil {
+		d.Status, d.Reason = eventstore.DeliveryFailed, "no turn is running"
+		return d
+	}
 	if m.MessageType == "interrupt" {
-		if err := p.signal(syscall.SIGINT); err != nil {
+		if err := c.signal(syscall.SIGINT); err != nil {
 			d.Status, d.Reason = eventstore.DeliveryFailed, "signal: "+err.Error()
 			return d
 		}
 		d.Status, d.Reason = eventstore.DeliveryDelivered, "SIGINT"
 		return d
 	}
-	data, ok, err := p.adapter.Encode(m)
+	data, ok, err := p.driver.Encode(m)
 	switch {
 	case err != nil:
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
@@ -697,13 +971,70 @@ func (rt *Runtime) deliver(p *process, md eventstore.MessageDescriptor, m *event
 		d.Status, d.Transport, d.Reason = eventstore.DeliverySkipped, eventstore.TransportNone, p.adapter.ID()+" takes no input while it runs"
 		return d
 	}
-	d.Transport, err = p.write(data)
+	d.Transport, err = c.write(data)
 	if err != nil {
 		d.Status, d.Reason = eventstore.DeliveryFailed, "write to the agent: "+err.Error()
+		if p.shape == eventstore.ShapeOneShot {
+			d.Reason = "a one-shot execution takes no message after its turn: " + err.Error()
+		}
 		return d
 	}
 	d.Status = eventstore.DeliveryDelivered
 	return d
+}
+
+// startTurn delivers a prompt to a CLI that takes one turn per process:
+// it starts the process of the next turn, resuming the provider session.
+func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *eventstore.MessageAccepted, d *eventstore.MessageDelivery) *eventstore.MessageDelivery {
+	p.mu.Lock()
+	session, turns := p.session.ID, p.turns
+	p.mu.Unlock()
+	switch {
+	case c != nil:
+		d.Status, d.Reason = eventstore.DeliveryFailed, "a turn is running; send the next prompt when it has ended"
+		return d
+	case p.shape == eventstore.ShapeOneShot:
+		d.Status, d.Reason = eventstore.DeliveryFailed, "a one-shot execution takes no prompt after its turn"
+		return d
+	case turns > 0 && session == "":
+		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent never said its session id, so its session cannot be resumed"
+		return d
+	}
+	pl, err := payloadText(m)
+	if err != nil {
+		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
+		return d
+	}
+	program, args, err := p.driver.Start(pl.Text, session)
+	if err == nil {
+		err = rt.startPipes(p, program, args, false)
+	}
+	if err != nil {
+		d.Status, d.Reason = eventstore.DeliveryFailed, "start the next turn: "+err.Error()
+		return d
+	}
+	d.Status, d.Reason = eventstore.DeliveryDelivered, "started a process for the turn"
+	if session != "" {
+		d.Reason = "resumed session " + session + " in a new process"
+	}
+	return d
+}
+
+// turnStarted records that a delivered prompt started the next turn of a
+// conversation that was waiting for it.
+func (rt *Runtime) turnStarted(p *process, messageID string) {
+	p.mu.Lock()
+	if !p.awaiting {
+		p.mu.Unlock()
+		return
+	}
+	p.awaiting = false
+	n := p.turns + 1
+	p.mu.Unlock()
+	if err := rt.appendState(p.ref, fmt.Sprintf("turn:%d:start", n), &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
+		Reason: fmt.Sprintf("turn %d started by message %s", n, messageID)}); err != nil {
+		rt.cfg.Logger.Error("record turn start", "execution", p.ref.AgentExecutionID, "err", err)
+	}
 }
 
 // firstAck rebuilds the acknowledgement of a message accepted before.

@@ -387,7 +387,7 @@ func TestProviderCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerRepository, OwnerID: "repo",
-				Agent: c.agent, Command: []string{r.agent, "replay:" + capture}})
+				Agent: c.agent, Command: []string{r.agent, "replay:" + capture}, Prompt: "replay the capture", Shape: eventstore.ShapeOneShot})
 			if err != nil {
 				t.Fatal(err)
 			}

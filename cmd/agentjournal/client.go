@@ -240,14 +240,15 @@ func (c *client) health(ctx context.Context) (health, error) {
 
 // launchRequest is the body of POST /v1/executions.
 type launchRequest struct {
-	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
-	OwnerID     string                 `json:"ownerId"`
-	Seed        string                 `json:"seed,omitempty"`
-	Agent       string                 `json:"agent"`
-	Command     []string               `json:"command,omitempty"`
-	Prompt      string                 `json:"prompt,omitempty"`
-	Posture     eventstore.Posture     `json:"posture,omitempty"`
-	Dir         string                 `json:"dir,omitempty"`
+	OwnerEntity eventstore.OwnerEntity  `json:"ownerEntity"`
+	OwnerID     string                  `json:"ownerId"`
+	Seed        string                  `json:"seed,omitempty"`
+	Agent       string                  `json:"agent"`
+	Command     []string                `json:"command,omitempty"`
+	Prompt      string                  `json:"prompt,omitempty"`
+	Posture     eventstore.Posture      `json:"posture,omitempty"`
+	Shape       eventstore.SessionShape `json:"shape,omitempty"`
+	Dir         string                  `json:"dir,omitempty"`
 }
 
 // launchResult answers a launch.
@@ -526,6 +527,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each launch)")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
+	shape := fs.String("shape", "", "the session `SHAPE` of claude-code, codex and copilot: conversation (the default: after each result the agent waits for the next message) or one-shot (the execution ends with the first result)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 
 	flagArgs, command := args, []string(nil)
@@ -551,8 +553,11 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return launchSpec.usageErr(fs, "--dir %q: %v", *dir, err)
 	}
+	if *shape != "" && !slices.Contains(eventstore.SessionShapes, eventstore.SessionShape(*shape)) {
+		return launchSpec.usageErr(fs, "--shape %q: want one of %s, %s", *shape, eventstore.ShapeConversation, eventstore.ShapeOneShot)
+	}
 	req := launchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Dir: abs}
+		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}

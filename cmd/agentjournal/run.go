@@ -58,6 +58,10 @@ the program and adds arguments. --prompt is recorded as the first message and
 delivered the agent's way: a line on stdin for generic, a stream-json message
 for claude-code, the command line for codex and copilot.
 
+claude-code, codex and copilot run one-shot here: the execution ends with the
+agent's first result, completed on success and failed on an error result, and
+they need --prompt. (Under a daemon they converse: see 'agentjournal launch'.)
+
 First, run marks every execution the journal still shows as starting or
 running as terminated (reason system_restart), and prints one line for each:
 the agentjournal that ran it was killed, and the data directory lock says no
@@ -119,6 +123,13 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *agent == "generic" && len(command) == 0 {
 		return runSpec.usageErr(fs, "missing the agent's command: the generic agent runs the command that goes after --, e.g. agentjournal run -- ./my-agent --flag")
 	}
+	var shape eventstore.SessionShape
+	if *agent != "generic" {
+		if strings.TrimSpace(*prompt) == "" {
+			return runSpec.usageErr(fs, "missing --prompt: %s runs one-shot here, on the prompt you give, e.g. agentjournal run --agent %s --prompt \"fix the failing test\"", *agent, *agent)
+		}
+		shape = eventstore.ShapeOneShot
+	}
 	if *grace <= 0 {
 		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
 	}
@@ -127,7 +138,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		posture = eventstore.PostureStructuredInteractive
 	}
 	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Posture: posture}
+		Command: command, Prompt: *prompt, Posture: posture, Shape: shape}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
 		return c.run(ctx, s, req, *grace)
 	})
