@@ -204,6 +204,12 @@ func (o *outcomeBuilder) claim(obs *eventstore.Observation, strong bool, effectT
 	}
 	o.set(eventstore.ActionRouteOwnerEffect, string(obs.Signal.Type)+" routed to the owner")
 	o.effect(obs, effectType, payload)
+	if o.st.ProtocolDescriptor.SessionShape == eventstore.ShapeConversation && obs.Source == eventstore.ObservedProviderOutput {
+		// The CLI's result ends a turn of a conversation, not the work:
+		// the runtime records that the execution waits for the next
+		// message, in order with the turn that message starts.
+		return
+	}
 	o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: string(obs.Signal.Type)})
 }
 

@@ -310,3 +310,31 @@ func TestDecideRejectsUndeclaredSignal(t *testing.T) {
 		t.Fatalf("undeclared signal: %+v, want reject", out.Decision)
 	}
 }
+
+// TestDecideConversationTurnEnd: in a conversation, the CLI's result ends a
+// turn; the claim still reaches the owner, and the attention is left to the
+// runtime, which records the wait for the next message in order with it.
+// A claim the agent signals itself still waits for the owner's verdict.
+func TestDecideConversationTurnEnd(t *testing.T) {
+	h := &eventstore.Header{JournalKind: "agent-execution-interaction-journal", AgentID: "claude-code",
+		ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless,
+			Signals: eventstore.SurfacedSignalTypes(), SessionShape: eventstore.ShapeConversation}}
+	all := []eventstore.Record{h, running()}
+	for i, r := range all {
+		stamp(r, uint64(i+1))
+	}
+	st, err := execution.Replay(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := &eventstore.Observation{ObservationID: "out-9-1", Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceHigh,
+		Signal: eventstore.NewSignal(&eventstore.CompletedClaimSignal{Summary: "done"})}
+	out := Decide(st, result)
+	if out.Decision.Action != eventstore.ActionRouteOwnerEffect || len(out.Records) != 1 || out.Records[0].Kind() != eventstore.KindOwnerEffect {
+		t.Fatalf("turn result: %+v with %d records, want route-owner-effect with the owner effect only", out.Decision, len(out.Records))
+	}
+	signalled := observe("mcp-1", eventstore.ConfidenceHigh, &eventstore.CompletedClaimSignal{Summary: "done"})
+	if out := Decide(st, signalled); len(out.Records) != 2 || out.Records[1].(*eventstore.StateChanged).Attention != eventstore.AttentionAwaitingSystem {
+		t.Fatalf("signalled claim: %d records, want the effect and awaiting-system", len(out.Records))
+	}
+}
