@@ -260,6 +260,8 @@ func claudeControlResponse(req claudeRequest, answer string) ([]byte, error) {
 		}
 	}
 	switch a := strings.TrimSpace(answer); {
+	case req.Request.ToolName == "AskUserQuestion" && strings.EqualFold(a, eventstore.AnswerDeny):
+		decision = map[string]any{"behavior": "deny", "message": "The operator declined to answer; decide without the answer."}
 	case req.Request.ToolName == "AskUserQuestion":
 		decision = map[string]any{"behavior": "allow", "updatedInput": withAnswers(input, a)}
 	case strings.EqualFold(a, eventstore.AnswerAllow):

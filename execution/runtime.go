@@ -71,6 +71,11 @@ type Config struct {
 	// LaunchEnv, when set, adds environment variables for one launch, e.g.
 	// the MCP address and a token scoped to that execution.
 	LaunchEnv func(ref eventstore.Reference) []string
+	// OnInputRequest, when set, is called (on a goroutine of its own) for
+	// each permission request or question an agent CLI asks in its
+	// provider output, after the observation is recorded: a host with no
+	// operator to ask (the run command) answers it through SendMessage.
+	OnInputRequest func(ref eventstore.Reference, req *eventstore.NeedsInputSignal)
 	// HostDir, when set, holds a file for every execution this runtime
 	// launched and has not seen end, so that Recover(RecoverHosted) after a
 	// crash of the host finds exactly its own orphans, also on a log that
@@ -624,6 +629,13 @@ func (rt *Runtime) handleLine(p *process, c *child, parser provider.Parser, n in
 		switch {
 		case ev.Observation != nil:
 			rt.record(ctx, p.ref, ev.Observation)
+			if ni, ok := signalPayload(ev.Observation).(*eventstore.NeedsInputSignal); ok && rt.cfg.OnInputRequest != nil {
+				rt.wg.Add(1)
+				go func() {
+					defer rt.wg.Done()
+					rt.cfg.OnInputRequest(p.ref, ni)
+				}()
+			}
 		case ev.Activity != nil:
 			// Record ids are message ids across the whole log: tie the
 			// parser's id to this journal.
@@ -674,6 +686,13 @@ func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
 			rt.cfg.Logger.Error("record turn end", "execution", p.ref.AgentExecutionID, "err", err)
 		}
 	}
+}
+
+func signalPayload(o *eventstore.Observation) eventstore.SignalPayload {
+	if o.Signal == nil {
+		return nil
+	}
+	return o.Signal.Payload
 }
 
 func clipReason(s string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,12 @@ for claude-code, the command line for codex and copilot.
 claude-code, codex and copilot run one-shot here: the execution ends with the
 agent's first result, completed on success and failed on an error result, and
 they need --prompt. (Under a daemon they converse: see 'agentjournal launch'.)
+Claude Code asks before it runs a tool that needs permission, and may ask the
+user a question; with no operator to ask, run answers through the journal as
+--permissions says: deny (the default: the tool does not run and the agent is
+told so, and a question is declined) or allow. Codex and Copilot CLI cannot
+ask in this mode; they run under the policy their adapter's flags set,
+recorded in the journal header.
 
 First, run marks every execution the journal still shows as starting or
 running as terminated (reason system_restart), and prints one line for each:
@@ -94,6 +101,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
+	permissions := fs.String("permissions", eventstore.AnswerDeny, "answer the agent's permission requests and questions with `ANSWER`: deny or allow")
 
 	// Everything after the first -- is the agent's command line, flags
 	// included.
@@ -133,6 +141,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *grace <= 0 {
 		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
 	}
+	if *permissions != eventstore.AnswerDeny && *permissions != eventstore.AnswerAllow {
+		return runSpec.usageErr(fs, "--permissions %q: want %s or %s", *permissions, eventstore.AnswerDeny, eventstore.AnswerAllow)
+	}
 	posture := eventstore.PostureStructuredHeadless
 	if *interactive {
 		posture = eventstore.PostureStructuredInteractive
@@ -140,7 +151,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Posture: posture, Shape: shape}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
-		return c.run(ctx, s, req, *grace)
+		return c.run(ctx, s, req, *grace, *permissions)
 	})
 }
 
@@ -148,7 +159,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 // policy runs from before the launch until the agent's last observation is
 // decided; the runtime is closed, and with it any process still running,
 // before run returns.
-func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.LaunchRequest, grace time.Duration) (err error) {
+func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.LaunchRequest, grace time.Duration, permissions string) (err error) {
 	log, ok := s.(policy.Log)
 	if !ok {
 		return fmt.Errorf("run: the store %T cannot feed the policy (it has no Consume)", s)
@@ -164,8 +175,13 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 
 	terms := terminal.NewRegistry(logger)
 	defer func() { err = errors.Join(err, terms.Close()) }()
-	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
-		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir()})
+	var rt *execution.Runtime
+	answer := func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
+		answerInput(bg, s, rt, ref, q, permissions, stderr)
+	}
+	rt = execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
+		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
+		OnInputRequest: answer})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 		defer cancel()
@@ -248,6 +264,41 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		ended = fmt.Errorf("agent execution %s %s%s", id, st.Lifecycle, reason)
 	}
 	return errors.Join(ended, policyErr)
+}
+
+// answerInput answers an agent's permission request or question the way
+// --permissions says, through the journal: an answer message, decided by
+// the policy and delivered to the agent. It waits for the policy to open
+// the request first, so the answer is decided as the answer to it.
+func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer string, log io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	t := time.NewTicker(settlePoll)
+	defer t.Stop()
+	for {
+		st, err := replayJournal(ctx, s, ref)
+		if err == nil && (st.CurrentInputRequestID == q.RequestID || st.Lifecycle.Final()) {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			fmt.Fprintf(log, "agentjournal: input request %s was not opened in time; answering it anyway\n", q.RequestID)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	what := "question"
+	if q.Kind == string(eventstore.InputPermission) && q.Tool != nil {
+		what = "permission to run " + q.Tool.Name
+	}
+	fmt.Fprintf(log, "agentjournal: the agent asks %s (%s): %s; answering %s (--permissions)\n", what, q.RequestID, q.Question, answer)
+	payload, _ := json.Marshal(map[string]string{"requestId": q.RequestID, "text": answer})
+	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, execution.SendMessageInput{
+		MessageID: "answer-" + q.RequestID, Type: "answer", Source: eventstore.SourceSystem, Payload: payload}); err != nil {
+		fmt.Fprintf(log, "agentjournal: answer %s: %v\n", q.RequestID, err)
+	}
 }
 
 // policyRun is the policy subscriber running in its own goroutine.
