@@ -340,10 +340,11 @@ func (codexAdapter) NewDriver(command []string, _ eventstore.SessionShape) Drive
 		args = append(append(args, "--json", "--skip-git-repo-check"), codexPolicy...)
 		return args
 	}, tail: func(prompt, session string) []string {
+		// After --, a prompt that starts with a dash is not read as a flag.
 		if session != "" {
-			return []string{session, prompt}
+			return []string{"--", session, prompt}
 		}
-		return []string{prompt}
+		return []string{"--", prompt}
 	}}
 }
 

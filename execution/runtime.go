@@ -716,7 +716,7 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	p.mu.Lock()
 	p.child = nil
 	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
-	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed
+	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
 	p.mu.Unlock()
 	if between {
 		// The turn's result is in; the session goes on with the next
@@ -801,7 +801,9 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	defer t.Stop()
 	p.mu.Lock()
 	c := p.child
-	graceful := c != nil && c.terminal == nil && p.shape != "" && p.driver.TurnsOnStdin()
+	// A CLI that reads its turns on stdin is asked to finish by closing it;
+	// a turn process whose result is in is let finish by itself.
+	graceful := c != nil && c.terminal == nil && p.shape != "" && (p.driver.TurnsOnStdin() || c.turnEnd != nil)
 	if graceful {
 		p.closing = true
 	}
