@@ -65,6 +65,23 @@ const (
 	maxLabelBytes = 1 << 10
 	// maxPathBytes bounds a target path.
 	maxPathBytes = 4 << 10
+	// maxErrorBytes bounds the error of a failed tool call.
+	maxErrorBytes = 4 << 10
+	// maxTypeBytes bounds a provider's type name or version in a diagnostic.
+	maxTypeBytes = 100
+	// maxPlanItems bounds the items of a plan signal.
+	maxPlanItems = 200
+	// maxPendingPlans bounds the todo lists of calls that have not ended.
+	maxPendingPlans = 16
+	// maxSQLCalls bounds the sql tool calls whose todos statements wait
+	// for the call to end.
+	maxSQLCalls = 64
+	// maxChoices bounds the choices of a question.
+	maxChoices = 50
+	// maxToolInputBytes bounds the tool input carried by a needs-input
+	// signal. A larger input (a Write of a big file) is left out, so that
+	// the record stays within the store's size limit.
+	maxToolInputBytes = 256 << 10
 )
 
 var (
@@ -93,8 +110,9 @@ type Event struct {
 	// runtime resumes the session by this id; nothing is appended for it.
 	Session *Session
 	// TurnEnd says a turn ended (the CLI's result): the claim observation
-	// that reports it comes before it in the same line. Nothing is appended
-	// for it; the runtime ends a one-shot execution on it.
+	// that reports it comes before it, in the same line or, when Copilot's
+	// session.task_complete made the claim, an earlier one. Nothing is
+	// appended for it; the runtime ends a one-shot execution on it.
 	TurnEnd *TurnEnd
 }
 
@@ -129,8 +147,44 @@ type Parser interface {
 var constructors = map[string]func(*stream) Parser{
 	ClaudeCode: func(s *stream) Parser { return &claudeParser{stream: s} },
 	Codex:      func(s *stream) Parser { return &codexParser{stream: s} },
-	Copilot:    func(s *stream) Parser { return &copilotParser{stream: s} },
+	Copilot:    func(s *stream) Parser { return &copilotParser{stream: s, sqlCalls: newRecent[string](maxSQLCalls)} },
 }
+
+// lineTypes lists, per provider, the line types its parser reads.
+var lineTypes = map[string][]string{
+	ClaudeCode: claudeLineTypes,
+	Codex:      codexLineTypes,
+	Copilot:    copilotLineTypes,
+}
+
+// KnownLineTypes lists the line types (the "type" of a JSON line) that the
+// named provider's parser reads, sorted; nil for a provider New does not
+// accept. Any other line type becomes an unknown-event diagnostic, once per
+// type and parser. The package doc says what each becomes.
+func KnownLineTypes(provider string) []string {
+	types, ok := lineTypes[provider]
+	if !ok {
+		return nil
+	}
+	out := slices.Clone(types)
+	slices.Sort(out)
+	return out
+}
+
+// Flusher is implemented by parsers that may hold back what a line said
+// until a later line tells what it meant: Codex reports a failure that ends
+// a turn both as an error event and as turn.failed, Copilot CLI a session
+// error before the result that fails the run with it. Flush returns what is
+// still held; the runtime calls it once the agent's stdout has ended. Its
+// events take the ids of a line after the last one parsed.
+type Flusher interface {
+	Flush() []Event
+}
+
+var (
+	_ Flusher = (*codexParser)(nil)
+	_ Flusher = (*copilotParser)(nil)
+)
 
 // Providers lists the provider names New accepts, sorted.
 func Providers() []string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,11 +31,31 @@ var testRef = func() eventstore.Reference {
 
 // checkEvent fills the base fields of an event's record the way an appender
 // would, through a journal reference, and checks that the record validates,
-// encodes within the store's size limit and decodes strictly.
+// encodes within the store's size limit and decodes strictly. Session and
+// turn end events are checked for what the runtime relies on.
 func checkEvent(seq uint64, e Event) error {
+	set := 0
+	for _, b := range []bool{e.Observation != nil, e.Activity != nil, e.Session != nil, e.TurnEnd != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("event sets %d fields, want exactly one: %+v", set, e)
+	}
 	var r eventstore.Record
 	switch {
-	case e.Observation != nil && e.Activity == nil:
+	case e.Session != nil:
+		if id := e.Session.ID; id == "" || len(id) > eventstore.MaxIDLength {
+			return fmt.Errorf("session id %q is not a journal id", id)
+		}
+		return nil
+	case e.TurnEnd != nil:
+		if e.TurnEnd.Failed && e.TurnEnd.Reason == "" {
+			return fmt.Errorf("failed turn end without a reason")
+		}
+		return nil
+	case e.Observation != nil:
 		o := *e.Observation
 		if o.Base != (eventstore.Base{}) {
 			return fmt.Errorf("observation %s has base fields set: %+v", o.ObservationID, o.Base)
@@ -42,16 +63,17 @@ func checkEvent(seq uint64, e Event) error {
 		if o.Source != eventstore.ObservedProviderOutput {
 			return fmt.Errorf("observation %s: source %q, want provider-output", o.ObservationID, o.Source)
 		}
+		if d, ok := o.Signal.Payload.(*eventstore.DiagnosticSignal); ok && d.Adapter == "" {
+			return fmt.Errorf("diagnostic %s without an adapter", o.ObservationID)
+		}
 		o.RecordID = eventstore.RecordID(testRef.JournalID, eventstore.KindObservation, o.ObservationID)
 		r = &o
-	case e.Activity != nil && e.Observation == nil:
+	default:
 		a := *e.Activity
 		if a.RecordID == "" || a.Base != (eventstore.Base{RecordID: a.RecordID}) {
 			return fmt.Errorf("activity has base fields other than recordId set, or none: %+v", a.Base)
 		}
 		r = &a
-	default:
-		return fmt.Errorf("event sets %v observation and %v activity, want exactly one", e.Observation != nil, e.Activity != nil)
 	}
 	b := r.RecordBase()
 	b.Sequence = seq
@@ -93,25 +115,39 @@ func parse(tb testing.TB, provider string, lines ...[]byte) []Event {
 		}
 		out = append(out, evs...)
 	}
+	checkEvents(tb, out)
+	return out
+}
+
+// checkEvents checks every event and that no two records share an id.
+func checkEvents(tb testing.TB, evs []Event) {
+	tb.Helper()
 	ids := map[string]bool{}
-	for i, e := range out {
+	for i, e := range evs {
 		if err := checkEvent(uint64(i+2), e); err != nil {
 			tb.Fatalf("event %d (%s): %v", i, describe(e), err)
 		}
 		id := e.id()
+		if id == "" {
+			continue
+		}
 		if ids[id] {
 			tb.Fatalf("event %d: id %s repeats", i, id)
 		}
 		ids[id] = true
 	}
-	return out
 }
 
+// id is the record id an event's record has; "" for events that are not
+// appended.
 func (e Event) id() string {
-	if e.Observation != nil {
+	switch {
+	case e.Observation != nil:
 		return e.Observation.ObservationID
+	case e.Activity != nil:
+		return e.Activity.RecordID
 	}
-	return e.Activity.RecordID
+	return ""
 }
 
 func lines(s ...string) [][]byte {
@@ -124,6 +160,14 @@ func lines(s ...string) [][]byte {
 
 // describe renders an event in one line for table tests.
 func describe(e Event) string {
+	switch {
+	case e.Session != nil:
+		return "session " + e.Session.ID + " " + e.Session.AgentVersion
+	case e.TurnEnd != nil && e.TurnEnd.Failed:
+		return "turn failed: " + e.TurnEnd.Reason
+	case e.TurnEnd != nil:
+		return "turn end"
+	}
 	if o := e.Observation; o != nil {
 		if o.Signal == nil {
 			return "evidence: " + o.RawText
@@ -146,6 +190,16 @@ func describe(e Event) string {
 			return "failed: " + p.Reason
 		case *eventstore.DiagnosticSignal:
 			return "diagnostic " + p.Code
+		case *eventstore.PlanSignal:
+			marks := map[eventstore.PlanItemStatus]string{eventstore.PlanItemOpen: " ", eventstore.PlanItemInProgress: ">",
+				eventstore.PlanItemDone: "x", eventstore.PlanItemDropped: "-"}
+			var items []string
+			for _, it := range p.Items {
+				items = append(items, "["+marks[it.Status]+"] "+it.Text)
+			}
+			return "plan: " + strings.Join(items, "; ")
+		case *eventstore.NeedsInputSignal:
+			return fmt.Sprintf("needs %s: %s %v", p.Kind, p.Question, p.Choices)
 		}
 		return "signal " + string(o.Signal.Type)
 	}
@@ -166,6 +220,16 @@ func describe(e Event) string {
 	}
 	if a.Telemetry != nil && a.Telemetry.ActiveToolName != "" {
 		parts = append(parts, "tool="+a.Telemetry.ActiveToolName)
+	}
+	if c := a.ToolCall; c != nil {
+		call := "call=" + c.Name + ":" + string(c.Status)
+		if c.ExitCode != nil {
+			call += fmt.Sprintf(" exit=%d", *c.ExitCode)
+		}
+		if c.Error != "" {
+			call += " error=" + strconv.Quote(c.Error)
+		}
+		parts = append(parts, call)
 	}
 	if c := a.Capabilities; c != nil && c.ToolCallActive != nil {
 		parts = append(parts, fmt.Sprintf("active=%v", *c.ToolCallActive))
@@ -267,15 +331,35 @@ func capturesByName(tb testing.TB, provider string) map[string][][]byte {
 }
 
 // TestCaptures parses every real capture: no panic, every record validates,
-// the real output needs no diagnostic, and a replay gives the same events.
+// the real output needs no diagnostic but the errors the CLI reported
+// (provider-error), every observation carries the session id once it is
+// known, and a replay gives the same events.
 func TestCaptures(t *testing.T) {
 	for _, provider := range Providers() {
 		for _, c := range loadCaptures(t, provider) {
 			t.Run(provider+"/"+c.name, func(t *testing.T) {
 				evs := parse(t, provider, c.lines...)
+				session := ""
+				var running totals
 				for _, e := range evs {
-					if e.Observation != nil && e.Observation.Signal.Type == eventstore.SignalDiagnostic {
-						t.Errorf("diagnostic on a real capture: %+v (raw %s)", e.Observation.Signal.Payload, e.Observation.RawText)
+					if e.Session != nil {
+						session = e.Session.ID
+					}
+					o := e.Observation
+					if o == nil {
+						continue
+					}
+					if d, ok := o.Signal.Payload.(*eventstore.DiagnosticSignal); ok && d.Code != CodeProviderError {
+						t.Errorf("diagnostic on a real capture: %+v (raw %s)", d, o.RawText)
+					}
+					if u, ok := o.Signal.Payload.(*eventstore.UsageSignal); ok {
+						running = running.add(u)
+						if deref(running.in)+deref(running.out) != deref(running.total) {
+							t.Errorf("after %s the running totals are %s, want total = in + out", describe(e), running)
+						}
+					}
+					if got := nativeOf(o).SessionID; got != session {
+						t.Errorf("observation %s (%s): native session %q, want %q", o.ObservationID, describe(e), got, session)
 					}
 				}
 				again := parse(t, provider, c.lines...)
@@ -284,6 +368,125 @@ func TestCaptures(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func nativeOf(o *eventstore.Observation) eventstore.NativeIDs {
+	if o.Native == nil {
+		return eventstore.NativeIDs{}
+	}
+	return *o.Native
+}
+
+// totals are usage totals folded from usage signals exactly as the runtime
+// folds them (execution.Usage.Add): cumulative counts replace, increments
+// add, and a total the signal does not give is input plus output.
+type totals struct{ in, out, total *int64 }
+
+func (t totals) add(u *eventstore.UsageSignal) totals {
+	fold := func(prev, v *int64) *int64 {
+		switch {
+		case v == nil:
+			return prev
+		case u.Cumulative || prev == nil:
+			return ptr(*v)
+		}
+		return ptr(*prev + *v)
+	}
+	out := totals{fold(t.in, u.InputTokens), fold(t.out, u.OutputTokens), fold(t.total, u.TotalTokens)}
+	if u.TotalTokens == nil && out.in != nil && out.out != nil {
+		out.total = ptr(*out.in + *out.out)
+	}
+	return out
+}
+
+func (t totals) String() string {
+	return fmt.Sprintf("in=%s out=%s total=%s", count(t.in), count(t.out), count(t.total))
+}
+
+// usageTrail gives the running totals after each usage observation.
+func usageTrail(evs []Event) []string {
+	var out []string
+	var t totals
+	for _, e := range evs {
+		if u := usageOf(e); u != nil {
+			t = t.add(u)
+			out = append(out, t.String())
+		}
+	}
+	return out
+}
+
+func finalUsage(evs []Event) totals {
+	var t totals
+	for _, e := range evs {
+		if u := usageOf(e); u != nil {
+			t = t.add(u)
+		}
+	}
+	return t
+}
+
+func usageOf(e Event) *eventstore.UsageSignal {
+	if e.Observation == nil {
+		return nil
+	}
+	u, _ := e.Observation.Signal.Payload.(*eventstore.UsageSignal)
+	return u
+}
+
+// payloads returns the signal payloads of type T among the events.
+func payloads[T eventstore.SignalPayload](evs []Event) []T {
+	var out []T
+	for _, e := range evs {
+		if e.Observation == nil {
+			continue
+		}
+		if p, ok := e.Observation.Signal.Payload.(T); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestKnownLineTypes: every line type a parser lists is read without an
+// unknown-event diagnostic, the lists are sorted and complete, and a type
+// not listed is reported once per parser, naming the adapter, the type and
+// the agent version.
+func TestKnownLineTypes(t *testing.T) {
+	if got := KnownLineTypes("gemini"); got != nil {
+		t.Errorf("KnownLineTypes(gemini) = %v, want nil", got)
+	}
+	for _, provider := range Providers() {
+		t.Run(provider, func(t *testing.T) {
+			known := KnownLineTypes(provider)
+			if len(known) == 0 || !slices.IsSorted(known) {
+				t.Fatalf("KnownLineTypes(%s) = %v, want a sorted, non-empty list", provider, known)
+			}
+			for _, typ := range known {
+				evs := parse(t, provider, fmt.Appendf(nil, `{"type":%q}`, typ))
+				for _, d := range payloads[*eventstore.DiagnosticSignal](evs) {
+					if d.Code == CodeUnknownEvent && d.LineType == typ {
+						t.Errorf("known line type %q: got %s, want no unknown-event diagnostic", typ, d.Message)
+					}
+				}
+			}
+			line := []byte(`{"type":"telepathy.started","data":{}}`)
+			evs := parse(t, provider, line, line, line)
+			ds := payloads[*eventstore.DiagnosticSignal](evs)
+			if len(ds) != 1 {
+				t.Fatalf("three lines of an unknown type gave %v, want one diagnostic", describeAll(evs))
+			}
+			d := ds[0]
+			if d.Code != CodeUnknownEvent || d.Adapter != provider || d.LineType != "telepathy.started" {
+				t.Errorf("got %+v, want code unknown-event, adapter %s, lineType telepathy.started", d, provider)
+			}
+			for _, want := range []string{provider, `type "telepathy.started"`, "agent version"} {
+				if !strings.Contains(d.Message, want) {
+					t.Errorf("message %q does not name %s", d.Message, want)
+				}
+			}
+		})
 	}
 }
 
@@ -326,6 +529,7 @@ func TestIDs(t *testing.T) {
 		``,
 		`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":1,"output_tokens":2}}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}`,
+		`{"type":"result","subtype":"success","result":"ok","usage":{"input_tokens":1,"output_tokens":2}}`,
 	)...)
 	var got []string
 	for _, e := range evs {
@@ -334,8 +538,10 @@ func TestIDs(t *testing.T) {
 	want := []string{
 		"launch-1-2-0",
 		eventstore.RecordID(testPrefix, eventstore.KindActivity, "2-1"),
-		"launch-1-2-2",
 		eventstore.RecordID(testPrefix, eventstore.KindActivity, "3-0"),
+		"launch-1-4-0", // usage
+		"launch-1-4-1", // the claim
+		"",             // the turn end is not appended
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
@@ -396,6 +602,15 @@ func TestUnknownEventMessage(t *testing.T) {
 			t.Errorf("%s: diagnostic %+v, want unknown-event naming the type", provider, d)
 		}
 	}
+	// The agent version, once known, is in the diagnostic and its message.
+	evs := parse(t, ClaudeCode, lines(
+		`{"type":"system","subtype":"init","session_id":"s1","claude_code_version":"2.1.328"}`,
+		`{"type":"telepathy","session_id":"s1"}`,
+	)...)
+	d := payloads[*eventstore.DiagnosticSignal](evs)[0]
+	if d.AgentVersion != "2.1.328" || !strings.Contains(d.Message, "agent version 2.1.328") {
+		t.Errorf("got %+v, want agent version 2.1.328 in the diagnostic and its message", d)
+	}
 }
 
 // TestTooManyEvents: one line cannot flood the journal.
@@ -437,6 +652,20 @@ func TestBounds(t *testing.T) {
 	if evs := p.Parse([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t0"}]}}`)); len(evs) != 0 {
 		t.Errorf("result of a forgotten call gave %v, want nothing", describeAll(evs))
 	}
+	// Unknown types are remembered within bounds too.
+	for i := range maxRemembered + 10 {
+		p.Parse(fmt.Appendf(nil, `{"type":"unknown-%d"}`, i))
+	}
+	if n := len(cp.unknowns.m); n > maxRemembered {
+		t.Errorf("%d unknown types remembered, want at most %d", n, maxRemembered)
+	}
+	// So are the todo lists of TodoWrite calls that have not ended.
+	for i := range maxPendingPlans + 10 {
+		p.Parse(fmt.Appendf(nil, `{"type":"assistant","message":{"id":"p%d","content":[{"type":"tool_use","id":"todo%d","name":"TodoWrite","input":{"todos":[{"content":"x","status":"pending"}]}}]}}`, i, i))
+	}
+	if n := len(cp.plans.m); n > maxPendingPlans {
+		t.Errorf("%d pending plans remembered, want at most %d", n, maxPendingPlans)
+	}
 	// A huge tool id is bounded as a key.
 	long := strings.Repeat("k", 100_000)
 	p.Parse(fmt.Appendf(nil, `{"type":"assistant","message":{"content":[{"type":"tool_use","id":%q,"name":"Bash"}]}}`, long))
@@ -444,6 +673,38 @@ func TestBounds(t *testing.T) {
 		if len(id) > maxKeyBytes {
 			t.Fatalf("an open call is keyed by %d bytes, want at most %d", len(id), maxKeyBytes)
 		}
+	}
+}
+
+// TestCopilotBounds: the sql calls waiting for their end and the todos
+// table stay within bounds.
+func TestCopilotBounds(t *testing.T) {
+	p, _ := New(Copilot, testPrefix)
+	cp := p.(*copilotParser)
+	for i := range maxSQLCalls + 10 {
+		p.Parse(fmt.Appendf(nil, `{"type":"tool.execution_start","id":"s%d","data":{"toolCallId":"c%d","toolName":"sql","arguments":{"query":"INSERT INTO todos (id, title) VALUES ('a%d', 'x')"}}}`, i, i, i))
+	}
+	if n := len(cp.sqlCalls.m); n > maxSQLCalls {
+		t.Errorf("%d sql calls remembered, want at most %d", n, maxSQLCalls)
+	}
+	var values []string
+	for i := range maxPlanItems + 50 {
+		values = append(values, fmt.Sprintf("('t%d', 'todo %d')", i, i))
+	}
+	q, _ := json.Marshal("INSERT INTO todos (id, title) VALUES " + strings.Join(values, ", "))
+	evs := parse(t, Copilot,
+		fmt.Appendf(nil, `{"type":"tool.execution_start","id":"b1","data":{"toolCallId":"big","toolName":"sql","arguments":{"query":%s}}}`, q),
+		[]byte(`{"type":"tool.execution_complete","id":"b2","data":{"toolCallId":"big","success":true}}`))
+	plans := payloads[*eventstore.PlanSignal](evs)
+	if len(plans) != 1 || len(plans[0].Items) != maxPlanItems {
+		t.Fatalf("got %d plans, want one of %d items", len(plans), maxPlanItems)
+	}
+	// A query too long to follow leaves the table unknown: no plan at all.
+	long, _ := json.Marshal("UPDATE todos SET status = 'done' WHERE id = '" + strings.Repeat("x", maxSQLBytes) + "'")
+	p2, _ := New(Copilot, testPrefix)
+	p2.Parse(fmt.Appendf(nil, `{"type":"tool.execution_start","id":"l1","data":{"toolCallId":"l","toolName":"sql","arguments":{"query":%s}}}`, long))
+	if !p2.(*copilotParser).todos.unknown {
+		t.Error("a query over maxSQLBytes left the table known, want unknown")
 	}
 }
 

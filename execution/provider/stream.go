@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,24 +23,46 @@ type stream struct {
 
 	line     uint64
 	raw      []byte // the line being read; nil outside Parse
+	lineType string // the provider's type of the line being read
 	events   []Event
 	overflow int // events dropped from this line
 
-	open    map[string]uint64 // open tool call id -> order opened
-	opened  uint64
-	steps   recent[[2]int64]        // per-message usage reported: input, output
-	cum     *eventstore.UsageSignal // the last cumulative totals reported
-	seenIDs recent[struct{}]        // provider event ids already read
-	closed  recent[struct{}]        // tool call ids whose result was read
+	// session and version are what the output said of the CLI's session;
+	// native holds the CLI's ids for the observations of the line being
+	// read (the session id stays from line to line).
+	session string
+	version string
+	native  eventstore.NativeIDs
+
+	open     map[string]openCall // open tool call id -> the call
+	opened   uint64
+	steps    recent[[2]int64]        // per-request usage reported: input, output
+	cum      *eventstore.UsageSignal // the last cumulative totals reported
+	seenIDs  recent[struct{}]        // provider event ids already read
+	closed   recent[struct{}]        // tool call ids whose result was read
+	unknowns recent[struct{}]        // unknown types already reported
+	plan     []eventstore.PlanItem   // the last plan reported
+	planned  bool                    // a plan was reported
+	// plans holds the todo lists of calls that have not ended: a list
+	// becomes the plan when its call succeeds.
+	plans recent[[]eventstore.PlanItem]
+}
+
+// openCall is a tool call that started and has not ended.
+type openCall struct {
+	order uint64
+	name  string
 }
 
 func newStream(provider, prefix string) *stream {
 	return &stream{
 		provider: provider, prefix: prefix,
-		open:    map[string]uint64{},
-		steps:   newRecent[[2]int64](maxRemembered),
-		seenIDs: newRecent[struct{}](maxRemembered),
-		closed:  newRecent[struct{}](maxRemembered),
+		open:     map[string]openCall{},
+		steps:    newRecent[[2]int64](maxRemembered),
+		seenIDs:  newRecent[struct{}](maxRemembered),
+		closed:   newRecent[struct{}](maxRemembered),
+		unknowns: newRecent[struct{}](maxRemembered),
+		plans:    newRecent[[]eventstore.PlanItem](maxPendingPlans),
 	}
 }
 
@@ -48,7 +71,8 @@ func newStream(provider, prefix string) *stream {
 // decodable, the last two reported as diagnostics.
 func (s *stream) start(line []byte, v any) bool {
 	s.line++
-	s.events, s.overflow = nil, 0
+	s.events, s.overflow, s.lineType = nil, 0, ""
+	s.native = eventstore.NativeIDs{SessionID: s.native.SessionID}
 	if len(line) > MaxLineBytes {
 		s.raw = line[:maxRawBytes]
 		s.diagnose(CodeLineTooLong, fmt.Sprintf("%s line of %d bytes exceeds the %d byte limit and was not read", s.provider, len(line), MaxLineBytes))
@@ -115,12 +139,17 @@ func (s *stream) nextKey() string {
 }
 
 func (s *stream) observation(c eventstore.Confidence, p eventstore.SignalPayload) *eventstore.Observation {
-	return &eventstore.Observation{
+	o := &eventstore.Observation{
 		ObservationID: s.prefix + "-" + s.nextKey(),
 		Source:        eventstore.ObservedProviderOutput,
 		Confidence:    c,
 		Signal:        eventstore.NewSignal(p),
 	}
+	if s.native != (eventstore.NativeIDs{}) {
+		n := s.native
+		o.Native = &n
+	}
+	return o
 }
 
 func (s *stream) observe(p eventstore.SignalPayload) {
@@ -133,8 +162,17 @@ func (s *stream) activity(a *eventstore.ActivityUpdated) {
 }
 
 func (s *stream) diagnosticEvent(code, msg string) Event {
-	o := s.observation(eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{Code: code, Message: clip(msg, maxSummaryBytes)})
-	o.RawText = clip(string(s.raw), maxRawBytes)
+	return s.diagnosticFor(code, s.lineType, msg, s.raw)
+}
+
+// diagnosticFor builds a diagnostic about a line of the given type, with
+// raw as evidence.
+func (s *stream) diagnosticFor(code, lineType, msg string, raw []byte) Event {
+	o := s.observation(eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{
+		Code: code, Message: clip(msg, maxSummaryBytes), Adapter: s.provider,
+		LineType: clip(lineType, maxTypeBytes), AgentVersion: s.version,
+	})
+	o.RawText = clip(string(raw), maxRawBytes)
 	return Event{Observation: o}
 }
 
@@ -142,12 +180,73 @@ func (s *stream) diagnosticEvent(code, msg string) Event {
 // evidence.
 func (s *stream) diagnose(code, msg string) { s.add(s.diagnosticEvent(code, msg)) }
 
-func (s *stream) unknown(what, typ string) {
-	if typ == "" {
-		s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s without a type", s.provider, what))
+// unknownLine reports a line type the parser does not know, once per type:
+// a CLI that prints a new kind of line prints it again and again, and one
+// diagnostic says all there is to say.
+func (s *stream) unknownLine(typ string) {
+	if !s.firstUnknown("line", typ) {
 		return
 	}
-	s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s type %q is not known to this parser", s.provider, what, clip(typ, 100)))
+	s.lineType = typ
+	if typ == "" {
+		s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s output line without a type (%s); the parser skips such lines", s.provider, s.agent()))
+		return
+	}
+	s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s output line type %q is not known to this parser (%s); the parser skips such lines", s.provider, clip(typ, maxTypeBytes), s.agent()))
+}
+
+// unknown reports a part of a known line (a content block, an item) whose
+// type the parser does not know, once per kind of part and type.
+func (s *stream) unknown(what, typ string) {
+	if !s.firstUnknown(what, typ) {
+		return
+	}
+	if typ == "" {
+		s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s without a type in a %q line (%s)", s.provider, what, clip(s.lineType, maxTypeBytes), s.agent()))
+		return
+	}
+	s.diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s type %q in a %q line is not known to this parser (%s)", s.provider, what, clip(typ, maxTypeBytes), clip(s.lineType, maxTypeBytes), s.agent()))
+}
+
+func (s *stream) firstUnknown(what, typ string) bool {
+	k := key(what + "\x00" + typ)
+	if _, ok := s.unknowns.get(k); ok {
+		return false
+	}
+	s.unknowns.put(k, struct{}{})
+	return true
+}
+
+// agent names the CLI and its version for diagnostic messages.
+func (s *stream) agent() string {
+	if s.version == "" {
+		return "agent version unknown"
+	}
+	return "agent version " + s.version
+}
+
+// learnSession records the CLI's session id and version as the output
+// states them. An Event{Session} goes out the first time, and again when
+// either changes; every observation after it carries the session id. An id
+// that cannot be a journal id (empty or too long) is not a session id.
+func (s *stream) learnSession(id, version string) {
+	version = clip(version, maxTypeBytes)
+	changed := false
+	if version != "" && version != s.version {
+		s.version, changed = version, true
+	}
+	if id = nativeID(id); id != "" && id != s.session {
+		s.session, changed = id, true
+	}
+	s.native.SessionID = s.session
+	if changed && s.session != "" {
+		s.add(Event{Session: &Session{ID: s.session, AgentVersion: s.version}})
+	}
+}
+
+// turnEnd says the turn whose claim was just reported is over.
+func (s *stream) turnEnd(failed bool, reason string) {
+	s.add(Event{TurnEnd: &TurnEnd{Failed: failed, Reason: clip(reason, maxSummaryBytes)}})
 }
 
 func (s *stream) badEvent(problem string) {
@@ -169,45 +268,58 @@ func (s *stream) completed(summary, fallback string) {
 	s.observe(&eventstore.CompletedClaimSignal{Summary: clip(summary, maxSummaryBytes)})
 }
 
-func (s *stream) failed(reason, detail string) {
+// failed reports a failed claim and returns the reason it gave.
+func (s *stream) failed(reason, detail string) string {
 	if strings.TrimSpace(reason) == "" {
 		reason = s.provider + " reported a failure without a reason"
 	}
-	s.observe(&eventstore.FailedClaimSignal{Reason: clip(reason, maxSummaryBytes), Detail: clip(detail, maxSummaryBytes)})
+	reason = clip(reason, maxSummaryBytes)
+	s.observe(&eventstore.FailedClaimSignal{Reason: reason, Detail: clip(detail, maxSummaryBytes)})
+	return reason
 }
 
 // stepUsage reports the usage of one model request (a step) as an
-// increment. Providers repeat a step's usage on every line of the step (one
-// line per content block) and may raise the output count on later lines, so
-// the usage already reported for the step's id is subtracted: the same
-// numbers seen twice add nothing. An empty id cannot be deduplicated and
-// counts in full. Total is reported only when the provider reports both
-// input and output.
-func (s *stream) stepUsage(id string, in, out *int64) {
+// increment and returns it. Providers repeat a step's usage on every line
+// of the step (one line per content block) and may raise a count on later
+// lines, so the usage already reported for the step's id is subtracted:
+// the same numbers seen twice add nothing. An empty id cannot be
+// deduplicated and counts in full.
+func (s *stream) stepUsage(id string, in, out *int64) (dIn, dOut int64) {
 	in, out = nonNegative(in), nonNegative(out)
 	var prev [2]int64
 	if id != "" {
 		id = key(id)
 		prev, _ = s.steps.get(id)
 	}
-	var dIn, dOut *int64
 	if in != nil && *in > prev[0] {
-		dIn = ptr(*in - prev[0])
+		dIn = *in - prev[0]
 		prev[0] = *in
 	}
 	if out != nil && *out > prev[1] {
-		dOut = ptr(*out - prev[1])
+		dOut = *out - prev[1]
 		prev[1] = *out
 	}
 	if id != "" {
 		s.steps.put(id, prev)
 	}
-	if dIn == nil && dOut == nil {
+	s.increment(dIn, dOut)
+	return dIn, dOut
+}
+
+// increment reports usage that adds to the running totals; zero counts are
+// left out, and nothing is reported when both are zero. Total is always the
+// sum of the two: the runtime adds totals as it adds counts, so an
+// increment without one would leave the running total short.
+func (s *stream) increment(in, out int64) {
+	if in <= 0 && out <= 0 {
 		return
 	}
-	u := &eventstore.UsageSignal{InputTokens: dIn, OutputTokens: dOut}
-	if in != nil && out != nil {
-		u.TotalTokens = ptr(addSat(deref(dIn), deref(dOut)))
+	u := &eventstore.UsageSignal{TotalTokens: ptr(addSat(max(in, 0), max(out, 0)))}
+	if in > 0 {
+		u.InputTokens = ptr(in)
+	}
+	if out > 0 {
+		u.OutputTokens = ptr(out)
 	}
 	s.observe(u)
 }
@@ -230,14 +342,15 @@ func (s *stream) cumulativeUsage(in, out *int64) {
 	s.observe(u)
 }
 
-// openTool reports a tool call that started. A call with an id is tracked
-// until closeTool sees the id; one already open, or already closed, is not
-// reported again.
+// openTool reports a tool call that started: an activity update with the
+// call (status started), the tool as the active tool, the activity and the
+// target. A call with an id is tracked until closeTool sees the id; one
+// already open, or already closed, is not reported again.
 func (s *stream) openTool(id, name string, act eventstore.Activity, target *eventstore.Target) {
-	a := &eventstore.ActivityUpdated{Activity: act, CurrentTarget: target}
-	if name != "" {
-		a.Telemetry = &eventstore.Telemetry{ActiveToolName: clip(name, maxLabelBytes)}
-	}
+	name = toolName(name)
+	a := &eventstore.ActivityUpdated{Activity: act, CurrentTarget: target,
+		Telemetry: &eventstore.Telemetry{ActiveToolName: name},
+		ToolCall:  &eventstore.ToolCall{ID: nativeID(id), Name: name, Status: eventstore.ToolCallStarted}}
 	if id != "" {
 		id = key(id)
 		if _, ok := s.open[id]; ok {
@@ -250,35 +363,117 @@ func (s *stream) openTool(id, name string, act eventstore.Activity, target *even
 			s.forgetOldestCall()
 		}
 		s.opened++
-		s.open[id] = s.opened
+		s.open[id] = openCall{order: s.opened, name: name}
 		a.Capabilities = &eventstore.Capabilities{ToolCallActive: ptr(true)}
 	}
 	s.activity(a)
 }
 
-// closeTool reports a tool call that ended. When it was the last open call,
-// an activity update says no tool call is active. Results for calls that are
-// not open (never seen, already closed or forgotten) are ignored.
-func (s *stream) closeTool(id string) {
+// outcome is how a tool call ended.
+type outcome struct {
+	failed bool
+	err    string // what the tool or the CLI said, for a failed call
+	exit   *int64 // a shell command's exit code, when the CLI reports it
+}
+
+// closeTool reports a tool call that ended: an activity update with the
+// call's status, and its error and exit code when it failed. When it was
+// the last open call, the same update says no tool call is active. Results
+// for calls that are not open (never seen, already closed or forgotten)
+// are ignored.
+func (s *stream) closeTool(id string, out outcome) {
 	if id == "" {
 		return
 	}
-	id = key(id)
-	if _, ok := s.open[id]; !ok {
+	k := key(id)
+	call, ok := s.open[k]
+	if !ok {
 		return
 	}
-	delete(s.open, id)
-	s.closed.put(id, struct{}{})
-	if len(s.open) == 0 {
-		s.activity(&eventstore.ActivityUpdated{Capabilities: &eventstore.Capabilities{ToolCallActive: ptr(false)}})
+	delete(s.open, k)
+	s.closed.put(k, struct{}{})
+	tc := &eventstore.ToolCall{ID: nativeID(id), Name: call.name, Status: eventstore.ToolCallSucceeded}
+	if out.failed {
+		tc.Status, tc.Error = eventstore.ToolCallFailed, clip(strings.TrimSpace(out.err), maxErrorBytes)
+		if out.exit != nil {
+			tc.ExitCode = ptr(*out.exit)
+		}
 	}
+	a := &eventstore.ActivityUpdated{ToolCall: tc}
+	if len(s.open) == 0 {
+		a.Capabilities = &eventstore.Capabilities{ToolCallActive: ptr(false)}
+	}
+	s.activity(a)
+	if items, ok := s.plans.get(k); ok && items != nil {
+		s.plans.put(k, nil)
+		if !out.failed {
+			s.reportPlan(items)
+		}
+	}
+}
+
+// planWhenDone holds the todo list a call sets until the call ends: it
+// becomes the plan if the call succeeds (a call the CLI refuses sets
+// nothing). A call without an id, whose end cannot be matched, sets it at
+// once.
+func (s *stream) planWhenDone(id string, items []eventstore.PlanItem) {
+	if items == nil {
+		items = []eventstore.PlanItem{}
+	}
+	if id == "" {
+		s.reportPlan(items)
+		return
+	}
+	s.plans.put(key(id), items)
+}
+
+// toolRunning reports that a tool is still at work (a progress beat): the
+// active tool only, so that the update stays cheap.
+func (s *stream) toolRunning(name string) {
+	if name == "" {
+		return
+	}
+	s.activity(&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{ActiveToolName: clip(name, maxLabelBytes)}})
+}
+
+// reportPlan reports the agent's plan as a whole. The same plan twice, in a
+// row, is reported once; an empty plan is reported only when it clears one
+// reported before.
+func (s *stream) reportPlan(items []eventstore.PlanItem) {
+	if len(items) > maxPlanItems {
+		items = items[:maxPlanItems]
+	}
+	if !s.planned && len(items) == 0 {
+		return
+	}
+	if s.planned && slices.Equal(items, s.plan) {
+		return
+	}
+	s.plan, s.planned = items, true
+	if items == nil {
+		items = []eventstore.PlanItem{}
+	}
+	s.observe(&eventstore.PlanSignal{Items: items})
+}
+
+// planItem builds one item of a plan with its text and id bounded; an item
+// without text takes its id as text, and one with neither is left out.
+func planItem(id, text string, status eventstore.PlanItemStatus) (eventstore.PlanItem, bool) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		text = strings.TrimSpace(id)
+	}
+	if text == "" {
+		return eventstore.PlanItem{}, false
+	}
+	return eventstore.PlanItem{ID: clip(id, eventstore.MaxIDLength), Text: clip(text, maxLabelBytes), Status: status}, true
 }
 
 func (s *stream) forgetOldestCall() {
 	oldest, first := "", uint64(math.MaxUint64)
-	for id, n := range s.open {
-		if n < first {
-			oldest, first = id, n
+	for id, c := range s.open {
+		if c.order < first {
+			oldest, first = id, c.order
 		}
 	}
 	delete(s.open, oldest)
@@ -316,6 +511,24 @@ func (r *recent[V]) put(k string, v V) {
 	r.m[k] = v
 }
 
+// nativeID returns a provider id as the journal can keep it, or "" when it
+// cannot be a journal id (empty or longer than eventstore.MaxIDLength).
+func nativeID(id string) string {
+	if id == "" || len(id) > eventstore.MaxIDLength {
+		return ""
+	}
+	return id
+}
+
+// toolName is the name a tool call is recorded under: the journal requires
+// one.
+func toolName(name string) string {
+	if name == "" {
+		return "unknown"
+	}
+	return clip(name, maxLabelBytes)
+}
+
 // key bounds a provider id used as a map key.
 func key(id string) string {
 	if len(id) > maxKeyBytes {
@@ -339,6 +552,30 @@ func clip(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + ellipsis
+}
+
+// tail keeps the last max bytes of s, cutting at a rune boundary and
+// marking the cut: the end of a command's output says why it failed.
+func tail(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := len(s) - (max - len(ellipsis))
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return ellipsis + s[cut:]
+}
+
+// oneLine folds s onto one line and bounds it, for questions built from a
+// tool's arguments.
+func oneLine(s string, max int) string {
+	return clip(strings.Join(strings.Fields(s), " "), max)
 }
 
 // args decodes a tool call's arguments leniently: anything but a JSON object

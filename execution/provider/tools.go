@@ -16,7 +16,8 @@ const (
 	toolShell                   // executing; the target is the command
 	toolEdit                    // editing; the target is the file
 	toolRead                    // reviewing; the target is the file
-	toolSearch                  // reviewing; the target is the tool
+	toolSearch                  // reviewing; the target is the pattern or query, in the directory searched
+	toolFetch                   // reviewing; the target is the URL
 	toolPlan                    // planning; the target is the tool
 )
 
@@ -26,14 +27,15 @@ var toolClasses = map[string]toolClass{
 	// Claude Code
 	"bash": toolShell, "bashoutput": toolShell, "killshell": toolShell, "killbash": toolShell,
 	"edit": toolEdit, "multiedit": toolEdit, "write": toolEdit, "notebookedit": toolEdit,
-	"read": toolRead, "notebookread": toolRead,
-	"glob": toolSearch, "grep": toolSearch, "ls": toolSearch, "webfetch": toolSearch, "websearch": toolSearch,
+	"read": toolRead, "notebookread": toolRead, "ls": toolRead,
+	"glob": toolSearch, "grep": toolSearch, "websearch": toolSearch,
+	"webfetch":  toolFetch,
 	"todowrite": toolPlan, "exitplanmode": toolPlan, "enterplanmode": toolPlan,
 	// Copilot CLI
-	"powershell": toolShell, "read_bash": toolShell, "write_bash": toolShell, "stop_bash": toolShell,
+	"powershell": toolShell, "read_bash": toolShell, "write_bash": toolShell, "stop_bash": toolShell, "list_bash": toolShell,
 	"read_powershell": toolShell, "write_powershell": toolShell, "stop_powershell": toolShell,
 	"create": toolEdit, "str_replace_editor": toolEdit, "str_replace": toolEdit,
-	"view": toolRead, "web_fetch": toolSearch, "web_search": toolSearch,
+	"view": toolRead, "web_search": toolSearch, "web_fetch": toolFetch, "fetch": toolFetch,
 	"update_todo": toolPlan, "report_intent": toolPlan,
 	// Codex (function names, as seen through MCP or older tool events)
 	"shell": toolShell, "exec_command": toolShell, "local_shell": toolShell,
@@ -44,8 +46,9 @@ var pathArgs = []string{"file_path", "path", "notebook_path", "filePath", "file"
 
 // toolActivity says what a call of the named tool with these arguments is
 // doing: the activity and the current target. The target is the file for
-// edit and read tools that name one, the command for shell tools, and the
-// tool otherwise.
+// edit and read tools that name one, the command for shell tools, the
+// pattern or query (and the directory) for search tools, the URL for fetch
+// tools, and the tool otherwise.
 func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
 	class := toolClasses[strings.ToLower(name)]
 	var act eventstore.Activity
@@ -65,6 +68,14 @@ func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activit
 		}
 	case toolSearch:
 		act = eventstore.ActivityReviewing
+		if q := stringArg(a, "pattern", "query", "glob"); q != "" {
+			return act, searchTarget(q, stringArg(a, "path", "directory", "dir"))
+		}
+	case toolFetch:
+		act = eventstore.ActivityReviewing
+		if u := stringArg(a, "url"); u != "" {
+			return act, urlTarget(u)
+		}
 	case toolPlan:
 		act = eventstore.ActivityPlanning
 	default:
@@ -81,9 +92,24 @@ func fileTarget(path string) *eventstore.Target {
 	return &eventstore.Target{Kind: eventstore.TargetFile, Path: clip(path, maxPathBytes)}
 }
 
+func searchTarget(pattern, dir string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetSearch, Label: clip(pattern, maxLabelBytes), Path: clip(dir, maxPathBytes)}
+}
+
+func urlTarget(url string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetURL, Label: clip(url, maxLabelBytes)}
+}
+
 func toolTarget(name string) *eventstore.Target {
 	if name == "" {
 		return &eventstore.Target{Kind: eventstore.TargetUnknown}
 	}
 	return &eventstore.Target{Kind: eventstore.TargetTool, Label: clip(name, maxLabelBytes)}
+}
+
+// mainArg is the argument that says what a tool call does, for a question
+// that asks whether to allow it: the command, the file, the URL, the
+// pattern or the query.
+func mainArg(a map[string]json.RawMessage) string {
+	return stringArg(a, "command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
 }
