@@ -2,8 +2,10 @@ package execution
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -151,8 +153,12 @@ func (*genericDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error
 type claudeAdapter struct{}
 
 // claudeArgs are the arguments every Claude Code launch gets.
+//
+// --include-partial-messages adds the model's stream events, whose
+// message_delta holds each request's final usage: the assistant lines only
+// carry a placeholder output count.
 var claudeArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-	"--permission-prompt-tool", "stdio"}
+	"--permission-prompt-tool", "stdio", "--include-partial-messages"}
 
 func (claudeAdapter) ID() string       { return "claude-code" }
 func (claudeAdapter) Provider() string { return "claude-code" }
@@ -368,13 +374,74 @@ func (copilotAdapter) Messages(shape eventstore.SessionShape) []eventstore.Messa
 	return turnMessages(shape)
 }
 func (copilotAdapter) NewDriver(command []string, _ eventstore.SessionShape) Driver {
-	return &turnDriver{command: command, program: "copilot", start: func(prompt, session string) []string {
+	d := &copilotDriver{}
+	d.turnDriver = turnDriver{command: command, program: "copilot", start: func(prompt, session string) []string {
 		args := append([]string{"--output-format", "json"}, copilotPolicy...)
-		if session != "" {
-			args = append(args, "--resume", session)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if session == "" {
+			// A new session gets an id chosen here, so that its session
+			// log can be found while the first turn runs.
+			d.session = newUUID()
+			return append(args, "--session-id", d.session)
 		}
-		return args
+		d.session = session
+		return append(args, "--resume", session)
 	}, tail: func(prompt, session string) []string { return []string{"-p", prompt} }}
+	return d
+}
+
+// copilotDriver is a turnDriver that knows its session's id, and so where
+// Copilot CLI writes the session log that holds its token usage.
+type copilotDriver struct {
+	turnDriver
+	mu      sync.Mutex
+	session string
+}
+
+// Session is the id of the session the driver started or resumed.
+func (d *copilotDriver) Session() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.session
+}
+
+// SideLog is $COPILOT_HOME/session-state/<session>/events.jsonl, with
+// COPILOT_HOME defaulting to $HOME/.copilot as Copilot CLI's does.
+func (d *copilotDriver) SideLog(env []string) string {
+	d.mu.Lock()
+	session := d.session
+	d.mu.Unlock()
+	home := lookupEnv(env, "COPILOT_HOME")
+	if home == "" {
+		if h := lookupEnv(env, "HOME"); h != "" {
+			home = filepath.Join(h, ".copilot")
+		}
+	}
+	if home == "" || session == "" || strings.ContainsAny(session, "/\\") || session == ".." {
+		return ""
+	}
+	return filepath.Join(home, "session-state", session, "events.jsonl")
+}
+
+// lookupEnv is the value of key in env, the last one when it is set twice
+// (as exec does).
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // turnMessages are the messages of CLIs that take one prompt per process.

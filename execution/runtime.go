@@ -177,6 +177,13 @@ type child struct {
 	// execution apart.
 	prefix  string
 	turnEnd *provider.TurnEnd // guarded by process.mu
+	// parser reads the process's provider output: its stdout and, for a
+	// CLI that writes part of it elsewhere, its session log. parseMu keeps
+	// the two in one order.
+	parseMu sync.Mutex
+	parser  provider.Parser
+	// exited is closed once the process's end has been dealt with.
+	exited chan struct{}
 }
 
 // write delivers structured input: stdin on a pipe lane, terminal input on
@@ -408,9 +415,12 @@ func (p *process) newChild() *child {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.children++
-	c := &child{prefix: "out"}
+	c := &child{prefix: "out", exited: make(chan struct{})}
 	if p.children > 1 {
 		c.prefix = fmt.Sprintf("out%d", p.children)
+	}
+	if p.adapter.Provider() != "" {
+		c.parser, _ = provider.New(p.adapter.Provider(), c.prefix)
 	}
 	return c
 }
@@ -439,6 +449,16 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 	if err != nil {
 		return err
 	}
+	// A resumed session's log already holds the turns before: only what
+	// this process adds is read.
+	sideLog, sideFrom := "", int64(0)
+	if sl, ok := p.driver.(sideLogger); ok {
+		if sideLog = sl.SideLog(p.env); sideLog != "" {
+			if info, err := os.Stat(sideLog); err == nil {
+				sideFrom = info.Size()
+			}
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -452,20 +472,30 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 		rt.register(p)
 	}
 	var pumps sync.WaitGroup
+	stdoutDone := make(chan struct{})
 	pumps.Add(2)
 	rt.wg.Add(1)
 	go func() {
 		defer pumps.Done()
+		defer close(stdoutDone)
 		rt.pump(p, c, stdout, true)
 	}()
 	go func() {
 		defer pumps.Done()
 		rt.pump(p, c, stderr, false)
 	}()
+	if sideLog != "" {
+		pumps.Add(1)
+		go func() {
+			defer pumps.Done()
+			rt.tail(p, c, sideLog, sideFrom, stdoutDone)
+		}()
+	}
 	go func() {
 		defer rt.wg.Done()
 		// Wait only after the pipes are drained, as exec.Cmd requires.
 		pumps.Wait()
+		rt.flush(p, c)
 		werr := cmd.Wait()
 		c.closeInput()
 		ps := cmd.ProcessState
@@ -511,6 +541,7 @@ func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string
 		code, werr := t.Wait(context.Background())
 		pw.Close()
 		<-pumped
+		rt.flush(p, c)
 		switch {
 		case werr != nil:
 			rt.exited(p, c, exit{desc: werr.Error()})
@@ -558,10 +589,6 @@ func (rt *Runtime) TerminalInput(id string, data []byte) error {
 // provider events; everything is shown on Output. Memory is bounded by
 // MaxLine whatever the agent prints.
 func (rt *Runtime) pump(p *process, c *child, r io.Reader, isStdout bool) {
-	var parser provider.Parser
-	if isStdout && p.adapter.Provider() != "" {
-		parser, _ = provider.New(p.adapter.Provider(), c.prefix)
-	}
 	br := bufio.NewReaderSize(r, 64*1024)
 	line := make([]byte, 0, 4096)
 	n := 0
@@ -585,7 +612,7 @@ func (rt *Runtime) pump(p *process, c *child, r io.Reader, isStdout bool) {
 				}
 			}
 			if isStdout {
-				rt.handleLine(p, c, parser, n, bytes.TrimRight(line, "\r\n"), truncated)
+				rt.handleLine(p, c, n, bytes.TrimRight(line, "\r\n"), truncated)
 			}
 		}
 		line, truncated = line[:0], false
@@ -605,7 +632,7 @@ func stdoutID(c *child, n int) string {
 	return fmt.Sprintf("%s-stdout-%d", c.prefix, n)
 }
 
-func (rt *Runtime) handleLine(p *process, c *child, parser provider.Parser, n int, line []byte, truncated bool) {
+func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncated bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if truncated {
@@ -621,13 +648,32 @@ func (rt *Runtime) handleLine(p *process, c *child, parser provider.Parser, n in
 			return
 		}
 	}
-	if parser == nil {
+	if c.parser == nil {
 		return
 	}
 	p.driver.Line(line)
-	for _, ev := range parser.Parse(line) {
+	c.parseMu.Lock()
+	defer c.parseMu.Unlock()
+	rt.handleEvents(ctx, p, c, c.parser.Parse(line))
+}
+
+// handleEvents records what the parser found; the caller holds parseMu.
+func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, events []provider.Event) {
+	for _, ev := range events {
 		switch {
 		case ev.Observation != nil:
+			if n := ev.Observation.Native; n == nil || n.SessionID == "" {
+				// The CLI names its session later in its output than
+				// this line (Copilot CLI, in its last line); the id the
+				// driver gave it, or learned, is the same.
+				if id := rt.sessionOf(p); id != "" {
+					if n == nil {
+						n = &eventstore.NativeIDs{}
+					}
+					n.SessionID = id
+					ev.Observation.Native = n
+				}
+			}
 			rt.record(ctx, p.ref, ev.Observation)
 			if ni, ok := signalPayload(ev.Observation).(*eventstore.NeedsInputSignal); ok && rt.cfg.OnInputRequest != nil {
 				rt.wg.Add(1)
@@ -656,6 +702,120 @@ func (rt *Runtime) handleLine(p *process, c *child, parser provider.Parser, n in
 			rt.turnEnded(p, c, *ev.TurnEnd)
 		}
 	}
+}
+
+// sessionOf is the provider session id of an execution: the one its output
+// said, else the one its driver chose.
+func (rt *Runtime) sessionOf(p *process) string {
+	p.mu.Lock()
+	id := p.session.ID
+	p.mu.Unlock()
+	if id != "" {
+		return id
+	}
+	if s, ok := p.driver.(interface{ Session() string }); ok {
+		return s.Session()
+	}
+	return ""
+}
+
+// flush records what the parser held back once its output has ended.
+func (rt *Runtime) flush(p *process, c *child) {
+	f, ok := c.parser.(provider.Flusher)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.parseMu.Lock()
+	defer c.parseMu.Unlock()
+	rt.handleEvents(ctx, p, c, f.Flush())
+}
+
+// sideLogger is a driver whose CLI writes part of its provider output to a
+// file instead of stdout (Copilot CLI's token usage is only in its session
+// log). SideLog returns the file's path for the process's environment, ""
+// when it cannot tell.
+type sideLogger interface {
+	SideLog(env []string) string
+}
+
+// sideLogPoll is how often a side log is read while its process runs.
+const sideLogPoll = 100 * time.Millisecond
+
+// tail feeds a process's side log to its parser, as the file grows, until
+// its stdout has ended; then it reads what is left. The file may appear
+// only after the process starts. Lines longer than MaxLine are skipped.
+func (rt *Runtime) tail(p *process, c *child, path string, from int64, stdoutDone <-chan struct{}) {
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	var partial []byte
+	skipping := false
+	buf := make([]byte, 64*1024)
+	read := func() {
+		if f == nil {
+			var err error
+			if f, err = os.Open(path); err != nil {
+				return
+			}
+			if _, err := f.Seek(from, io.SeekStart); err != nil {
+				f.Close()
+				f = nil
+				return
+			}
+		}
+		for {
+			n, err := f.Read(buf)
+			data := buf[:n]
+			for len(data) > 0 {
+				i := bytes.IndexByte(data, '\n')
+				if i < 0 {
+					if len(partial)+len(data) > rt.cfg.MaxLine {
+						partial, skipping = partial[:0], true
+					} else if !skipping {
+						partial = append(partial, data...)
+					}
+					break
+				}
+				if !skipping && len(partial)+i <= rt.cfg.MaxLine {
+					rt.handleSide(p, c, append(partial, data[:i]...))
+				}
+				partial, skipping = partial[:0], false
+				data = data[i+1:]
+			}
+			if n == 0 || err != nil {
+				return
+			}
+		}
+	}
+	t := time.NewTicker(sideLogPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			read()
+		case <-stdoutDone:
+			read()
+			return
+		}
+	}
+}
+
+// handleSide parses one line of a side log: provider output that was not
+// on stdout, so it is neither shown nor read for markers.
+func (rt *Runtime) handleSide(p *process, c *child, line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.parseMu.Lock()
+	defer c.parseMu.Unlock()
+	rt.handleEvents(ctx, p, c, c.parser.Parse(line))
 }
 
 // turnEnded follows the end of a turn: a one-shot execution that reads its
@@ -713,6 +873,7 @@ func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *even
 // lifecycle transition it means, or, for a conversation whose turns are
 // processes, that the execution waits for its next turn.
 func (rt *Runtime) exited(p *process, c *child, e exit) {
+	defer close(c.exited)
 	p.mu.Lock()
 	p.child = nil
 	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
@@ -1007,6 +1168,21 @@ func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.Messag
 // startTurn delivers a prompt to a CLI that takes one turn per process:
 // it starts the process of the next turn, resuming the provider session.
 func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *eventstore.MessageAccepted, d *eventstore.MessageDelivery) *eventstore.MessageDelivery {
+	if c != nil {
+		// The last turn's result is in but its process has not exited
+		// yet: the next turn starts when it has.
+		p.mu.Lock()
+		ended := c.turnEnd != nil
+		p.mu.Unlock()
+		if ended {
+			select {
+			case <-c.exited:
+				c = p.current()
+			case <-time.After(rt.cfg.StopGrace):
+			case <-ctx.Done():
+			}
+		}
+	}
 	p.mu.Lock()
 	session, turns := p.session.ID, p.turns
 	p.mu.Unlock()

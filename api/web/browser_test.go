@@ -324,11 +324,13 @@ func TestConsole(t *testing.T) {
 
 	// Launch the fixture agent from the form, on a terminal lane, standing
 	// in for Claude Code: the adapter's flags are ignored, stdout markers
-	// and a stream-json line with token usage are read as Claude Code's.
+	// and stream-json lines, the message and its final usage, are read as
+	// Claude Code's.
 	steps := []string{
 		`signal:{"type":"status","payload":{"summary":"Planning the migration","phase":"planning"}}`,
 		`signal:{"type":"progress","payload":{"summary":"Reading the schema files","units":{"completed":3,"total":12,"unit":"files"}}}`,
-		`raw:{"type":"assistant","message":{"id":"msg-1","content":[{"type":"text","text":"Found 2 tables without an index on owner_id."}],"usage":{"input_tokens":18400,"output_tokens":3120}}}`,
+		`raw:{"type":"assistant","message":{"id":"msg-1","content":[{"type":"text","text":"Found 2 tables without an index on owner_id."}],"usage":{"input_tokens":18400,"output_tokens":1}}}`,
+		`raw:{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":18400,"output_tokens":3120}},"api_message_id":"msg-1"}`,
 		"sleep:1500ms",
 		"ask:r1:Apply the migration to the staging database?",
 		"echo:1",

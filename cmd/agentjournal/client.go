@@ -249,6 +249,7 @@ type launchRequest struct {
 	Posture     eventstore.Posture      `json:"posture,omitempty"`
 	Shape       eventstore.SessionShape `json:"shape,omitempty"`
 	Dir         string                  `json:"dir,omitempty"`
+	Env         map[string]string       `json:"env,omitempty"`
 }
 
 // launchResult answers a launch.
@@ -527,6 +528,8 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each launch)")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
+	var env envFlag
+	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	shape := fs.String("shape", "", "the session `SHAPE` of claude-code, codex and copilot: conversation (the default: after each result the agent waits for the next message) or one-shot (the execution ends with the first result)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 
@@ -558,6 +561,13 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	}
 	req := launchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env[k] = v
+	}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,6 +103,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
 	permissions := fs.String("permissions", eventstore.AnswerDeny, "answer the agent's permission requests and questions with `ANSWER`: deny or allow")
+	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
+	var env envFlag
+	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 
 	// Everything after the first -- is the agent's command line, flags
 	// included.
@@ -148,8 +152,22 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *interactive {
 		posture = eventstore.PostureStructuredInteractive
 	}
+	workDir := ""
+	if *dir != "" {
+		abs, err := filepath.Abs(*dir)
+		if err == nil {
+			var info os.FileInfo
+			if info, err = os.Stat(abs); err == nil && !info.IsDir() {
+				err = fmt.Errorf("not a directory")
+			}
+		}
+		if err != nil {
+			return runSpec.usageErr(fs, "--dir %q: %v", *dir, err)
+		}
+		workDir = abs
+	}
 	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Posture: posture, Shape: shape}
+		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
 		return c.run(ctx, s, req, *grace, *permissions)
 	})
@@ -264,6 +282,20 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		ended = fmt.Errorf("agent execution %s %s%s", id, st.Lifecycle, reason)
 	}
 	return errors.Join(ended, policyErr)
+}
+
+// envFlag collects NAME=VALUE pairs for the agent's environment.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlag) Set(v string) error {
+	name, _, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.ContainsRune(v, 0) {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 // answerInput answers an agent's permission request or question the way
