@@ -40,54 +40,11 @@ func (l *latencyStore) Append(ctx context.Context, ref eventstore.Reference, r e
 	return e, err
 }
 
-// report reports the lags' median and 99th percentile.
-func (l *latencyStore) report(b *testing.B, unit string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	slices.Sort(l.lags)
-	if len(l.lags) == 0 {
-		b.Fatalf("no %s observed", unit)
-	}
-	q := func(f float64) float64 { return float64(l.lags[int(f*float64(len(l.lags)-1))].Microseconds()) }
-	b.ReportMetric(q(0.50), "p50-µs")
-	b.ReportMetric(q(0.99), "p99-µs")
-	b.ReportMetric(float64(len(l.lags)), unit)
-}
-
-// BenchmarkProviderLineToAck measures, per CLI output format, the time
-// from the agent writing a line of provider output to the observation
-// parsed from it being acknowledged by the journal (SyncAlways).
-func BenchmarkProviderLineToAck(b *testing.B) {
-	for _, agent := range []string{"claude-code", "codex", "copilot"} {
-		b.Run(agent, func(b *testing.B) {
-			bus := fixtures.StartNATS(b)
-			s, err := eventstore.OpenJetStream(context.Background(), bus.JetStream(), eventstore.JetStreamConfig{Stream: bus.StreamName()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ls := &latencyStore{Store: s}
-			rt := execution.NewRuntime(execution.Config{Store: ls})
-			defer rt.Close(context.Background())
-			fixture := fixtures.AgentBinary(b)
-			for b.Loop() {
-				ref, err := rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "bench",
-					Agent: agent, Shape: eventstore.ShapeOneShot, Prompt: "bench",
-					Command: []string{fixture, "lines:" + agent + ":500:1ms"}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if done := rt.Done(ref.AgentExecutionID); done != nil {
-					<-done
-				}
-			}
-			ls.report(b, "lines")
-		})
-	}
-}
-
-// BenchmarkMarkerToAck measures the time from an agent writing a marker
-// line to its observation being acknowledged by the journal (SyncAlways).
-func BenchmarkMarkerToAck(b *testing.B) {
+// benchLatency launches req until b.Loop ends, each launch waited for, and
+// reports the lags its observations took to be acknowledged, beside the
+// same percentiles of raw JetStream publishes with acks of a line's size on
+// the same server, measured in the same run.
+func benchLatency(b *testing.B, req execution.LaunchRequest, unit string) {
 	bus := fixtures.StartNATS(b)
 	s, err := eventstore.OpenJetStream(context.Background(), bus.JetStream(), eventstore.JetStreamConfig{Stream: bus.StreamName()})
 	if err != nil {
@@ -96,10 +53,8 @@ func BenchmarkMarkerToAck(b *testing.B) {
 	ls := &latencyStore{Store: s}
 	rt := execution.NewRuntime(execution.Config{Store: ls})
 	defer rt.Close(context.Background())
-	agent := fixtures.AgentBinary(b)
 	for b.Loop() {
-		ref, err := rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "bench",
-			Agent: "generic", Command: []string{agent, "markers:500:1ms"}})
+		ref, err := rt.Launch(context.Background(), req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -107,5 +62,50 @@ func BenchmarkMarkerToAck(b *testing.B) {
 			<-done
 		}
 	}
-	ls.report(b, "markers")
+	b.StopTimer()
+	var raw []time.Duration
+	data := make([]byte, 512)
+	for i := range 500 {
+		start := time.Now()
+		if _, err := bus.JetStream().Publish(context.Background(), "journal.bench.raw."+strconv.Itoa(i%10), data); err != nil {
+			b.Fatal(err)
+		}
+		raw = append(raw, time.Since(start))
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(ls.lags) == 0 {
+		b.Fatalf("no %s observed", unit)
+	}
+	q := func(d []time.Duration, f float64) float64 {
+		slices.Sort(d)
+		return float64(d[int(f*float64(len(d)-1))].Microseconds())
+	}
+	b.ReportMetric(q(ls.lags, 0.50), "p50-µs")
+	b.ReportMetric(q(ls.lags, 0.99), "p99-µs")
+	b.ReportMetric(q(raw, 0.50), "raw-p50-µs")
+	b.ReportMetric(q(raw, 0.99), "raw-p99-µs")
+	b.ReportMetric(q(ls.lags, 0.50)/max(q(raw, 0.50), 1), "p50/raw")
+	b.ReportMetric(float64(len(ls.lags)), unit)
+}
+
+// BenchmarkProviderLineToAck measures, per CLI output format, the time
+// from the agent writing a line of provider output to the observation
+// parsed from it being acknowledged by the journal (SyncAlways).
+func BenchmarkProviderLineToAck(b *testing.B) {
+	fixture := fixtures.AgentBinary(b)
+	for _, agent := range []string{"claude-code", "codex", "copilot"} {
+		b.Run(agent, func(b *testing.B) {
+			benchLatency(b, execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "bench",
+				Agent: agent, Shape: eventstore.ShapeOneShot, Prompt: "bench",
+				Command: []string{fixture, "lines:" + agent + ":500:1ms"}}, "lines")
+		})
+	}
+}
+
+// BenchmarkMarkerToAck measures the time from an agent writing a marker
+// line to its observation being acknowledged by the journal (SyncAlways).
+func BenchmarkMarkerToAck(b *testing.B) {
+	benchLatency(b, execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "bench",
+		Agent: "generic", Command: []string{fixtures.AgentBinary(b), "markers:500:1ms"}}, "markers")
 }

@@ -34,7 +34,13 @@ func showState(t *testing.T, dir, id string) execution.State {
 // awaitState polls show --json until ok holds for the execution's state.
 func awaitState(t *testing.T, dir, id, what string, ok func(execution.State) bool) execution.State {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return awaitStateWithin(t, dir, id, what, 30*time.Second, ok)
+}
+
+// awaitStateWithin is awaitState with its own time limit.
+func awaitStateWithin(t *testing.T, dir, id, what string, limit time.Duration, ok func(execution.State) bool) execution.State {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		st := showState(t, dir, id)
 		if ok(st) {

@@ -444,17 +444,7 @@ func readJournalAPI(t *testing.T, url, token, id string) []eventstore.Record {
 // awaitReal polls the execution until ok holds, within realTimeout.
 func awaitReal(t *testing.T, dir, id, what string, ok func(execution.State) bool) execution.State {
 	t.Helper()
-	deadline := time.Now().Add(realTimeout)
-	for {
-		st := showState(t, dir, id)
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s never happened; state:\n%s", id, what, mustJSON(st))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return awaitStateWithin(t, dir, id, what, realTimeout, ok)
 }
 
 func waitingForOperator(st execution.State) bool {
