@@ -682,6 +682,11 @@ func TestRealAgentPlan(t *testing.T) {
 			if st := r.checkEnd(t, eventstore.LifecycleCompleted); statuses(st.Plan) != want[1] {
 				r.failf(t, "the state's plan is %q, want %q", statuses(st.Plan), want[1])
 			}
+			// run prints the state it ended in: the plan and the tokens.
+			if !strings.Contains(r.res.stdout, "plan (2 items):\n  [done] Write the file\n  [done] Run the tests\n") ||
+				!strings.Contains(r.res.stdout, "tokens:") {
+				r.failf(t, "run's summary does not show the plan and the tokens:\n%s", r.res.stdout)
+			}
 			r.checkUsage(t)
 		})
 	}

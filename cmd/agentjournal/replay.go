@@ -124,6 +124,18 @@ func printState(w io.Writer, st *execution.State) error {
 		line("input request", "%s %s", st.CurrentInputRequestID, quote(st.CurrentInputQuestion))
 	}
 	line("posture", "%s, terminal attached: %v", st.Posture, st.TerminalAttached)
+	if d := st.ProtocolDescriptor; d.SessionShape != "" {
+		line("session shape", "%s", d.SessionShape)
+	}
+	if !st.Usage.IsZero() {
+		line("tokens", "%s", tokens(st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.TotalTokens))
+	}
+	if len(st.Plan) > 0 {
+		fmt.Fprintf(&b, "plan (%d items):\n", len(st.Plan))
+		for _, it := range st.Plan {
+			fmt.Fprintf(&b, "  [%s] %s\n", it.Status, clip(it.Text))
+		}
+	}
 	line("journal", "%s, %d records, last sequence %d", st.Journal.JournalID, st.Journal.RecordCount, st.Journal.LastSequence)
 	line("processed", "%d messages, %d observations, %d decisions", len(st.ProcessedMessages), len(st.ProcessedObservations), len(st.Decisions))
 	if l := st.Latest; l.Sequence > 0 {
@@ -139,6 +151,13 @@ func printState(w io.Writer, st *execution.State) error {
 		}
 		if t := l.Telemetry; t != nil {
 			parts = append(parts, "tokens="+tokens(t.InputTokens, t.OutputTokens, t.TotalTokens))
+		}
+		if c := l.ToolCall; c != nil {
+			call := "last call=" + c.Name + ":" + string(c.Status)
+			if c.Error != "" {
+				call += " " + quote(c.Error)
+			}
+			parts = append(parts, call)
 		}
 		line("latest activity", "%s (seq %d)", strings.Join(parts, " "), l.Sequence)
 	}

@@ -64,6 +64,16 @@ func summarizeHeader(h *eventstore.Header) string {
 	if len(transports) > 0 {
 		parts = append(parts, "via="+strings.Join(transports, ","))
 	}
+	if d.SessionShape != "" {
+		parts = append(parts, "shape="+string(d.SessionShape))
+	}
+	if a := d.Approvals; a != nil {
+		approvals := "approvals=" + string(a.Mode)
+		if len(a.Flags) > 0 {
+			approvals += "(" + strings.Join(a.Flags, " ") + ")"
+		}
+		parts = append(parts, approvals)
+	}
 	if h.WorkingDirectory != "" {
 		parts = append(parts, "cwd="+h.WorkingDirectory)
 	}
@@ -111,7 +121,21 @@ func summarizeSignal(p eventstore.SignalPayload) string {
 		}
 		return quote(p.Summary)
 	case *eventstore.NeedsInputSignal:
-		return join(p.RequestID, quote(p.Question))
+		kind := ""
+		if p.Kind == string(eventstore.InputPermission) {
+			kind = "permission"
+		}
+		choices := ""
+		if len(p.Choices) > 0 {
+			choices = "choices=" + strings.Join(p.Choices, "|")
+		}
+		return join(p.RequestID, kind, quote(p.Question), choices)
+	case *eventstore.PlanSignal:
+		var items []string
+		for _, it := range p.Items {
+			items = append(items, "["+string(it.Status)+"] "+it.Text)
+		}
+		return quote(strings.Join(items, "; "))
 	case *eventstore.BlockedSignal:
 		return quote(p.Reason)
 	case *eventstore.ReadyForVerificationSignal:
@@ -184,6 +208,16 @@ func summarizeActivity(a *eventstore.ActivityUpdated) string {
 		if t.ActiveToolName != "" {
 			parts = append(parts, "tool="+t.ActiveToolName)
 		}
+	}
+	if c := a.ToolCall; c != nil {
+		call := "call " + c.Name + " " + string(c.Status)
+		if c.ExitCode != nil {
+			call += fmt.Sprintf(" exit %d", *c.ExitCode)
+		}
+		if c.Error != "" {
+			call += " " + quote(c.Error)
+		}
+		parts = append(parts, call)
 	}
 	if c := a.Capabilities; c != nil {
 		var caps []string
