@@ -3,6 +3,7 @@ package execution_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,4 +168,39 @@ func lastStateReason(recs []eventstore.Record) string {
 		}
 	}
 	return ""
+}
+
+// TestUnknownLineTypeNamedOnce: a line type the parser does not know is
+// recorded once however often the CLI prints it, naming the adapter, the
+// type and the CLI's version, and the timeline shows that name.
+func TestUnknownLineTypeNamedOnce(t *testing.T) {
+	r := newRig(t, time.Second)
+	unknown := `{"type":"brand_new_line","session_id":"sess-1","uuid":"u-x%d"}`
+	ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
+		Agent: "claude-code", Shape: eventstore.ShapeOneShot, Prompt: "go",
+		Command: []string{r.agent, "replay:" + capture(t, claudeInit, fmt.Sprintf(unknown, 1), fmt.Sprintf(unknown, 2), claudeText, claudeResult), "wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.wait(t, ref)
+	var diags []*eventstore.DiagnosticSignal
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+			if d, ok := o.Signal.Payload.(*eventstore.DiagnosticSignal); ok {
+				diags = append(diags, d)
+			}
+		}
+	}
+	if len(diags) != 1 || diags[0].LineType != "brand_new_line" || diags[0].Adapter != "claude-code" || diags[0].AgentVersion != "2.1.328" {
+		t.Fatalf("diagnostics %+v, want one naming claude-code, brand_new_line and 2.1.328", diags)
+	}
+	var shown bool
+	for _, it := range st.Timeline {
+		if it.Kind == execution.ItemKind(eventstore.TimelineDiagnostic) && strings.Contains(it.Text, "brand_new_line") {
+			shown = true
+		}
+	}
+	if !shown {
+		t.Fatalf("the timeline does not show the unknown line type: %+v", st.Timeline)
+	}
 }
