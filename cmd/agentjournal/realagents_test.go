@@ -691,3 +691,84 @@ func TestRealAgentPlan(t *testing.T) {
 		})
 	}
 }
+
+// fileCalls are, per CLI, a tool call that writes hello.txt in dir and one
+// that edits it.
+func fileCalls(agent, dir string) []modelserver.ToolCall {
+	path := filepath.Join(dir, "hello.txt")
+	switch agent {
+	case "claude-code":
+		return []modelserver.ToolCall{
+			{ID: "toolu_write_1", Name: "Write", Input: map[string]any{"file_path": path, "content": "hello\nworld\n"}},
+			{ID: "toolu_edit_1", Name: "Edit", Input: map[string]any{"file_path": path, "old_string": "world", "new_string": "there"}},
+		}
+	case "codex":
+		return []modelserver.ToolCall{
+			{ID: "call_patch_1", Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** Add File: hello.txt\n+hello\n+world\n*** End Patch\n"}},
+			{ID: "call_patch_2", Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** Update File: hello.txt\n@@\n hello\n-world\n+there\n*** End Patch\n"}},
+		}
+	}
+	return []modelserver.ToolCall{
+		{ID: "toolu_create_1", Name: "create", Input: map[string]any{"path": path, "file_text": "hello\nworld\n"}},
+		{ID: "toolu_edit_1", Name: "edit", Input: map[string]any{"path": path, "old_str": "world", "new_str": "there"}},
+	}
+}
+
+func TestRealAgentFiles(t *testing.T) {
+	t.Parallel()
+	for _, c := range realCLIs {
+		t.Run(c.agent, func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			calls := fileCalls(c.agent, work)
+			sc := modelserver.Scenario{Turns: []modelserver.Turn{
+				{Text: "Writing.", ToolCalls: calls[:1], Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+				{ToolCalls: calls[1:], Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+				{Text: "Edited.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 5}},
+			}}
+			if c.agent == "claude-code" {
+				// A search, for its pattern as the target.
+				sc.Turns[2].ToolCalls = []modelserver.ToolCall{{ID: "toolu_grep_1", Name: "Grep", Input: map[string]any{"pattern": "there", "path": work}}}
+				sc.Turns = append(sc.Turns, modelserver.Turn{Text: "Found it.", Usage: modelserver.Usage{InputTokens: 220, OutputTokens: 4}})
+			}
+			srv := modelserver.Start(t, sc)
+			dir := t.TempDir()
+			args := append([]string{"--agent", c.agent, "--prompt", "Write and edit hello.txt", "--permissions", "allow"}, agentArgs(t, c, srv.URL(), work)...)
+			r := &realRun{cli: c, srv: srv, sc: sc, work: work, res: runReal(t, dir, args...)}
+			m := runningAny.FindStringSubmatch(r.res.stderr)
+			if m == nil {
+				t.Fatalf("run did not launch:\n%s", r.res.stderr)
+			}
+			r.id, r.records = m[1], journalOf(t, dir, m[1])
+			if data, err := os.ReadFile(filepath.Join(work, "hello.txt")); err != nil || string(data) != "hello\nthere\n" {
+				r.failf(t, "hello.txt is %q (%v), want it written and edited", data, err)
+			}
+			var files []string
+			ended := map[string]eventstore.ToolCallStatus{}
+			var search *eventstore.Target
+			for _, a := range toolCalls(r.records) {
+				switch {
+				case a.ToolCall.Status != eventstore.ToolCallStarted:
+					ended[a.ToolCall.ID] = a.ToolCall.Status
+				case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetFile:
+					files = append(files, a.ToolCall.ID+" "+filepath.Base(a.CurrentTarget.Path))
+				case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetSearch:
+					search = a.CurrentTarget
+				}
+			}
+			if len(files) != 2 || !strings.HasSuffix(files[0], " hello.txt") || !strings.HasSuffix(files[1], " hello.txt") {
+				r.failf(t, "file targets %q, want the write and the edit of hello.txt", files)
+			}
+			for _, f := range files {
+				if id, _, _ := strings.Cut(f, " "); ended[id] != eventstore.ToolCallSucceeded {
+					r.failf(t, "call %s ended %q, want succeeded", id, ended[id])
+				}
+			}
+			if c.agent == "claude-code" && (search == nil || search.Label != "there" || search.Path != work) {
+				r.failf(t, "search target %+v, want the pattern there in %s", search, work)
+			}
+			r.checkEnd(t, eventstore.LifecycleCompleted)
+			r.checkUsage(t)
+		})
+	}
+}
