@@ -106,6 +106,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
 	case errors.Is(err, execution.ErrUnknownMessageType):
 		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "type", message: err.Error()}
+	case errors.Is(err, execution.ErrBadMessage):
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "payload", message: err.Error()}
 	case errors.Is(err, eventstore.ErrJournalNotFound), errors.Is(err, projections.ErrNotFound), errors.Is(err, terminal.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -149,6 +151,8 @@ func TestLaunchValidation(t *testing.T) {
 		{"relative dir", with("dir", "work"), 400, "invalid_field", "dir"},
 		{"env", with("env", map[string]string{"A=B": "x"}), 400, "invalid_field", "env.A=B"},
 		{"missing program", with("command", []string{"/nonexistent/agent"}), 400, "invalid_field", "command"},
+		{"unknown shape", with("shape", "spiral"), 400, "invalid_field", "shape"},
+		{"shape of the generic agent", with("shape", "one-shot"), 400, "invalid_field", "shape"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +168,63 @@ func TestLaunchValidation(t *testing.T) {
 		}
 		r.fail(t, "POST", "/v1/executions", with("seed", "attempt-1"), testToken, http.StatusConflict, "conflict", "")
 	})
+}
+
+// TestLaunchRefusedPromptRunsNothing: a prompt the journal refuses fails
+// the launch before the agent starts; the journal says why.
+func TestLaunchRefusedPromptRunsNothing(t *testing.T) {
+	r := newRig(t, func(c *api.Config) { c.MaxBody = 4 << 20 })
+	witness := filepath.Join(t.TempDir(), "ran")
+	body := map[string]any{"ownerEntity": "Task", "ownerId": "t-big", "seed": "big", "agent": "generic",
+		"command": []string{"/bin/sh", "-c", "touch " + witness}, "prompt": strings.Repeat("x", 3<<19)}
+	r.fail(t, "POST", "/v1/executions", body, testToken, http.StatusRequestEntityTooLarge, "too_large", "")
+	id, _ := eventstore.NewAgentExecutionID(eventstore.OwnerTask, "t-big", "big")
+	ref, err := r.store.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc, ok := e.Record.(*eventstore.StateChanged); ok {
+			kinds = append(kinds, string(sc.Lifecycle))
+			if sc.Lifecycle == eventstore.LifecycleFailed && !strings.Contains(sc.Reason, "prompt") {
+				t.Errorf("failed for %q, want the prompt named", sc.Reason)
+			}
+		}
+	}
+	if !slices.Equal(kinds, []string{string(eventstore.LifecycleFailed)}) {
+		t.Fatalf("lifecycle changes %v, want only failed: the agent must not start", kinds)
+	}
+	if _, err := os.Stat(witness); err == nil {
+		t.Fatal("the agent ran")
+	}
+}
+
+// TestAnswerWithoutRequestRefused: an answer must name the request it
+// answers, or nothing could decide on it.
+func TestAnswerWithoutRequestRefused(t *testing.T) {
+	r := newRig(t)
+	id := r.launch(t, "t-ans", "", "sleep:60s").Reference.AgentExecutionID
+	ref, err := r.store.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := 0
+	for range r.store.ReadJournal(context.Background(), ref, 1) {
+		before++
+	}
+	r.fail(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "answer", "payload": map[string]any{"text": "yes"}},
+		testToken, http.StatusBadRequest, "invalid_field", "payload")
+	after := 0
+	for range r.store.ReadJournal(context.Background(), ref, 1) {
+		after++
+	}
+	if after != before {
+		t.Fatalf("the journal went from %d to %d records: a refused answer must write nothing", before, after)
+	}
 }
 
 type decisionAck struct {

@@ -42,6 +42,9 @@ var (
 	// ErrUnknownMessageType reports a message type the execution's
 	// descriptors do not declare.
 	ErrUnknownMessageType = errors.New("execution: message type not declared")
+	// ErrBadMessage reports a message whose payload does not fit its type
+	// (an answer that names no request); nothing was written.
+	ErrBadMessage = errors.New("execution: invalid message")
 	// ErrBadLaunch reports a launch request whose parts do not fit
 	// together (a session shape the agent does not have, a one-shot CLI
 	// without a prompt); nothing was written.
@@ -350,6 +353,17 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if rt.cfg.LaunchEnv != nil {
 		env = append(env, rt.cfg.LaunchEnv(ref)...)
 	}
+	// The prompt is recorded before the process starts: a prompt the
+	// journal refuses (too large, say) fails the launch with nothing run.
+	var prompt accepted
+	promptIn := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !onStdin}
+	if req.Prompt != "" {
+		promptIn.Payload, _ = json.Marshal(messagePayload{Text: req.Prompt})
+		if prompt, err = rt.accept(ctx, ref, desc, &promptIn); err != nil {
+			rt.failLaunch(ref, "the prompt was not recorded: "+err.Error())
+			return ref, fmt.Errorf("launch %s: %w", ref.AgentExecutionID, err)
+		}
+	}
 	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: desc, shape: shape, nonce: nonce,
 		env: env, dir: dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput}
 	if interactive {
@@ -366,9 +380,14 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		startErr = rt.startPipes(p, program, args, onStdin)
 	}
 	if startErr != nil {
-		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "start: " + startErr.Error()}); err == nil {
-			rt.unmarkHosted(ref.AgentExecutionID)
+		if prompt.stored != nil {
+			d := &eventstore.MessageDelivery{MessageID: prompt.stored.MessageID, Status: eventstore.DeliveryFailed,
+				Transport: eventstore.TransportNone, Reason: "the agent did not start"}
+			if _, err := rt.cfg.Store.Append(ctx, ref, d); err != nil {
+				rt.cfg.Logger.Error("record delivery", "execution", ref.AgentExecutionID, "err", err)
+			}
 		}
+		rt.failLaunch(ref, "start: "+startErr.Error())
 		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, startErr)
 	}
 	if !startNow {
@@ -384,14 +403,19 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 			rt.cfg.Logger.Error("record waiting", "execution", ref.AgentExecutionID, "err", err)
 		}
 	}
-	if req.Prompt != "" {
-		payload, _ := json.Marshal(messagePayload{Text: req.Prompt})
-		if _, err := rt.SendMessage(ctx, ref.AgentExecutionID, SendMessageInput{MessageID: "prompt", Type: "prompt",
-			Source: eventstore.SourceOperator, Payload: payload, launchArgument: !onStdin}); err != nil {
+	if prompt.stored != nil {
+		if _, err := rt.deliverAccepted(ctx, ref, p, prompt, promptIn.launchArgument); err != nil {
 			return ref, err
 		}
 	}
 	return ref, nil
+}
+
+// failLaunch records that a launch failed after its header was written.
+func (rt *Runtime) failLaunch(ref eventstore.Reference, reason string) {
+	if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: reason}); err == nil {
+		rt.unmarkHosted(ref.AgentExecutionID)
+	}
 }
 
 // register makes an execution live here and records that it runs, once.
@@ -1069,13 +1093,38 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 	if err != nil {
 		return MessageAck{}, err
 	}
+	m, err := rt.accept(ctx, ref, desc, &in)
+	if err != nil || m.dup != nil {
+		return m.ack(), err
+	}
+	return rt.deliverAccepted(ctx, ref, p, m, in.launchArgument)
+}
+
+// accepted is a message recorded as accepted, not delivered yet; dup is
+// set instead when its id was accepted before.
+type accepted struct {
+	md     eventstore.MessageDescriptor
+	stored *eventstore.MessageAccepted
+	dup    *MessageAck
+}
+
+func (m accepted) ack() MessageAck {
+	if m.dup != nil {
+		return *m.dup
+	}
+	return MessageAck{}
+}
+
+// accept validates a message against the descriptors and records it.
+func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc eventstore.ProtocolDescriptor, in *SendMessageInput) (accepted, error) {
+	id := ref.AgentExecutionID
 	md, ok := desc.Message(in.Type)
 	if !ok {
 		types := make([]string, len(desc.Messages))
 		for i, m := range desc.Messages {
 			types[i] = m.Type
 		}
-		return MessageAck{}, fmt.Errorf("%w: %q is not a message type of %s (want one of: %s)", ErrUnknownMessageType, in.Type, id, strings.Join(types, ", "))
+		return accepted{}, fmt.Errorf("%w: %q is not a message type of %s (want one of: %s)", ErrUnknownMessageType, in.Type, id, strings.Join(types, ", "))
 	}
 	if in.Source == "" {
 		in.Source = eventstore.SourceOperator
@@ -1086,26 +1135,36 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 	if len(in.Payload) == 0 {
 		in.Payload = json.RawMessage("null")
 	}
-	accepted := &eventstore.MessageAccepted{MessageID: in.MessageID, Source: in.Source, MessageType: in.Type,
+	rec := &eventstore.MessageAccepted{MessageID: in.MessageID, Source: in.Source, MessageType: in.Type,
 		Payload: in.Payload, MutatesContext: md.MutatesContext}
-	e, err := rt.cfg.Store.Append(ctx, ref, accepted)
+	if in.Type == "answer" && AnsweredRequest(rec) == "" {
+		// Nothing could decide what it answers.
+		return accepted{}, fmt.Errorf(`%w: an answer names the input request it answers: payload {"requestId": "…", "text": "…"}`, ErrBadMessage)
+	}
+	e, err := rt.cfg.Store.Append(ctx, ref, rec)
 	if err != nil {
-		return MessageAck{}, fmt.Errorf("send %s to %s: %w", in.Type, id, err)
+		return accepted{}, fmt.Errorf("send %s to %s: %w", in.Type, id, err)
 	}
 	stored := e.Record.(*eventstore.MessageAccepted)
-	if e.Record.RecordBase().Sequence != accepted.Sequence || stored != accepted {
+	if e.Record.RecordBase().Sequence != rec.Sequence || stored != rec {
 		// The id was accepted before: answer with the first acknowledgement.
-		return rt.firstAck(ctx, ref, in.MessageID, e.Record.RecordBase().Sequence)
+		ack, err := rt.firstAck(ctx, ref, in.MessageID, e.Record.RecordBase().Sequence)
+		return accepted{dup: &ack}, err
 	}
-	delivery := rt.deliver(ctx, p, md, stored, in.launchArgument)
-	delivery.MessageID = in.MessageID
+	return accepted{md: md, stored: stored}, nil
+}
+
+// deliverAccepted delivers an accepted message and records the outcome.
+func (rt *Runtime) deliverAccepted(ctx context.Context, ref eventstore.Reference, p *process, m accepted, launchArgument bool) (MessageAck, error) {
+	delivery := rt.deliver(ctx, p, m.md, m.stored, launchArgument)
+	delivery.MessageID = m.stored.MessageID
 	if _, err := rt.cfg.Store.Append(ctx, ref, delivery); err != nil {
-		return MessageAck{}, fmt.Errorf("record delivery of %s: %w", in.MessageID, err)
+		return MessageAck{}, fmt.Errorf("record delivery of %s: %w", m.stored.MessageID, err)
 	}
-	if p != nil && delivery.Status == eventstore.DeliveryDelivered && in.Type == "prompt" {
-		rt.turnStarted(p, in.MessageID)
+	if p != nil && delivery.Status == eventstore.DeliveryDelivered && m.stored.MessageType == "prompt" {
+		rt.turnStarted(p, m.stored.MessageID)
 	}
-	return MessageAck{MessageID: in.MessageID, Sequence: stored.Sequence, Delivery: delivery.Status,
+	return MessageAck{MessageID: m.stored.MessageID, Sequence: m.stored.Sequence, Delivery: delivery.Status,
 		Transport: delivery.Transport, Reason: delivery.Reason}, nil
 }
 

@@ -48,8 +48,8 @@ var runSpec = cmdSpec{
 	Name: "run",
 	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] -- CMD ARGS...",
 	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
-journal gets the header first, then the lifecycle, the prompt and its
-delivery, an observation for every signal the agent sends (stdout markers and,
+journal gets the header first, then the prompt (a prompt the journal refuses
+fails the run before the agent starts), the lifecycle, the prompt's delivery, an observation for every signal the agent sends (stdout markers and,
 for the known CLIs, their JSON output) and the policy's decision on each. The
 agent's output (stdout and stderr) is shown on stdout as it is printed.
 
