@@ -60,6 +60,9 @@ func (b *Bus) open(ctx context.Context) error {
 		nats.DrainTimeout(drainTimeout),
 		nats.ClosedHandler(func(*nats.Conn) { close(b.ncClosed) }),
 	}
+	if b.cfg.Secret != "" {
+		opts = append(opts, nats.UserInfo(User, b.cfg.Secret))
+	}
 
 	// deadline bounds the retries of a stream setup that a cluster refuses
 	// while it settles.
@@ -83,6 +86,9 @@ func (b *Bus) open(ctx context.Context) error {
 			}),
 		)
 		nc, err := nats.Connect(b.cfg.URL, opts...)
+		if errors.Is(err, nats.ErrAuthorization) {
+			return fmt.Errorf("connect to nats %s: %w (give the secret of the agentjournal that serves it: its data directory's nats-secret file)", b.cfg.URL, err)
+		}
 		if err != nil {
 			return fmt.Errorf("connect to nats %s: %w", b.cfg.URL, err)
 		}
@@ -100,12 +106,12 @@ func (b *Bus) open(ctx context.Context) error {
 
 		if b.cfg.Listen != "" {
 			if host, _, _ := splitListen(b.cfg.Listen); !loopbackHost(host) {
-				log.Warn("nats listener is reachable from other hosts and has no authentication", logKeyListen, b.cfg.Listen)
+				log.Warn("nats listener is reachable from other hosts and its traffic is not encrypted", logKeyListen, b.cfg.Listen)
 			}
 		}
 		if b.cfg.Cluster.enabled() {
 			if host, _, _ := splitListen(b.cfg.Cluster.Listen); !loopbackHost(host) {
-				log.Warn("nats cluster listener is reachable from other hosts and has no authentication", logKeyListen, b.cfg.Cluster.Listen)
+				log.Warn("nats cluster listener is reachable from other hosts and its traffic is not encrypted", logKeyListen, b.cfg.Cluster.Listen)
 			}
 			if b.cfg.ServerName == "" {
 				name, err := loadOrCreateServerName(b.cfg.DataDir)
@@ -186,7 +192,7 @@ func (b *Bus) syncForLog() string {
 
 // StreamConfig is the journal stream's configuration, a recorded decision:
 // one file-backed stream for every journal, writes refused rather than old
-// records dropped when a limit is hit, no deleting records, direct gets for
+// records dropped when a limit is hit, no deleting records and no purging, direct gets for
 // cheap head reads, a 10 minute duplicate window for idempotent appends, and
 // no cap on consumers because every subscriber reads this one stream.
 func StreamConfig(name string, replicas int) jetstream.StreamConfig {
@@ -196,6 +202,7 @@ func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 		Storage:      jetstream.FileStorage,
 		Discard:      jetstream.DiscardNew,
 		DenyDelete:   true,
+		DenyPurge:    true,
 		AllowDirect:  true,
 		Duplicates:   DuplicateWindow,
 		Replicas:     replicas,

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -245,7 +246,7 @@ func TestListenAcceptsOtherClients(t *testing.T) {
 		t.Fatalf("ClientURL() = %q, want nats://127.0.0.1:<port>", url)
 	}
 
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.UserInfo(bus.User, fixtures.NATSSecret))
 	if err != nil {
 		t.Fatalf("connect to %s: %v", url, err)
 	}
@@ -262,6 +263,62 @@ func TestListenAcceptsOtherClients(t *testing.T) {
 	}
 	if got, want := string(msg.Data), "from outside"; got != want {
 		t.Errorf("data = %q, want %q", got, want)
+	}
+}
+
+// TestListenRefusesStrangersAndDeletions: a raw NATS client without the
+// secret is refused; with it, it still cannot delete or purge the journal
+// stream or delete a record.
+func TestListenRefusesStrangersAndDeletions(t *testing.T) {
+	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
+	url := b.ClientURL()
+	for _, opts := range [][]nats.Option{nil, {nats.UserInfo(bus.User, "wrong-secret-0123456789abcdef0123456789")}, {nats.Token(fixtures.NATSSecret)}} {
+		if nc, err := nats.Connect(url, opts...); err == nil {
+			nc.Close()
+			t.Fatalf("a client without the secret connected to %s", url)
+		} else if !errors.Is(err, nats.ErrAuthorization) {
+			t.Fatalf("connect without the secret: %v, want an authorization violation", err)
+		}
+	}
+	nc, err := nats.Connect(url, nats.UserInfo(bus.User, fixtures.NATSSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, testSubject, "kept", "rec-keep")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, b.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := stream.Info(ctx); err != nil || !info.Config.DenyPurge || !info.Config.DenyDelete {
+		t.Fatalf("stream config %+v (%v), want deny purge and deny delete", info, err)
+	}
+	msg, err := stream.GetLastMsgForSubject(ctx, testSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A forbidden request gets no answer: each attempt waits a moment and
+	// fails.
+	for what, try := range map[string]func(context.Context) error{
+		"deleting the journal stream": func(ctx context.Context) error { return js.DeleteStream(ctx, b.StreamName()) },
+		"purging the journal stream":  func(ctx context.Context) error { return stream.Purge(ctx) },
+		"deleting a record":           func(ctx context.Context) error { return stream.DeleteMsg(ctx, msg.Sequence) },
+	} {
+		attempt, cancel := context.WithTimeout(t.Context(), time.Second)
+		err := try(attempt)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s succeeded", what)
+		}
+	}
+	if got, err := b.Stream().GetLastMsgForSubject(ctx, testSubject); err != nil || string(got.Data) != "kept" {
+		t.Fatalf("after the attempts the record is %v (%v), want it kept", got, err)
 	}
 }
 
@@ -291,6 +348,14 @@ func TestExternalURL(t *testing.T) {
 	cfg := bus.DefaultConfig()
 	cfg.URL = a.ClientURL()
 
+	// Without the secret the server refuses, and says what is missing.
+	if b, err := bus.Open(t.Context(), cfg); err == nil || !errors.Is(err, nats.ErrAuthorization) || !strings.Contains(err.Error(), "nats-secret") {
+		if b != nil {
+			b.Close()
+		}
+		t.Fatalf("open without the secret: %v, want an authorization error naming the secret file", err)
+	}
+	cfg.Secret = fixtures.NATSSecret
 	b, err := bus.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("open with URL %s: %v", cfg.URL, err)
@@ -361,7 +426,14 @@ func TestValidate(t *testing.T) {
 		{name: "defaults with a DataDir", cfg: withOpts(bus.DefaultConfig(), func(c *bus.Config) { c.DataDir = "/tmp/x" })},
 		{name: "url only", cfg: bus.Config{URL: "nats://127.0.0.1:4222", Replicas: 3}},
 		{name: "sync interval", cfg: bus.Config{DataDir: "/tmp/x", Sync: bus.SyncInterval, SyncInterval: time.Second}},
-		{name: "listen", cfg: bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:0"}},
+		{name: "listen", cfg: bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:0", Secret: fixtures.NATSSecret}},
+		{name: "listen without a secret", cfg: bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:0", Secret: "short"},
+			want: []string{"needs a Secret of at least 32 characters"}},
+		{name: "remote listen", cfg: bus.Config{DataDir: "/tmp/x", Listen: "0.0.0.0:4222", Secret: fixtures.NATSSecret},
+			want: []string{`Listen "0.0.0.0:4222" is reachable from other hosts`}},
+		{name: "remote listen allowed", cfg: bus.Config{DataDir: "/tmp/x", Listen: "0.0.0.0:4222", Secret: fixtures.NATSSecret, AllowRemote: true}},
+		{name: "remote cluster listen", cfg: bus.Config{DataDir: "/tmp/x", Secret: fixtures.NATSSecret, Cluster: bus.ClusterConfig{Name: "aj", Listen: "0.0.0.0:6222"}},
+			want: []string{`Cluster.Listen "0.0.0.0:6222" is reachable from other hosts`}},
 		{
 			name: "several problems",
 			cfg:  bus.Config{Replicas: -1, Sync: "sometimes", StreamName: "a.b"},
@@ -374,7 +446,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "embedded replicas and listen",
-			cfg:  bus.Config{DataDir: "/tmp/x", Replicas: 3, Listen: "4222", SyncInterval: -time.Second},
+			cfg:  bus.Config{DataDir: "/tmp/x", Replicas: 3, Listen: "4222", SyncInterval: -time.Second, Secret: fixtures.NATSSecret},
 			want: []string{
 				"Replicas 3 needs a NATS cluster",
 				`Listen "4222"`,
@@ -388,7 +460,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "cluster",
-			cfg: bus.Config{DataDir: "/tmp/x", Replicas: 3, Cluster: bus.ClusterConfig{
+			cfg: bus.Config{DataDir: "/tmp/x", Replicas: 3, Secret: fixtures.NATSSecret, Cluster: bus.ClusterConfig{
 				Name: "aj", Listen: "127.0.0.1:6222", Routes: []string{"nats-route://127.0.0.1:6222", "nats-route://10.0.0.2:6222"}}},
 		},
 		{
@@ -406,12 +478,12 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "cluster without listen",
-			cfg:  bus.Config{DataDir: "/tmp/x", Replicas: 3, Cluster: bus.ClusterConfig{Name: "a.b"}},
+			cfg:  bus.Config{DataDir: "/tmp/x", Replicas: 3, Secret: fixtures.NATSSecret, Cluster: bus.ClusterConfig{Name: "a.b"}},
 			want: []string{`Cluster.Name "a.b"`, "Cluster has no Listen"},
 		},
 		{
 			name: "bad port",
-			cfg:  bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:99999"},
+			cfg:  bus.Config{DataDir: "/tmp/x", Listen: "127.0.0.1:99999", Secret: fixtures.NATSSecret},
 			want: []string{"port \"99999\" is not a number from 0 to 65535"},
 		},
 	}
@@ -450,6 +522,7 @@ func TestOpenRejectsInvalidConfig(t *testing.T) {
 func config(dir string) bus.Config {
 	cfg := bus.DefaultConfig()
 	cfg.DataDir = dir
+	cfg.Secret = fixtures.NATSSecret
 	return cfg
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // clusterNode is one node's configuration in a test cluster.
@@ -148,7 +149,7 @@ func TestClusterReplicatesTheStream(t *testing.T) {
 
 	// A process joining with the default of 1 replica does not take copies
 	// of the log away.
-	joined, err := bus.Open(ctx, bus.Config{URL: buses[0].ClientURL()})
+	joined, err := bus.Open(ctx, bus.Config{URL: buses[0].ClientURL(), Secret: fixtures.NATSSecret})
 	if err != nil {
 		t.Fatalf("join the cluster with a URL: %v", err)
 	}

@@ -90,9 +90,27 @@ type Config struct {
 	// DataDir/server-name, which is created with a random name on first start.
 	ServerName string
 
+	// Secret authenticates every connection to an embedded server that
+	// listens (Listen or Cluster set): clients, including this process's
+	// own, log in as User with it, and cluster routes as RouteUser. With
+	// URL it is what this process logs in with ("" for a server without
+	// authentication). See LoadOrCreateSecret.
+	Secret string
+
+	// AllowRemote accepts a Listen or Cluster.Listen that other hosts can
+	// reach. The traffic is not encrypted, so it is refused without it.
+	AllowRemote bool
+
 	// Logger receives the bus's and the embedded server's logs. Nil discards them.
 	Logger *slog.Logger
 }
+
+// The users of an embedded server that listens: every agentjournal
+// process logs in as User, cluster routes as RouteUser, both with Secret.
+const (
+	User      = "agentjournal"
+	RouteUser = "agentjournal-route"
+)
 
 // ClusterConfig says how the embedded server reaches the other nodes of its
 // cluster. Every node of one cluster has the same Name, its own Listen and
@@ -142,9 +160,14 @@ func (c Config) Validate() error {
 		add("Listen %q is set together with URL: a listener applies only to an embedded server; leave Listen empty when connecting to %s", c.Listen, c.URL)
 	}
 	if c.Listen != "" {
-		if _, _, err := splitListen(c.Listen); err != nil {
+		if host, _, err := splitListen(c.Listen); err != nil {
 			add("Listen %q: %v (want host:port, e.g. 127.0.0.1:4222, or port 0 for a free one)", c.Listen, err)
+		} else if !loopbackHost(host) && !c.AllowRemote {
+			add("Listen %q is reachable from other hosts, and NATS traffic is not encrypted: listen on 127.0.0.1 (or ::1), or set AllowRemote to accept that", c.Listen)
 		}
+	}
+	if c.URL == "" && (c.Listen != "" || c.Cluster.enabled()) && len(c.Secret) < MinSecretLength {
+		add("a server that listens needs a Secret of at least %d characters to authenticate its clients and routes (see LoadOrCreateSecret)", MinSecretLength)
 	}
 	switch c.Sync {
 	case "", SyncAlways, SyncInterval:
@@ -164,7 +187,7 @@ func (c Config) Validate() error {
 		add("Replicas %d needs a NATS cluster: an embedded server on its own holds 1 replica (want 1, set Cluster to run in one, or set URL to connect to one)", c.Replicas)
 	}
 	if c.Cluster.enabled() {
-		errs = append(errs, c.Cluster.validate(c.URL)...)
+		errs = append(errs, c.Cluster.validate(c.URL, c.AllowRemote)...)
 	}
 	if c.Replicas > 5 {
 		add("Replicas %d is above the JetStream maximum (want 1 to 5)", c.Replicas)
@@ -177,7 +200,7 @@ func (c Config) Validate() error {
 
 // validate reports the problems with a cluster configuration; url is the
 // Config's URL, which excludes a cluster of embedded servers.
-func (c ClusterConfig) validate(url string) []error {
+func (c ClusterConfig) validate(url string, allowRemote bool) []error {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("bus: "+format, args...))
@@ -193,8 +216,10 @@ func (c ClusterConfig) validate(url string) []error {
 	}
 	if c.Listen == "" {
 		add("Cluster has no Listen (want the host:port where peers reach this node, e.g. 127.0.0.1:6222)")
-	} else if _, _, err := splitListen(c.Listen); err != nil {
+	} else if host, _, err := splitListen(c.Listen); err != nil {
 		add("Cluster.Listen %q: %v (want host:port, e.g. 127.0.0.1:6222)", c.Listen, err)
+	} else if !loopbackHost(host) && !allowRemote {
+		add("Cluster.Listen %q is reachable from other hosts, and NATS traffic is not encrypted: listen on 127.0.0.1 (or ::1), or set AllowRemote to accept that", c.Listen)
 	}
 	for _, r := range c.Routes {
 		if err := checkRoute(r); err != nil {

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // readyTimeout bounds how long Open waits for the embedded server, which
@@ -50,6 +51,21 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			DefaultMaxConsumers: -1,
 		},
 	}
+	if cfg.Listen != "" || cfg.Cluster.enabled() {
+		// A server that listens lets in only agentjournal, and not even it
+		// may delete or purge the journal stream, or delete a record: the
+		// log only grows.
+		// The server keeps a hash of the secret, not the secret: the
+		// cheapest bcrypt cost, since the secret is random and long and
+		// each connection pays it.
+		hash, err := bcrypt.GenerateFromPassword([]byte(cfg.Secret), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("hash the nats secret: %w", err)
+		}
+		opts.Users = []*server.User{{Username: User, Password: string(hash), Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: forbiddenAPI},
+		}}}
+	}
 	if cfg.Cluster.enabled() {
 		host, port, err := splitListen(cfg.Cluster.Listen)
 		if err != nil {
@@ -68,9 +84,18 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			// a journal read starts. The log lives in one account, whose
 			// traffic a pool would not spread anyway.
 			PoolSize: -1,
+			Username: RouteUser,
+			Password: cfg.Secret,
 		}
-		if len(cfg.Cluster.Routes) > 0 {
-			opts.Routes = server.RoutesFromStr(strings.Join(cfg.Cluster.Routes, ","))
+		for _, r := range cfg.Cluster.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("cluster route %q: %w", r, err)
+			}
+			if u.User == nil {
+				u.User = url.UserPassword(RouteUser, cfg.Secret)
+			}
+			opts.Routes = append(opts.Routes, u)
 		}
 	}
 	listen := cfg.Listen
@@ -94,6 +119,15 @@ func serverOptions(cfg Config) (*server.Options, error) {
 		opts.Port = server.RANDOM_PORT
 	}
 	return opts, nil
+}
+
+// forbiddenAPI are the JetStream API subjects no client may publish to:
+// deleting or purging a stream and deleting a message would take records
+// out of the journals.
+var forbiddenAPI = []string{
+	"$JS.API.STREAM.DELETE.>",
+	"$JS.API.STREAM.PURGE.>",
+	"$JS.API.STREAM.MSG.DELETE.>",
 }
 
 // startServer starts the embedded server and waits until it accepts

@@ -263,13 +263,14 @@ func TestJetStreamRefusesReferenceTricks(t *testing.T) {
 func TestAppendWaitsOutAnUnavailableLog(t *testing.T) {
 	dir := t.TempDir()
 	listen := func(c *bus.Config) { c.Listen = "127.0.0.1:0" }
-	server, err := bus.Open(t.Context(), func() bus.Config { c := bus.DefaultConfig(); c.DataDir = dir; listen(&c); return c }())
+	server, err := bus.Open(t.Context(), func() bus.Config { c := bus.DefaultConfig(); c.DataDir = dir; c.Secret = fixtures.NATSSecret; listen(&c); return c }())
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := server.ClientURL()
 	ccfg := bus.DefaultConfig()
 	ccfg.URL = url
+	ccfg.Secret = fixtures.NATSSecret
 	client, err := bus.Open(t.Context(), ccfg)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestAppendWaitsOutAnUnavailableLog(t *testing.T) {
 	default:
 	}
 	cfg := bus.DefaultConfig()
-	cfg.DataDir, cfg.Listen = dir, strings.TrimPrefix(url, "nats://")
+	cfg.DataDir, cfg.Listen, cfg.Secret = dir, strings.TrimPrefix(url, "nats://"), fixtures.NATSSecret
 	restarted, err := bus.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +332,7 @@ func TestAppendGivesUpOnALogThatStaysDown(t *testing.T) {
 	server := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
 	ccfg := bus.DefaultConfig()
 	ccfg.URL = server.ClientURL()
+	ccfg.Secret = fixtures.NATSSecret
 	client, err := bus.Open(t.Context(), ccfg)
 	if err != nil {
 		t.Fatal(err)

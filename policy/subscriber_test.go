@@ -251,6 +251,7 @@ func TestPolicyChild(t *testing.T) {
 	}
 	cfg := bus.DefaultConfig()
 	cfg.URL = url
+	cfg.Secret = fixtures.NATSSecret
 	b, err := bus.Open(context.Background(), cfg)
 	if err != nil {
 		fmt.Println("error", err)

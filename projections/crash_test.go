@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -34,6 +35,7 @@ func TestProjectChild(t *testing.T) {
 	}
 	cfg := bus.DefaultConfig()
 	cfg.URL = url
+	cfg.Secret = fixtures.NATSSecret
 	b, err := bus.Open(context.Background(), cfg)
 	if err != nil {
 		fail(err)

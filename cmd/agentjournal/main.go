@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -68,6 +69,7 @@ func (m Main) run(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&env.DataDir, "data", "", "`DIR` holding the journal store and its lock")
 	fs.Var(&sync, "sync", "fsync `MODE`: always (every write) or interval (faster; a power loss can lose the last interval)")
 	fs.StringVar(&env.NATSURL, "nats-url", "", "use the NATS server at `URL` (another agentjournal's, or a cluster) instead of the embedded one")
+	fs.StringVar(&env.NATSSecretFile, "nats-secret-file", "", "the NATS secret `PATH` (default DATA/nats-secret): a daemon whose NATS listens creates it 0600 and requires it; with --nats-url, give the file of the agentjournal that serves it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &helpRequest{text: mainUsage(fs)}
@@ -197,6 +199,31 @@ type Env struct {
 	Sync            bus.SyncMode
 	// NATSURL, when set, joins an existing NATS instead of embedding one.
 	NATSURL string
+	// NATSSecretFile is where the NATS secret is kept; DATA/nats-secret
+	// when empty.
+	NATSSecretFile string
+}
+
+// natsSecret returns the secret a NATS connection or listener uses. create
+// makes it when missing (a daemon whose NATS listens); otherwise a missing
+// default file means none (a server without authentication), while a
+// missing file the user named is an error.
+func (e *Env) natsSecret(create bool) (string, error) {
+	path := e.NATSSecretFile
+	if path == "" {
+		path = filepath.Join(e.DataDir, "nats-secret")
+	}
+	if create {
+		return bus.LoadOrCreateSecret(path)
+	}
+	secret, err := bus.LoadSecret(path)
+	if errors.Is(err, fs.ErrNotExist) && e.NATSSecretFile == "" {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("--nats-secret-file: %w", err)
+	}
+	return secret, nil
 }
 
 // withStore opens the embedded bus and the journal store on the data
@@ -206,6 +233,13 @@ func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (e
 	cfg.DataDir = e.DataDir
 	cfg.Sync = e.Sync
 	cfg.URL = e.NATSURL
+	if cfg.URL != "" {
+		secret, err := e.natsSecret(false)
+		if err != nil {
+			return err
+		}
+		cfg.Secret = secret
+	}
 	if cfg.Sync == bus.SyncInterval && cfg.URL == "" {
 		fmt.Fprintf(e.Stderr, "agentjournal: warning: --sync=interval: a power loss can lose records acknowledged in the last %s\n", cfg.SyncInterval)
 	}

@@ -38,6 +38,17 @@ func run(t testing.TB, dir string, args ...string) result {
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 
+// natsSecretFile writes the secret of the servers fixtures.StartNATS
+// starts to a 0600 file, for --nats-secret-file.
+func natsSecretFile(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nats-secret")
+	if err := os.WriteFile(path, []byte(fixtures.NATSSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // mustRun is run for commands that must succeed; it returns stdout.
 func mustRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
@@ -78,7 +89,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
 		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, send, observe, stop, tail, mcp, demo, run, ls, show, timeline, journal, log, replay, rebuild, bench, help"}},
-		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-url, --sync"}},
+		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-secret-file, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},
 		{"unknown journal subcommand", []string{"journal", "rm"}, []string{`unknown subcommand "rm"`, "ls, cat, export, import"}},

@@ -437,11 +437,20 @@ func TestDaemonsShareOneLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons as processes")
 	}
-	a := startDaemon(t, "A", t.TempDir(), nil, "--nats-listen", "127.0.0.1:0")
+	dirA := t.TempDir()
+	a := startDaemon(t, "A", dirA, nil, "--nats-listen", "127.0.0.1:0")
 	if !strings.HasPrefix(a.natsURL, "nats://127.0.0.1:") {
 		t.Fatalf("daemon A's natsUrl = %q, want nats://127.0.0.1:<port>", a.natsURL)
 	}
-	b := startDaemon(t, "B", t.TempDir(), []string{"--nats-url", a.natsURL})
+	// A's listener lets in only those with its secret, created 0600.
+	secret := filepath.Join(dirA, "nats-secret")
+	if info, err := os.Stat(secret); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("A's NATS secret: %v, %v; want a 0600 file", info, err)
+	}
+	if r := run(t, t.TempDir(), "--nats-url", a.natsURL, "journal", "ls"); r.code == exitOK || !strings.Contains(r.stderr, "Authorization Violation") {
+		t.Fatalf("joining A without its secret: exit %d, %s; want it refused", r.code, r.stderr)
+	}
+	b := startDaemon(t, "B", t.TempDir(), []string{"--nats-url", a.natsURL, "--nats-secret-file", secret})
 	daemons := []*daemonProc{a, b}
 
 	var execs []string
@@ -501,7 +510,7 @@ func TestDaemonPolicyFailover(t *testing.T) {
 	// The log lives in a NATS server of its own, so that either daemon can
 	// be killed while the other carries on.
 	host := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
-	join := []string{"--nats-url", host.ClientURL()}
+	join := []string{"--nats-url", host.ClientURL(), "--nats-secret-file", natsSecretFile(t)}
 	b := startDaemon(t, "B", t.TempDir(), join)
 	c := startDaemon(t, "C", t.TempDir(), join)
 
@@ -558,9 +567,11 @@ func TestClusterDaemonsSurviveANode(t *testing.T) {
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
 	}
+	// Every node of a cluster is given the same secret, for its routes.
+	secret := []string{"--nats-secret-file", natsSecretFile(t)}
 	nodes := make([]*daemonProc, 3)
 	for i := range nodes {
-		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), nil,
+		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret,
 			"--cluster-name", "aj-test", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
 			"--routes", strings.Join(routes, ","), "--replicas", "3")
 	}
@@ -644,7 +655,7 @@ func freeLoopbackPorts(t *testing.T, n int) []int {
 // asking the cluster through the first node's NATS listener.
 func streamLeader(t *testing.T, nodes []*daemonProc) int {
 	t.Helper()
-	nc, err := nats.Connect(nodes[0].natsURL)
+	nc, err := nats.Connect(nodes[0].natsURL, nats.UserInfo(bus.User, fixtures.NATSSecret))
 	if err != nil {
 		t.Fatalf("connect to %s: %v", nodes[0].natsURL, err)
 	}

@@ -78,7 +78,7 @@ func TestLogFollow(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		done <- run(t, t.TempDir(), "--nats-url", b.ClientURL(), "log", "--follow", "--limit", "21", "--json")
+		done <- run(t, t.TempDir(), "--nats-url", b.ClientURL(), "--nats-secret-file", natsSecretFile(t), "log", "--follow", "--limit", "21", "--json")
 	}()
 	time.Sleep(300 * time.Millisecond)
 	for i := 0; i < 20; i++ {

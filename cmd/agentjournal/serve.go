@@ -77,7 +77,8 @@ type daemonInfo struct {
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := serveSpec.newFlagSet()
 	listen := fs.String("listen", "127.0.0.1:7600", "serve the API on `ADDR` (host:port; port 0 picks a free one)")
-	natsListen := fs.String("nats-listen", "", "also let other processes reach the embedded NATS at `ADDR` (e.g. 127.0.0.1:4222)")
+	natsListen := fs.String("nats-listen", "", "also let other processes reach the embedded NATS at `ADDR` (e.g. 127.0.0.1:4222); they log in with the NATS secret (see --nats-secret-file)")
+	allowRemote := fs.Bool("nats-allow-remote", false, "accept a --nats-listen or --cluster-listen address that other hosts can reach, although NATS traffic is not encrypted")
 	tokenFile := fs.String("token-file", "", "the API token `PATH` (default DATA/api-token, created 0600 on first start)")
 	grace := fs.Duration("grace", 5*time.Second, "how long stopping agents get between SIGTERM and SIGKILL")
 	clusterName := fs.String("cluster-name", "", "make the embedded NATS a node of the cluster `NAME` (with --cluster-listen and --routes)")
@@ -116,7 +117,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n}
+	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote}
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
 }
 
@@ -196,7 +197,9 @@ type daemon struct {
 	grace    time.Duration
 	cluster  bus.ClusterConfig
 	replicas int
-	closes   []func() error
+	// allowRemote accepts NATS listeners other hosts can reach.
+	allowRemote bool
+	closes      []func() error
 }
 
 func (d *daemon) onClose(fn func() error) { d.closes = append(d.closes, fn) }
@@ -221,6 +224,13 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	cfg.DataDir, cfg.Sync, cfg.URL, cfg.Listen = d.env.DataDir, d.env.Sync, d.env.NATSURL, natsListen
 	cfg.Cluster, cfg.Replicas = d.cluster, d.replicas
 	cfg.Logger = d.logger
+	cfg.AllowRemote = d.allowRemote
+	if cfg.URL != "" || cfg.Listen != "" || cfg.Cluster.Name != "" {
+		// A NATS that listens lets in only those who have the secret.
+		if cfg.Secret, err = d.env.natsSecret(cfg.URL == ""); err != nil {
+			return err
+		}
+	}
 	b, err := bus.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -328,7 +338,11 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	d.onClose(func() error { return os.Remove(infoPath) })
 	fmt.Fprintf(d.env.Stderr, "agentjournal: serving on %s (data %s, token in %s)\n", url, d.env.DataDir, tokenFile)
 	if nu := b.ClientURL(); nu != "" && d.env.NATSURL == "" {
-		fmt.Fprintf(d.env.Stderr, "agentjournal: other daemons can join with --nats-url %s\n", nu)
+		secretFile := d.env.NATSSecretFile
+		if secretFile == "" {
+			secretFile = filepath.Join(d.env.DataDir, "nats-secret")
+		}
+		fmt.Fprintf(d.env.Stderr, "agentjournal: other daemons can join with --nats-url %s --nats-secret-file %s\n", nu, shellQuote(secretFile))
 	}
 	if f, ok := d.env.Stderr.(interface{ Flush() error }); ok {
 		f.Flush()
