@@ -263,7 +263,13 @@ func TestJetStreamRefusesReferenceTricks(t *testing.T) {
 func TestAppendWaitsOutAnUnavailableLog(t *testing.T) {
 	dir := t.TempDir()
 	listen := func(c *bus.Config) { c.Listen = "127.0.0.1:0" }
-	server, err := bus.Open(t.Context(), func() bus.Config { c := bus.DefaultConfig(); c.DataDir = dir; c.Secret = fixtures.NATSSecret; listen(&c); return c }())
+	server, err := bus.Open(t.Context(), func() bus.Config {
+		c := bus.DefaultConfig()
+		c.DataDir = dir
+		c.Secret = fixtures.NATSSecret
+		listen(&c)
+		return c
+	}())
 	if err != nil {
 		t.Fatal(err)
 	}
