@@ -316,6 +316,7 @@ type seenRecord struct {
 	Type          string `json:"type"`
 	ObservationID string `json:"observationId"`
 	DecisionID    string `json:"decisionId"`
+	Reason        string `json:"reason"`
 }
 
 // records reads an execution's whole journal through the daemon's API.
@@ -438,7 +439,8 @@ func TestDaemonsShareOneLog(t *testing.T) {
 		t.Skip("runs daemons as processes")
 	}
 	dirA := t.TempDir()
-	a := startDaemon(t, "A", dirA, nil, "--nats-listen", "127.0.0.1:0")
+	// A fixed port, so that B finds A again after A restarts.
+	a := startDaemon(t, "A", dirA, nil, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0]))
 	if !strings.HasPrefix(a.natsURL, "nats://127.0.0.1:") {
 		t.Fatalf("daemon A's natsUrl = %q, want nats://127.0.0.1:<port>", a.natsURL)
 	}
@@ -499,6 +501,21 @@ func TestDaemonsShareOneLog(t *testing.T) {
 	for _, d := range daemons {
 		if st := d.state(t, execs[0]); st.Attention == "" || st.Lifecycle == "" {
 			t.Errorf("daemon %s: execution state %+v, want a lifecycle and an attention", d.name, st)
+		}
+	}
+
+	// Restarting A, whose NATS B joined, leaves B's live agents alone: A
+	// recovers only the executions it hosted.
+	a.stop()
+	a.restart()
+	for _, id := range execs[2:] {
+		for _, r := range a.records(t, id) {
+			if r.Type == "state.changed" && r.Reason == "system_restart" {
+				t.Fatalf("restarting A marked %s, an agent B runs, terminated (sequence %d)", id, r.Sequence)
+			}
+		}
+		if st := b.state(t, id); st.Lifecycle != "running" {
+			t.Fatalf("B's execution %s is %s after A restarted, want running", id, st.Lifecycle)
 		}
 	}
 }

@@ -290,12 +290,13 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		defer done()
 		return rt.Close(stop)
 	})
-	// With the embedded log on its own, this daemon is the only host of
-	// its agents: any still running in the journal died unwatched. On a
-	// shared log or a cluster, other daemons' agents live on, so only the
-	// ones this daemon launched (its hosted directory) are considered.
+	// With the embedded log on its own and no listener, this daemon is the
+	// only host of its agents: any still running in the journal died
+	// unwatched. On a log others can join (a listener, a shared NATS, a
+	// cluster), other daemons' agents live on, so only the ones this daemon
+	// launched (its hosted directory) are considered.
 	scope := execution.RecoverHosted
-	if !b.Clustered() && d.env.NATSURL == "" {
+	if !b.Clustered() && d.env.NATSURL == "" && natsListen == "" {
 		scope = execution.RecoverAll
 	}
 	ids, err := rt.Recover(ctx, scope)
