@@ -104,6 +104,11 @@ func (p *problems) id(field, v string) {
 		p.add(field, "required")
 	case len(v) > MaxIDLength:
 		p.add(field, fmt.Sprintf("%d bytes (want at most %d)", len(v), MaxIDLength))
+	default:
+		// An id that is not UTF-8 would be altered on its way into JSON.
+		if u := utf8Problem(v); u != "" {
+			p.add(field, u)
+		}
 	}
 }
 

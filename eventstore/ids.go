@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // MaxIDLength bounds every id (owner ids, execution ids, message ids …) in
@@ -16,8 +17,8 @@ import (
 // well inside filesystem and NATS limits even when every byte is escaped.
 const MaxIDLength = 200
 
-// ErrInvalidID reports an id that cannot be used: empty, too long or not
-// canonically escaped.
+// ErrInvalidID reports an id that cannot be used: empty, too long, not
+// UTF-8 or not canonically escaped.
 var ErrInvalidID = errors.New("eventstore: invalid id")
 
 // escapeMark introduces an escaped byte. It is outside the set left as it is,
@@ -115,7 +116,29 @@ func checkID(id string) error {
 	case len(id) > MaxIDLength:
 		return fmt.Errorf("%w: %d bytes (want 1 to %d bytes)", ErrInvalidID, len(id), MaxIDLength)
 	}
+	if p := utf8Problem(id); p != "" {
+		return fmt.Errorf("%w: %q is %s", ErrInvalidID, id, p)
+	}
 	return nil
+}
+
+// utf8Problem says where id stops being UTF-8, or returns "" when it is
+// UTF-8 throughout. Records are JSON, whose encoder would store each bad
+// byte as U+FFFD, while subjects, file names and derived ids keep the byte:
+// the journal would name an id that was never given. So such an id is
+// refused rather than repaired.
+func utf8Problem(id string) string {
+	if utf8.ValidString(id) {
+		return ""
+	}
+	for i := 0; i < len(id); {
+		r, n := utf8.DecodeRuneInString(id[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Sprintf("not UTF-8: byte 0x%02X at offset %d (want UTF-8 text)", id[i], i)
+		}
+		i += n
+	}
+	return ""
 }
 
 // hashID derives a stable id from its parts. The parts are length-prefixed

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -42,6 +43,55 @@ func TestEscapeID(t *testing.T) {
 	for _, bad := range []string{"", "a.b", "%2e", "%41", "%4", "%", "a%zz", "a/b"} {
 		if _, err := UnescapeID(bad); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("UnescapeID(%q): got %v, want ErrInvalidID", bad, err)
+		}
+	}
+}
+
+// An id that is not UTF-8 is refused, naming the bad byte: a record would
+// store it as U+FFFD while subjects and derived ids kept the byte.
+func TestIDsMustBeUTF8(t *testing.T) {
+	const bad = "t-\xff\xfe"
+	for _, tc := range []struct {
+		name string
+		try  func() (string, error) // returns what was made from the id
+	}{
+		{"NewReference owner id", func() (string, error) {
+			ref, err := NewReference(OwnerTask, bad, "ae-1")
+			return ref.OwnerID + ref.JournalID, err
+		}},
+		{"NewReference execution id", func() (string, error) {
+			ref, err := NewReference(OwnerTask, "t-1", bad)
+			return ref.AgentExecutionID + ref.JournalID, err
+		}},
+		{"NewAgentExecutionID owner id", func() (string, error) {
+			return NewAgentExecutionID(OwnerTask, bad, "seed")
+		}},
+		{"EscapeID", func() (string, error) { return EscapeID(bad) }},
+		{"UnescapeID", func() (string, error) { return UnescapeID("t-%FF%FE") }},
+		{"ParseSubject", func() (string, error) {
+			ref, err := ParseSubject("journal", "journal.Task.t-%FF%FE.ae-1")
+			return ref.OwnerID, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.try()
+			if !errors.Is(err, ErrInvalidID) {
+				t.Fatalf("got error %v, want ErrInvalidID", err)
+			}
+			for _, want := range []string{"not UTF-8", "byte 0xFF at offset 2", `"t-\xff\xfe"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("got error %q, want it to contain %q", err, want)
+				}
+			}
+			if got != "" {
+				t.Errorf("got %q made from the id, want nothing", got)
+			}
+		})
+	}
+	// UTF-8 beyond ASCII is an id like any other.
+	for _, id := range []string{"tâche-ü", "任务-1", "\U0001F680"} {
+		if _, err := NewReference(OwnerTask, id, id); err != nil {
+			t.Errorf("NewReference(%q): got %v, want no error", id, err)
 		}
 	}
 }
@@ -91,16 +141,19 @@ func TestSubjectRoundTrip(t *testing.T) {
 }
 
 func FuzzEscapeID(f *testing.F) {
-	for _, s := range []string{"a", "..", "a.b", "*", ">", "a/b", " ", "%", "%25", "ü", "\x00", "-_-"} {
+	for _, s := range []string{"a", "..", "a.b", "*", ">", "a/b", " ", "%", "%25", "ü", "\x00", "-_-", "\xff\xfe"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
 		esc, err := EscapeID(id)
 		if err != nil {
-			if id != "" && len(id) <= MaxIDLength {
+			if id != "" && len(id) <= MaxIDLength && utf8.ValidString(id) {
 				t.Fatalf("EscapeID(%q) refused a valid id: %v", id, err)
 			}
 			return
+		}
+		if !utf8.ValidString(id) {
+			t.Fatalf("EscapeID(%q) = %q, want an error: the id is not UTF-8", id, esc)
 		}
 		if esc == "" || esc == "." || esc == ".." || strings.Contains(esc, "..") {
 			t.Fatalf("EscapeID(%q) = %q: empty or dot name", id, esc)

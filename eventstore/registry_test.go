@@ -237,6 +237,17 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// TestValidateRefusesIDsNotUTF8: an id that is not UTF-8 is refused before
+// encoding, which would replace its bad bytes silently.
+func TestValidateRefusesIDsNotUTF8(t *testing.T) {
+	m := &MessageAccepted{MessageID: "m-\xff", Source: SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"x"}`)}
+	err := Validate(m)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), `field "messageId": not UTF-8`) {
+		t.Fatalf("Validate(messageId m-\\xff) = %v, want a problem with messageId: not UTF-8", err)
+	}
+}
+
 func TestDecodeRejectsNonObjects(t *testing.T) {
 	for _, in := range []string{``, `null`, `[]`, `"x"`, `{`, `{"type":"journal.header"} {}`, `{"type":null}`} {
 		if _, err := Decode([]byte(in)); !errors.Is(err, ErrInvalidRecord) {

@@ -100,9 +100,8 @@ func (c *JournalLsCommand) Run(ctx context.Context, args []string) error {
 func (c *JournalLsCommand) print(refs []eventstore.Reference, asJSON bool) error {
 	w := c.env.Stdout
 	if asJSON {
-		enc := json.NewEncoder(w)
 		for _, r := range refs {
-			if err := enc.Encode(r); err != nil {
+			if err := writeJSONSafe(w, r); err != nil {
 				return err
 			}
 		}
@@ -115,7 +114,9 @@ func (c *JournalLsCommand) print(refs []eventstore.Reference, asJSON bool) error
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT EXECUTION\tOWNER\tRECORDS\tJOURNAL")
 	for _, r := range refs {
-		fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%s\n", r.AgentExecutionID, r.OwnerEntity, r.OwnerID, r.RecordCount, r.JournalID)
+		// Cell by cell: a tab in an id must not make a column.
+		fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%s\n", termSafe(r.AgentExecutionID), termSafe(string(r.OwnerEntity)),
+			termSafe(r.OwnerID), r.RecordCount, termSafe(r.JournalID))
 	}
 	return tw.Flush()
 }
@@ -195,7 +196,7 @@ func printJournal(w io.Writer, es iter.Seq2[eventstore.Entry, error], asJSON boo
 			continue
 		}
 		b := e.Record.RecordBase()
-		if _, err := fmt.Fprintf(w, "%4d  %6d  %-24s  %-21s  %s\n",
+		if err := writeLine(w, "%4d  %6d  %-24s  %-21s  %s",
 			b.Sequence, e.Offset, b.OccurredAt.Format(timeLayout), b.Type, summarize(e.Record)); err != nil {
 			return err
 		}
@@ -203,12 +204,23 @@ func printJournal(w io.Writer, es iter.Seq2[eventstore.Entry, error], asJSON boo
 	return nil
 }
 
-// writeRecordJSON writes a record's stored JSON and a newline.
+// writeRecordJSON writes a record's stored JSON, made jsonSafe, and a
+// newline.
 func writeRecordJSON(w io.Writer, r eventstore.Record) error {
 	data, err := eventstore.Encode(r)
 	if err != nil {
 		return fmt.Errorf("encode %s record %d: %w", r.Kind(), r.RecordBase().Sequence, err)
 	}
-	_, err = w.Write(append(data, '\n'))
+	_, err = w.Write(append(jsonSafe(data), '\n'))
+	return err
+}
+
+// writeJSONSafe writes v as one jsonSafe JSON line.
+func writeJSONSafe(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(jsonSafe(data), '\n'))
 	return err
 }

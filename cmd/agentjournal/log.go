@@ -75,7 +75,8 @@ func (u *undecodable) skip(err error) bool {
 		return false
 	}
 	u.count++
-	fmt.Fprintf(u.w, "agentjournal: skipped the record at offset %d: %v\n", oe.Offset, oe.Err)
+	// The error may quote what a foreign writer stored.
+	writeLine(u.w, "agentjournal: skipped the record at offset %d: %v", oe.Offset, oe.Err)
 	return true
 }
 
@@ -120,17 +121,11 @@ func writeLogEntry(w io.Writer, e eventstore.Entry, asJSON bool) error {
 		if err != nil {
 			return fmt.Errorf("encode record at offset %d: %w", e.Offset, err)
 		}
-		line, err := json.Marshal(logEntry{Offset: e.Offset, Record: data})
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(line, '\n'))
-		return err
+		return writeJSONSafe(w, logEntry{Offset: e.Offset, Record: data})
 	}
 	b := e.Record.RecordBase()
-	_, err := fmt.Fprintf(w, "%6d  %-27s  %4d  %-24s  %-21s  %s\n",
+	return writeLine(w, "%6d  %-27s  %4d  %-24s  %-21s  %s",
 		e.Offset, b.AgentExecutionID, b.Sequence, b.OccurredAt.Format(timeLayout), b.Type, summarize(e.Record))
-	return err
 }
 
 // follower is a store that can tail the log.

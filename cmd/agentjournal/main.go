@@ -128,7 +128,8 @@ func (m Main) report(ctx context.Context, err error) int {
 		fmt.Fprintln(m.Stderr, "agentjournal: interrupted")
 		return exitError
 	}
-	fmt.Fprintf(m.Stderr, "agentjournal: %v\n", err)
+	// An error may quote ids or text an agent chose.
+	fmt.Fprintf(m.Stderr, "agentjournal: %s\n", termSafe(err.Error()))
 	return exitError
 }
 

@@ -102,7 +102,7 @@ func writeReplayJSON(w io.Writer, st *execution.State, records []eventstore.Reco
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(out, '\n'))
+	_, err = w.Write(append(jsonSafe(out), '\n'))
 	return err
 }
 
@@ -110,7 +110,7 @@ func writeReplayJSON(w io.Writer, st *execution.State, records []eventstore.Reco
 func printState(w io.Writer, st *execution.State) error {
 	var b strings.Builder
 	line := func(k, format string, args ...any) {
-		fmt.Fprintf(&b, "%-18s "+format+"\n", append([]any{k + ":"}, args...)...)
+		writeLine(&b, "%-18s "+format, append([]any{k + ":"}, args...)...)
 	}
 	line("execution", "%s (%s/%s, agent %s)", st.ID, st.OwnerEntity, st.OwnerID, st.AgentID)
 	lc := string(st.Lifecycle)
@@ -133,7 +133,7 @@ func printState(w io.Writer, st *execution.State) error {
 	if len(st.Plan) > 0 {
 		fmt.Fprintf(&b, "plan (%d items):\n", len(st.Plan))
 		for _, it := range st.Plan {
-			fmt.Fprintf(&b, "  [%s] %s\n", it.Status, clip(it.Text))
+			writeLine(&b, "  [%s] %s", it.Status, clip(it.Text))
 		}
 	}
 	line("journal", "%s, %d records, last sequence %d", st.Journal.JournalID, st.Journal.RecordCount, st.Journal.LastSequence)
@@ -150,7 +150,9 @@ func printState(w io.Writer, st *execution.State) error {
 			parts = append(parts, "target="+string(l.CurrentTarget.Kind)+":"+l.CurrentTarget.Path+l.CurrentTarget.Label)
 		}
 		if t := l.Telemetry; t != nil {
-			parts = append(parts, "tokens="+tokens(t.InputTokens, t.OutputTokens, t.TotalTokens))
+			if tok := tokens(t.InputTokens, t.OutputTokens, t.TotalTokens); tok != "" {
+				parts = append(parts, "tokens="+tok)
+			}
 		}
 		if c := l.ToolCall; c != nil {
 			call := "last call=" + c.Name + ":" + string(c.Status)
@@ -168,7 +170,7 @@ func printState(w io.Writer, st *execution.State) error {
 	}
 	fmt.Fprintf(&b, "timeline (%d items):\n", len(st.Timeline))
 	for _, it := range st.Timeline {
-		fmt.Fprintf(&b, "  %4d  %-12s %s\n", it.Sequence, it.Kind, clip(it.Text))
+		writeLine(&b, "  %4d  %-12s %s", it.Sequence, it.Kind, clip(it.Text))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

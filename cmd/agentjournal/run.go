@@ -325,7 +325,7 @@ func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime,
 	if q.Kind == string(eventstore.InputPermission) && q.Tool != nil {
 		what = "permission to run " + q.Tool.Name
 	}
-	fmt.Fprintf(log, "agentjournal: the agent asks %s (%s): %s; answering %s (--permissions)\n", what, q.RequestID, q.Question, answer)
+	fmt.Fprint(log, termSafe(fmt.Sprintf("agentjournal: the agent asks %s (%s): %s; answering %s (--permissions)", what, q.RequestID, q.Question, answer))+"\n")
 	payload, _ := json.Marshal(map[string]string{"requestId": q.RequestID, "text": answer})
 	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, execution.SendMessageInput{
 		MessageID: "answer-" + q.RequestID, Type: "answer", Source: eventstore.SourceSystem, Payload: payload}); err != nil {

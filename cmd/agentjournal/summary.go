@@ -18,7 +18,13 @@ const maxQuoted = 72
 // cat, log and demo. It leaves out what the other columns show (sequence,
 // offset, time, type) and names a record's own id in brackets and the id it
 // answers or refers to in parentheses, so related lines can be matched up.
+// What the record holds is made termSafe: the line never carries a control
+// or bidi character.
 func summarize(r eventstore.Record) string {
+	return termSafe(summarizeRecord(r))
+}
+
+func summarizeRecord(r eventstore.Record) string {
 	switch r := r.(type) {
 	case *eventstore.Header:
 		return summarizeHeader(r)
@@ -280,14 +286,16 @@ func tokens(in, out, total *int64) string {
 }
 
 // quote clips free text and quotes it, so a newline or a long prompt never
-// breaks the one-line-per-record layout.
+// breaks the one-line-per-record layout. strconv.Quote escapes every
+// character termSafe does.
 func quote(s string) string {
 	return strconv.Quote(clipRunes(s, maxQuoted))
 }
 
-// clip shortens JSON or other text that is shown unquoted.
+// clip shortens JSON or other text that is shown unquoted, and makes it
+// termSafe.
 func clip(s string) string {
-	return clipRunes(strings.Join(strings.Fields(s), " "), maxQuoted)
+	return termSafe(clipRunes(strings.Join(strings.Fields(s), " "), maxQuoted))
 }
 
 func clipRunes(s string, n int) string {

@@ -172,9 +172,8 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 		}
 		w := c.env.Stdout
 		if *asJSON {
-			enc := json.NewEncoder(w)
 			for _, s := range list {
-				if err := enc.Encode(s); err != nil {
+				if err := writeJSONSafe(w, s); err != nil {
 					return err
 				}
 			}
@@ -194,7 +193,7 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 			if s.Attention == eventstore.AttentionAwaitingOperator || s.Attention == eventstore.AttentionBlocked {
 				mark = "!"
 			}
-			fmt.Fprintf(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s\n", mark, s.ID,
+			writeLine(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s", mark, s.ID,
 				clipRunes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), clipRunes(s.AgentID, 12), s.Lifecycle, s.Attention,
 				s.Activity, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
 		}
@@ -268,7 +267,7 @@ func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			_, err = c.env.Stdout.Write(append(out, '\n'))
+			_, err = c.env.Stdout.Write(append(jsonSafe(out), '\n'))
 			return err
 		}
 		// printState shows the timeline oldest first.
@@ -328,14 +327,14 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			_, err = w.Write(append(out, '\n'))
+			_, err = w.Write(append(jsonSafe(out), '\n'))
 			return err
 		}
 		for _, it := range items {
-			fmt.Fprintf(w, "%6d  %-24s  %-12s  %s\n", it.Sequence, it.At.Format(timeLayout), it.Kind, clip(it.Text))
+			writeLine(w, "%6d  %-24s  %-12s  %s", it.Sequence, it.At.Format(timeLayout), it.Kind, clip(it.Text))
 		}
 		if next != 0 {
-			fmt.Fprintf(w, "older items: %s timeline %s --before %d\n", c.env.hintPrefix(), id, next)
+			writeLine(w, "older items: %s timeline %s --before %d", c.env.hintPrefix(), id, next)
 		}
 		return nil
 	})
