@@ -4,7 +4,8 @@
 // them.
 //
 // Routes (JSON in and out; request bodies are decoded strictly, so an
-// unknown field is an error that names it):
+// unknown field, or a key given twice in one object, is an error that names
+// it; an {id} longer than an execution id can be is an unknown execution):
 //
 //	GET  /                                      no token: the operator console (package web)
 //	GET  /healthz                               no token: {status, checkpoint, lastOffset, lag}
@@ -53,7 +54,9 @@
 // then the live ones, with no gap and no duplicate. Events are fanned out in
 // process through bounded buffers: a subscriber that falls behind is
 // disconnected with a final overflow event and resumes with Last-Event-ID,
-// and never slows the others.
+// and never slows the others. A client whose connection takes no data for
+// Config.StreamWriteTimeout (its buffers stay full: it does not read) is
+// disconnected too, without a final event, and resumes the same way.
 //
 // The package does not own records, replay, policy or read models: it
 // calls execution's Runtime to launch, message, observe and stop, reads

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
@@ -129,12 +130,35 @@ func validationError(ve *eventstore.ValidationError) *apiError {
 		message: strings.Join(parts, "; ")}
 }
 
+// Bounds of what a request puts into an answer or a log line: a path, an
+// id or a key can be as long as the body or the URL allows.
+const (
+	// maxFieldLen bounds a name or an id echoed in an error.
+	maxFieldLen = 128
+	// maxLogValue bounds a route or an error in a log line.
+	maxLogValue = 512
+)
+
+// clip returns s cut to at most n bytes on a UTF-8 boundary, saying how
+// long it was when it is cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
+}
+
 // writeError answers with err in the API's error shape. Internal errors are
-// logged here, once.
+// logged here, once, clipped: a request must not be able to write much to
+// the daemon log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := toAPIError(err)
 	if ae.code == codeInternal && r.Context().Err() == nil {
-		s.log.Error("request failed", logKeyRoute, r.Method+" "+r.URL.Path, logKeyErr, err)
+		s.log.Error("request failed", logKeyRoute, clip(r.Method+" "+r.URL.Path, maxLogValue), logKeyErr, clip(err.Error(), maxLogValue))
 	}
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentjournal"`)

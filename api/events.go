@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -368,6 +369,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return unavailable("the server is closing")
 	}
 	defer s.wg.Done()
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
 
 	sub := s.broker.newSubscriber(filter)
 	defer s.broker.detach(sub)
@@ -378,17 +381,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		after = s.broker.position()
 		_, attached = s.broker.attach(sub, after)
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
+	out := newStreamWriter(w, s.cfg.StreamWriteTimeout)
+	defer func() {
+		if errors.Is(out.err, os.ErrDeadlineExceeded) {
+			s.log.Info("event stream: disconnected a client that took no data", logKeyClient, clip(r.RemoteAddr, maxFieldLen), logKeyLimit, s.cfg.StreamWriteTimeout)
+		}
+		out.done()
+	}()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, ": agentjournal events\n\n"); err != nil {
+	if _, err := io.WriteString(out, ": agentjournal events\n\n"); err != nil {
 		return nil
 	}
-	if rc.Flush() != nil {
+	if out.Flush() != nil {
 		return nil
 	}
 
@@ -405,22 +413,78 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		var err error
-		if after, err = s.replayEvents(r.Context(), w, filter, after, upTo); err != nil {
-			if r.Context().Err() == nil {
+		if after, err = s.replayEvents(r.Context(), out, filter, after, upTo); err != nil {
+			// A write error is the client's; only a read error is ours.
+			if out.err == nil && r.Context().Err() == nil {
 				s.log.Warn("event stream: replay from the log", logKeyOffset, after+1, logKeyErr, err)
 			}
 			return nil
 		}
-		if rc.Flush() != nil {
+		if out.Flush() != nil {
 			return nil
 		}
 	}
-	return s.stream(r.Context(), w, rc, sub, after)
+	s.stream(r.Context(), out, sub, after)
+	return nil
 }
 
-// stream writes the subscriber's events until the client goes, the server
-// closes or the subscriber overflows.
-func (s *Server) stream(ctx context.Context, w io.Writer, rc *http.ResponseController, sub *subscriber, sent uint64) error {
+// streamWriter writes an event stream with a write deadline StreamWriteTimeout
+// ahead of every write and flush. A client that stops reading fills its
+// connection's buffers, and a write then blocks until the client reads:
+// the broker drops a subscriber whose queue is full, but cannot end a
+// write in progress, so without the deadline the stream's goroutine, and
+// Close waiting for it, would wait for good.
+type streamWriter struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	limit time.Duration
+	err   error // the first write error: the stream is over
+}
+
+func newStreamWriter(w http.ResponseWriter, limit time.Duration) *streamWriter {
+	return &streamWriter{w: w, rc: http.NewResponseController(w), limit: limit}
+}
+
+func (sw *streamWriter) Write(p []byte) (int, error) {
+	if sw.err != nil {
+		return 0, sw.err
+	}
+	sw.extend()
+	n, err := sw.w.Write(p)
+	sw.err = err
+	return n, err
+}
+
+func (sw *streamWriter) Flush() error {
+	if sw.err != nil {
+		return sw.err
+	}
+	sw.extend()
+	sw.err = sw.rc.Flush()
+	return sw.err
+}
+
+// extend moves the write deadline limit ahead. A writer that has no
+// deadline (not a network connection) cannot block on a client, and is
+// left as it is.
+func (sw *streamWriter) extend() {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.limit))
+}
+
+// done bounds the writes net/http makes once the handler returns (the end
+// of the chunked body): a client that stopped reading as the stream ended
+// would hold them too. net/http clears the deadline before the next
+// request on the connection.
+func (sw *streamWriter) done() {
+	if sw.err == nil {
+		sw.extend()
+	}
+}
+
+// stream writes the subscriber's events until the client goes or takes no
+// data for StreamWriteTimeout, the server closes or the subscriber
+// overflows.
+func (s *Server) stream(ctx context.Context, w *streamWriter, sub *subscriber, sent uint64) {
 	write := func(ev event) error {
 		if !ev.ephemeral {
 			sent = ev.offset
@@ -445,12 +509,12 @@ func (s *Server) stream(ctx context.Context, w io.Writer, rc *http.ResponseContr
 	for {
 		select {
 		case ev := <-sub.ch:
-			if write(ev) != nil || drain() != nil || rc.Flush() != nil {
-				return nil
+			if write(ev) != nil || drain() != nil || w.Flush() != nil {
+				return
 			}
 		case <-sub.overflow:
 			if drain() != nil {
-				return nil
+				return
 			}
 			msg, _ := json.Marshal(map[string]any{
 				"lastEventId": sent,
@@ -458,16 +522,16 @@ func (s *Server) stream(ctx context.Context, w io.Writer, rc *http.ResponseContr
 					cap(sub.ch), sent),
 			})
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", eventOverflow, msg)
-			rc.Flush()
-			return nil
+			w.Flush()
+			return
 		case <-heartbeat.C:
-			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
-				return nil
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || w.Flush() != nil {
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		case <-s.closing:
-			return nil
+			return
 		}
 	}
 }

@@ -141,7 +141,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 		fmt.Fprintf(bw, "%s{lifecycle=%s} %d\n", metricExecutions, label(string(l)), counts[i])
 	}
 	header(bw, metricSubscribers, "gauge", "Open live event streams.")
-	fmt.Fprintf(bw, "%s %d\n", metricSubscribers, s.broker.count())
+	fmt.Fprintf(bw, "%s %d\n", metricSubscribers, s.streams.Load())
 	return bw.Flush()
 }
 

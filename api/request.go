@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,17 +13,32 @@ import (
 	"strings"
 )
 
+// maxBodyDepth bounds how deeply a request body may nest objects and
+// arrays. No route takes more than a few levels; the bound keeps the
+// duplicate-key walk's recursion small whatever a client sends.
+const maxBodyDepth = 64
+
 // decodeBody reads the request body into v strictly: one JSON object, no
-// unknown field, no trailing data, at most MaxBody bytes. An empty body is
-// accepted, leaving v as it is, when optional is true.
+// unknown field, no key twice in one object, no trailing data, at most
+// MaxBody bytes and maxBodyDepth levels. An empty body is accepted,
+// leaving v as it is, when optional is true.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	dec := json.NewDecoder(r.Body)
+	// The body is read whole, within MaxBody, so that it can be walked for
+	// duplicate keys before it is decoded.
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return bodyError(err, v)
+	}
+	if len(bytes.TrimSpace(data)) == 0 && optional {
+		return nil
+	}
+	if err := checkKeys(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) && optional {
-			return nil
-		}
 		return bodyError(err, v)
 	}
 	var extra json.RawMessage
@@ -33,6 +49,76 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optio
 		return bodyError(err, v)
 	}
 	return invalidField("(body)", nil, "trailing data after the JSON object (want exactly one object)")
+}
+
+// checkKeys refuses a body whose first JSON value has a key twice in one
+// object: encoding/json would keep the last value silently, so a client
+// and the journal could disagree on what was sent. It also refuses
+// nesting deeper than maxBodyDepth. Malformed JSON passes, for the
+// decoder to report.
+func checkKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var path []string
+	err := walkKeys(dec, &path)
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return nil
+}
+
+// walkKeys reads one JSON value from dec. path holds the segments of the
+// value's JSON path, joined only when a duplicate is found.
+func walkKeys(dec *json.Decoder, path *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	open, ok := tok.(json.Delim)
+	if !ok || (open != '{' && open != '[') {
+		return nil
+	}
+	if len(*path) >= maxBodyDepth {
+		return invalidField("(body)", nil, "objects and arrays nest deeper than %d levels (want at most %d)", maxBodyDepth, maxBodyDepth)
+	}
+	seen := map[string]struct{}{}
+	for i := 0; dec.More(); i++ {
+		seg := "[" + strconv.Itoa(i) + "]"
+		if open == '{' {
+			tok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := tok.(string)
+			seg = key
+			if _, dup := seen[key]; dup {
+				field := clip(jsonPath(append(*path, key)), maxFieldLen)
+				return invalidField(field, nil, "key %q appears more than once in the same object (want each key once)", clip(key, maxFieldLen))
+			}
+			seen[key] = struct{}{}
+		}
+		*path = append(*path, seg)
+		err := walkKeys(dec, path)
+		*path = (*path)[:len(*path)-1]
+		if err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// jsonPath joins path segments the way error fields name them:
+// signal.payload.text, command[0].
+func jsonPath(segs []string) string {
+	var b strings.Builder
+	for i, s := range segs {
+		if i > 0 && !strings.HasPrefix(s, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // bodyError turns a decoding error into one that names the field.
@@ -54,7 +140,7 @@ func bodyError(err error, v any) error {
 		return invalidField(typeErr.Field, nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalidField(strings.Trim(name, `"`), jsonFields(v), "unknown field")
+		return invalidField(clip(strings.Trim(name, `"`), maxFieldLen), jsonFields(v), "unknown field")
 	}
 	// Errors of a field's own decoder (a signal names its field itself).
 	return err

@@ -8,7 +8,9 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api/web"
@@ -26,6 +28,9 @@ const (
 	DefaultDecisionWait = 10 * time.Second
 	// MinSecretSize is the shortest Config.Secret accepted.
 	MinSecretSize = 32
+	// DefaultStreamWriteTimeout bounds each write to an event stream when
+	// Config.StreamWriteTimeout is 0.
+	DefaultStreamWriteTimeout = 10 * time.Second
 
 	// heartbeatInterval is how often an idle event stream gets a comment
 	// line, so proxies and clients see that it is alive.
@@ -49,6 +54,8 @@ const (
 	logKeyExecution = "execution"
 	logKeyOffset    = "offset"
 	logKeyStatus    = "status"
+	logKeyClient    = "client"
+	logKeyLimit     = "limit"
 )
 
 // Store is what the API reads from the journal store.
@@ -94,12 +101,17 @@ type Config struct {
 	// decision, and how long a read waits for the projection to catch up
 	// with an execution it does not hold yet; DefaultDecisionWait when 0.
 	DecisionWait time.Duration
+	// StreamWriteTimeout bounds each write to an event stream: a client
+	// that takes no data for that long (its connection's buffers stay
+	// full) is disconnected, and resumes with Last-Event-ID.
+	// DefaultStreamWriteTimeout when 0.
+	StreamWriteTimeout time.Duration
 }
 
 // DefaultConfig returns a Config with every default spelled out; the
 // required fields are left to the caller.
 func DefaultConfig() Config {
-	return Config{MaxBody: DefaultMaxBody, DecisionWait: DefaultDecisionWait}
+	return Config{MaxBody: DefaultMaxBody, DecisionWait: DefaultDecisionWait, StreamWriteTimeout: DefaultStreamWriteTimeout}
 }
 
 // Validate reports every problem with c at once.
@@ -126,6 +138,9 @@ func (c Config) Validate() error {
 	if c.DecisionWait < 0 {
 		errs = append(errs, fmt.Errorf("api: DecisionWait %s is negative (want a duration, or 0 for %s)", c.DecisionWait, DefaultDecisionWait))
 	}
+	if c.StreamWriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("api: StreamWriteTimeout %s is negative (want a duration, or 0 for %s)", c.StreamWriteTimeout, DefaultStreamWriteTimeout))
+	}
 	return errors.Join(errs...)
 }
 
@@ -135,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DecisionWait == 0 {
 		c.DecisionWait = DefaultDecisionWait
+	}
+	if c.StreamWriteTimeout == 0 {
+		c.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -159,6 +177,7 @@ type Server struct {
 	cancel  context.CancelFunc
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
+	streams atomic.Int64 // event streams open, attached to the broker or not
 }
 
 // New returns a server over cfg.
@@ -245,7 +264,17 @@ func (s *Server) routes() {
 // error writer to answer.
 func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, *http.Request) error) {
 	s.access[pattern] = acc
+	hasID := strings.Contains(pattern, "{id}")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		// An id the journal cannot hold (too long, say) names no
+		// execution: it is answered here, as an unknown one, before it
+		// reaches the runtime, the store, an answer or the log.
+		if hasID {
+			if _, err := eventstore.EscapeID(r.PathValue("id")); err != nil {
+				s.writeError(w, r, notFound("no execution %q: %v", clip(r.PathValue("id"), maxFieldLen), err))
+				return
+			}
+		}
 		if id, scoped := scopedExecution(r.Context()); scoped && acc == ownExecution && r.PathValue("id") != id {
 			s.writeError(w, r, forbidden("this token is scoped to execution %s and cannot act on %s", id, r.PathValue("id")))
 			return
@@ -296,10 +325,10 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 		allow := probe.header.Get("Allow")
 		w.Header().Set("Allow", allow)
 		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
-			message: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)})
+			message: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", clip(r.Method, maxFieldLen), clip(r.URL.Path, maxFieldLen), allow)})
 	case http.StatusNotFound:
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
-			message: fmt.Sprintf("no route %s %s (the API lives under /v1)", r.Method, r.URL.Path)})
+			message: fmt.Sprintf("no route %s %s (the API lives under /v1)", clip(r.Method, maxFieldLen), clip(r.URL.Path, maxFieldLen))})
 	default:
 		s.mux.ServeHTTP(w, r)
 	}
@@ -328,9 +357,10 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the publisher, ends every event stream and waits for both.
-// Call it before shutting the HTTP server down: event streams never go
-// idle on their own. It is safe to call twice.
+// Close stops the publisher, ends every event stream and waits for both;
+// a stream blocked writing to a client that does not read ends within
+// StreamWriteTimeout. Call it before shutting the HTTP server down: event
+// streams never go idle on their own. It is safe to call twice.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {

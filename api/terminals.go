@@ -111,7 +111,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
 		t, err = s.cfg.Terminals.Attach(in.TerminalID)
 	}
 	if errors.Is(err, terminal.ErrNotFound) {
-		return &apiError{status: http.StatusNotFound, code: codeNotFound, field: "terminalId", message: fmt.Sprintf("no terminal %q in this daemon", in.TerminalID)}
+		return &apiError{status: http.StatusNotFound, code: codeNotFound, field: "terminalId", message: fmt.Sprintf("no terminal %q in this daemon", clip(in.TerminalID, maxFieldLen))}
 	}
 	if err != nil {
 		return err
