@@ -161,6 +161,13 @@ func readJournalFile(r io.Reader) ([]eventstore.Record, error) {
 		if b.Sequence != uint64(line) {
 			problems.add(line, "has sequence %d, want %d (line n holds sequence n, without gaps)", b.Sequence, line)
 		}
+		if key := eventstore.NaturalKey(rec); key != "" {
+			// An id made for another journal would collide with that
+			// journal's record in the log's duplicate window.
+			if want := eventstore.RecordID(b.JournalID, rec.Kind(), key); b.RecordID != want {
+				problems.add(line, "recordId %s is not the id of %s %q in journal %s (want %s): the record was made for another journal", b.RecordID, rec.Kind(), key, b.JournalID, want)
+			}
+		}
 		if prev, ok := seen[b.RecordID]; ok {
 			problems.add(line, "repeats recordId %s of line %d", b.RecordID, prev)
 		} else {

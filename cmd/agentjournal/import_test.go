@@ -187,6 +187,15 @@ func TestImportRejectsBadFiles(t *testing.T) {
 			lines[9] = editRecord(t, lines[9], func(b *eventstore.Base) { b.RecordID = first.RecordID })
 			return lines
 		}, []string{"line 10: repeats recordId", "of line 9"}},
+		{"record id of another journal", func(t *testing.T, lines []string) []string {
+			rec, err := eventstore.Decode([]byte(lines[3]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := eventstore.RecordID("journal-00000000000000000000000a", rec.Kind(), eventstore.NaturalKey(rec))
+			lines[3] = editRecord(t, lines[3], func(b *eventstore.Base) { b.RecordID = other })
+			return lines
+		}, []string{"line 4: recordId", "made for another journal"}},
 		{"empty file", func(t *testing.T, lines []string) []string { return nil }, []string{"empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
