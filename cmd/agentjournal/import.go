@@ -32,8 +32,10 @@ var journalImportSpec = cmdSpec{
 	Summary: `Load one journal from FILE, a JSONL file with one record per line, as
 'journal export' writes it. Every line is decoded and checked before anything
 is written: the first line is the journal.header, every record belongs to the
-same journal, sequences run 1..n without gaps, no record id repeats, no record
-is over the 1 MiB record size limit, and there are no blank lines. Any
+same journal, sequences run 1..n without gaps, no record id repeats, every
+record id derived from a natural key is this journal's (not one made for
+another journal), no record is over the 1 MiB record size limit, and there
+are no blank lines. Any
 problem fails the import, names the line, and writes nothing.
 
 Records keep their ids, times and sequences. Importing a journal that is
