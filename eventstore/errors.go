@@ -25,7 +25,30 @@ var (
 	ErrReferenceMismatch = errors.New("eventstore: record disagrees with journal reference")
 	// ErrClosed reports use of a closed store.
 	ErrClosed = errors.New("eventstore: store closed")
+	// ErrGap reports a journal whose stored sequence skips numbers: records
+	// were lost from the log (a damaged or truncated file). See GapError.
+	ErrGap = errors.New("eventstore: records missing from a journal")
 )
+
+// GapError names the journal and the sequences missing from it. Reads stop
+// at a gap instead of handing on a journal with a hole in it.
+type GapError struct {
+	Journal          string
+	AgentExecutionID string
+	// From and To are the first and the last missing sequence.
+	From, To uint64
+}
+
+func (e *GapError) Error() string {
+	missing := fmt.Sprintf("sequence %d", e.From)
+	if e.To > e.From {
+		missing = fmt.Sprintf("sequences %d to %d", e.From, e.To)
+	}
+	return fmt.Sprintf("journal %s (execution %s) lacks %s: records were lost from the log; restore the journal from an export, or see docs/architecture.md on damage", e.Journal, e.AgentExecutionID, missing)
+}
+
+// Is makes a *GapError match ErrGap.
+func (e *GapError) Is(target error) bool { return target == ErrGap }
 
 // FieldError is one problem with one field of a record.
 type FieldError struct {

@@ -443,7 +443,32 @@ func (s *JetStreamStore) ReadJournal(ctx context.Context, ref Reference, fromSeq
 				return
 			}
 		}
-		s.scan(ctx, []string{subj}, start, lastOffset, yield)
+		// A journal's sequence has no holes by construction; a hole means
+		// records were lost from the log, and a reader must not take what
+		// is left for the whole journal.
+		next, stopped := max(fromSeq, 1), false
+		gap := func(found uint64) {
+			stopped = true
+			yield(Entry{}, fmt.Errorf("read %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: found - 1}))
+		}
+		s.scan(ctx, []string{subj}, start, lastOffset, func(e Entry, err error) bool {
+			if err != nil || e.Record == nil {
+				// An undecodable record still holds its place.
+				next++
+				stopped = !yield(e, err)
+				return !stopped
+			}
+			if seq := e.Record.RecordBase().Sequence; seq != next {
+				gap(max(seq, next+1))
+				return false
+			}
+			next++
+			stopped = !yield(e, nil)
+			return !stopped
+		})
+		if !stopped && next <= lastSeq {
+			gap(lastSeq + 1)
+		}
 	}
 }
 

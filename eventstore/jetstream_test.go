@@ -360,3 +360,58 @@ func TestAppendGivesUpOnALogThatStaysDown(t *testing.T) {
 		t.Fatalf("Append to a log that stays down: %v, want an error saying it has not answered for 2s", err)
 	}
 }
+
+// TestReadJournalRefusesAGap: records lost from the log (here: a record
+// with a later sequence published around the store, as a damaged block
+// leaves it) make every read of the journal stop with an error naming the
+// journal and the missing sequences, instead of handing on what is left.
+func TestReadJournalRefusesAGap(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "gap")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sequence 6 where 4 and 5 should come first.
+	m := storetest.Message("m-late", "x")
+	*m.RecordBase() = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, m.Kind(), "m-late"), Sequence: 6, Type: m.Kind(), SchemaVersion: 1,
+		JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
+	data, err := eventstore.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, err := ref.Subject(bus.SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, subj, data); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []uint64{1, 2, 4} {
+		var got []uint64
+		var readErr error
+		for e, err := range s.ReadJournal(ctx, ref, from) {
+			if err != nil {
+				readErr = err
+				break
+			}
+			got = append(got, e.Record.RecordBase().Sequence)
+		}
+		var gap *eventstore.GapError
+		if !errors.As(readErr, &gap) || !errors.Is(readErr, eventstore.ErrGap) || gap.From != 4 || gap.To != 5 ||
+			!strings.Contains(readErr.Error(), ref.JournalID) || !strings.Contains(readErr.Error(), "sequences 4 to 5") {
+			t.Fatalf("read from %d: records %v, error %v; want a gap error naming %s and sequences 4 to 5", from, got, readErr, ref.JournalID)
+		}
+		for i, seq := range got {
+			if seq != max(from, 1)+uint64(i) {
+				t.Fatalf("read from %d handed on %v before the gap", from, got)
+			}
+		}
+	}
+}

@@ -32,12 +32,13 @@ execution, named by its agentExecutionId.
   journal cat ID        print one journal, record by record
   journal export ID     write one journal as a JSONL file
   journal import FILE   load a journal from a JSONL file
+  journal verify [ID]   read every journal whole and report damage
 
 Run 'agentjournal journal <subcommand> -h' for its flags.`,
 	Example: "agentjournal journal ls\nagentjournal journal cat ae-0123456789abcdef01234567",
 }
 
-var journalSubcommands = []string{"ls", "cat", "export", "import"}
+var journalSubcommands = []string{"ls", "cat", "export", "import", "verify"}
 
 // Run implements Command.
 func (c *JournalCommand) Run(ctx context.Context, args []string) error {
@@ -55,6 +56,8 @@ func (c *JournalCommand) Run(ctx context.Context, args []string) error {
 		sub = &JournalExportCommand{env: c.env}
 	case "import":
 		sub = &JournalImportCommand{env: c.env}
+	case "verify":
+		sub = &JournalVerifyCommand{env: c.env}
 	default:
 		if _, err := journalSpec.parse(fs, args); err != nil {
 			return err // -h, or an unknown flag
