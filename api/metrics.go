@@ -147,10 +147,13 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 
 // health is the answer of /healthz.
 type health struct {
-	Status     string `json:"status"`
-	Checkpoint uint64 `json:"checkpoint"`
-	LastOffset uint64 `json:"lastOffset"`
-	Lag        uint64 `json:"lag"`
+	// Status is ok, or damaged when the log lacks records the read model
+	// holds (Damaged says which journals).
+	Status     string   `json:"status"`
+	Checkpoint uint64   `json:"checkpoint"`
+	LastOffset uint64   `json:"lastOffset"`
+	Lag        uint64   `json:"lag"`
+	Damaged    []string `json:"damaged,omitempty"`
 }
 
 // healthz: GET /healthz, without a token. It fails (503) when the log or
@@ -161,6 +164,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("health check", logKeyErr, err)
 		return unavailable("the log or the projection cannot be read")
 	}
-	writeJSON(w, http.StatusOK, health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records})
+	h := health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records}
+	if h.Damaged = s.damaged(); len(h.Damaged) > 0 {
+		h.Status = "damaged"
+	}
+	writeJSON(w, http.StatusOK, h)
 	return nil
 }

@@ -67,6 +67,8 @@ type Store interface {
 	ReadLog(ctx context.Context, fromOffset uint64) iter.Seq2[eventstore.Entry, error]
 	// Lookup finds a journal by its AgentExecution id.
 	Lookup(ctx context.Context, agentExecutionID string) (eventstore.Reference, error)
+	// Journals lists every journal with the records the log holds for it.
+	Journals(ctx context.Context) ([]eventstore.Reference, error)
 }
 
 var _ Store = (*eventstore.JetStreamStore)(nil)
@@ -178,6 +180,10 @@ type Server struct {
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
 	streams atomic.Int64 // event streams open, attached to the broker or not
+
+	// damage is what the check of the log at start found (damage.go).
+	damageMu sync.Mutex
+	damage   []string
 }
 
 // New returns a server over cfg.
@@ -354,6 +360,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.started = true
 	s.wg.Go(func() { s.publish(ctx) })
+	s.wg.Go(func() { s.checkDamage(ctx) })
 	return nil
 }
 

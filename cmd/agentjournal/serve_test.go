@@ -23,10 +23,10 @@ func startServe(t *testing.T, dir string, args ...string) (url, token string, st
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
+	var stdout, stderr syncBuffer
 	go func() {
 		// The daemon logs from its request handlers while its main
 		// goroutine prints too.
-		var stdout, stderr syncBuffer
 		m := Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
 			HomeDir: func() (string, error) { return dir, nil }}
 		code := m.Run(ctx, append([]string{"--data", dir}, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
@@ -67,7 +67,7 @@ func startServe(t *testing.T, dir string, args ...string) (url, token string, st
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("serve did not write daemon.json")
+			t.Fatalf("serve did not write daemon.json; stderr so far:\n%s", stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
