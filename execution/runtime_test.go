@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -499,5 +500,59 @@ func TestRecoverHostedNeedsHostDir(t *testing.T) {
 	bare := execution.NewRuntime(execution.Config{Store: r.store})
 	if _, err := bare.Recover(context.Background(), execution.RecoverHosted); err == nil || !strings.Contains(err.Error(), "HostDir") {
 		t.Fatalf("Recover(RecoverHosted) without a HostDir: %v, want an error naming HostDir", err)
+	}
+}
+
+// TestRecoverSkipsADamagedJournal: a journal with records missing is left
+// for a person to restore, not built on; the other orphans are recovered.
+func TestRecoverSkipsADamagedJournal(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var refs []eventstore.Reference
+	for _, id := range []string{"ae-sound", "ae-damaged"} {
+		ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+		if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
+			t.Fatal(err)
+		}
+		running := &eventstore.StateChanged{Base: eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")},
+			Lifecycle: eventstore.LifecycleRunning}
+		if _, err := s.Append(ctx, ref, running); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	damaged := refs[1]
+	m := &eventstore.MessageAccepted{MessageID: "late", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"x"}`)}
+	m.Base = eventstore.Base{RecordID: eventstore.RecordID(damaged.JournalID, m.Kind(), "late"), Sequence: 5, Type: m.Kind(), SchemaVersion: 1,
+		JournalID: damaged.JournalID, AgentExecutionID: damaged.AgentExecutionID, OwnerID: damaged.OwnerID, Scope: damaged.OwnerEntity, OccurredAt: time.Now().UTC()}
+	data, err := eventstore.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, err := damaged.Subject(bus.SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, subj, data); err != nil {
+		t.Fatal(err)
+	}
+	recovered, err := execution.NewRuntime(execution.Config{Store: s}).Recover(ctx, execution.RecoverAll)
+	if err != nil || fmt.Sprint(recovered) != "[ae-sound]" {
+		t.Fatalf("recovered %v, %v; want [ae-sound] and no error", recovered, err)
+	}
+	after, err := s.Lookup(ctx, damaged.AgentExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.RecordCount != 3 {
+		t.Fatalf("the damaged journal holds %d records, want its 3: nothing appended", after.RecordCount)
 	}
 }
