@@ -671,7 +671,7 @@ func (c *SendCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("send to %s: %s", id, line)
 	}
 	if !*asJSON {
-		fmt.Fprintln(c.env.Stdout, line)
+		writeLine(c.env.Stdout, "%s", line)
 	}
 	return nil
 }
@@ -743,7 +743,7 @@ func (c *ObserveCommand) Run(ctx context.Context, args []string) error {
 	if ack.Duplicate {
 		line += " (duplicate: recorded before with this id; this is the original decision)"
 	}
-	fmt.Fprintln(c.env.Stdout, line)
+	writeLine(c.env.Stdout, "%s", line)
 	return nil
 }
 
@@ -799,7 +799,7 @@ func (c *StopCommand) Run(ctx context.Context, args []string) error {
 	if v.LifecycleReason != "" {
 		lc += " (" + v.LifecycleReason + ")"
 	}
-	fmt.Fprintf(c.env.Stdout, "%s: %s\n", id, lc)
+	writeLine(c.env.Stdout, "%s: %s", id, lc)
 	return nil
 }
 
@@ -1057,6 +1057,5 @@ func (t *tailer) print(ev sseEvent, d tailEvent) error {
 		}
 		what = fmt.Sprintf("terminal lane %s %s", d.Terminal.TerminalID, state)
 	}
-	_, err := fmt.Fprintf(t.out, "%8d  %-20s  %-27s  %s\n", d.Offset, ev.Name, d.ExecutionID, what)
-	return err
+	return writeLine(t.out, "%8d  %-20s  %-27s  %s", d.Offset, ev.Name, d.ExecutionID, what)
 }
