@@ -159,6 +159,11 @@ type health struct {
 // healthz: GET /healthz, without a token. It fails (503) when the log or
 // the projection cannot be read.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.LogReachable != nil {
+		if err := s.cfg.LogReachable(); err != nil {
+			return unavailable("%v", err)
+		}
+	}
 	lag, err := s.cfg.Views.Lag(r.Context(), s.cfg.Store)
 	if err != nil {
 		s.log.Warn("health check", logKeyErr, err)

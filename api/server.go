@@ -95,6 +95,11 @@ type Config struct {
 	// token or any valid scoped token; it checks scoped tokens itself with
 	// Server.CheckScopedToken.
 	MCP http.Handler
+	// LogReachable, when set, says whether the log can take a write now
+	// (nil) or why not; a write request is then answered 503 at once with
+	// that reason, instead of waiting for the log until it times out. A
+	// daemon joined to another's NATS sets it to its connection's state.
+	LogReachable func() error
 	// Logger receives server errors. Nil discards them.
 	Logger *slog.Logger
 	// MaxBody bounds a request body; DefaultMaxBody when 0.
@@ -285,10 +290,37 @@ func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, 
 			s.writeError(w, r, forbidden("this token is scoped to execution %s and cannot act on %s", id, r.PathValue("id")))
 			return
 		}
+		if r.Method != http.MethodGet && s.cfg.LogReachable != nil {
+			if err := s.logReachable(r.Context()); err != nil {
+				s.writeError(w, r, unavailable("the log cannot take writes now: %v; this daemon reconnects by itself, retry then (reads are served meanwhile)", err))
+				return
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// reconnectGrace is how long a write waits for a log connection that is
+// being re-established: a cluster failover takes a moment, a server that
+// is down does not come back in it.
+const reconnectGrace = 2 * time.Second
+
+// logReachable asks LogReachable, waiting out a short reconnection.
+func (s *Server) logReachable(ctx context.Context) error {
+	deadline := time.Now().Add(reconnectGrace)
+	for {
+		err := s.cfg.LogReachable()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Handler returns the HTTP handler of every route.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,6 +229,19 @@ func (b *Bus) StreamName() string { return b.cfg.StreamName }
 // connected to an external NATS, and "" when the embedded server has no
 // listener.
 func (b *Bus) ClientURL() string { return b.clientURL }
+
+// Reachable reports whether the connection to the log is up (nil), or why
+// not: a connection to another process's NATS goes down with that server
+// and reconnects by itself when it is back.
+func (b *Bus) Reachable() error {
+	if b.nc.IsConnected() {
+		return nil
+	}
+	if b.srv != nil {
+		return errors.New("the embedded NATS server is not connected")
+	}
+	return fmt.Errorf("the NATS server at %s is unreachable (%s)", b.cfg.URL, strings.ToLower(b.nc.Status().String()))
+}
 
 // DataDir is the data directory of the embedded server ("" when external).
 func (b *Bus) DataDir() string {

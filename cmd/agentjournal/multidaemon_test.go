@@ -736,3 +736,33 @@ func TestClusterFlagUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinedDaemonFailsFastWhileItsNATSIsDown: a daemon joined with
+// --nats-url answers writes 503 at once while the NATS it joined is down,
+// saying so, and takes them again once the server is back.
+func TestJoinedDaemonFailsFastWhileItsNATSIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a daemon as a process")
+	}
+	natsDir := t.TempDir()
+	listen := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0])
+	host := fixtures.StartNATSAt(t, natsDir, func(c *bus.Config) { c.Listen = listen })
+	b := startDaemon(t, "B", t.TempDir(), []string{"--nats-url", host.ClientURL(), "--nats-secret-file", natsSecretFile(t)})
+	id := b.launchAgent(t, "t-down", "wait")
+	b.observe(t, id, "o-before", progressSignal("before"))
+
+	if err := host.Close(); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"observationId": "o-down", "source": "daemon", "confidence": "high", "signal": progressSignal("during")}
+	code, out, err := b.do("POST", "/v1/executions/"+id+"/observations", body)
+	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(out), "unreachable") || !strings.Contains(string(out), listen) {
+		t.Fatalf("a write while the NATS is down: %d %s %v; want 503 saying the server at %s is unreachable", code, out, err, listen)
+	}
+	if code, out, err := b.do("GET", "/healthz", nil); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(out), "unreachable") {
+		t.Fatalf("healthz while the NATS is down: %d %s %v; want 503", code, out, err)
+	}
+
+	fixtures.StartNATSAt(t, natsDir, func(c *bus.Config) { c.Listen = listen })
+	b.observe(t, id, "o-after", progressSignal("after"))
+}

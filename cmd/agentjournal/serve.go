@@ -311,6 +311,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	acfg.Token, acfg.Secret, acfg.Logger = token, []byte(secretHex), d.logger
 	acfg.RecordingDir = filepath.Join(d.env.DataDir, "terminal-recordings")
 	acfg.MCP = mcp.NewHandler(late, late, d.logger)
+	if !b.Embedded() {
+		// Joined to another's NATS: while it is down, writes fail at once.
+		acfg.LogReachable = b.Reachable
+	}
 	srv, err := api.New(acfg)
 	if err != nil {
 		return err
