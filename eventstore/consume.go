@@ -151,8 +151,32 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 			_ = m.NakWithDelay(cfg.RetryDelay)
 			continue
 		}
-		if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+		if err := ackOnce(ctx, m, cfg.AckWait); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("consume %s: ack offset %d: %w", cfg.Name, meta.Sequence.Stream, err)
+		}
+	}
+}
+
+// ackRetry is how often an ack that failed is sent again.
+const ackRetry = 250 * time.Millisecond
+
+// ackOnce acknowledges a handled record, sending the ack again while the
+// connection is down (a server restart, a failover) for up to within: with
+// one record pending at a time, a lost ack would hold every next record
+// back until the server redelivers this one, AckWait later.
+func ackOnce(ctx context.Context, m jetstream.Msg, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := m.DoubleAck(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(ackRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
 		}
 	}
 }

@@ -765,4 +765,6 @@ func TestJoinedDaemonFailsFastWhileItsNATSIsDown(t *testing.T) {
 
 	fixtures.StartNATSAt(t, natsDir, func(c *bus.Config) { c.Listen = listen })
 	b.observe(t, id, "o-after", progressSignal("after"))
+	// Stopped while its NATS is up: the agent's end can be recorded.
+	b.stop()
 }
