@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -101,6 +102,20 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // delivered, so that in the steady state, where each record is the next of
 // its journal, deciding reads nothing from the log.
 func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
+	err := s.handle(ctx, e)
+	if errors.Is(err, eventstore.ErrGap) {
+		// A journal with records missing cannot be decided on soundly,
+		// and retrying will not bring them back: the record is left
+		// undecided, for a person to restore the journal, and the log
+		// goes on for every other journal.
+		s.forget(e.Record.RecordBase().JournalID)
+		s.cfg.Logger.Error("policy skipped a record of a damaged journal", "offset", e.Offset, "err", err)
+		return nil
+	}
+	return err
+}
+
+func (s *Subscriber) handle(ctx context.Context, e eventstore.Entry) error {
 	s.handling.Lock()
 	defer s.handling.Unlock()
 	b := e.Record.RecordBase()

@@ -672,3 +672,45 @@ func folded(sub *Subscriber, heads map[string]uint64) bool {
 	}
 	return true
 }
+
+// TestSubscriberSkipsADamagedJournal: an observation of a journal with
+// records missing is left undecided, and handling it succeeds, so the log
+// does not stall behind it; a sound journal's observation is decided.
+func TestSubscriberSkipsADamagedJournal(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-damaged")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	// An observation at sequence 4 where 2 and 3 are missing, as a
+	// damaged log file leaves it.
+	o := observation("o-after-hole", 0)
+	o.Base = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindObservation, o.ObservationID), Sequence: 4,
+		Type: o.Kind(), SchemaVersion: 1, JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID,
+		OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
+	data, err := eventstore.Encode(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, err := ref.Subject(bus.SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := b.JetStream().Publish(ctx, subj, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := NewSubscriber(s, SubscriberConfig{})
+	if err := sub.Handle(ctx, eventstore.Entry{Offset: ack.Sequence, Record: o}); err != nil {
+		t.Fatalf("handling an observation of a damaged journal: %v, want it skipped without an error", err)
+	}
+	after, err := s.Lookup(ctx, ref.AgentExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.RecordCount != 2 {
+		t.Fatalf("the damaged journal holds %d records, want its 2: nothing decided on it", after.RecordCount)
+	}
+}
