@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -27,6 +28,7 @@ const testToken = apitest.Token
 // store, a projection fed by a projector goroutine, the policy subscriber,
 // the runtime with a terminal registry, and the API on an httptest server.
 type rig struct {
+	bus   *bus.Bus
 	store *eventstore.JetStreamStore
 	views *projections.DB
 	rt    *execution.Runtime
@@ -44,7 +46,7 @@ func newRig(t *testing.T, opts ...func(*api.Config)) *rig {
 func startRig(t *testing.T, withPolicy bool, opts ...func(*api.Config)) *rig {
 	t.Helper()
 	s := apitest.Start(t, apitest.Options{NoPolicy: !withPolicy, Configure: opts})
-	return &rig{store: s.Store, views: s.Views, rt: s.Runtime, srv: s.Server, http: s.HTTP, agent: s.Agent}
+	return &rig{bus: s.Bus, store: s.Store, views: s.Views, rt: s.Runtime, srv: s.Server, http: s.HTTP, agent: s.Agent}
 }
 
 // do sends a request with a token ("" for none) and returns the status and

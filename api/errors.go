@@ -28,6 +28,8 @@ const (
 	codeTimeout          = "timeout"
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal"
+	// codeDamaged: the journal has records missing from the log.
+	codeDamaged = "damaged"
 )
 
 // apiError is an error with its HTTP answer.
@@ -103,6 +105,10 @@ func toAPIError(err error) *apiError {
 			message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
 	case errors.As(err, &ve) && len(ve.Problems) > 0:
 		return validationError(ve)
+	case errors.Is(err, eventstore.ErrGap):
+		// The data is damaged, not the request: say which journal lacks
+		// what, so an operator can restore it.
+		return &apiError{status: http.StatusInternalServerError, code: codeDamaged, message: err.Error()}
 	case errors.Is(err, eventstore.ErrRecordTooLarge):
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
 	case errors.Is(err, execution.ErrUnknownMessageType):

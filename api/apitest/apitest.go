@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -23,6 +24,8 @@ const Token = "test-token-0123456789abcdef0123456789abcdef"
 
 // Stack is a running daemon stack; t's cleanup stops it.
 type Stack struct {
+	// Bus is the log's NATS, for tests that write around the store.
+	Bus     *bus.Bus
 	Store   *eventstore.JetStreamStore
 	Views   *projections.DB
 	Runtime *execution.Runtime
@@ -65,7 +68,7 @@ func Start(t testing.TB, opts Options) *Stack {
 		wg.Go(func() { sub.Run(ctx) })
 	}
 
-	s := &Stack{Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
+	s := &Stack{Bus: b, Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
 	terms := terminal.NewRegistry(nil)
 	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
 	s.Runtime = execution.NewRuntime(execution.Config{
