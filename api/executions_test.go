@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
-	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -237,20 +237,7 @@ func TestDamagedJournalNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &eventstore.MessageAccepted{MessageID: "late", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"x"}`)}
-	m.Base = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, m.Kind(), "late"), Sequence: ref.LastSequence + 5, Type: m.Kind(), SchemaVersion: 1,
-		JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
-	data, err := eventstore.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := ref.Subject(bus.SubjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.bus.JetStream().Publish(context.Background(), subj, data); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.PublishPastTheEnd(t, r.bus, ref, ref.LastSequence+5)
 	code, body := r.do(t, "GET", "/v1/executions/"+id+"/records", nil, testToken)
 	if code != http.StatusInternalServerError || !strings.Contains(string(body), `"damaged"`) || !strings.Contains(string(body), ref.JournalID) {
 		t.Fatalf("records of a damaged journal: %d %s, want 500 code damaged naming %s", code, body, ref.JournalID)

@@ -379,20 +379,7 @@ func TestReadJournalRefusesAGap(t *testing.T) {
 		}
 	}
 	// Sequence 6 where 4 and 5 should come first.
-	m := storetest.Message("m-late", "x")
-	*m.RecordBase() = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, m.Kind(), "m-late"), Sequence: 6, Type: m.Kind(), SchemaVersion: 1,
-		JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
-	data, err := eventstore.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := ref.Subject(bus.SubjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JetStream().Publish(ctx, subj, data); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.PublishPastTheEnd(t, b, ref, 6)
 	for _, from := range []uint64{1, 2, 4} {
 		var got []uint64
 		var readErr error

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -530,20 +529,7 @@ func TestRecoverSkipsADamagedJournal(t *testing.T) {
 		refs = append(refs, ref)
 	}
 	damaged := refs[1]
-	m := &eventstore.MessageAccepted{MessageID: "late", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"x"}`)}
-	m.Base = eventstore.Base{RecordID: eventstore.RecordID(damaged.JournalID, m.Kind(), "late"), Sequence: 5, Type: m.Kind(), SchemaVersion: 1,
-		JournalID: damaged.JournalID, AgentExecutionID: damaged.AgentExecutionID, OwnerID: damaged.OwnerID, Scope: damaged.OwnerEntity, OccurredAt: time.Now().UTC()}
-	data, err := eventstore.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := damaged.Subject(bus.SubjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JetStream().Publish(ctx, subj, data); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.PublishPastTheEnd(t, b, damaged, 5)
 	recovered, err := execution.NewRuntime(execution.Config{Store: s}).Recover(ctx, execution.RecoverAll)
 	if err != nil || fmt.Sprint(recovered) != "[ae-sound]" {
 		t.Fatalf("recovered %v, %v; want [ae-sound] and no error", recovered, err)

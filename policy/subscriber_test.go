@@ -690,20 +690,9 @@ func TestSubscriberSkipsADamagedJournal(t *testing.T) {
 	o.Base = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindObservation, o.ObservationID), Sequence: 4,
 		Type: o.Kind(), SchemaVersion: 1, JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID,
 		OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
-	data, err := eventstore.Encode(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := ref.Subject(bus.SubjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := b.JetStream().Publish(ctx, subj, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offset := fixtures.PublishAround(t, b, ref, o)
 	sub := NewSubscriber(s, SubscriberConfig{})
-	if err := sub.Handle(ctx, eventstore.Entry{Offset: ack.Sequence, Record: o}); err != nil {
+	if err := sub.Handle(ctx, eventstore.Entry{Offset: offset, Record: o}); err != nil {
 		t.Fatalf("handling an observation of a damaged journal: %v, want it skipped without an error", err)
 	}
 	after, err := s.Lookup(ctx, ref.AgentExecutionID)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
@@ -33,20 +31,7 @@ func TestVerifyFindsAGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &eventstore.MessageAccepted{MessageID: "late", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"x"}`)}
-	m.Base = eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, m.Kind(), "late"), Sequence: ref.LastSequence + 3, Type: m.Kind(), SchemaVersion: 1,
-		JournalID: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, OwnerID: ref.OwnerID, Scope: ref.OwnerEntity, OccurredAt: time.Now().UTC()}
-	data, err := eventstore.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj, err := ref.Subject(bus.SubjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JetStream().Publish(context.Background(), subj, data); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.PublishPastTheEnd(t, b, ref, ref.LastSequence+3)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
