@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 	"io"
 	"log/slog"
 	"net/http"
@@ -200,7 +202,10 @@ func TestRebuildThroughTheDaemon(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := run(t, dir, "show", id, "--json")
-		if r.code == 0 && strings.Contains(r.stdout, `"lifecycle": "completed"`) {
+		// The state's own lifecycle, not a timeline item's: show may read
+		// the timeline a record ahead of the state.
+		var st execution.State
+		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &st) == nil && st.Lifecycle == eventstore.LifecycleCompleted {
 			before = r.stdout
 			break
 		}
