@@ -165,9 +165,11 @@ type process struct {
 	killed   bool   // the grace ran out: exit means terminated
 	closing  bool   // Stop closed stdin: a clean exit means completed
 	ended    bool
-	session  provider.Session
-	turns    int  // turns ended
-	awaiting bool // a turn ended and the next has not started
+	// sessionID is the provider session the CLI named, which the next
+	// turn resumes.
+	sessionID string
+	turns     int  // turns ended
+	awaiting  bool // a turn ended and the next has not started
 }
 
 // child is one process of an execution, on pipes or on a terminal lane.
@@ -714,14 +716,12 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 				rt.cfg.Logger.Error("record activity", "execution", p.ref.AgentExecutionID, "err", err)
 			}
 		case ev.Session != nil:
-			p.mu.Lock()
+			// The version only matters to the parser's diagnostics.
 			if ev.Session.ID != "" {
-				p.session.ID = ev.Session.ID
+				p.mu.Lock()
+				p.sessionID = ev.Session.ID
+				p.mu.Unlock()
 			}
-			if ev.Session.AgentVersion != "" {
-				p.session.AgentVersion = ev.Session.AgentVersion
-			}
-			p.mu.Unlock()
 		case ev.TurnEnd != nil:
 			rt.turnEnded(p, c, *ev.TurnEnd)
 		}
@@ -732,7 +732,7 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 // said, else the one its driver chose.
 func (rt *Runtime) sessionOf(p *process) string {
 	p.mu.Lock()
-	id := p.session.ID
+	id := p.sessionID
 	p.mu.Unlock()
 	if id != "" {
 		return id
@@ -1243,7 +1243,7 @@ func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *event
 		}
 	}
 	p.mu.Lock()
-	session, turns := p.session.ID, p.turns
+	session, turns := p.sessionID, p.turns
 	p.mu.Unlock()
 	switch {
 	case c != nil:
