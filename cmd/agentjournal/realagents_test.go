@@ -66,6 +66,16 @@ var realCLIs = []realCLI{
 		}},
 }
 
+// eachCLI runs test for every CLI of the suite, in parallel.
+func eachCLI(t *testing.T, test func(t *testing.T, c realCLI)) {
+	for _, c := range realCLIs {
+		t.Run(c.agent, func(t *testing.T) {
+			t.Parallel()
+			test(t, c)
+		})
+	}
+}
+
 // realTimeout bounds one run of a real CLI: a hang fails the test.
 const realTimeout = 2 * time.Minute
 
@@ -295,132 +305,117 @@ func (r *realRun) checkNative(t *testing.T) {
 
 func TestRealAgentText(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			text := "Hello from the scripted model. " + strings.Repeat("All done. ", 3)
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 4,
-				Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30, CacheCreationInputTokens: 5}}}}
-			if c.agent == "codex" {
-				sc.Turns[0].Usage.CacheCreationInputTokens = 0
-			}
-			r := runScenario(t, c, sc, "Say hello")
-			if r.res.code != exitOK {
-				r.failf(t, "run exit %d, want 0", r.res.code)
-			}
-			if got := messageTexts(r.records); !slices.Contains(got, text) {
-				r.failf(t, "messages %q, want %q among them", got, text)
-			}
-			r.checkEnd(t, eventstore.LifecycleCompleted)
-			r.checkUsage(t)
-			r.checkNative(t)
-		})
-	}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		text := "Hello from the scripted model. " + strings.Repeat("All done. ", 3)
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 4,
+			Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30, CacheCreationInputTokens: 5}}}}
+		if c.agent == "codex" {
+			sc.Turns[0].Usage.CacheCreationInputTokens = 0
+		}
+		r := runScenario(t, c, sc, "Say hello")
+		if r.res.code != exitOK {
+			r.failf(t, "run exit %d, want 0", r.res.code)
+		}
+		if got := messageTexts(r.records); !slices.Contains(got, text) {
+			r.failf(t, "messages %q, want %q among them", got, text)
+		}
+		r.checkEnd(t, eventstore.LifecycleCompleted)
+		r.checkUsage(t)
+		r.checkNative(t)
+	})
 }
 
 func TestRealAgentLongAnswer(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			var b strings.Builder
-			for i := range 400 {
-				fmt.Fprintf(&b, "Line %d of a long answer, streamed in many pieces.\n", i)
-			}
-			text := strings.TrimSpace(b.String())
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 200, Usage: modelserver.Usage{InputTokens: 50, OutputTokens: 4000}}}}
-			r := runScenario(t, c, sc, "Write a long answer")
-			if got := messageTexts(r.records); !slices.Contains(got, text) {
-				r.failf(t, "the long answer is not one message of %d bytes; messages: %d", len(text), len(got))
-			}
-			r.checkEnd(t, eventstore.LifecycleCompleted)
-			r.checkUsage(t)
-		})
-	}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		var b strings.Builder
+		for i := range 400 {
+			fmt.Fprintf(&b, "Line %d of a long answer, streamed in many pieces.\n", i)
+		}
+		text := strings.TrimSpace(b.String())
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 200, Usage: modelserver.Usage{InputTokens: 50, OutputTokens: 4000}}}}
+		r := runScenario(t, c, sc, "Write a long answer")
+		if got := messageTexts(r.records); !slices.Contains(got, text) {
+			r.failf(t, "the long answer is not one message of %d bytes; messages: %d", len(text), len(got))
+		}
+		r.checkEnd(t, eventstore.LifecycleCompleted)
+		r.checkUsage(t)
+	})
 }
 
 func TestRealAgentShellTool(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			command := "echo hello-from-tool && touch made-by-tool"
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{Text: "I will run a command.", ToolCalls: []modelserver.ToolCall{c.shell("call_shell_1", command)},
-					Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30, CacheReadInputTokens: 100}},
-				{Text: "The command printed hello-from-tool.", Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12, CacheReadInputTokens: 150}},
-			}}
-			r := runScenario(t, c, sc, "Run the command", "--permissions", "allow")
-			if _, err := os.Stat(filepath.Join(r.work, "made-by-tool")); err != nil {
-				r.failf(t, "the tool did not run: %v", err)
-			}
-			start, end := callEnd(r.records, "echo hello-from-tool")
-			if start == nil || end == nil {
-				r.failf(t, "no tool call targeting the command, started and ended (%d tool call updates)", len(toolCalls(r.records)))
-			}
-			if end.ToolCall.Status != eventstore.ToolCallSucceeded {
-				r.failf(t, "tool call ended %s (%s), want succeeded", end.ToolCall.Status, end.ToolCall.Error)
-			}
-			r.checkEnd(t, eventstore.LifecycleCompleted)
-			r.checkUsage(t)
-		})
-	}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		command := "echo hello-from-tool && touch made-by-tool"
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{
+			{Text: "I will run a command.", ToolCalls: []modelserver.ToolCall{c.shell("call_shell_1", command)},
+				Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30, CacheReadInputTokens: 100}},
+			{Text: "The command printed hello-from-tool.", Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12, CacheReadInputTokens: 150}},
+		}}
+		r := runScenario(t, c, sc, "Run the command", "--permissions", "allow")
+		if _, err := os.Stat(filepath.Join(r.work, "made-by-tool")); err != nil {
+			r.failf(t, "the tool did not run: %v", err)
+		}
+		start, end := callEnd(r.records, "echo hello-from-tool")
+		if start == nil || end == nil {
+			r.failf(t, "no tool call targeting the command, started and ended (%d tool call updates)", len(toolCalls(r.records)))
+		}
+		if end.ToolCall.Status != eventstore.ToolCallSucceeded {
+			r.failf(t, "tool call ended %s (%s), want succeeded", end.ToolCall.Status, end.ToolCall.Error)
+		}
+		r.checkEnd(t, eventstore.LifecycleCompleted)
+		r.checkUsage(t)
+	})
 }
 
 func TestRealAgentFailingTool(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			command := "echo broken-tool >&2; exit 3"
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{ToolCalls: []modelserver.ToolCall{c.shell("call_fail_1", command)}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-				{Text: "The command failed.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 8}},
-			}}
-			r := runScenario(t, c, sc, "Run the failing command", "--permissions", "allow")
-			_, end := callEnd(r.records, "broken-tool")
-			if end == nil {
-				r.failf(t, "no ended tool call targeting the command")
-			}
-			if end.ToolCall.Status != eventstore.ToolCallFailed || end.ToolCall.Error == "" {
-				r.failf(t, "failing command recorded as %s with error %q, want failed with its error", end.ToolCall.Status, end.ToolCall.Error)
-			}
-			if ec := end.ToolCall.ExitCode; ec != nil && *ec != 3 {
-				r.failf(t, "exit code %d, want 3", *ec)
-			}
-			r.checkEnd(t, eventstore.LifecycleCompleted)
-		})
-	}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		command := "echo broken-tool >&2; exit 3"
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{
+			{ToolCalls: []modelserver.ToolCall{c.shell("call_fail_1", command)}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+			{Text: "The command failed.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 8}},
+		}}
+		r := runScenario(t, c, sc, "Run the failing command", "--permissions", "allow")
+		_, end := callEnd(r.records, "broken-tool")
+		if end == nil {
+			r.failf(t, "no ended tool call targeting the command")
+		}
+		if end.ToolCall.Status != eventstore.ToolCallFailed || end.ToolCall.Error == "" {
+			r.failf(t, "failing command recorded as %s with error %q, want failed with its error", end.ToolCall.Status, end.ToolCall.Error)
+		}
+		if ec := end.ToolCall.ExitCode; ec != nil && *ec != 3 {
+			r.failf(t, "exit code %d, want 3", *ec)
+		}
+		r.checkEnd(t, eventstore.LifecycleCompleted)
+	})
 }
 
 func TestRealAgentAPIError(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{{Error: &modelserver.APIError{Status: 400, Message: "prompt is too long for the scripted model"}, Repeat: 20}}}
-			r := runScenario(t, c, sc, "Say hello")
-			if r.res.code == exitOK {
-				r.failf(t, "run exit 0 after an API error, want 1")
-			}
-			st := r.checkEnd(t, eventstore.LifecycleFailed)
-			if !strings.Contains(st.LifecycleReason, "too long") && !strings.Contains(st.LifecycleReason, "400") {
-				r.failf(t, "failure reason %q does not carry the API error", st.LifecycleReason)
-			}
-			var claims int
-			for _, rec := range r.records {
-				if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalFailedClaim {
-					claims++
-					if strings.HasPrefix(strings.TrimSpace(o.Signal.Payload.(*eventstore.FailedClaimSignal).Reason), "{") {
-						r.failf(t, "failure reason is raw JSON: %s", o.Signal.Payload.(*eventstore.FailedClaimSignal).Reason)
-					}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{{Error: &modelserver.APIError{Status: 400, Message: "prompt is too long for the scripted model"}, Repeat: 20}}}
+		r := runScenario(t, c, sc, "Say hello")
+		if r.res.code == exitOK {
+			r.failf(t, "run exit 0 after an API error, want 1")
+		}
+		st := r.checkEnd(t, eventstore.LifecycleFailed)
+		if !strings.Contains(st.LifecycleReason, "too long") && !strings.Contains(st.LifecycleReason, "400") {
+			r.failf(t, "failure reason %q does not carry the API error", st.LifecycleReason)
+		}
+		var claims int
+		for _, rec := range r.records {
+			if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalFailedClaim {
+				claims++
+				if strings.HasPrefix(strings.TrimSpace(o.Signal.Payload.(*eventstore.FailedClaimSignal).Reason), "{") {
+					r.failf(t, "failure reason is raw JSON: %s", o.Signal.Payload.(*eventstore.FailedClaimSignal).Reason)
 				}
 			}
-			if claims != 1 {
-				r.failf(t, "%d failure claims, want exactly one", claims)
-			}
-		})
-	}
+		}
+		if claims != 1 {
+			r.failf(t, "%d failure claims, want exactly one", claims)
+		}
+	})
 }
 
 // readJournalAPI reads an execution's journal through the daemon's API.
@@ -466,51 +461,48 @@ func TestRealAgentConversation(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url, token, _ := startServe(t, dir)
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
-				{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
-			}}
-			srv := modelserver.Start(t, sc)
-			work := t.TempDir()
-			id := strings.TrimSpace(mustRun(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
-			awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
-				return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
-			})
-			if out := mustRun(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
-				t.Fatalf("send printed %q, want the prompt delivered", out)
-			}
-			awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
-				return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
-			})
-			mustRun(t, dir, "stop", id)
-			st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
-			recs := readJournalAPI(t, url, token, id)
-			r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
-			if st.Lifecycle != eventstore.LifecycleCompleted || st.Attention != eventstore.AttentionNone {
-				r.failf(t, "stopped conversation ended %s/%s (%s), want completed, not cancelled", st.Lifecycle, st.Attention, st.LifecycleReason)
-			}
-			msgs := messageTexts(recs)
-			if !slices.Contains(msgs, "First answer.") || !slices.Contains(msgs, "Second answer.") {
-				r.failf(t, "messages %q, want both turns' answers", msgs)
-			}
-			var skipped []string
-			for _, rec := range recs {
-				if d, ok := rec.(*eventstore.MessageDelivery); ok && d.Status != eventstore.DeliveryDelivered {
-					skipped = append(skipped, d.MessageID+": "+string(d.Status)+" "+d.Reason)
-				}
-			}
-			if len(skipped) > 0 {
-				r.failf(t, "deliveries not delivered: %q", skipped)
-			}
-			if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
-				r.failf(t, "the second turn did not continue the first one's session: %d conversation requests", len(conv))
-			}
-			r.checkUsage(t)
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{
+			{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+			{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+		}}
+		srv := modelserver.Start(t, sc)
+		work := t.TempDir()
+		id := strings.TrimSpace(mustRun(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
+		awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
+			return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
 		})
-	}
+		if out := mustRun(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
+			t.Fatalf("send printed %q, want the prompt delivered", out)
+		}
+		awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
+			return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
+		})
+		mustRun(t, dir, "stop", id)
+		st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
+		recs := readJournalAPI(t, url, token, id)
+		r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
+		if st.Lifecycle != eventstore.LifecycleCompleted || st.Attention != eventstore.AttentionNone {
+			r.failf(t, "stopped conversation ended %s/%s (%s), want completed, not cancelled", st.Lifecycle, st.Attention, st.LifecycleReason)
+		}
+		msgs := messageTexts(recs)
+		if !slices.Contains(msgs, "First answer.") || !slices.Contains(msgs, "Second answer.") {
+			r.failf(t, "messages %q, want both turns' answers", msgs)
+		}
+		var skipped []string
+		for _, rec := range recs {
+			if d, ok := rec.(*eventstore.MessageDelivery); ok && d.Status != eventstore.DeliveryDelivered {
+				skipped = append(skipped, d.MessageID+": "+string(d.Status)+" "+d.Reason)
+			}
+		}
+		if len(skipped) > 0 {
+			r.failf(t, "deliveries not delivered: %q", skipped)
+		}
+		if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
+			r.failf(t, "the second turn did not continue the first one's session: %d conversation requests", len(conv))
+		}
+		r.checkUsage(t)
+	})
 }
 
 // TestRealAgentPermission: Claude Code asks before running a command that
@@ -639,57 +631,54 @@ var planCalls = map[string][2]modelserver.ToolCall{
 
 func TestRealAgentPlan(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			calls := planCalls[c.agent]
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{Text: "Planning.", ToolCalls: []modelserver.ToolCall{calls[0]}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-				{ToolCalls: []modelserver.ToolCall{calls[1]}, Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
-				{Text: "Plan done.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 5}},
-			}}
-			var flags []string
-			if c.agent == "claude-code" {
-				// Claude Code's todo tool is off in prompt mode unless asked for.
-				flags = []string{"--env", "CLAUDE_CODE_ENABLE_TODO_TOOLS=1", "--env", "CLAUDE_CODE_ENABLE_TASKS=0"}
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		calls := planCalls[c.agent]
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{
+			{Text: "Planning.", ToolCalls: []modelserver.ToolCall{calls[0]}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+			{ToolCalls: []modelserver.ToolCall{calls[1]}, Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+			{Text: "Plan done.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 5}},
+		}}
+		var flags []string
+		if c.agent == "claude-code" {
+			// Claude Code's todo tool is off in prompt mode unless asked for.
+			flags = []string{"--env", "CLAUDE_CODE_ENABLE_TODO_TOOLS=1", "--env", "CLAUDE_CODE_ENABLE_TASKS=0"}
+		}
+		r := runScenario(t, c, sc, "Plan the work", flags...)
+		var plans [][]eventstore.PlanItem
+		for _, rec := range r.records {
+			if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalPlan {
+				plans = append(plans, o.Signal.Payload.(*eventstore.PlanSignal).Items)
 			}
-			r := runScenario(t, c, sc, "Plan the work", flags...)
-			var plans [][]eventstore.PlanItem
-			for _, rec := range r.records {
-				if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalPlan {
-					plans = append(plans, o.Signal.Payload.(*eventstore.PlanSignal).Items)
-				}
+		}
+		statuses := func(items []eventstore.PlanItem) string {
+			var s []string
+			for _, it := range items {
+				s = append(s, it.Text+"="+string(it.Status))
 			}
-			statuses := func(items []eventstore.PlanItem) string {
-				var s []string
-				for _, it := range items {
-					s = append(s, it.Text+"="+string(it.Status))
-				}
-				return strings.Join(s, ", ")
-			}
-			want := []string{"Write the file=in-progress, Run the tests=open", "Write the file=done, Run the tests=done"}
-			if c.agent == "codex" {
-				// Codex's todo_list says only whether an item is done.
-				want[0] = "Write the file=open, Run the tests=open"
-			}
-			var got []string
-			for _, p := range plans {
-				got = append(got, statuses(p))
-			}
-			if !slices.Equal(got, want) {
-				r.failf(t, "plans %q, want %q", got, want)
-			}
-			if st := r.checkEnd(t, eventstore.LifecycleCompleted); statuses(st.Plan) != want[1] {
-				r.failf(t, "the state's plan is %q, want %q", statuses(st.Plan), want[1])
-			}
-			// run prints the state it ended in: the plan and the tokens.
-			if !strings.Contains(r.res.stdout, "plan (2 items):\n  [done] Write the file\n  [done] Run the tests\n") ||
-				!strings.Contains(r.res.stdout, "tokens:") {
-				r.failf(t, "run's summary does not show the plan and the tokens:\n%s", r.res.stdout)
-			}
-			r.checkUsage(t)
-		})
-	}
+			return strings.Join(s, ", ")
+		}
+		want := []string{"Write the file=in-progress, Run the tests=open", "Write the file=done, Run the tests=done"}
+		if c.agent == "codex" {
+			// Codex's todo_list says only whether an item is done.
+			want[0] = "Write the file=open, Run the tests=open"
+		}
+		var got []string
+		for _, p := range plans {
+			got = append(got, statuses(p))
+		}
+		if !slices.Equal(got, want) {
+			r.failf(t, "plans %q, want %q", got, want)
+		}
+		if st := r.checkEnd(t, eventstore.LifecycleCompleted); statuses(st.Plan) != want[1] {
+			r.failf(t, "the state's plan is %q, want %q", statuses(st.Plan), want[1])
+		}
+		// run prints the state it ended in: the plan and the tokens.
+		if !strings.Contains(r.res.stdout, "plan (2 items):\n  [done] Write the file\n  [done] Run the tests\n") ||
+			!strings.Contains(r.res.stdout, "tokens:") {
+			r.failf(t, "run's summary does not show the plan and the tokens:\n%s", r.res.stdout)
+		}
+		r.checkUsage(t)
+	})
 }
 
 // fileCalls are, per CLI, a tool call that writes hello.txt in dir and one
@@ -716,59 +705,56 @@ func fileCalls(agent, dir string) []modelserver.ToolCall {
 
 func TestRealAgentFiles(t *testing.T) {
 	t.Parallel()
-	for _, c := range realCLIs {
-		t.Run(c.agent, func(t *testing.T) {
-			t.Parallel()
-			work := t.TempDir()
-			calls := fileCalls(c.agent, work)
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{Text: "Writing.", ToolCalls: calls[:1], Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-				{ToolCalls: calls[1:], Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
-				{Text: "Edited.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 5}},
-			}}
-			if c.agent == "claude-code" {
-				// A search, for its pattern as the target.
-				sc.Turns[2].ToolCalls = []modelserver.ToolCall{{ID: "toolu_grep_1", Name: "Grep", Input: map[string]any{"pattern": "there", "path": work}}}
-				sc.Turns = append(sc.Turns, modelserver.Turn{Text: "Found it.", Usage: modelserver.Usage{InputTokens: 220, OutputTokens: 4}})
+	eachCLI(t, func(t *testing.T, c realCLI) {
+		work := t.TempDir()
+		calls := fileCalls(c.agent, work)
+		sc := modelserver.Scenario{Turns: []modelserver.Turn{
+			{Text: "Writing.", ToolCalls: calls[:1], Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+			{ToolCalls: calls[1:], Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+			{Text: "Edited.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 5}},
+		}}
+		if c.agent == "claude-code" {
+			// A search, for its pattern as the target.
+			sc.Turns[2].ToolCalls = []modelserver.ToolCall{{ID: "toolu_grep_1", Name: "Grep", Input: map[string]any{"pattern": "there", "path": work}}}
+			sc.Turns = append(sc.Turns, modelserver.Turn{Text: "Found it.", Usage: modelserver.Usage{InputTokens: 220, OutputTokens: 4}})
+		}
+		srv := modelserver.Start(t, sc)
+		dir := t.TempDir()
+		args := append([]string{"--agent", c.agent, "--prompt", "Write and edit hello.txt", "--permissions", "allow"}, agentArgs(t, c, srv.URL(), work)...)
+		r := &realRun{cli: c, srv: srv, sc: sc, work: work, res: runReal(t, dir, args...)}
+		m := runningAny.FindStringSubmatch(r.res.stderr)
+		if m == nil {
+			t.Fatalf("run did not launch:\n%s", r.res.stderr)
+		}
+		r.id, r.records = m[1], journalOf(t, dir, m[1])
+		if data, err := os.ReadFile(filepath.Join(work, "hello.txt")); err != nil || string(data) != "hello\nthere\n" {
+			r.failf(t, "hello.txt is %q (%v), want it written and edited", data, err)
+		}
+		var files []string
+		ended := map[string]eventstore.ToolCallStatus{}
+		var search *eventstore.Target
+		for _, a := range toolCalls(r.records) {
+			switch {
+			case a.ToolCall.Status != eventstore.ToolCallStarted:
+				ended[a.ToolCall.ID] = a.ToolCall.Status
+			case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetFile:
+				files = append(files, a.ToolCall.ID+" "+filepath.Base(a.CurrentTarget.Path))
+			case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetSearch:
+				search = a.CurrentTarget
 			}
-			srv := modelserver.Start(t, sc)
-			dir := t.TempDir()
-			args := append([]string{"--agent", c.agent, "--prompt", "Write and edit hello.txt", "--permissions", "allow"}, agentArgs(t, c, srv.URL(), work)...)
-			r := &realRun{cli: c, srv: srv, sc: sc, work: work, res: runReal(t, dir, args...)}
-			m := runningAny.FindStringSubmatch(r.res.stderr)
-			if m == nil {
-				t.Fatalf("run did not launch:\n%s", r.res.stderr)
+		}
+		if len(files) != 2 || !strings.HasSuffix(files[0], " hello.txt") || !strings.HasSuffix(files[1], " hello.txt") {
+			r.failf(t, "file targets %q, want the write and the edit of hello.txt", files)
+		}
+		for _, f := range files {
+			if id, _, _ := strings.Cut(f, " "); ended[id] != eventstore.ToolCallSucceeded {
+				r.failf(t, "call %s ended %q, want succeeded", id, ended[id])
 			}
-			r.id, r.records = m[1], journalOf(t, dir, m[1])
-			if data, err := os.ReadFile(filepath.Join(work, "hello.txt")); err != nil || string(data) != "hello\nthere\n" {
-				r.failf(t, "hello.txt is %q (%v), want it written and edited", data, err)
-			}
-			var files []string
-			ended := map[string]eventstore.ToolCallStatus{}
-			var search *eventstore.Target
-			for _, a := range toolCalls(r.records) {
-				switch {
-				case a.ToolCall.Status != eventstore.ToolCallStarted:
-					ended[a.ToolCall.ID] = a.ToolCall.Status
-				case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetFile:
-					files = append(files, a.ToolCall.ID+" "+filepath.Base(a.CurrentTarget.Path))
-				case a.CurrentTarget != nil && a.CurrentTarget.Kind == eventstore.TargetSearch:
-					search = a.CurrentTarget
-				}
-			}
-			if len(files) != 2 || !strings.HasSuffix(files[0], " hello.txt") || !strings.HasSuffix(files[1], " hello.txt") {
-				r.failf(t, "file targets %q, want the write and the edit of hello.txt", files)
-			}
-			for _, f := range files {
-				if id, _, _ := strings.Cut(f, " "); ended[id] != eventstore.ToolCallSucceeded {
-					r.failf(t, "call %s ended %q, want succeeded", id, ended[id])
-				}
-			}
-			if c.agent == "claude-code" && (search == nil || search.Label != "there" || search.Path != work) {
-				r.failf(t, "search target %+v, want the pattern there in %s", search, work)
-			}
-			r.checkEnd(t, eventstore.LifecycleCompleted)
-			r.checkUsage(t)
-		})
-	}
+		}
+		if c.agent == "claude-code" && (search == nil || search.Label != "there" || search.Path != work) {
+			r.failf(t, "search target %+v, want the pattern there in %s", search, work)
+		}
+		r.checkEnd(t, eventstore.LifecycleCompleted)
+		r.checkUsage(t)
+	})
 }
