@@ -307,9 +307,20 @@ func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime,
 	defer cancel()
 	t := time.NewTicker(settlePoll)
 	defer t.Stop()
-	for {
-		st, err := replayJournal(ctx, s, ref)
-		if err == nil && (st.CurrentInputRequestID == q.RequestID || st.Lifecycle.Final()) {
+	// Each poll reads only the records appended since the last one.
+	next, opened := uint64(1), false
+	for !opened {
+		for e, err := range s.ReadJournal(ctx, ref, next) {
+			if err != nil {
+				break
+			}
+			next = e.Record.RecordBase().Sequence + 1
+			if sc, ok := e.Record.(*eventstore.StateChanged); ok &&
+				(sc.CurrentInputRequestID.ID == q.RequestID || sc.Lifecycle.Final()) {
+				opened = true
+			}
+		}
+		if opened {
 			break
 		}
 		select {
