@@ -94,16 +94,34 @@ func agentArgs(t *testing.T, c realCLI, url, workDir string) []string {
 // runReal runs `agentjournal run` on dir, bounded by realTimeout.
 func runReal(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runBounded(t, dir, append([]string{"run"}, args...)...)
+}
+
+// runBounded runs any command on dir, bounded by realTimeout: a command
+// that waits on a hung agent or daemon fails the test instead of stalling.
+func runBounded(t *testing.T, dir string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), realTimeout)
 	defer cancel()
 	var stdout, stderr syncBuffer
 	m := Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
 		HomeDir: func() (string, error) { return "", errors.New("tests name the data directory") }}
-	code := m.Run(ctx, append([]string{"--data", dir, "run"}, args...))
+	code := m.Run(ctx, append([]string{"--data", dir}, args...))
 	if ctx.Err() != nil && t.Context().Err() == nil {
-		t.Fatalf("agentjournal run %s did not end within %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), realTimeout, stdout.String(), stderr.String())
+		t.Fatalf("agentjournal %s did not end within %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), realTimeout, stdout.String(), stderr.String())
 	}
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// mustRunReal is runBounded for commands that must succeed; it returns
+// stdout.
+func mustRunReal(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	r := runBounded(t, dir, args...)
+	if r.code != exitOK {
+		t.Fatalf("agentjournal %s: exit %d, want 0; stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
 }
 
 var runningAny = regexp.MustCompile(`agentjournal: running (ae-[0-9a-f]+) \(`)
@@ -468,17 +486,17 @@ func TestRealAgentConversation(t *testing.T) {
 		}}
 		srv := modelserver.Start(t, sc)
 		work := t.TempDir()
-		id := strings.TrimSpace(mustRun(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
+		id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
 		awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
 			return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
 		})
-		if out := mustRun(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
+		if out := mustRunReal(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
 			t.Fatalf("send printed %q, want the prompt delivered", out)
 		}
 		awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
 			return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
 		})
-		mustRun(t, dir, "stop", id)
+		mustRunReal(t, dir, "stop", id)
 		st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
 		recs := readJournalAPI(t, url, token, id)
 		r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
@@ -522,14 +540,14 @@ func TestRealAgentPermission(t *testing.T) {
 			}}
 			srv := modelserver.Start(t, sc)
 			work := t.TempDir()
-			id := strings.TrimSpace(mustRun(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
+			id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
 			st := awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
 			req := st.LastInputRequest
 			if req.Kind != string(eventstore.InputPermission) || req.Tool == nil || req.Tool.Name != "Bash" ||
 				!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
 				t.Fatalf("input request %+v, want a permission for Bash with allow and deny", req)
 			}
-			if out := mustRun(t, dir, "send", id, "--answer", req.RequestID, answer); !strings.Contains(out, "delivered") {
+			if out := mustRunReal(t, dir, "send", id, "--answer", req.RequestID, answer); !strings.Contains(out, "delivered") {
 				t.Fatalf("answer printed %q, want it delivered", out)
 			}
 			awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
@@ -561,7 +579,7 @@ func TestRealAgentPermission(t *testing.T) {
 			if !delivered {
 				t.Fatalf("the answer's delivery is not in the journal")
 			}
-			mustRun(t, dir, "stop", id)
+			mustRunReal(t, dir, "stop", id)
 		})
 	}
 }
@@ -581,13 +599,13 @@ func TestRealAgentQuestion(t *testing.T) {
 	}}
 	srv := modelserver.Start(t, sc)
 	work := t.TempDir()
-	id := strings.TrimSpace(mustRun(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Pick a color"}, agentArgs(t, c, srv.URL(), work)...)...))
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Pick a color"}, agentArgs(t, c, srv.URL(), work)...)...))
 	st := awaitReal(t, dir, id, "the question", func(st execution.State) bool { return st.AwaitingInput() })
 	req := st.LastInputRequest
 	if !strings.Contains(req.Question, "Which color") || !slices.Equal(req.Choices, []string{"Red", "Blue"}) || req.Kind == string(eventstore.InputPermission) {
 		t.Fatalf("input request %+v, want the question with choices Red and Blue", req)
 	}
-	mustRun(t, dir, "send", id, "--answer", req.RequestID, "Blue")
+	mustRunReal(t, dir, "send", id, "--answer", req.RequestID, "Blue")
 	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
 		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
 	})
@@ -601,7 +619,7 @@ func TestRealAgentQuestion(t *testing.T) {
 	if msgs := messageTexts(readJournalAPI(t, url, token, id)); !slices.Contains(msgs, "You chose blue.") {
 		t.Fatalf("messages %q, want the answer's follow-up", msgs)
 	}
-	mustRun(t, dir, "stop", id)
+	mustRunReal(t, dir, "stop", id)
 }
 
 // planCalls are, per CLI, the tool calls that set a plan of two items, the
