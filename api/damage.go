@@ -37,6 +37,13 @@ func (s *Server) checkDamage(ctx context.Context) {
 }
 
 func (s *Server) findDamage(ctx context.Context) ([]string, error) {
+	// The read model first: the log only grows, so counted after it, it
+	// holds at least what the read model applied unless records were lost,
+	// even while the policy and the runtime append.
+	sums, err := s.cfg.Views.List(projections.Filter{})
+	if err != nil {
+		return nil, err
+	}
 	refs, err := s.cfg.Store.Journals(ctx)
 	if err != nil {
 		return nil, err
@@ -44,10 +51,6 @@ func (s *Server) findDamage(ctx context.Context) ([]string, error) {
 	held := make(map[string]uint64, len(refs))
 	for _, r := range refs {
 		held[r.AgentExecutionID] = r.RecordCount
-	}
-	sums, err := s.cfg.Views.List(projections.Filter{})
-	if err != nil {
-		return nil, err
 	}
 	var found []string
 	for _, sum := range sums {

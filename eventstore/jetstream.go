@@ -508,8 +508,10 @@ func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOff
 // batches of messages are decoded on every core while the next ones arrive,
 // and handed to yield in log order.
 func (s *JetStreamStore) scan(ctx context.Context, subjects []string, start, end uint64, yield func(Entry, error) bool) {
-	r, err := s.readChunks(ctx, subjects, start, 1000, "read log", func(offset, _ uint64) (bool, bool) {
-		return false, offset >= end
+	// Nothing pending ends the read too: a log that lost its newest
+	// records (a damaged file) may still count end as its last sequence.
+	r, err := s.readChunks(ctx, subjects, start, 1000, "read log", func(offset, pending uint64) (bool, bool) {
+		return false, offset >= end || pending == 0
 	})
 	if err != nil {
 		yield(Entry{}, err)
@@ -557,12 +559,22 @@ func (s *JetStreamStore) ReadLog(ctx context.Context, fromOffset uint64) iter.Se
 }
 
 // LastOffset returns the offset of the newest record in the log, 0 if empty.
+//
+// That is the newest record the log holds, not the stream's last sequence:
+// once a damaged file lost the newest records, the stream may still count
+// their sequences, and a reader waiting for them would wait forever.
 func (s *JetStreamStore) LastOffset(ctx context.Context) (uint64, error) {
-	info, err := s.stream.Info(ctx)
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	m, err := s.stream.GetLastMsgForSubject(ctx, s.cfg.SubjectPrefix+".>")
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}
-	return info.State.LastSeq, nil
+	return m.Sequence, nil
 }
 
 // Journals implements Store.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -400,5 +401,61 @@ func TestReadJournalRefusesAGap(t *testing.T) {
 				t.Fatalf("read from %d handed on %v before the gap", from, got)
 			}
 		}
+	}
+}
+
+// A log whose newest records are gone while the stream still counts their
+// sequences (what a damaged block file leaves) has its last offset at the
+// newest record it holds, and a read of it ends there instead of waiting
+// for records that will never come.
+func TestJetStreamLastOffsetIsTheNewestRecordHeld(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A stream of its own, which lets records be deleted as damage would.
+	if _, err := b.JetStream().CreateStream(ctx, jetstream.StreamConfig{Name: "LOSSY", Subjects: []string{"lossy.>"}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: "LOSSY", SubjectPrefix: "lossy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "lossy")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := b.JetStream().Stream(ctx, "LOSSY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 4} {
+		if err := stream.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info, err := stream.Info(ctx); err != nil || info.State.LastSeq != 4 {
+		t.Fatalf("stream state %+v, %v: want the deleted sequences still counted (last 4)", info, err)
+	}
+	last, err := s.LastOffset(ctx)
+	if err != nil || last != 2 {
+		t.Fatalf("LastOffset = %d, %v; want 2, the newest record held", last, err)
+	}
+	var offsets []uint64
+	for e, err := range s.ReadLog(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, e.Offset)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("ReadLog waited for the lost records until the test's deadline")
+	}
+	if diff := cmp.Diff([]uint64{1, 2}, offsets); diff != "" {
+		t.Errorf("ReadLog offsets (-want +got):\n%s", diff)
 	}
 }
