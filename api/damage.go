@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 
 	"github.com/agentjournal/agentjournal/projections"
@@ -16,7 +18,8 @@ const maxDamageListed = 100
 // of a journal than the read model saw has lost records (a damaged or
 // truncated file), whether from the middle of the journal or from its end,
 // which no read of the journal alone can tell. Each finding is logged and
-// reported by /healthz.
+// reported by /healthz, and the journal takes no more writes: its next
+// append would reuse the sequence of a lost record.
 func (s *Server) checkDamage(ctx context.Context) {
 	found, err := s.findDamage(ctx)
 	if err != nil {
@@ -28,15 +31,12 @@ func (s *Server) checkDamage(ctx context.Context) {
 	for _, d := range found {
 		s.log.Error("damaged journal: records the read model applied are missing from the log", "damage", d)
 	}
-	if len(found) > maxDamageListed {
-		found = append(found[:maxDamageListed], fmt.Sprintf("… and %d more", len(found)-maxDamageListed))
-	}
 	s.damageMu.Lock()
 	s.damage = found
 	s.damageMu.Unlock()
 }
 
-func (s *Server) findDamage(ctx context.Context) ([]string, error) {
+func (s *Server) findDamage(ctx context.Context) (map[string]string, error) {
 	// The read model first: the log only grows, so counted after it, it
 	// holds at least what the read model applied unless records were lost,
 	// even while the policy and the runtime append.
@@ -52,20 +52,36 @@ func (s *Server) findDamage(ctx context.Context) ([]string, error) {
 	for _, r := range refs {
 		held[r.AgentExecutionID] = r.RecordCount
 	}
-	var found []string
+	found := map[string]string{}
 	for _, sum := range sums {
 		if n := held[sum.ID]; n < sum.LastSequence {
-			found = append(found, fmt.Sprintf("execution %s: the log holds %d of its records, the read model applied %d: restore it from an export, or run 'agentjournal journal verify' for details",
-				clip(sum.ID, maxFieldLen), n, sum.LastSequence))
+			found[sum.ID] = fmt.Sprintf("execution %s: the log holds %d of its records, the read model applied %d: restore it from an export, or run 'agentjournal journal verify' for details",
+				clip(sum.ID, maxFieldLen), n, sum.LastSequence)
 		}
 	}
-	slices.Sort(found)
 	return found, nil
 }
 
-// damaged is what checkDamage found.
+// damaged is what checkDamage found, sorted and bounded for /healthz.
 func (s *Server) damaged() []string {
 	s.damageMu.Lock()
-	defer s.damageMu.Unlock()
-	return slices.Clone(s.damage)
+	list := slices.Collect(maps.Values(s.damage))
+	s.damageMu.Unlock()
+	slices.Sort(list)
+	if len(list) > maxDamageListed {
+		list = append(list[:maxDamageListed], fmt.Sprintf("… and %d more", len(list)-maxDamageListed))
+	}
+	return list
+}
+
+// refuseDamaged answers a write to a journal checkDamage found damaged.
+func (s *Server) refuseDamaged(id string) error {
+	s.damageMu.Lock()
+	d, ok := s.damage[id]
+	s.damageMu.Unlock()
+	if !ok {
+		return nil
+	}
+	return &apiError{status: http.StatusInternalServerError, code: codeDamaged,
+		message: "this journal takes no writes: it lost records, and a new one would reuse a lost record's sequence; " + d}
 }

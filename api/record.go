@@ -15,6 +15,9 @@ var _ mcp.Recorder = (*Server)(nil)
 // through MCP and the same signal sent as a stdout marker end in equivalent
 // records.
 func (s *Server) RecordObservation(ctx context.Context, agentExecutionID string, o *eventstore.Observation) (mcp.Decision, error) {
+	if err := s.refuseDamaged(agentExecutionID); err != nil {
+		return mcp.Decision{}, err
+	}
 	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, agentExecutionID, o)
 	if err != nil {
 		return mcp.Decision{}, err

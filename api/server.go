@@ -188,7 +188,7 @@ type Server struct {
 
 	// damage is what the check of the log at start found (damage.go).
 	damageMu sync.Mutex
-	damage   []string
+	damage   map[string]string // execution id → what it lost
 }
 
 // New returns a server over cfg.
@@ -289,6 +289,12 @@ func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, 
 		if id, scoped := scopedExecution(r.Context()); scoped && acc == ownExecution && r.PathValue("id") != id {
 			s.writeError(w, r, forbidden("this token is scoped to execution %s and cannot act on %s", id, r.PathValue("id")))
 			return
+		}
+		if r.Method != http.MethodGet && hasID {
+			if err := s.refuseDamaged(r.PathValue("id")); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if r.Method != http.MethodGet && s.cfg.LogReachable != nil {
 			if err := s.logReachable(r.Context()); err != nil {
@@ -391,8 +397,10 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	s.started = true
+	// Before any request: a write to a damaged journal must be refused
+	// from the first one.
+	s.checkDamage(ctx)
 	s.wg.Go(func() { s.publish(ctx) })
-	s.wg.Go(func() { s.checkDamage(ctx) })
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,19 +35,33 @@ func TestDaemonReportsATruncatedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	url, _, _ = startServe(t, dir)
+	url, token, _ := startServe(t, dir)
 	h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "damaged" })
 	damaged, _ := h["damaged"].([]any)
-	var named int
+	var hit []string
 	for _, d := range damaged {
 		for _, id := range ids {
 			if strings.Contains(d.(string), id) {
-				named++
+				hit = append(hit, id)
 			}
 		}
 	}
-	if named == 0 {
+	if len(hit) == 0 {
 		t.Fatalf("healthz %v names none of the journals %v", h, ids)
+	}
+
+	// A damaged journal takes no writes: the next one would reuse the
+	// sequence of a record that was lost.
+	_, before := call(t, "GET", url+"/v1/executions/"+hit[0], token, nil)
+	code, body := call(t, "POST", url+"/v1/executions/"+hit[0]+"/messages", token,
+		map[string]any{"messageId": "after-damage", "type": "prompt", "payload": map[string]any{"text": "x"}})
+	e, _ := body["error"].(map[string]any)
+	if code != 500 || e["code"] != "damaged" || !strings.Contains(fmt.Sprint(e["message"]), "takes no writes") {
+		t.Fatalf("message to damaged journal %s: %d %v, want 500 code damaged saying it takes no writes", hit[0], code, body)
+	}
+	_, after := call(t, "GET", url+"/v1/executions/"+hit[0], token, nil)
+	if before["journal"] == nil || fmt.Sprint(before["journal"]) != fmt.Sprint(after["journal"]) {
+		t.Fatalf("the refused write changed the journal: %v, then %v", before["journal"], after["journal"])
 	}
 }
 
