@@ -85,6 +85,12 @@ type Config struct {
 	// other hosts share. A directory of the host's data dir, created when
 	// missing.
 	HostDir string
+	// Processed, when set, finds a message id (observation false) or an
+	// observation id already in an execution's journal, and its sequence.
+	// The log recognizes a retried id only within its duplicate window;
+	// with Processed, a retry at any age gets the first acknowledgement
+	// and appends nothing. The daemon answers it from its read model.
+	Processed func(executionID string, observation bool, id string) (seq uint64, ok bool, err error)
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -1141,6 +1147,13 @@ func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc ev
 		// Nothing could decide what it answers.
 		return accepted{}, fmt.Errorf(`%w: an answer names the input request it answers: payload {"requestId": "…", "text": "…"}`, ErrBadMessage)
 	}
+	if seq, ok, err := rt.processed(ref, false, in.MessageID); err != nil || ok {
+		if err != nil {
+			return accepted{}, fmt.Errorf("send %s to %s: %w", in.Type, id, err)
+		}
+		ack, err := rt.firstAck(ctx, ref, in.MessageID, seq)
+		return accepted{dup: &ack}, err
+	}
 	e, err := rt.cfg.Store.Append(ctx, ref, rec)
 	if err != nil {
 		return accepted{}, fmt.Errorf("send %s to %s: %w", in.Type, id, err)
@@ -1315,11 +1328,41 @@ func (rt *Runtime) RecordObservation(ctx context.Context, id string, o *eventsto
 	if err != nil {
 		return eventstore.Entry{}, false, err
 	}
+	if seq, ok, err := rt.processed(ref, true, o.ObservationID); err != nil || ok {
+		if err != nil {
+			return eventstore.Entry{}, false, fmt.Errorf("record observation %s: %w", o.ObservationID, err)
+		}
+		e, err := rt.storedObservation(ctx, ref, o.ObservationID, seq)
+		return e, true, err
+	}
 	e, err := rt.cfg.Store.Append(ctx, ref, o)
 	if err != nil {
 		return e, false, fmt.Errorf("record observation %s: %w", o.ObservationID, err)
 	}
 	return e, e.Record != eventstore.Record(o), nil
+}
+
+// processed asks Config.Processed, when set, whether the journal holds id.
+func (rt *Runtime) processed(ref eventstore.Reference, observation bool, id string) (uint64, bool, error) {
+	if rt.cfg.Processed == nil || id == "" {
+		return 0, false, nil
+	}
+	return rt.cfg.Processed(ref.AgentExecutionID, observation, id)
+}
+
+// storedObservation reads the observation with id that the journal holds at
+// seq.
+func (rt *Runtime) storedObservation(ctx context.Context, ref eventstore.Reference, id string, seq uint64) (eventstore.Entry, error) {
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, seq) {
+		if err != nil {
+			return e, fmt.Errorf("record observation %s: read the first one: %w", id, err)
+		}
+		if o, ok := e.Record.(*eventstore.Observation); ok && o.ObservationID == id {
+			return e, nil
+		}
+		break
+	}
+	return eventstore.Entry{}, fmt.Errorf("record observation %s: the read model places it at sequence %d of %s, which holds another record", id, seq, ref.AgentExecutionID)
 }
 
 // resolve finds an execution's journal, descriptor and live process (nil

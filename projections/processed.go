@@ -224,3 +224,32 @@ func validProcessed(k, v []byte) bool {
 	}
 	return false
 }
+
+// ProcessedID answers whether an execution's journal holds a message
+// (observation false) or an observation (observation true) with id, and at
+// which sequence: one key lookup, for writers that must recognize a retried
+// id long after the log's duplicate window. Records not applied yet are
+// not known: the window covers those.
+func (db *DB) ProcessedID(executionID string, observation bool, id string) (seq uint64, ok bool, err error) {
+	kind := byte(processedMessage)
+	if observation {
+		kind = processedObservation
+	}
+	err = db.view(func(tx *bolt.Tx) error {
+		ids := tx.Bucket(bucketProcessed).Bucket([]byte(executionID))
+		if ids == nil {
+			return nil
+		}
+		v := ids.Get(append(append([]byte(id), 0), kind))
+		if v == nil {
+			return nil
+		}
+		if len(v) != 8 {
+			return corrupt(db.cfg.Path, fmt.Sprintf("processed id %q (%c) of %q does not decode", id, kind, executionID),
+				fmt.Errorf("%d bytes (want 8)", len(v)))
+		}
+		seq, ok = binary.BigEndian.Uint64(v), true
+		return nil
+	})
+	return seq, ok, err
+}

@@ -73,6 +73,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
 	s.Runtime = execution.NewRuntime(execution.Config{
 		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
+		Processed: views.ProcessedID,
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_TOKEN=" + s.Server.ScopedToken(ref.AgentExecutionID)}
 		},

@@ -281,6 +281,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	rt := execution.NewRuntime(execution.Config{Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
 		HostDir:      d.env.hostedDir(),
+		Processed:    views.ProcessedID,
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_URL=" + url, "AGENTJOURNAL_MCP_URL=" + url + "/mcp",
 				"AGENTJOURNAL_TOKEN=" + late.ScopedToken(ref.AgentExecutionID)}

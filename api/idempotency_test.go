@@ -1,0 +1,90 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// TestRetryAfterTheDuplicateWindow: a message or observation id retried
+// after the log forgot it (its duplicate window passed) still gets the
+// first acknowledgement and appends nothing.
+func TestRetryAfterTheDuplicateWindow(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := r.launch(t, "t-idem", "", "sleep:60s").Reference.AgentExecutionID
+	msgPath, obsPath := "/v1/executions/"+id+"/messages", "/v1/executions/"+id+"/observations"
+	msg := map[string]any{"messageId": "m-old", "type": "prompt", "payload": map[string]any{"text": "hello"}}
+	obs := map[string]any{"observationId": "o-old", "source": "mcp", "confidence": "high",
+		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "half way"}}}
+	var firstMsg execution.MessageAck
+	r.call(t, "POST", msgPath, msg, http.StatusOK, &firstMsg)
+	var firstObs decisionAck
+	r.call(t, "POST", obsPath, obs, http.StatusOK, &firstObs)
+
+	// The log forgets record ids after its duplicate window: make it short
+	// and wait until a probe id is forgotten.
+	stream, err := r.bus.JetStream().Stream(ctx, r.bus.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.Duplicates = 200 * time.Millisecond
+	if _, err := r.bus.JetStream().UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	probe := storetest.Ref(eventstore.OwnerTask, "t-probe", "probe")
+	if _, err := r.store.EnsureJournal(ctx, probe, storetest.Header("probe")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.store.Append(ctx, probe, storetest.Message("p", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err := r.store.Append(ctx, probe, storetest.Message("p", "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Offset != first.Offset {
+			break // appended anew: the window has passed
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the log still knew the probe id at the test's deadline")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+
+	ref, err := r.store.Lookup(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := ref.RecordCount
+	var againMsg execution.MessageAck
+	r.call(t, "POST", msgPath, msg, http.StatusOK, &againMsg)
+	wantMsg := firstMsg
+	wantMsg.Duplicate = true
+	if againMsg != wantMsg {
+		t.Errorf("message retried after the window: ack %+v, want %+v", againMsg, wantMsg)
+	}
+	var againObs decisionAck
+	r.call(t, "POST", obsPath, obs, http.StatusOK, &againObs)
+	wantObs := firstObs
+	wantObs.Duplicate = true
+	if againObs != wantObs {
+		t.Errorf("observation retried after the window: ack %+v, want %+v", againObs, wantObs)
+	}
+	if ref, err = r.store.Lookup(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if ref.RecordCount != before {
+		t.Errorf("the retries appended %d records, want none", ref.RecordCount-before)
+	}
+}
