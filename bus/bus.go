@@ -194,20 +194,22 @@ func (b *Bus) syncForLog() string {
 // StreamConfig is the journal stream's configuration, a recorded decision:
 // one file-backed stream for every journal, writes refused rather than old
 // records dropped when a limit is hit, no deleting records and no purging, direct gets for
-// cheap head reads, a 10 minute duplicate window for idempotent appends, and
+// cheap head reads, atomic batches for imports, a 10 minute duplicate window for idempotent appends, and
 // no cap on consumers because every subscriber reads this one stream.
 func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:         name,
-		Subjects:     []string{SubjectPrefix + ".>"},
-		Storage:      jetstream.FileStorage,
-		Discard:      jetstream.DiscardNew,
-		DenyDelete:   true,
-		DenyPurge:    true,
-		AllowDirect:  true,
-		Duplicates:   DuplicateWindow,
-		Replicas:     replicas,
-		MaxConsumers: -1,
+		Name:        name,
+		Subjects:    []string{SubjectPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardNew,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		AllowDirect: true,
+		// A journal imported from an export lands whole or not at all.
+		AllowAtomicPublish: true,
+		Duplicates:         DuplicateWindow,
+		Replicas:           replicas,
+		MaxConsumers:       -1,
 	}
 }
 

@@ -24,6 +24,10 @@ const readyTimeout = 30 * time.Second
 // any record size limit up to 8 MiB minus headers.
 const MaxPayload = 8 << 20
 
+// MaxAtomicBatch is the most records one atomic batch may hold on the
+// embedded server, and so the longest journal an import writes whole.
+const MaxAtomicBatch = 100_000
+
 // storeDirName is the JetStream store inside DataDir.
 const storeDirName = "nats"
 
@@ -49,6 +53,8 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			// server's default of 1,000 consumers per stream would cap the
 			// number of concurrent readers. -1 lifts it.
 			DefaultMaxConsumers: -1,
+			// An import publishes a whole journal as one atomic batch.
+			MaxBatchSize: MaxAtomicBatch,
 		},
 	}
 	if cfg.Listen != "" || cfg.Cluster.enabled() {

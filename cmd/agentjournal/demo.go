@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/policy"
 )
 
 // DemoCommand writes an example journal: one Claude Code execution that is
@@ -175,38 +177,30 @@ func demoRecords(ref eventstore.Reference, now time.Time) []eventstore.Record {
 
 	b.observe(6*time.Second, "obs-1", eventstore.ObservedMCP, &eventstore.StatusSignal{
 		Summary: "Investigating the failing login test", Phase: "planning"})
-	b.decide(100*time.Millisecond, "obs-1", eventstore.ActionUpdateState, "status phase planning sets activity")
-	b.state(50*time.Millisecond, &eventstore.StateChanged{Activity: eventstore.ActivityPlanning})
+	b.decide(100 * time.Millisecond)
 
 	b.observe(14*time.Second, "obs-2", eventstore.ObservedMCP, &eventstore.ProgressSignal{
 		Summary: "Read auth/login.go and auth/login_test.go", Units: count(2, 5, "files")})
-	b.decide(100*time.Millisecond, "obs-2", eventstore.ActionRecordOnly, "progress is activity, not state")
-	b.activity(50*time.Millisecond, &eventstore.ActivityUpdated{Activity: eventstore.ActivityReasoning,
-		Progress: &eventstore.Progress{Summary: "Read auth/login.go and auth/login_test.go", Units: count(2, 5, "files")}})
+	b.decide(100 * time.Millisecond)
 
 	b.observe(3*time.Second, "obs-3", eventstore.ObservedProviderOutput, &eventstore.UsageSignal{
 		InputTokens: ptr(int64(18452)), OutputTokens: ptr(int64(1204)), Cumulative: true})
-	b.decide(100*time.Millisecond, "obs-3", eventstore.ActionRecordOnly, "token usage is telemetry")
-	b.activity(50*time.Millisecond, &eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{
-		InputTokens: ptr(int64(18452)), OutputTokens: ptr(int64(1204)), TotalTokens: ptr(int64(19656))}})
+	b.decide(100 * time.Millisecond)
 
 	b.observe(9*time.Second, "obs-4", eventstore.ObservedMCP, &eventstore.MessageSignal{
 		Text: "The test expects 401 for an expired session, but the handler returns 403 since commit 9f2c1e4."})
-	b.decide(100*time.Millisecond, "obs-4", eventstore.ActionEmitMessage, "agent message shown to the operator")
+	b.decide(100 * time.Millisecond)
 
 	b.observe(2*time.Second, "obs-5", eventstore.ObservedMCP, &eventstore.NeedsInputSignal{
 		RequestID: "req-1", Question: "Should an expired session get 401 (as the test says) or 403 (as the handler does)?",
 		Choices: []string{"401: fix the handler", "403: update the test"}})
-	b.decide(100*time.Millisecond, "obs-5", eventstore.ActionUpdateState, "agent waits for the operator")
-	b.state(50*time.Millisecond, &eventstore.StateChanged{Attention: eventstore.AttentionAwaitingOperator,
-		Activity: eventstore.ActivityIdle, CurrentInputRequestID: eventstore.SetInputRequest("req-1"), Reason: "needs_input req-1"})
+	b.decide(100 * time.Millisecond)
 
 	b.message(47*time.Second, "msg-2", map[string]any{
 		"requestId": "req-1",
 		"text":      "401: the test is right. Fix the handler and keep the 403 for locked accounts.",
 	})
-	b.state(300*time.Millisecond, &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
-		CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "operator answered req-1"})
+	b.decide(300 * time.Millisecond)
 
 	b.activity(11*time.Second, &eventstore.ActivityUpdated{Activity: eventstore.ActivityEditing,
 		CurrentTarget: &eventstore.Target{Kind: eventstore.TargetFile, Path: "auth/login.go"},
@@ -221,9 +215,10 @@ func demoRecords(ref eventstore.Reference, now time.Time) []eventstore.Record {
 	b.observe(21*time.Second, "obs-6", eventstore.ObservedMCP, &eventstore.CompletedClaimSignal{
 		Summary:  "Expired sessions get 401 again; locked accounts keep 403. go test ./auth/... passes.",
 		Evidence: []string{"auth/login.go", "go test ./auth/... (ok, 14 tests)"}})
-	b.decide(100*time.Millisecond, "obs-6", eventstore.ActionUpdateState, "completion claimed by the agent")
-	b.state(50*time.Millisecond, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted,
-		Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, Reason: "completed_claim obs-6"})
+	b.decide(100 * time.Millisecond)
+	// The agent exits after its claim, as the runtime records it.
+	b.state(2*time.Second, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted,
+		Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, Reason: "exit status 0"})
 	return b.records
 }
 
@@ -233,6 +228,8 @@ type demoBuilder struct {
 	at      time.Time
 	n       int // counter for the keys of records without a natural one
 	records []eventstore.Record
+	// st is the journal's state after records, which the policy decides on.
+	st execution.State
 }
 
 // add stamps r with the time after elapsed and its record id, and appends
@@ -243,13 +240,20 @@ func (b *demoBuilder) add(elapsed time.Duration, r eventstore.Record) {
 	b.at = b.at.Add(elapsed)
 	base := r.RecordBase()
 	base.OccurredAt = b.at
-	key := eventstore.NaturalKey(r)
-	if key == "" {
-		b.n++
-		key = "demo-" + strconv.Itoa(b.n)
+	base.Sequence = uint64(len(b.records) + 1)
+	base.JournalID, base.AgentExecutionID, base.OwnerID, base.Scope = b.ref.JournalID, b.ref.AgentExecutionID, b.ref.OwnerID, b.ref.OwnerEntity
+	if base.RecordID == "" {
+		key := eventstore.NaturalKey(r)
+		if key == "" {
+			b.n++
+			key = "demo-" + strconv.Itoa(b.n)
+		}
+		base.RecordID = eventstore.RecordID(b.ref.JournalID, r.Kind(), key)
 	}
-	base.RecordID = eventstore.RecordID(b.ref.JournalID, r.Kind(), key)
 	b.records = append(b.records, r)
+	if _, err := b.st.Apply(r); err != nil {
+		panic(fmt.Sprintf("demo record %d (%s) does not fold: %v", base.Sequence, r.Kind(), err))
+	}
 }
 
 func (b *demoBuilder) state(elapsed time.Duration, r *eventstore.StateChanged) { b.add(elapsed, r) }
@@ -276,9 +280,23 @@ func (b *demoBuilder) observe(elapsed time.Duration, id string, source eventstor
 		Signal: eventstore.NewSignal(p)})
 }
 
-func (b *demoBuilder) decide(elapsed time.Duration, observationID string, action eventstore.DecisionAction, reason string) {
-	b.add(elapsed, &eventstore.Decision{DecisionID: "dec-" + observationID, ObservationID: observationID,
-		Action: action, Reason: reason})
+// decide adds what the policy decides on the last observation or answer, and the records that carry the decision out, exactly as the
+// daemon's policy would append them: a daemon started on the demo's log
+// finds every decision complete and adds nothing.
+func (b *demoBuilder) decide(elapsed time.Duration) {
+	var out policy.Outcome
+	for i := len(b.records) - 1; out.Decision == nil; i-- {
+		switch r := b.records[i].(type) {
+		case *eventstore.Observation:
+			out = policy.Decide(&b.st, r)
+		case *eventstore.MessageAccepted:
+			out, _ = policy.DecideMessage(&b.st, r)
+		}
+	}
+	b.add(elapsed, out.Decision)
+	for _, r := range out.Records {
+		b.add(50*time.Millisecond, r)
+	}
 }
 
 func count(done, total int64, unit string) *eventstore.Units {

@@ -38,10 +38,13 @@ another journal), no record is over the 1 MiB record size limit, and there
 are no blank lines. Any
 problem fails the import, names the line, and writes nothing.
 
-Records keep their ids, times and sequences. Importing a journal that is
-already stored with the same records succeeds and writes nothing; a stored
-journal with other records is refused. If an earlier import of FILE was
-interrupted, the records it did not write are appended.`,
+Records keep their ids, times and sequences, and are written in one atomic
+write: a daemon serving the same log (reached with --nats-url) never sees
+part of the journal, and a failed import writes nothing. The log takes at
+most 100000 records in one write. Importing a journal that is already stored
+with the same records succeeds and writes nothing; a stored journal with
+other records is refused. A journal that holds the first records of FILE
+(an import interrupted before atomic writes) gets the rest.`,
 	Example: "agentjournal journal import ./backup/agent-journals/ae-0123456789abcdef01234567.interaction.jsonl",
 }
 
@@ -234,6 +237,11 @@ func readLines(r io.Reader, max int, fn func(line []byte, tooLong bool)) error {
 	}
 }
 
+// batchAppender is a store that writes many records atomically.
+type batchAppender interface {
+	AppendBatch(ctx context.Context, ref eventstore.Reference, records []eventstore.Record) error
+}
+
 // importResult says where an import went and how many records it wrote.
 type importResult struct {
 	ref     eventstore.Reference
@@ -273,7 +281,22 @@ func importJournal(ctx context.Context, s eventstore.Store, records []eventstore
 				ref.AgentExecutionID, len(stored), what)
 		}
 	}
-	for _, r := range records[len(stored):] {
+	rest := records[len(stored):]
+	if b, ok := s.(batchAppender); ok && len(rest) > 0 {
+		// The log takes the rest in one atomic write: a daemon beside the
+		// import (its policy deciding the journal's observations, say)
+		// sees all of it or nothing, and a failed import leaves nothing
+		// to clean up.
+		if err := b.AppendBatch(ctx, ref, rest); err != nil {
+			if errors.Is(err, eventstore.ErrConflict) {
+				return res, fmt.Errorf("%w: another writer appended to the journal during the import; nothing was written", err)
+			}
+			return res, fmt.Errorf("%w; nothing was written", err)
+		}
+		res.written = len(rest)
+		return res, nil
+	}
+	for _, r := range rest {
 		want := r.RecordBase().Sequence
 		var got uint64
 		if h, ok := r.(*eventstore.Header); ok {

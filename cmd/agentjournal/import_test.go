@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func exportDemo(t *testing.T) (dir, id, file string) {
 	out := t.TempDir()
 	stdout := mustRun(t, dir, "journal", "export", id, "--out", out)
 	file = filepath.Join(out, "agent-journals", id+".interaction.jsonl")
-	if !strings.Contains(stdout, file) || !strings.Contains(stdout, "27 records") {
+	if !strings.Contains(stdout, file) || !strings.Contains(stdout, "30 records") {
 		t.Errorf("export printed %q, want the path %s and the record count", stdout, file)
 	}
 	return dir, id, file
@@ -41,7 +42,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	fresh := t.TempDir()
 	out := mustRun(t, fresh, "journal", "import", file)
-	if !strings.Contains(out, "Imported 27 records") || !strings.Contains(out, id) {
+	if !strings.Contains(out, "Imported 30 records") || !strings.Contains(out, id) {
 		t.Errorf("import printed %q, want the record count and the execution id", out)
 	}
 	imported := mustRun(t, fresh, "journal", "cat", id, "--json")
@@ -95,7 +96,7 @@ func TestImportResumesAnInterruptedImport(t *testing.T) {
 	fresh := t.TempDir()
 	mustRun(t, fresh, "journal", "import", writeLines(t, lines[:3]))
 	out := mustRun(t, fresh, "journal", "import", file)
-	if !strings.Contains(out, "remaining 24 of 27") {
+	if !strings.Contains(out, "remaining 27 of 30") {
 		t.Errorf("import after a partial one printed %q, want it to say it wrote the remaining records", out)
 	}
 	want := decodeLines(t, mustRun(t, dir, "journal", "cat", id, "--json"))
@@ -114,7 +115,7 @@ func TestImportRefusesADifferentJournal(t *testing.T) {
 	})
 	before := mustRun(t, dir, "journal", "cat", id, "--json")
 	r := run(t, dir, "journal", "import", writeLines(t, lines))
-	if r.code != exitError || !strings.Contains(r.stderr, "already has a journal") || !strings.Contains(r.stderr, "sequence 27") {
+	if r.code != exitError || !strings.Contains(r.stderr, "already has a journal") || !strings.Contains(r.stderr, "sequence 30") {
 		t.Errorf("import over a different journal: exit %d, stderr %q; want 1 and the sequence that differs", r.code, r.stderr)
 	}
 	if after := mustRun(t, dir, "journal", "cat", id, "--json"); after != before {
@@ -255,4 +256,48 @@ func editRecord(t *testing.T, line string, edit func(*eventstore.Base)) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestImportBesideARunningDaemon: a journal imported into the log a daemon
+// serves lands whole, as one write: the daemon's policy, which decides
+// every new observation, never sees part of it, so it adds nothing and the
+// import never meets its decisions midway.
+func TestImportBesideARunningDaemon(t *testing.T) {
+	t.Parallel()
+	_, id, file := exportDemo(t)
+	// Decisions worded as an older policy worded them: a policy deciding
+	// the observations itself midway would write today's words instead.
+	want := readFileLines(t, file)
+	for i, line := range want {
+		if strings.Contains(line, `"decision.recorded"`) {
+			want[i] = strings.Replace(line, `"reason":"`, `"reason":"as worded before: `, 1)
+		}
+	}
+	file = writeLines(t, want)
+	daemonDir := t.TempDir()
+	url, token, _ := startServe(t, daemonDir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0]))
+	data, err := os.ReadFile(filepath.Join(daemonDir, daemonFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info daemonInfo
+	if err := json.Unmarshal(data, &info); err != nil || info.NATSURL == "" {
+		t.Fatalf("daemon.json %s: %v, want the NATS URL", data, err)
+	}
+	join := []string{"--nats-url", info.NATSURL, "--nats-secret-file", filepath.Join(daemonDir, "nats-secret")}
+
+	out := mustRun(t, t.TempDir(), append(join, "journal", "import", file)...)
+	if !strings.Contains(out, fmt.Sprintf("Imported %d records", len(want))) {
+		t.Fatalf("import printed %q", out)
+	}
+	// Once the daemon has read everything, the journal is the file.
+	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) })
+	code, v := call(t, "GET", url+"/v1/executions/"+id, token, nil)
+	if code != 200 {
+		t.Fatalf("the imported execution: %d %v", code, v)
+	}
+	got := mustRun(t, t.TempDir(), append(join, "journal", "cat", id, "--json")...)
+	if diff := cmp.Diff(decodeLines(t, strings.Join(want, "\n")+"\n"), decodeLines(t, got)); diff != "" {
+		t.Errorf("the daemon's log differs from the imported file (-file +log):\n%s", diff)
+	}
 }

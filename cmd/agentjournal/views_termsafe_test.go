@@ -47,12 +47,12 @@ func writeHostileJournal(t *testing.T, dir string) (execID, ownerID string) {
 		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: "started " + hostile})
 	b.message(time.Millisecond, "msg-"+hostile, map[string]any{"text": "fix it " + hostile + " café 日本 🚀"})
 	b.observe(time.Millisecond, "obs-1", eventstore.ObservedMCP, &eventstore.StatusSignal{Summary: "status " + hostile})
-	b.decide(time.Millisecond, "obs-1", eventstore.ActionRecordOnly, "reason "+hostile)
+	b.add(time.Millisecond, &eventstore.Decision{DecisionID: "dec-obs-1", ObservationID: "obs-1", Action: eventstore.ActionRecordOnly, Reason: "reason " + hostile})
 	b.observe(time.Millisecond, "obs-2", eventstore.ObservedMCP, &eventstore.MessageSignal{Text: "say" + forged})
-	b.decide(time.Millisecond, "obs-2", eventstore.ActionEmitMessage, "shown"+forged)
+	b.add(time.Millisecond, &eventstore.Decision{DecisionID: "dec-obs-2", ObservationID: "obs-2", Action: eventstore.ActionEmitMessage, Reason: "shown" + forged})
 	b.observe(time.Millisecond, "obs-3", eventstore.ObservedMCP, &eventstore.NeedsInputSignal{
 		RequestID: "req-" + hostile, Question: "ask " + hostile})
-	b.decide(time.Millisecond, "obs-3", eventstore.ActionUpdateState, "waits")
+	b.add(time.Millisecond, &eventstore.Decision{DecisionID: "dec-obs-3", ObservationID: "obs-3", Action: eventstore.ActionUpdateState, Reason: "waits"})
 	b.state(time.Millisecond, &eventstore.StateChanged{Attention: eventstore.AttentionAwaitingOperator,
 		CurrentInputRequestID: eventstore.SetInputRequest("req-" + hostile), Reason: "needs_input"})
 	b.activity(time.Millisecond, &eventstore.ActivityUpdated{Activity: eventstore.ActivityEditing,
