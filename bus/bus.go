@@ -27,6 +27,7 @@ type Bus struct {
 	cfg       Config
 	srv       *server.Server // nil when connected to an external NATS
 	lock      *dirLock       // nil when connected to an external NATS
+	guard     *diskGuard     // nil when connected to an external NATS
 	nc        *nats.Conn
 	ncClosed  chan struct{} // closed by the connection's ClosedHandler
 	js        jetstream.JetStream
@@ -68,6 +69,7 @@ func (b *Bus) open(ctx context.Context) error {
 	// deadline bounds the retries of a stream setup that a cluster refuses
 	// while it settles.
 	deadline := time.Now().Add(readyTimeout)
+	var srvOpts *server.Options // the embedded server's
 	if b.cfg.URL != "" {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -122,10 +124,11 @@ func (b *Bus) open(ctx context.Context) error {
 				b.cfg.ServerName = name
 			}
 		}
-		srv, err := startServer(ctx, b.cfg)
+		srv, sopts, err := startServer(ctx, b.cfg)
 		if err != nil {
 			return err
 		}
+		srvOpts = sopts
 		b.srv = srv
 		if b.cfg.Cluster.enabled() {
 			deadline = time.Now().Add(clusterReadyTimeout)
@@ -159,6 +162,12 @@ func (b *Bus) open(ctx context.Context) error {
 		}
 	}
 	b.stream = stream
+	if srvOpts != nil {
+		// After the stream is set up: a disk already full must not stop
+		// the daemon from starting and serving reads.
+		b.guard = newDiskGuard(b.srv, srvOpts, b.cfg)
+		b.guard.start()
+	}
 
 	attrs := []any{
 		logKeyStream, b.cfg.StreamName,
@@ -284,6 +293,10 @@ func (b *Bus) Close() error {
 // shutdown releases whatever open got as far as acquiring, in reverse order.
 func (b *Bus) shutdown() error {
 	var errs []error
+	if b.guard != nil {
+		// Before the server goes: the guard may be restarting JetStream.
+		b.guard.close()
+	}
 	if b.nc != nil {
 		if err := b.drain(); err != nil {
 			errs = append(errs, err)

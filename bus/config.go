@@ -101,6 +101,17 @@ type Config struct {
 	// reach. The traffic is not encrypted, so it is refused without it.
 	AllowRemote bool
 
+	// DiskReserve is the free space, in bytes, an embedded server on its
+	// own leaves on the disk that holds DataDir: writes are refused once no
+	// more is free, and taken again once space is freed (see
+	// Bus.DiskSpace). Zero means DefaultDiskReserve, or a tenth of the disk
+	// when that is less.
+	DiskReserve int64
+
+	// DiskCheckInterval is how often that free space is measured. Zero
+	// means DefaultDiskCheckInterval.
+	DiskCheckInterval time.Duration
+
 	// Logger receives the bus's and the embedded server's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -143,6 +154,8 @@ func DefaultConfig() Config {
 		SyncInterval: DefaultSyncInterval,
 		StreamName:   DefaultStreamName,
 		Replicas:     1,
+		// DiskReserve stays 0: its default depends on the disk's size.
+		DiskCheckInterval: DefaultDiskCheckInterval,
 	}
 }
 
@@ -179,6 +192,12 @@ func (c Config) Validate() error {
 	}
 	if c.StreamName != "" && strings.ContainsAny(c.StreamName, " \t\r\n.*>/\\") {
 		add("StreamName %q contains a space, '.', '*', '>', '/' or '\\' (want a plain name such as %s)", c.StreamName, DefaultStreamName)
+	}
+	if c.DiskReserve < 0 {
+		add("DiskReserve %d is negative (want a size in bytes, or 0 for the default)", c.DiskReserve)
+	}
+	if c.DiskCheckInterval < 0 {
+		add("DiskCheckInterval %s is negative (want a duration, or 0 for %s)", c.DiskCheckInterval, DefaultDiskCheckInterval)
 	}
 	if c.Replicas < 0 {
 		add("Replicas %d is negative (want 1 or more; 0 means 1)", c.Replicas)
@@ -264,6 +283,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.DiskCheckInterval == 0 {
+		c.DiskCheckInterval = DefaultDiskCheckInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -9,6 +9,13 @@
 // second process: Open takes an exclusive lock on the directory and reports
 // who holds it instead of letting two servers write the same files.
 //
+// An embedded server on its own guards its disk (disk.go): writes are
+// refused, as a full disk, once no more than a reserve is free, and taken
+// again once space is freed, without a restart; Bus.DiskSpace reports the
+// last measurement. nats-server's own limit, fixed at start from the free
+// space then, is lifted, and a stream left refusing writes by one that met a
+// full disk anyway is loaded again once there is space.
+//
 // Config.Cluster makes the embedded server one node of a NATS cluster: it
 // routes to its peers, JetStream is clustered across them, and the journal
 // stream can hold Config.Replicas copies (3 is usual) so that the log

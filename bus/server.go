@@ -57,6 +57,12 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			MaxBatchSize: MaxAtomicBatch,
 		},
 	}
+	if !cfg.Cluster.enabled() && diskMeasured {
+		// The disk guard (disk.go) limits the log by the free space as it
+		// changes; the server's own limit would be fixed at 75% of the
+		// space free at start.
+		opts.JetStreamMaxStore = unlimitedStore
+	}
 	if cfg.Listen != "" || cfg.Cluster.enabled() {
 		// A server that listens lets in only agentjournal, and not even it
 		// may delete or purge the journal stream, or delete a record: the
@@ -138,14 +144,14 @@ var forbiddenAPI = []string{
 
 // startServer starts the embedded server and waits until it accepts
 // connections, so failures surface from Open and not from the first publish.
-func startServer(ctx context.Context, cfg Config) (*server.Server, error) {
+func startServer(ctx context.Context, cfg Config) (*server.Server, *server.Options, error) {
 	opts, err := serverOptions(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("configure nats server: %w", err)
+		return nil, nil, fmt.Errorf("configure nats server: %w", err)
 	}
 	logger := &serverLogger{log: cfg.Logger.With(logKeyComponent, "nats-server")}
 	srv.SetLoggerV2(logger, false, false, false)
@@ -154,9 +160,9 @@ func startServer(ctx context.Context, cfg Config) (*server.Server, error) {
 	if err := waitReady(ctx, srv, logger); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start nats server in %s: %w", opts.StoreDir, err)
+		return nil, nil, fmt.Errorf("start nats server in %s: %w", opts.StoreDir, err)
 	}
-	return srv, nil
+	return srv, opts, nil
 }
 
 // waitReady polls rather than making one long ReadyForConnections call so that

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var (
@@ -28,7 +31,49 @@ var (
 	// ErrGap reports a journal whose stored sequence skips numbers: records
 	// were lost from the log (a damaged or truncated file). See GapError.
 	ErrGap = errors.New("eventstore: records missing from a journal")
+	// ErrDiskFull reports a write refused because the disk that holds the
+	// log, or the log's storage limit, is full. Nothing stored is lost, and
+	// writes are taken again once there is space. See IsDiskFull.
+	ErrDiskFull = errors.New("eventstore: disk full")
 )
+
+// JetStream's answers to a write the server has no room for.
+const (
+	// jsErrAccountResourcesExceeded: the account's storage limit, which
+	// an embedded server's disk guard keeps at the free space above its
+	// reserve.
+	jsErrAccountResourcesExceeded jetstream.ErrorCode = 10002
+	// jsErrInsufficientResources: the server's own storage limit.
+	jsErrInsufficientResources jetstream.ErrorCode = 10023
+	// jsErrStorageResourcesExceeded: no room to reserve for a stream.
+	jsErrStorageResourcesExceeded jetstream.ErrorCode = 10047
+	// jsErrStoreFailed: a write failed in the store; a full disk only when
+	// its description says so.
+	jsErrStoreFailed jetstream.ErrorCode = 10077
+)
+
+// IsDiskFull reports whether err is a write refused for want of space, the
+// one place where the ways a store says so are recognised: ErrDiskFull,
+// JetStream's storage-limit answers, and a file write that met a full disk or
+// an exhausted quota (ENOSPC, EDQUOT, as bbolt returns them).
+func IsDiskFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrAccountResourcesExceeded, jsErrInsufficientResources, jsErrStorageResourcesExceeded:
+			return true
+		case jsErrStoreFailed:
+			return strings.Contains(apiErr.Description, "no space left") || strings.Contains(apiErr.Description, "quota exceeded")
+		}
+	}
+	return false
+}
 
 // GapError names the journal and the sequences missing from it. Reads stop
 // at a gap instead of handing on a journal with a hole in it.
