@@ -306,7 +306,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return invalidField("command", nil, "%v", err)
 		}
-		return err
+		return s.failedLaunch(ctx, ref, err)
 	}
 	st, err := s.replayState(ctx, ref)
 	if err != nil {
@@ -316,6 +316,60 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
 	writeJSON(w, http.StatusCreated, launchResult{Reference: st.Journal, State: executionView{State: st, Live: s.live(ref.AgentExecutionID)}})
 	return nil
+}
+
+// launchIncompleteKey is the natural key of the state record that closes a
+// launch the runtime gave up on after its header may have been written.
+// Persisted in record ids: never change it.
+const launchIncompleteKey = "lifecycle:launch-incomplete"
+
+// failedLaunch answers a launch that failed, saying what the journal holds.
+// A header append whose answer was lost (a cluster electing a leader, a log
+// that stopped answering) may have been stored after all, and an execution
+// with only its header would read as starting forever. So a journal still
+// starting, with no process here, is closed as failed before answering.
+func (s *Server) failedLaunch(ctx context.Context, ref eventstore.Reference, cause error) error {
+	id := ref.AgentExecutionID
+	if id == "" || s.live(id).Running {
+		return launchError(id, cause, "")
+	}
+	st, err := s.replayState(ctx, ref)
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return launchError(id, cause, "nothing of it was recorded")
+	case err != nil:
+		return launchError(id, cause, fmt.Sprintf("whether its journal was created is unknown (%v)", err))
+	case st.Lifecycle != eventstore.LifecycleStarting:
+		return launchError(id, cause, fmt.Sprintf("its journal records it as %s", st.Lifecycle))
+	}
+	fail := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleFailed, Reason: "the launch did not complete: " + cause.Error()}
+	fail.RecordID = eventstore.RecordID(eventstore.JournalIDFor(ref.OwnerEntity, ref.OwnerID, id), eventstore.KindStateChanged, launchIncompleteKey)
+	a, ok := s.cfg.Store.(appender)
+	if !ok {
+		return launchError(id, cause, "its journal holds only the header")
+	}
+	if _, err := a.Append(ctx, ref, fail); err != nil {
+		return launchError(id, cause, fmt.Sprintf("its journal holds the header, and recording the failure failed too (%v)", err))
+	}
+	return launchError(id, cause, "its journal records it as failed")
+}
+
+// appender is the one write the API makes to the log itself, found on the
+// store by type assertion: the runtime writes everything else.
+type appender interface {
+	Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error)
+}
+
+// launchError words a failed launch: a log that did not answer is a 503
+// the client may retry, anything else the error it is.
+func launchError(id string, cause error, journal string) error {
+	if journal != "" {
+		cause = fmt.Errorf("%w; no process was started and %s", cause, journal)
+	}
+	if errors.Is(cause, eventstore.ErrUnavailable) {
+		return unavailable("launch of %s failed: %v", id, cause)
+	}
+	return cause
 }
 
 // readExecution: GET /v1/executions/{id}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,8 @@ type JetStreamStore struct {
 	stream jetstream.Stream
 	cfg    JetStreamConfig
 	closed atomic.Bool
+	// apiPrefix starts the subjects of JetStream API requests made here.
+	apiPrefix string
 
 	mu       sync.Mutex
 	journals map[string]*jsJournal
@@ -86,7 +89,18 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, cfg JetStreamCon
 	if err != nil {
 		return nil, fmt.Errorf("open journal store: stream %s: %w", cfg.Stream, err)
 	}
-	return &JetStreamStore{js: js, stream: st, cfg: cfg, journals: map[string]*jsJournal{}}, nil
+	return &JetStreamStore{js: js, stream: st, cfg: cfg, apiPrefix: apiPrefix(js.Options()), journals: map[string]*jsJournal{}}, nil
+}
+
+// apiPrefix returns the subject prefix of the JetStream API js talks to.
+func apiPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
 }
 
 // Close marks the store closed. The connection belongs to the caller.
@@ -137,7 +151,7 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 		}
 		first, err := s.firstRecord(ctx, subj)
 		if err != nil {
-			return ref, err
+			return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
 		}
 		if first.RecordBase().RecordID != h.RecordID {
 			return ref, fmt.Errorf("ensure journal %s: %w with header %s (this one is %s)", ref, ErrJournalExists, first.RecordBase().RecordID, h.RecordID)
@@ -145,6 +159,10 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 	}
 	return s.Head(ctx, ref)
 }
+
+// errReplicaBehind is internal: a replica has not yet applied records the
+// leader acknowledged.
+var errReplicaBehind = fmt.Errorf("a replica is behind the leader: %w", nats.ErrTimeout)
 
 // errHasHeader is internal: the journal already has its header.
 var errHasHeader = errors.New("journal has a header")
@@ -212,7 +230,9 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 		msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, recordID)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(j.lastOffset, 10))
-		ack, err := s.js.PublishMsg(ctx, msg)
+		pctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		ack, err := s.js.PublishMsg(pctx, msg)
+		cancel()
 		if err == nil {
 			if ack.Duplicate {
 				// Stored before, within the duplicate window: hand back
@@ -275,6 +295,11 @@ func wrongLastSequence(err error) bool {
 		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
+// ErrUnavailable reports a log that did not answer for UnavailableWait: a
+// cluster without a majority, a server that stays down. What was asked may
+// or may not have been done.
+var ErrUnavailable = errors.New("eventstore: unavailable")
+
 // DefaultUnavailableWait is how long an append waits for a log that does
 // not answer: longer than a cluster takes to elect a new leader, and than a
 // client takes to reconnect to a restarted server.
@@ -316,7 +341,7 @@ func (s *JetStreamStore) waitUnavailable(ctx context.Context, o *outage, err err
 		o.since, o.delay = now, 50*time.Millisecond
 	}
 	if now.Sub(o.since) >= s.cfg.UnavailableWait {
-		return fmt.Errorf("the log has not answered for %s: %w", s.cfg.UnavailableWait.Round(time.Second), err)
+		return fmt.Errorf("%w: the log has not answered for %s: %w", ErrUnavailable, s.cfg.UnavailableWait.Round(time.Second), err)
 	}
 	t := time.NewTimer(o.delay)
 	defer t.Stop()
@@ -338,9 +363,10 @@ func lostAck(err error) bool {
 }
 
 // head returns the journal sequence, log offset and record id of the last
-// record on a subject; zeros for an empty journal.
+// record on a subject; zeros for an empty journal. It does not wait out an
+// outage: appends wait around it, reads use headWaiting.
 func (s *JetStreamStore) head(ctx context.Context, subj string) (seq, offset uint64, msgID string, err error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	m, err := s.getOnce(ctx, msgGet{LastFor: subj})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, 0, "", nil
 	}
@@ -356,11 +382,20 @@ func (s *JetStreamStore) head(ctx context.Context, subj string) (seq, offset uin
 	return peek.Sequence, m.Sequence, m.Header.Get(jetstream.MsgIDHeader), nil
 }
 
+// headWaiting is head, waiting while the log cannot answer.
+func (s *JetStreamStore) headWaiting(ctx context.Context, subj string) (seq, offset uint64, msgID string, err error) {
+	err = s.waiting(ctx, func() error {
+		seq, offset, msgID, err = s.head(ctx, subj)
+		return err
+	})
+	return seq, offset, msgID, err
+}
+
 // findRecord looks for a record id among the journal's records from offset
 // from, for retries whose earlier attempt may have been stored.
 func (s *JetStreamStore) findRecord(ctx context.Context, subj string, from uint64, id string) (Entry, bool, error) {
 	for off := from; ; {
-		m, err := s.stream.GetMsg(ctx, off, jetstream.WithGetMsgSubject(subj))
+		m, err := s.getOnce(ctx, msgGet{Seq: off, NextFor: subj})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return Entry{}, false, nil
 		}
@@ -374,6 +409,114 @@ func (s *JetStreamStore) findRecord(ctx context.Context, subj string, from uint6
 	}
 }
 
+// msgGet asks for one message: the one at Seq, the first on subject
+// NextFor at or after Seq, or the last on subject LastFor.
+type msgGet struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// get reads one message and says the truth about the log as acknowledged:
+// a record acknowledged before the call is found. A direct get is answered
+// by whichever replica of the stream the request reaches first (the local
+// one, for a daemon on a cluster node), and a follower answers from what it
+// has applied, which lags what the leader acknowledged, most of all while
+// leadership moves: a header just written read as "journal not found", a
+// record just acknowledged as "message not found". So on a replicated
+// stream the stream leader answers, through the stream's message-get API; a
+// single replica is always current and keeps the cheaper direct get. While
+// the log does not answer (no leader yet), it waits as appends do.
+func (s *JetStreamStore) get(ctx context.Context, req msgGet) (m *jetstream.RawStreamMsg, err error) {
+	err = s.waiting(ctx, func() error {
+		m, err = s.getOnce(ctx, req)
+		return err
+	})
+	return m, err
+}
+
+// waiting runs fn again while its error says the log cannot answer for the
+// moment, as appends do, up to UnavailableWait.
+func (s *JetStreamStore) waiting(ctx context.Context, fn func() error) error {
+	var down outage
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if werr := s.waitUnavailable(ctx, &down, err); werr != nil {
+			return werr
+		}
+	}
+}
+
+// getOnce is get without the wait, for callers that wait themselves.
+func (s *JetStreamStore) getOnce(ctx context.Context, req msgGet) (*jetstream.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	if !s.replicated() {
+		switch {
+		case req.LastFor != "":
+			return s.stream.GetLastMsgForSubject(ctx, req.LastFor)
+		case req.NextFor != "":
+			return s.stream.GetMsg(ctx, req.Seq, jetstream.WithGetMsgSubject(req.NextFor))
+		}
+		return s.stream.GetMsg(ctx, req.Seq)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := s.js.Conn().RequestWithContext(ctx, s.apiPrefix+"STREAM.MSG.GET."+s.cfg.Stream, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Subject  string    `json:"subject"`
+			Sequence uint64    `json:"seq"`
+			Header   []byte    `json:"hdrs"`
+			Data     []byte    `json:"data"`
+			Time     time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fmt.Errorf("message get: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, resp.Error
+	case resp.Message == nil:
+		return nil, errors.New("message get: an answer without a message")
+	}
+	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Time: resp.Message.Time}
+	if len(resp.Message.Header) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("message get: offset %d: %w", m.Sequence, err)
+		}
+	}
+	return m, nil
+}
+
+// attemptTimeout bounds one publish or message get, whatever the caller's
+// deadline. A request to a stream whose leader just died is answered by
+// no one, and waiting the caller's whole deadline (or the client's 5s
+// default, twice) for it made appends and decisions pause for 10 to 30s
+// after a cluster lost a node, where a new leader is elected within about
+// 9s. A request that times out is tried again, and an append first looks
+// for its record, so a slow answer costs a retry, not a duplicate.
+const attemptTimeout = 2 * time.Second
+
+// replicated reports whether the stream keeps more than one copy, as it
+// was configured when the store opened.
+func (s *JetStreamStore) replicated() bool {
+	info := s.stream.CachedInfo()
+	return info != nil && info.Config.Replicas > 1
+}
+
 func decodeEntry(m *jetstream.RawStreamMsg) (Entry, bool, error) {
 	r, err := Decode(m.Data)
 	if err != nil {
@@ -383,7 +526,7 @@ func decodeEntry(m *jetstream.RawStreamMsg) (Entry, bool, error) {
 }
 
 func (s *JetStreamStore) entryAt(ctx context.Context, offset uint64) (Entry, error) {
-	m, err := s.stream.GetMsg(ctx, offset)
+	m, err := s.get(ctx, msgGet{Seq: offset})
 	if err != nil {
 		return Entry{}, fmt.Errorf("read offset %d: %w", offset, err)
 	}
@@ -392,7 +535,7 @@ func (s *JetStreamStore) entryAt(ctx context.Context, offset uint64) (Entry, err
 }
 
 func (s *JetStreamStore) firstRecord(ctx context.Context, subj string) (Record, error) {
-	m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	m, err := s.get(ctx, msgGet{Seq: 1, NextFor: subj})
 	if err != nil {
 		return nil, fmt.Errorf("read header of %s: %w", subj, err)
 	}
@@ -406,7 +549,7 @@ func (s *JetStreamStore) Head(ctx context.Context, ref Reference) (Reference, er
 	if err != nil {
 		return ref, err
 	}
-	seq, _, _, err := s.head(ctx, subj)
+	seq, _, _, err := s.headWaiting(ctx, subj)
 	if err != nil {
 		return ref, fmt.Errorf("head of %s: %w", ref, err)
 	}
@@ -425,7 +568,7 @@ func (s *JetStreamStore) ReadJournal(ctx context.Context, ref Reference, fromSeq
 			yield(Entry{}, err)
 			return
 		}
-		lastSeq, lastOffset, _, err := s.head(ctx, subj)
+		lastSeq, lastOffset, _, err := s.headWaiting(ctx, subj)
 		switch {
 		case err != nil:
 			yield(Entry{}, fmt.Errorf("read %s: %w", ref, err))
@@ -451,22 +594,46 @@ func (s *JetStreamStore) ReadJournal(ctx context.Context, ref Reference, fromSeq
 			stopped = true
 			yield(Entry{}, fmt.Errorf("read %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: found - 1}))
 		}
-		s.scan(ctx, []string{subj}, start, lastOffset, func(e Entry, err error) bool {
-			if err != nil || e.Record == nil {
-				// An undecodable record still holds its place.
+		var lag outage
+		for {
+			read := false
+			s.scan(ctx, []string{subj}, start, lastOffset, func(e Entry, err error) bool {
+				if e.Offset > 0 {
+					start, read = e.Offset+1, true
+				}
+				if err != nil || e.Record == nil {
+					// An undecodable record still holds its place.
+					next++
+					stopped = !yield(e, err)
+					return !stopped
+				}
+				if seq := e.Record.RecordBase().Sequence; seq != next {
+					gap(max(seq, next+1))
+					return false
+				}
 				next++
-				stopped = !yield(e, err)
+				stopped = !yield(e, nil)
 				return !stopped
+			})
+			if stopped || next > lastSeq {
+				return
 			}
-			if seq := e.Record.RecordBase().Sequence; seq != next {
-				gap(max(seq, next+1))
-				return false
+			// The head came from the leader, but the reading consumer
+			// may sit on a replica that has not applied the newest
+			// records yet and ends the read at its own last one: wait
+			// for it, rather than call the rest missing. What no replica
+			// brings within UnavailableWait is missing.
+			if !s.replicated() || ctx.Err() != nil {
+				break
 			}
-			next++
-			stopped = !yield(e, nil)
-			return !stopped
-		})
-		if !stopped && next <= lastSeq {
+			if read {
+				lag = outage{}
+			}
+			if s.waitUnavailable(ctx, &lag, errReplicaBehind) != nil {
+				break
+			}
+		}
+		if !stopped {
 			gap(lastSeq + 1)
 		}
 	}
@@ -480,7 +647,7 @@ func (s *JetStreamStore) offsetOf(ctx context.Context, subj string, seq, lastOff
 	found := lastOffset
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
-		m, err := s.stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subj))
+		m, err := s.get(ctx, msgGet{Seq: mid, NextFor: subj})
 		if err != nil {
 			return 0, fmt.Errorf("find sequence %d: %w", seq, err)
 		}
