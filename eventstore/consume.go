@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -144,7 +145,10 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 			}
 			continue
 		}
-		if err := fn(ctx, Entry{Offset: meta.Sequence.Stream, Record: r}); err != nil {
+		beat := inProgress(m, cfg.AckWait)
+		err = fn(ctx, Entry{Offset: meta.Sequence.Stream, Record: r})
+		beat.stop()
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -155,6 +159,42 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 			return fmt.Errorf("consume %s: ack offset %d: %w", cfg.Name, meta.Sequence.Stream, err)
 		}
 	}
+}
+
+// heartbeat tells the server that a record is still being handled.
+type heartbeat struct {
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+// inProgress starts telling the server, every third of ackWait, that m is
+// still being handled. AckWait is also how long a record delivered to a
+// reader that died waits before it is delivered again, so it is kept short,
+// and a live handler that takes longer (an append waiting out a leader
+// election) must not have its record handed to another reader meanwhile.
+// A handler done within a third of ackWait sends nothing.
+func inProgress(m jetstream.Msg, ackWait time.Duration) *heartbeat {
+	every := max(ackWait/3, 100*time.Millisecond)
+	h := &heartbeat{}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.t = time.AfterFunc(every, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.stopped {
+			_ = m.InProgress()
+			h.t.Reset(every)
+		}
+	})
+	return h
+}
+
+func (h *heartbeat) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.t.Stop()
 }
 
 // ackRetry is how often an ack that failed is sent again.

@@ -26,13 +26,26 @@ type SubscriberConfig struct {
 	// the same name so that exactly one decides at a time. "policy" when empty.
 	Consumer string
 	// AckWait and PinnedTTL bound how long a dead subscriber's records wait
-	// before a standby takes them over (see eventstore.ConsumerConfig).
+	// before a standby takes them over (see eventstore.ConsumerConfig);
+	// DefaultAckWait and DefaultPinnedTTL when 0.
 	AckWait   time.Duration
 	PinnedTTL time.Duration
 	// CacheSize bounds the replayed states kept between records; 1024 when 0.
 	CacheSize int
 	Logger    *slog.Logger
 }
+
+// Defaults of SubscriberConfig. The record a subscriber was handling when it
+// died is delivered again AckWait after it was delivered, whoever pulls
+// next: that bounds a takeover after a kill, and the restart of a daemon on
+// its own log, where the record was pending when the server stopped. The
+// consumer's defaults (30s, 10s) made policy decisions stall for up to
+// 30s after a daemon was killed; a live handler that takes longer keeps its
+// record by telling the server it is still at it.
+const (
+	DefaultAckWait   = 5 * time.Second
+	DefaultPinnedTTL = 5 * time.Second
+)
 
 // Subscriber reads the log, decides on every observation and every answering
 // message, and appends the decision and its records. Several subscribers on
@@ -67,6 +80,12 @@ func NewSubscriber(log Log, cfg SubscriberConfig) *Subscriber {
 	}
 	if cfg.CacheSize == 0 {
 		cfg.CacheSize = 1024
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.PinnedTTL == 0 {
+		cfg.PinnedTTL = DefaultPinnedTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
