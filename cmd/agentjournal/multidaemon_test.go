@@ -312,11 +312,12 @@ func blockedSignal(reason string) map[string]any {
 
 // seenRecord is what these tests read of a record.
 type seenRecord struct {
-	Sequence      uint64 `json:"sequence"`
-	Type          string `json:"type"`
-	ObservationID string `json:"observationId"`
-	DecisionID    string `json:"decisionId"`
-	Reason        string `json:"reason"`
+	Sequence      uint64    `json:"sequence"`
+	Type          string    `json:"type"`
+	ObservationID string    `json:"observationId"`
+	DecisionID    string    `json:"decisionId"`
+	Reason        string    `json:"reason"`
+	OccurredAt    time.Time `json:"occurredAt"`
 }
 
 // records reads an execution's whole journal through the daemon's API.
@@ -579,34 +580,7 @@ func TestClusterDaemonsSurviveANode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster of daemons as processes")
 	}
-	ports := freeLoopbackPorts(t, 3)
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	// Every node of a cluster is given the same secret, for its routes.
-	secret := []string{"--nats-secret-file", natsSecretFile(t)}
-	nodes := make([]*daemonProc, 3)
-	for i := range nodes {
-		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret,
-			"--cluster-name", "aj-test", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			"--routes", strings.Join(routes, ","), "--replicas", "3")
-	}
-	// Once a node is gone, the survivors cannot all stop gracefully: the
-	// last one has no majority left to record its agents' end and waits for
-	// one. Stopping is not under test here, so the nodes are killed.
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			n.kill()
-		}
-	})
-	// Each node waits for a majority before it serves: start all, then wait.
-	for _, n := range nodes {
-		n.launch()
-	}
-	for _, n := range nodes {
-		n.waitReady()
-	}
+	nodes := startCluster(t, "aj-test")
 
 	// Kill the node that leads the stream, and append through another one,
 	// so that the kill forces a leader election under the appends.
@@ -649,6 +623,41 @@ func TestClusterDaemonsSurviveANode(t *testing.T) {
 			return true, ""
 		})
 	}
+}
+
+// startCluster starts three daemons as the nodes of a cluster named name,
+// with the journal stream on all three, and waits until each serves.
+func startCluster(t *testing.T, name string) []*daemonProc {
+	t.Helper()
+	ports := freeLoopbackPorts(t, 3)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	// Every node of a cluster is given the same secret, for its routes.
+	secret := []string{"--nats-secret-file", natsSecretFile(t)}
+	nodes := make([]*daemonProc, 3)
+	for i := range nodes {
+		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret,
+			"--cluster-name", name, "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			"--routes", strings.Join(routes, ","), "--replicas", "3")
+	}
+	// Once a node is gone, the survivors cannot all stop gracefully: the
+	// last one has no majority left to record its agents' end and waits for
+	// one. Stopping is not under test here, so the nodes are killed.
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.kill()
+		}
+	})
+	// Each node waits for a majority before it serves: start all, then wait.
+	for _, n := range nodes {
+		n.launch()
+	}
+	for _, n := range nodes {
+		n.waitReady()
+	}
+	return nodes
 }
 
 // freeLoopbackPorts returns n distinct loopback ports that were free a
