@@ -87,13 +87,21 @@ func Rebuild(ctx context.Context, src Source, live *DB, progress func(done, tota
 	cfg.NoSync = true // synced once before the swap
 	fresh, err := Open(cfg)
 	if err != nil {
+		// bbolt may have created the file before failing to lay it out
+		// (a full disk, say): what is there is ours and half made.
+		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			return fmt.Errorf("rebuild %s: %w; removing %s failed: %w", live.cfg.Path, err, path, rmErr)
+		}
 		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
 	}
 	swapped := false
 	defer func() {
-		if !swapped {
-			_ = fresh.Close()
-			_ = os.Remove(path)
+		if swapped {
+			return
+		}
+		_ = fresh.Close()
+		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			err = fmt.Errorf("%w; removing %s failed: %w", err, path, rmErr)
 		}
 	}()
 
