@@ -734,7 +734,7 @@ func (s *JetStreamStore) LastOffset(ctx context.Context) (uint64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	m, err := s.stream.GetLastMsgForSubject(ctx, s.cfg.SubjectPrefix+".>")
+	m, err := s.get(ctx, msgGet{LastFor: s.cfg.SubjectPrefix + ".>"})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
