@@ -30,6 +30,9 @@ const (
 	codeInternal         = "internal"
 	// codeDamaged: the journal has records missing from the log.
 	codeDamaged = "damaged"
+	// codeDiskFull: the disk holding the log is full; writes are refused
+	// until space is freed, and then taken again without a restart.
+	codeDiskFull = "disk_full"
 )
 
 // apiError is an error with its HTTP answer.
@@ -109,6 +112,8 @@ func toAPIError(err error) *apiError {
 		// The data is damaged, not the request: say which journal lacks
 		// what, so an operator can restore it.
 		return &apiError{status: http.StatusInternalServerError, code: codeDamaged, message: err.Error()}
+	case eventstore.IsDiskFull(err):
+		return diskFull(DiskSpace{}, false)
 	case errors.Is(err, eventstore.ErrRecordTooLarge):
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
 	case errors.Is(err, execution.ErrUnknownMessageType):
@@ -122,6 +127,59 @@ func toAPIError(err error) *apiError {
 	}
 	return &apiError{status: http.StatusInternalServerError, code: codeInternal,
 		message: "internal error (the daemon log has the details)"}
+}
+
+// diskFull is the answer to a write refused for want of space, saying where,
+// how much, and what to do; d is the daemon's last measurement of the disk,
+// when known is true.
+func diskFull(d DiskSpace, known bool) *apiError {
+	var msg string
+	switch {
+	case known && d.Full:
+		msg = fmt.Sprintf("the disk holding the data directory %s is full: %s free, and the log takes writes only while more than %s is free (a reserve for the read models and the log's own index); free at least %s on that disk, or move the data directory to a larger one",
+			d.Dir, formatBytes(d.Free), formatBytes(d.Reserve), formatBytes(d.Reserve-d.Free+1))
+	case known:
+		msg = fmt.Sprintf("the disk holding the data directory %s has no room for this write: %s free, of which the log keeps %s in reserve; free space on that disk, or move the data directory to a larger one",
+			d.Dir, formatBytes(d.Free), formatBytes(d.Reserve))
+	default:
+		msg = "the log's storage is full (the disk holding its data, or the storage limit of the NATS server that holds it); free space there, or raise that server's max_file_store"
+	}
+	return &apiError{status: http.StatusInsufficientStorage, code: codeDiskFull,
+		message: msg + ". Nothing stored was lost; writes resume by themselves once there is room, no restart needed, and reads are served meanwhile"}
+}
+
+// formatBytes writes a size as people read it: 512 B, 6.4 MiB, 3.0 GiB.
+func formatBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(n)/float64(div), "KMGTPE"[exp], n)
+}
+
+// answer is toAPIError with what only the server knows: the disk's free
+// space in a disk_full answer. A write that failed in another way while the
+// disk is full (one that met the full disk itself and got no answer from the
+// log) is answered as disk_full too: that is its cause.
+func (s *Server) answer(r *http.Request, err error) *apiError {
+	ae := toAPIError(err)
+	if s.cfg.DiskSpace == nil {
+		return ae
+	}
+	d, known := s.cfg.DiskSpace()
+	switch {
+	case ae.code == codeDiskFull:
+		return diskFull(d, known)
+	case known && d.Full && r.Method != http.MethodGet &&
+		(ae.code == codeInternal || ae.code == codeTimeout || ae.code == codeUnavailable):
+		return diskFull(d, known)
+	}
+	return ae
 }
 
 // validationError names the first field at fault and what it accepts; the
@@ -162,7 +220,7 @@ func clip(s string, n int) string {
 // logged here, once, clipped: a request must not be able to write much to
 // the daemon log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := toAPIError(err)
+	ae := s.answer(r, err)
 	if ae.code == codeInternal && r.Context().Err() == nil {
 		s.log.Error("request failed", logKeyRoute, clip(r.Method+" "+r.URL.Path, maxLogValue), logKeyErr, clip(err.Error(), maxLogValue))
 	}

@@ -145,15 +145,41 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	return bw.Flush()
 }
 
+// DiskSpace is what the daemon last measured of the disk that holds its log
+// (Config.DiskSpace).
+type DiskSpace struct {
+	// Dir is the data directory.
+	Dir string
+	// Free is the space left on the disk, in bytes.
+	Free uint64
+	// Reserve is the free space the log keeps: it takes writes only while
+	// more than this is free.
+	Reserve uint64
+	// Full reports that the log refuses writes.
+	Full bool
+}
+
 // health is the answer of /healthz.
 type health struct {
-	// Status is ok, or damaged when the log lacks records the read model
-	// holds (Damaged says which journals).
+	// Status is ok; damaged when the log lacks records the read model
+	// holds (Damaged says which journals); disk_full while the disk
+	// holding the log is full and writes are refused (Storage says how
+	// full).
 	Status     string   `json:"status"`
 	Checkpoint uint64   `json:"checkpoint"`
 	LastOffset uint64   `json:"lastOffset"`
 	Lag        uint64   `json:"lag"`
 	Damaged    []string `json:"damaged,omitempty"`
+	// Storage is the disk holding the log, when the daemon measures it.
+	Storage *storageHealth `json:"storage,omitempty"`
+}
+
+// storageHealth is DiskSpace as /healthz shows it.
+type storageHealth struct {
+	DataDir      string `json:"dataDir"`
+	FreeBytes    uint64 `json:"freeBytes"`
+	ReserveBytes uint64 `json:"reserveBytes"`
+	Full         bool   `json:"full"`
 }
 
 // healthz: GET /healthz, without a token. It fails (503) when the log or
@@ -170,6 +196,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		return unavailable("the log or the projection cannot be read")
 	}
 	h := health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records}
+	if s.cfg.DiskSpace != nil {
+		if d, ok := s.cfg.DiskSpace(); ok {
+			h.Storage = &storageHealth{DataDir: d.Dir, FreeBytes: d.Free, ReserveBytes: d.Reserve, Full: d.Full}
+			if d.Full {
+				h.Status = "disk_full"
+			}
+		}
+	}
+	// Damage outlasts a full disk, which passes once space is freed.
 	if h.Damaged = s.damaged(); len(h.Damaged) > 0 {
 		h.Status = "damaged"
 	}

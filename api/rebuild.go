@@ -70,7 +70,7 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 	if !started {
 		return err
 	}
-	ae := toAPIError(err)
+	ae := s.answer(r, err)
 	if ae.code == codeInternal && r.Context().Err() == nil {
 		s.log.Error("rebuild failed", logKeyErr, err)
 	}

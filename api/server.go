@@ -100,6 +100,10 @@ type Config struct {
 	// that reason, instead of waiting for the log until it times out. A
 	// daemon joined to another's NATS sets it to its connection's state.
 	LogReachable func() error
+	// DiskSpace, when set, returns the last measurement of the disk that
+	// holds the log, and false when there is none; /healthz shows it and a
+	// disk_full answer quotes it.
+	DiskSpace func() (DiskSpace, bool)
 	// Logger receives server errors. Nil discards them.
 	Logger *slog.Logger
 	// MaxBody bounds a request body; DefaultMaxBody when 0.

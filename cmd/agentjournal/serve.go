@@ -316,6 +316,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		// Joined to another's NATS: while it is down, writes fail at once.
 		acfg.LogReachable = b.Reachable
 	}
+	acfg.DiskSpace = func() (api.DiskSpace, bool) {
+		d, ok := b.DiskSpace()
+		return api.DiskSpace{Dir: d.Dir, Free: d.Free, Reserve: d.Reserve, Full: d.Full}, ok
+	}
 	srv, err := api.New(acfg)
 	if err != nil {
 		return err
