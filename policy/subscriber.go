@@ -367,7 +367,11 @@ func (s *Subscriber) evict() {
 // complete re-derives the outcome of a decision already in the journal, at
 // sequence at, from the state at the record it answers, and appends any of
 // its records that are missing: a subscriber killed between the decision
-// and its records leaves them to the next one.
+// and its records leaves them to the next one. A stored decision that is
+// not the one this policy makes (another version of it wrote the journal,
+// which was then imported, say) is left as it is: its records are that
+// policy's, and records of this one added long after would rewrite the
+// journal's history.
 func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st *execution.State, at uint64, decide func(*execution.State) (Outcome, bool)) error {
 	// The decision itself is in st's view of the journal only if it was
 	// appended before the record, which never happens; so Decide sees the
@@ -389,9 +393,13 @@ func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st 
 	// until all are found, not the whole journal, which made a new
 	// consumer going through a long journal quadratic.
 	if len(missing) > 0 {
-		for e, err := range s.log.ReadJournal(ctx, ref, max(at, st.Journal.LastSequence)+1) {
+		for e, err := range s.log.ReadJournal(ctx, ref, max(at, st.Journal.LastSequence+1)) {
 			if err != nil {
 				return fmt.Errorf("policy: reread %s: %w", ref, err)
+			}
+			if d, ok := e.Record.(*eventstore.Decision); ok && e.Record.RecordBase().Sequence == at &&
+				(d.Action != out.Decision.Action || d.Reason != out.Decision.Reason) {
+				return nil
 			}
 			if delete(missing, e.Record.RecordBase().RecordID); len(missing) == 0 {
 				break

@@ -241,6 +241,34 @@ func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 	}
 }
 
+// TestSubscriberLeavesAnotherPolicysDecision: a decision another version
+// of the policy made (its reason worded otherwise), in a journal imported
+// whole, is not completed with this policy's records.
+func TestSubscriberLeavesAnotherPolicysDecision(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	ctx := context.Background()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-older")
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := &eventstore.Decision{DecisionID: DecisionID("dec-", "o-1"), ObservationID: "o-1",
+		Action: eventstore.ActionUpdateState, Reason: "as an older policy put it"}
+	if _, err := s.Append(ctx, ref, older); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewSubscriber(s, SubscriberConfig{}).Handle(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := s.Head(ctx, ref); h.LastSequence != 3 {
+		t.Fatalf("head %d after handling, want 3: nothing appended to another policy's decision", h.LastSequence)
+	}
+}
+
 const childEnv = "AGENTJOURNAL_TEST_POLICY_CHILD"
 
 // TestPolicyChild is the child side of TestTwoSubscriberProcesses.
