@@ -316,6 +316,9 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 		if st.Lifecycle.Final() {
 			continue
 		}
+		if err := rt.failUndelivered(ctx, ref); err != nil {
+			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
+		}
 		if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleTerminated,
 			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "system_restart"}); err != nil {
 			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
@@ -323,4 +326,39 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 		recovered = append(recovered, ref.AgentExecutionID)
 	}
 	return recovered, nil
+}
+
+// failUndelivered gives every message the journal accepted but never
+// recorded an outcome for (the host died between the two) a failed
+// delivery: whoever sent it learns that the agent did not get it, instead
+// of waiting on an outcome that will never come. Recover only reaches
+// executions whose host is gone, so no other outcome can follow.
+func (rt *Runtime) failUndelivered(ctx context.Context, ref eventstore.Reference) error {
+	var pending []string
+	open := map[string]bool{}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return err
+		}
+		switch r := e.Record.(type) {
+		case *eventstore.MessageAccepted:
+			if !open[r.MessageID] {
+				open[r.MessageID] = true
+				pending = append(pending, r.MessageID)
+			}
+		case *eventstore.MessageDelivery:
+			delete(open, r.MessageID)
+		}
+	}
+	for _, id := range pending {
+		if !open[id] {
+			continue
+		}
+		d := &eventstore.MessageDelivery{MessageID: id, Status: eventstore.DeliveryFailed, Transport: eventstore.TransportNone,
+			Reason: "system_restart: the host stopped before delivering it, and the agent's process is gone"}
+		if _, err := rt.cfg.Store.Append(ctx, ref, d); err != nil {
+			return fmt.Errorf("record the failed delivery of %s: %w", id, err)
+		}
+	}
+	return nil
 }

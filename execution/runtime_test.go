@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -540,5 +542,57 @@ func TestRecoverSkipsADamagedJournal(t *testing.T) {
 	}
 	if after.RecordCount != 3 {
 		t.Fatalf("the damaged journal holds %d records, want its 3: nothing appended", after.RecordCount)
+	}
+}
+
+// TestRecoverFailsUndeliveredMessages: a message the journal accepted but
+// whose delivery its host never recorded (the host died between the two)
+// gets a failed delivery when the execution is recovered; a message that
+// has an outcome keeps it.
+func TestRecoverFailsUndeliveredMessages(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", "ae-in-flight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+	if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
+		t.Fatal(err)
+	}
+	running := &eventstore.StateChanged{Base: eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")},
+		Lifecycle: eventstore.LifecycleRunning}
+	for _, r := range []eventstore.Record{running,
+		&eventstore.MessageAccepted{MessageID: "m-done", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"a"}`)},
+		&eventstore.MessageDelivery{MessageID: "m-done", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
+		&eventstore.MessageAccepted{MessageID: "m-in-flight", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"b"}`)},
+	} {
+		if _, err := s.Append(ctx, ref, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := execution.NewRuntime(execution.Config{Store: s}).Recover(ctx, execution.RecoverAll); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for e, err := range s.ReadJournal(ctx, ref, 6) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r := e.Record.(type) {
+		case *eventstore.MessageDelivery:
+			got = append(got, fmt.Sprintf("delivery %s %s", r.MessageID, r.Status))
+		case *eventstore.StateChanged:
+			got = append(got, fmt.Sprintf("lifecycle %s", r.Lifecycle))
+		}
+	}
+	want := []string{"delivery m-in-flight failed", "lifecycle terminated"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records the recovery appended (-want +got):\n%s", diff)
 	}
 }
