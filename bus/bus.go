@@ -27,7 +27,7 @@ type Bus struct {
 	cfg       Config
 	srv       *server.Server // nil when connected to an external NATS
 	lock      *dirLock       // nil when connected to an external NATS
-	guard     *diskGuard     // nil when connected to an external NATS
+	guard     *diskGuard     // nil when connected to an external NATS or clustered
 	nc        *nats.Conn
 	ncClosed  chan struct{} // closed by the connection's ClosedHandler
 	js        jetstream.JetStream
@@ -162,9 +162,12 @@ func (b *Bus) open(ctx context.Context) error {
 		}
 	}
 	b.stream = stream
-	if srvOpts != nil {
+	if srvOpts != nil && !b.cfg.Cluster.enabled() && diskMeasured {
 		// After the stream is set up: a disk already full must not stop
-		// the daemon from starting and serving reads.
+		// the daemon from starting and serving reads. Not on a cluster
+		// node, where an account's limit is checked against the cluster's
+		// usage rather than one node's disk, and nats-server's own limit
+		// applies.
 		b.guard = newDiskGuard(b.srv, srvOpts, b.cfg)
 		b.guard.start()
 	}

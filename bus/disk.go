@@ -56,7 +56,7 @@ type DiskSpace struct {
 
 // DiskSpace returns the last measurement of the disk under the data
 // directory, and false when there is none: connected to an external NATS,
-// or on a system where free space cannot be measured.
+// a node of a cluster, or on a system where free space cannot be measured.
 func (b *Bus) DiskSpace() (DiskSpace, bool) {
 	if b.guard == nil {
 		return DiskSpace{}, false
@@ -90,10 +90,6 @@ type diskGuard struct {
 	log      *slog.Logger
 	// stat measures the disk: statDisk, or a test's stand-in.
 	stat atomic.Pointer[statFunc]
-	// limit sets the account's storage limit. Off on a cluster node,
-	// where the limit is checked against the cluster's usage, not the
-	// node's disk.
-	limit bool
 
 	last atomic.Pointer[DiskSpace]
 
@@ -114,7 +110,6 @@ func newDiskGuard(srv *server.Server, opts *server.Options, cfg Config) *diskGua
 		srv: srv, opts: opts, dataDir: cfg.DataDir, stream: cfg.StreamName,
 		reserve: cfg.DiskReserve, interval: cfg.DiskCheckInterval,
 		log:     cfg.Logger.With(logKeyComponent, "disk"),
-		limit:   !cfg.Cluster.enabled(),
 		applied: -1,
 		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
@@ -166,10 +161,8 @@ func (g *diskGuard) check() {
 	g.statFailed = false
 	reserve := g.reserveFor(size)
 	d := DiskSpace{Dir: g.dataDir, Free: free, Reserve: reserve, Full: free <= reserve}
-	if g.limit {
-		// Before d is published: whoever sees space freed may write at once.
-		g.setLimit(d)
-	}
+	// Before d is published: whoever sees space freed may write at once.
+	g.setLimit(d)
 	if prev := g.last.Swap(&d); prev == nil || prev.Full != d.Full {
 		switch {
 		case d.Full:
@@ -179,9 +172,6 @@ func (g *diskGuard) check() {
 			g.log.Info("space was freed on the disk holding the data directory: the log takes writes again",
 				logKeyDir, g.dataDir, logKeyFree, free, logKeyReserve, reserve)
 		}
-	}
-	if !g.limit {
-		return
 	}
 	g.sawFull = g.sawFull || d.Full
 	g.checks++
