@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // Exit codes.
@@ -29,6 +30,11 @@ const (
 const dataEnv = "AGENTJOURNAL_DATA"
 
 func main() {
+	// An agent's supervisor, which the daemon starts from its own binary:
+	// no command of the CLI, so never in its help.
+	if len(os.Args) > 1 && os.Args[1] == "supervise" {
+		os.Exit(supervisor.Main(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
 	stop()
