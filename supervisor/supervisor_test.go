@@ -500,3 +500,32 @@ func TestDeepStateDir(t *testing.T) {
 		t.Errorf("output: got %q, %v, want \"deep\\n\"", got.out.String(), err)
 	}
 }
+
+// TestOutputErrorEndsTheRead reads a state directory whose supervisor
+// recorded that it could not spool all output: the whole frames, then
+// ErrOutputIncomplete.
+func TestOutputErrorEndsTheRead(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	frame := binary.BigEndian.AppendUint32([]byte{byte(supervisor.Stdout)}, 3)
+	frame = append(frame, "ok\n"...)
+	files := map[string]string{
+		"lock":      "",
+		"out":       string(frame),
+		"exit.json": `{"code":0,"desc":"exit status 0","time":"2026-01-02T03:04:05Z","output_error":"write the spool at byte 8: no space left on device"}`,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := supervisor.Attach(dir)
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	defer h.Close()
+	got, err := readAll(ctx, h, 0)
+	if !errors.Is(err, supervisor.ErrOutputIncomplete) || !strings.Contains(err.Error(), "no space left") || got.out.String() != "ok\n" {
+		t.Errorf("read: got %q, %v; want \"ok\\n\", then ErrOutputIncomplete saying why", got.out.String(), err)
+	}
+}
