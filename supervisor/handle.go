@@ -153,8 +153,9 @@ func start(ctx context.Context, cfg Config, dir string, spec Spec) (*Handle, err
 	}
 	defer readyR.Close()
 	// The first process only starts the supervisor and exits: waiting for
-	// it here leaves no zombie, and the supervisor is reparented away.
-	cmd := exec.CommandContext(ctx, cfg.Binary, append(append([]string(nil), cfg.Args...), dir)...)
+	// it here leaves no zombie, and the supervisor is reparented away. It
+	// needs no context: it ends by itself, at once.
+	cmd := exec.Command(cfg.Binary, append(append([]string(nil), cfg.Args...), dir)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = specR, readyW, logf
 	err = cmd.Start()
 	specR.Close()
@@ -172,8 +173,10 @@ func start(ctx context.Context, cfg Config, dir string, spec Spec) (*Handle, err
 		// finds nobody to tell it is ready kills its agent.
 		specW.Close()
 		readyR.Close()
-		<-ready
-		herr = fmt.Errorf("wait for the supervisor: %w", ctx.Err())
+		if herr = <-ready; herr != nil {
+			herr = fmt.Errorf("wait for the supervisor: %w", ctx.Err())
+			abort(dir)
+		}
 	}
 	werr := cmd.Wait()
 	if herr != nil {
@@ -191,6 +194,22 @@ func start(ctx context.Context, cfg Config, dir string, spec Spec) (*Handle, err
 		return nil, err
 	}
 	return h, nil
+}
+
+// abort kills the agent of a supervisor that Start gave up on: its ready
+// line may sit unread in the closed pipe, and then it runs on believing
+// Start knows. Through the socket, the signal reaches only that agent.
+func abort(dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	h, err := Attach(dir)
+	if h == nil {
+		return
+	}
+	defer h.Close()
+	if err == nil {
+		h.Signal(ctx, syscall.SIGKILL)
+	}
 }
 
 // handshake sends the spec and reads the supervisor's answer.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -528,4 +529,59 @@ func TestOutputErrorEndsTheRead(t *testing.T) {
 	if !errors.Is(err, supervisor.ErrOutputIncomplete) || !strings.Contains(err.Error(), "no space left") || got.out.String() != "ok\n" {
 		t.Errorf("read: got %q, %v; want \"ok\\n\", then ErrOutputIncomplete saying why", got.out.String(), err)
 	}
+}
+
+// TestStartGivenUpLeavesNoAgent lets Start's ready timeout run out at
+// different moments of the handshake: whenever Start fails, no agent is
+// left running, even when the supervisor had already said it was ready.
+func TestStartGivenUpLeavesNoAgent(t *testing.T) {
+	for _, timeout := range []time.Duration{time.Nanosecond, time.Millisecond, 3 * time.Millisecond, 6 * time.Millisecond, 10 * time.Millisecond} {
+		t.Run(timeout.String(), func(t *testing.T) {
+			ctx := testContext(t)
+			cfg := testConfig(t)
+			cfg.ReadyTimeout = timeout
+			dir := filepath.Join(t.TempDir(), "agent.sup")
+			h, err := supervisor.Start(ctx, cfg, dir, sh("exec sleep 600"))
+			if err == nil {
+				t.Log("the handshake won")
+				stopAll(t, h)
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Start: got %v, want a deadline error", err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "pids.json"))
+			if errors.Is(err, fs.ErrNotExist) {
+				t.Log("no agent was started")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pids struct{ Agent int }
+			if err := json.Unmarshal(data, &pids); err != nil || pids.Agent == 0 {
+				t.Fatalf("pids.json %q: %v", data, err)
+			}
+			for agentRuns(pids.Agent) {
+				select {
+				case <-ctx.Done():
+					syscall.Kill(-pids.Agent, syscall.SIGKILL)
+					t.Fatal("the agent of a failed Start runs on")
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			t.Log("the agent was started and killed")
+		})
+	}
+}
+
+// agentRuns reports whether pid is a process that has not exited (a
+// zombie has).
+func agentRuns(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(data), ") ")
+	return !strings.HasPrefix(after, "Z")
 }
