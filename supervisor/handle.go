@@ -64,6 +64,8 @@ type Handle struct {
 
 	ctlMu sync.Mutex
 	conn  net.Conn
+	// inputMu keeps the requests of one Input together.
+	inputMu sync.Mutex
 
 	exitMu sync.Mutex
 	exit   *ExitStatus
@@ -428,10 +430,13 @@ func (h *Handle) Output(ctx context.Context, from int64) iter.Seq2[Frame, error]
 	}
 }
 
-// Input writes p to the agent's stdin. It returns once the supervisor has
-// written all of p to the pipe, which waits for the agent to read when the
-// pipe is full. If ctx ends first the input may still be delivered.
+// Input writes p to the agent's stdin, after any other Input of this
+// handle and never interleaved with one. It returns once the supervisor
+// has written all of p to the pipe, which waits for the agent to read when
+// the pipe is full. If ctx ends first, a part of p may still be delivered.
 func (h *Handle) Input(ctx context.Context, p []byte) error {
+	h.inputMu.Lock()
+	defer h.inputMu.Unlock()
 	for len(p) > 0 {
 		n := min(len(p), maxInputChunk)
 		if err := h.request(ctx, opInput, p[:n]); err != nil {

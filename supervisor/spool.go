@@ -119,8 +119,8 @@ type spoolReader struct {
 	start int   // buf[start:end] is read and not yet returned
 	end   int   //
 	off   int64 // the spool offset of buf[start]
-	// final is set once the supervisor was seen gone: what the file holds
-	// after the next read is all it will ever hold.
+	// final is set once exit.json or the supervisor's death was seen: what
+	// the file holds after the next read is all it will ever hold.
 	final bool
 	lost  bool
 	// waiter is the reader's own connection to the supervisor, to wait for
@@ -147,6 +147,9 @@ func (h *Handle) openSpool(from int64) (*spoolReader, error) {
 func (r *spoolReader) next(ctx context.Context) (Frame, error) {
 	poll := minPoll
 	for {
+		if err := ctx.Err(); err != nil {
+			return Frame{}, err
+		}
 		fr, ok, err := r.parse()
 		if ok || err != nil {
 			return fr, err
@@ -178,8 +181,8 @@ func (r *spoolReader) next(ctx context.Context) (Frame, error) {
 			}
 			poll = min(2*poll, maxPoll)
 		default:
-			// The supervisor wrote its last frame before it died: one more
-			// read gets it.
+			// The supervisor wrote its last frame before it recorded the
+			// exit or died, maybe after the read above: one more gets it.
 			r.final, r.lost = true, st == stateLost
 		}
 	}
