@@ -254,8 +254,9 @@ func releaseOrphans(orphans []*orphanHost, recovered bool) error {
 
 // Recover marks every execution of scope whose journal says it is still
 // starting or running, but which has no live process here, as terminated
-// with reason system_restart: its process died while nothing watched it. It
-// returns the ids it marked.
+// with reason system_restart: its process died while nothing watched it.
+// A supervised execution is attached to instead (supervised.go): it is live
+// here again, and ends when its process does. It returns the ids it marked.
 func (rt *Runtime) Recover(ctx context.Context, scope RecoverScope) ([]string, error) {
 	if scope != RecoverHosted && scope != RecoverAll {
 		return nil, fmt.Errorf("recover: unknown scope %d (want RecoverHosted or RecoverAll)", scope)
@@ -314,6 +315,14 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 			continue
 		}
 		if st.Lifecycle.Final() {
+			continue
+		}
+		attached, err := rt.attach(ctx, ref)
+		if err != nil {
+			rt.cfg.Logger.Error("recover: attach to the supervised agent", "execution", ref.AgentExecutionID, "err", err)
+		}
+		if attached {
+			rt.cfg.Logger.Info("attached to an agent that ran on while its host was gone", "execution", ref.AgentExecutionID)
 			continue
 		}
 		if err := rt.failUndelivered(ctx, ref); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/execution/provider"
+	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -91,6 +92,15 @@ type Config struct {
 	// with Processed, a retry at any age gets the first acknowledgement
 	// and appends nothing. The daemon answers it from its read model.
 	Processed func(executionID string, observation bool, id string) (seq uint64, ok bool, err error)
+	// Supervisor, with SupervisedDir, runs every agent that keeps one
+	// process for its whole execution under a supervisor process that
+	// outlives this runtime (supervised.go); Recover attaches to them
+	// again. Without it the runtime's own process holds the agents' pipes.
+	Supervisor    *supervisor.Config
+	SupervisedDir string
+	// LeaveRunning makes Close leave supervised agents running, for the
+	// next runtime to attach to, instead of stopping them.
+	LeaveRunning bool
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -122,6 +132,10 @@ type Runtime struct {
 	mu   sync.Mutex
 	live map[string]*process
 	wg   sync.WaitGroup
+	// detach ends when Close leaves supervised agents running: their
+	// output readers stop.
+	detach     context.Context
+	stopDetach context.CancelFunc
 
 	// host is this runtime's directory in cfg.HostDir, once a launch
 	// created it (hosted.go).
@@ -143,7 +157,9 @@ func NewRuntime(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg, live: map[string]*process{}}
+	rt := &Runtime{cfg: cfg, live: map[string]*process{}}
+	rt.detach, rt.stopDetach = context.WithCancel(context.Background())
+	return rt
 }
 
 // process is one live execution: the agent process running it, or, for a
@@ -180,7 +196,13 @@ type process struct {
 
 // child is one process of an execution, on pipes or on a terminal lane.
 type child struct {
-	cmd      *exec.Cmd
+	cmd *exec.Cmd
+	// sup holds a supervised process; lines is its count of journaled
+	// stdout lines, and replayed the count a runtime before this one
+	// journaled (supervised.go).
+	sup      *supervisor.Handle
+	lines    *os.File
+	replayed int
 	stdinMu  sync.Mutex
 	stdin    io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
 	terminal *terminal.Terminal
@@ -203,6 +225,11 @@ func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) {
 	if c.terminal != nil {
 		return eventstore.TransportPTY, c.terminal.Input(data)
 	}
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return eventstore.TransportAdapter, c.sup.Input(ctx, data)
+	}
 	c.stdinMu.Lock()
 	defer c.stdinMu.Unlock()
 	if c.stdin == nil {
@@ -215,6 +242,12 @@ func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) {
 // closeInput closes the agent's stdin, which tells a CLI that reads its
 // turns there that there are no more.
 func (c *child) closeInput() {
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.sup.CloseInput(ctx)
+		return
+	}
 	c.stdinMu.Lock()
 	defer c.stdinMu.Unlock()
 	if c.stdin != nil {
@@ -228,12 +261,20 @@ func (c *child) signal(sig syscall.Signal) error {
 	if c.terminal != nil {
 		return c.terminal.Signal(sig)
 	}
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return c.sup.Signal(ctx, sig)
+	}
 	return syscall.Kill(-c.cmd.Process.Pid, sig)
 }
 
 func (c *child) pid() int {
 	if c.terminal != nil {
 		return c.terminal.Pid()
+	}
+	if c.sup != nil {
+		return c.sup.AgentPID()
 	}
 	return c.cmd.Process.Pid
 }
@@ -249,6 +290,8 @@ func (p *process) current() *child {
 type exit struct {
 	success bool
 	desc    string
+	// lost: the process's end is unknown (its supervisor died).
+	lost bool
 }
 
 // resolveShape picks the session shape of a launch.
@@ -384,6 +427,8 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	case !startNow:
 	case interactive:
 		startErr = rt.startTerminal(ctx, p, program, args)
+	case rt.supervised(p):
+		startErr = rt.startSupervised(ctx, p, req, program, args, onStdin)
 	default:
 		startErr = rt.startPipes(p, program, args, onStdin)
 	}
@@ -665,6 +710,11 @@ func stdoutID(c *child, n int) string {
 }
 
 func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncated bool) {
+	if n <= c.replayed {
+		rt.replayLine(p, c, line, truncated)
+		return
+	}
+	defer c.noteHandled(n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if truncated {
@@ -687,6 +737,34 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 	c.parseMu.Lock()
 	defer c.parseMu.Unlock()
 	rt.handleEvents(ctx, p, c, c.parser.Parse(line))
+}
+
+// replayLine feeds a line whose records a runtime before this one
+// journaled to the driver and the parser, so that they know what they knew
+// then; of what the parser finds, only what this process keeps in memory
+// (the provider session, the turns ended) is taken.
+func (rt *Runtime) replayLine(p *process, c *child, line []byte, truncated bool) {
+	if truncated || c.parser == nil || (bytes.HasPrefix(line, []byte(marker.Prefix)) && marker.Parse(line, p.nonce).Result != marker.NotMarker) {
+		return
+	}
+	p.driver.Line(line)
+	c.parseMu.Lock()
+	defer c.parseMu.Unlock()
+	for _, ev := range c.parser.Parse(line) {
+		switch {
+		case ev.Session != nil && ev.Session.ID != "":
+			p.mu.Lock()
+			p.sessionID = ev.Session.ID
+			p.mu.Unlock()
+		case ev.TurnEnd != nil:
+			te := *ev.TurnEnd
+			p.mu.Lock()
+			c.turnEnd = &te
+			p.turns++
+			p.awaiting = p.shape == eventstore.ShapeConversation
+			p.mu.Unlock()
+		}
+	}
 }
 
 // handleEvents records what the parser found; the caller holds parseMu.
@@ -916,6 +994,8 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	}
 	st := &eventstore.StateChanged{}
 	switch {
+	case e.lost:
+		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, "system_restart: "+e.desc
 	case killed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
 	case stopping:
@@ -1035,11 +1115,17 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	}
 }
 
-// Close stops every live process and waits for their records.
+// Close stops every live process and waits for their records; with
+// LeaveRunning, supervised ones run on and only their readers stop.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	ids := make([]string, 0, len(rt.live))
-	for id := range rt.live {
+	for id, p := range rt.live {
+		if c := p.current(); rt.cfg.LeaveRunning && c != nil && c.sup != nil {
+			// It runs on under its supervisor; its hosted file stays for
+			// the next runtime to attach.
+			continue
+		}
 		ids = append(ids, id)
 	}
 	rt.mu.Unlock()
@@ -1049,6 +1135,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	rt.stopDetach()
 	rt.wg.Wait()
 	errs = append(errs, rt.releaseHost())
 	return errors.Join(errs...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // result is what one run of the program left behind.
@@ -23,6 +24,15 @@ type result struct {
 }
 
 // run runs the program on the data directory dir, the way main does.
+// TestMain lets the test binary be the supervisor the daemons it runs in
+// process start, as the agentjournal binary is for a real daemon.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "supervise" {
+		os.Exit(supervisor.Main(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
 func run(t testing.TB, dir string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer

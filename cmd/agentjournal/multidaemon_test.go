@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,6 +86,10 @@ func newDaemon(t *testing.T, name, dir string, global []string, serve ...string)
 	t.Helper()
 	args := append([]string{"--data", dir}, global...)
 	args = append(args, "serve", "--listen", "127.0.0.1:0")
+	if !slices.ContainsFunc(serve, func(a string) bool { return strings.HasPrefix(a, "--on-stop") }) {
+		// The agents a test ran end with it, unless it is about leaving them.
+		args = append(args, "--on-stop=stop")
+	}
 	args = append(args, serve...)
 	d := &daemonProc{t: t, name: name, dir: dir, args: args, log: filepath.Join(t.TempDir(), name+".log")}
 	t.Cleanup(func() {

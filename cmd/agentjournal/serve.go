@@ -23,6 +23,7 @@ import (
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -53,9 +54,18 @@ of a cluster, each node a daemon with its own data directory; the log is then
 kept on --replicas nodes (3 by default in a cluster) and outlives any one of
 them. A node waits for a majority of the cluster before it serves.
 
+Agents that keep one process for their whole execution (Claude Code, a
+generic program) run under a supervisor process of their own, which holds
+their pipes and spools their output under DATA/supervised: they outlive the
+daemon, whether it stops cleanly (an upgrade) or is killed, and the next
+daemon on the data directory attaches to them, journaling what they printed
+meanwhile, once. CLIs that run a process per turn (Codex, Copilot CLI) are
+not supervised; a restart marks them terminated (system_restart).
+
 A non-loopback --listen is refused unless --token-file names the token
-explicitly. SIGTERM or Ctrl-C stops new requests, stops the agents (SIGTERM,
-then SIGKILL after --grace) and closes everything in order.`,
+explicitly. SIGTERM or Ctrl-C stops new requests and closes everything in
+order. With --on-stop=leave (the default) supervised agents run on; with
+--on-stop=stop every agent is stopped (SIGTERM, then SIGKILL after --grace).`,
 	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701\n" +
 		"agentjournal --data /srv/aj1 serve --cluster-name aj --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 --token-file /srv/aj1/token",
 }
@@ -81,6 +91,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	allowRemote := fs.Bool("nats-allow-remote", false, "accept a --nats-listen or --cluster-listen address that other hosts can reach, although NATS traffic is not encrypted")
 	tokenFile := fs.String("token-file", "", "the API token `PATH` (default DATA/api-token, created 0600 on first start)")
 	grace := fs.Duration("grace", 5*time.Second, "how long stopping agents get between SIGTERM and SIGKILL")
+	onStop := fs.String("on-stop", "leave", "what the daemon's stop does to supervised agents: `leave` them running for the next daemon to attach to, or stop them")
 	clusterName := fs.String("cluster-name", "", "make the embedded NATS a node of the cluster `NAME` (with --cluster-listen and --routes)")
 	clusterListen := fs.String("cluster-listen", "", "accept routes from the other cluster nodes at `ADDR` (host:port)")
 	routes := fs.String("routes", "", "the cluster nodes' route `URLS`, comma-separated nats-route://host:port (this node's own may be listed)")
@@ -91,6 +102,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if len(pos) > 0 {
 		return serveSpec.usageErr(fs, "unexpected argument %q (serve takes only flags)", pos[0])
+	}
+	if *onStop != "leave" && *onStop != "stop" {
+		return serveSpec.usageErr(fs, "--on-stop %q: want leave or stop", *onStop)
 	}
 	cluster, err := clusterFlags(*clusterName, *clusterListen, *routes, c.env.NATSURL)
 	if err != nil {
@@ -117,7 +131,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote}
+	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote, leaveAgents: *onStop == "leave"}
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
 }
 
@@ -199,6 +213,8 @@ type daemon struct {
 	replicas int
 	// allowRemote accepts NATS listeners other hosts can reach.
 	allowRemote bool
+	// leaveAgents leaves supervised agents running when the daemon stops.
+	leaveAgents bool
 	closes      []func() error
 }
 
@@ -278,7 +294,12 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	terms.KillGrace = d.grace
 	d.onClose(terms.Close)
 	late := &lateServer{}
-	rt := execution.NewRuntime(execution.Config{Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
+	sup, err := supervisor.DefaultConfig("supervise")
+	if err != nil {
+		return err
+	}
+	rt := execution.NewRuntime(execution.Config{
+		Supervisor: &sup, SupervisedDir: filepath.Join(d.env.DataDir, "supervised"), LeaveRunning: d.leaveAgents, Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
 		HostDir:      d.env.hostedDir(),
 		Processed:    views.ProcessedID,

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,13 @@ func startServe(t *testing.T, dir string, args ...string) (url, token string, st
 		// goroutine prints too.
 		m := Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
 			HomeDir: func() (string, error) { return dir, nil }}
-		code := m.Run(ctx, append([]string{"--data", dir}, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
+		serve := []string{"serve", "--listen", "127.0.0.1:0"}
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--on-stop") }) {
+			// A test's daemon stops the agents it ran, unless the test is
+			// about leaving them.
+			serve = append(serve, "--on-stop=stop")
+		}
+		code := m.Run(ctx, append([]string{"--data", dir}, append(serve, args...)...))
 		done <- result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 	}()
 	stopped := false
@@ -112,7 +119,7 @@ func TestServeRunsTheWholeDaemon(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
 	code, out := call(t, "POST", url+"/v1/executions", token, map[string]any{
 		"ownerEntity": "Task", "ownerId": "t-1", "agent": "generic",
-		"command": []string{agent, `signal:{"type":"needs_input","payload":{"requestId":"r1","question":"go?"}}`, "sleep:300ms"}})
+		"command": []string{agent, `signal:{"type":"needs_input","payload":{"requestId":"r1","question":"go?"}}`, "wait"}})
 	if code != 201 {
 		t.Fatalf("launch: %d %v", code, out)
 	}

@@ -1,0 +1,306 @@
+package execution
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/durable"
+	"github.com/agentjournal/agentjournal/supervisor"
+)
+
+// A runtime with a Supervisor runs each agent that keeps one process for
+// its whole execution (a CLI that reads its turns on stdin, or a generic
+// program) on pipes under a supervisor process, which outlives the
+// runtime's own process. In SupervisedDir each such execution has:
+//
+//	<escaped id>/             the supervisor's state directory (its spool, control socket, exit)
+//	<escaped id>.launch.json  what a runtime needs to take the execution over: adapter, command, shape, marker nonce
+//	<escaped id>.lines        the count of stdout lines whose records are in the journal
+//
+// A runtime started after the one that launched it (a daemon restarted,
+// cleanly or after kill -9) attaches in Recover: it reads the spool from
+// the start, feeding the lines counted in .lines to the provider parser
+// and the driver only (they rebuild their state, and nothing is appended
+// twice), and handles the rest as they come, so output printed while no
+// runtime watched is journaled, once. Executions whose CLI runs a process
+// per turn are not supervised: they are marked terminated after a restart,
+// as before.
+
+const (
+	launchSuffix = ".launch.json"
+	linesSuffix  = ".lines"
+)
+
+// launchInfo is what a runtime needs to take over a supervised execution.
+type launchInfo struct {
+	Ref     eventstore.Reference    `json:"ref"`
+	Agent   string                  `json:"agent"`
+	Command []string                `json:"command,omitempty"`
+	Shape   eventstore.SessionShape `json:"shape,omitempty"`
+	Nonce   string                  `json:"nonce"`
+	Stdin   bool                    `json:"stdin"`
+}
+
+// supervised reports whether an execution's process runs under a
+// supervisor.
+func (rt *Runtime) supervised(p *process) bool {
+	return rt.cfg.Supervisor != nil && rt.cfg.SupervisedDir != "" && p.driver.TurnsOnStdin()
+}
+
+// supervisedPath returns the path of an execution's file or directory in
+// SupervisedDir.
+func (rt *Runtime) supervisedPath(id, suffix string) (string, error) {
+	esc, err := eventstore.EscapeID(id)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(rt.cfg.SupervisedDir, esc+suffix), nil
+}
+
+// startSupervised runs the execution's process under a supervisor and
+// follows its output.
+func (rt *Runtime) startSupervised(ctx context.Context, p *process, req LaunchRequest, program string, args []string, withStdin bool) error {
+	if err := os.MkdirAll(rt.cfg.SupervisedDir, 0o700); err != nil {
+		return err
+	}
+	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Stdin: withStdin}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	infoPath, err := rt.supervisedPath(p.ref.AgentExecutionID, launchSuffix)
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(infoPath, data, 0o600); err != nil {
+		return err
+	}
+	dir, err := rt.supervisedPath(p.ref.AgentExecutionID, "")
+	if err != nil {
+		return err
+	}
+	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir,
+		supervisor.Spec{Program: program, Args: args, Env: p.env, Dir: p.dir, Stdin: withStdin})
+	if err != nil {
+		return errors.Join(err, os.Remove(infoPath))
+	}
+	c, err := rt.supervisedChild(p, h, 0)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.child = c
+	p.mu.Unlock()
+	rt.register(p)
+	rt.followSupervised(p, c)
+	return nil
+}
+
+// supervisedChild makes the child of a supervised process, whose first
+// replayed stdout lines are already journaled.
+func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed int) (*child, error) {
+	path, err := rt.supervisedPath(p.ref.AgentExecutionID, linesSuffix)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	c := p.newChild()
+	c.sup, c.lines, c.replayed = h, lines, replayed
+	return c, nil
+}
+
+// noteHandled records that the records of stdout line n are in the
+// journal. It is one 8-byte write in place, no sync: the fault it guards
+// against is the runtime's process dying, which leaves the page cache; a
+// line handled twice after a lost write appends nothing new (its records'
+// ids are the same).
+func (c *child) noteHandled(n int) {
+	if c.lines == nil {
+		return
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	c.lines.WriteAt(b[:], 0)
+}
+
+// readHandled returns the count noteHandled last wrote, 0 when none.
+func readHandled(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) < 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(data))
+}
+
+// followSupervised hands the spool's frames to the line readers, and
+// records the end of the process once everything is read. When the
+// runtime closes leaving its agents running, it stops reading and records
+// nothing: the next runtime takes over.
+func (rt *Runtime) followSupervised(p *process, c *child) {
+	stdoutR, stdoutW := io.Pipe()
+	stderrR, stderrW := io.Pipe()
+	var pumps sync.WaitGroup
+	pumps.Go(func() { rt.pump(p, c, stdoutR, true) })
+	pumps.Go(func() { rt.pump(p, c, stderrR, false) })
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		var lost error
+		for f, err := range c.sup.Output(rt.detach, 0) {
+			if err != nil {
+				lost = err
+				break
+			}
+			w := stdoutW
+			if f.Stream == supervisor.Stderr {
+				w = stderrW
+			}
+			w.Write(f.Data)
+		}
+		if rt.detach.Err() != nil {
+			// Leaving: the pumps stop where they are; nothing more is
+			// journaled here.
+			stdoutW.CloseWithError(rt.detach.Err())
+			stderrW.CloseWithError(rt.detach.Err())
+			pumps.Wait()
+			c.lines.Close()
+			c.sup.Close()
+			return
+		}
+		stdoutW.Close()
+		stderrW.Close()
+		pumps.Wait()
+		rt.flush(p, c)
+		e := exit{}
+		switch st, ok := c.sup.Exited(); {
+		case ok:
+			e.success, e.desc = st.Success(), st.Desc
+			if st.OutputError != "" {
+				rt.cfg.Logger.Warn("output of the agent is missing from its spool", "execution", p.ref.AgentExecutionID, "err", st.OutputError)
+			}
+		default:
+			e.lost = true
+			e.desc = fmt.Sprintf("its supervisor died with the agent's end unknown (%v)", lost)
+			// Whatever is left of the agent goes: nothing watches it.
+			_ = syscall.Kill(-c.sup.AgentPID(), syscall.SIGKILL)
+		}
+		c.closeInput()
+		rt.exited(p, c, e)
+		rt.releaseSupervised(p, c)
+	}()
+}
+
+// releaseSupervised removes an ended execution's supervisor files once its
+// end is in the journal.
+func (rt *Runtime) releaseSupervised(p *process, c *child) {
+	p.mu.Lock()
+	ended := p.ended
+	p.mu.Unlock()
+	c.lines.Close()
+	if !ended {
+		c.sup.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.sup.Wait(ctx); err != nil && !errors.Is(err, supervisor.ErrLost) {
+		rt.cfg.Logger.Warn("wait for the supervisor", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+	err := c.sup.Remove()
+	for _, suffix := range []string{launchSuffix, linesSuffix} {
+		if path, perr := rt.supervisedPath(p.ref.AgentExecutionID, suffix); perr == nil {
+			if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}
+	if err != nil {
+		rt.cfg.Logger.Warn("remove the supervisor's files", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+}
+
+// attach takes over a supervised execution that a runtime before this one
+// launched: it is live here again, and its output is read from where the
+// journal stops. ok is false when the execution was not supervised.
+func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok bool, err error) {
+	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" {
+		return false, nil
+	}
+	infoPath, err := rt.supervisedPath(ref.AgentExecutionID, launchSuffix)
+	if err != nil {
+		return false, err
+	}
+	data, err := os.ReadFile(infoPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var info launchInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return false, fmt.Errorf("%s: %w", infoPath, err)
+	}
+	dir, err := rt.supervisedPath(ref.AgentExecutionID, "")
+	if err != nil {
+		return false, err
+	}
+	h, err := supervisor.Attach(dir)
+	switch {
+	case errors.Is(err, supervisor.ErrLost):
+		// Its spool is still read: the output before the loss is journaled.
+	case errors.Is(err, fs.ErrNotExist):
+		// Launched, but the supervisor never started.
+		return false, os.Remove(infoPath)
+	case err != nil:
+		return false, err
+	}
+	adapter, err := NewAdapter(info.Agent)
+	if err != nil {
+		return false, errors.Join(err, h.Close())
+	}
+	driver := adapter.NewDriver(info.Command, info.Shape)
+	st, err := rt.replay(ctx, ref)
+	if err != nil {
+		return false, errors.Join(err, h.Close())
+	}
+	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: info.Nonce,
+		done: make(chan struct{}), source: eventstore.ObservedProviderOutput}
+	linesPath, err := rt.supervisedPath(ref.AgentExecutionID, linesSuffix)
+	if err != nil {
+		return false, errors.Join(err, h.Close())
+	}
+	c, err := rt.supervisedChild(p, h, readHandled(linesPath))
+	if err != nil {
+		return false, errors.Join(err, h.Close())
+	}
+	if err := rt.markHosted(ref); err != nil {
+		return false, errors.Join(err, h.Close())
+	}
+	p.mu.Lock()
+	p.child = c
+	p.mu.Unlock()
+	rt.mu.Lock()
+	rt.live[ref.AgentExecutionID] = p
+	rt.mu.Unlock()
+	if err := rt.appendState(ref, fmt.Sprintf("attached:%d", time.Now().UnixNano()), &eventstore.StateChanged{
+		Lifecycle: eventstore.LifecycleRunning, Reason: fmt.Sprintf("attached after a restart of its host to the agent (process %d), which ran on meanwhile", h.AgentPID())}); err != nil {
+		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
+	}
+	rt.followSupervised(p, c)
+	return true, nil
+}
