@@ -776,3 +776,57 @@ func TestRealAgentFiles(t *testing.T) {
 		r.checkUsage(t)
 	})
 }
+
+// TestRealClaudeConversationOutlivesItsDaemon: the daemon hosting a Claude
+// Code conversation stops between two turns, as for an upgrade; Claude
+// runs on under its supervisor, the next daemon attaches to it, and the
+// second turn continues the same session. Nothing the first daemon
+// journaled is journaled again: the usage totals still add up turn by turn.
+func TestRealClaudeConversationOutlivesItsDaemon(t *testing.T) {
+	t.Parallel()
+	c := realCLIs[0]
+	dir := t.TempDir()
+	_, _, stopFirst := startServe(t, dir, "--on-stop=leave")
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+	}}
+	srv := modelserver.Start(t, sc)
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), t.TempDir())...)...))
+	awaitReal(t, dir, id, "the wait after turn 1", waitingForOperator)
+	if r := stopFirst(); r.code != 0 {
+		t.Fatalf("the first daemon's stop: exit %d\n%s", r.code, r.stderr)
+	}
+
+	url, token, _ := startServe(t, dir)
+	awaitReal(t, dir, id, "the attached execution", waitingForOperator)
+	if out := mustRunReal(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
+		t.Fatalf("send printed %q, want the prompt delivered to the attached Claude", out)
+	}
+	awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
+	})
+	mustRunReal(t, dir, "stop", id)
+	st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
+	recs := readJournalAPI(t, url, token, id)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
+	if st.Lifecycle != eventstore.LifecycleCompleted {
+		r.failf(t, "ended %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+	}
+	if msgs := messageTexts(recs); !slices.Equal(msgs, []string{"First answer.", "Second answer."}) {
+		r.failf(t, "messages %q, want each turn's answer once", msgs)
+	}
+	seen := map[string]bool{}
+	for _, rec := range recs {
+		if o, ok := rec.(*eventstore.Observation); ok {
+			if seen[o.ObservationID] {
+				r.failf(t, "observation %s journaled twice", o.ObservationID)
+			}
+			seen[o.ObservationID] = true
+		}
+	}
+	if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
+		r.failf(t, "the second turn did not continue the first one's session: %d conversation requests", len(conv))
+	}
+	r.checkUsage(t)
+}
