@@ -186,6 +186,7 @@ type process struct {
 	stopping bool   // Stop signalled the process: its exit means cancelled
 	killed   bool   // the grace ran out: exit means terminated
 	closing  bool   // Stop closed stdin: a clean exit means completed
+	leaving  bool   // Close leaves the execution to the next runtime: nothing more is recorded here
 	ended    bool
 	// sessionID is the provider session the CLI named, which the next
 	// turn resumes.
@@ -421,14 +422,17 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		p.source = eventstore.ObservedPTY
 	}
 	startErr := rt.markHosted(ref)
+	if startErr == nil && rt.takeOver(p, interactive) {
+		startErr = rt.writeLaunchInfo(p, req)
+	}
 	switch {
 	case startErr != nil:
-		startErr = fmt.Errorf("record it as hosted in %s: %w", rt.cfg.HostDir, startErr)
+		startErr = fmt.Errorf("record it as hosted in %s and %s: %w", rt.cfg.HostDir, rt.cfg.SupervisedDir, startErr)
 	case !startNow:
 	case interactive:
 		startErr = rt.startTerminal(ctx, p, program, args)
 	case rt.supervised(p):
-		startErr = rt.startSupervised(ctx, p, req, program, args, onStdin)
+		startErr = rt.startSupervised(ctx, p, program, args, onStdin)
 	default:
 		startErr = rt.startPipes(p, program, args, onStdin)
 	}
@@ -986,8 +990,9 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	p.child = nil
 	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
 	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
+	leaving := p.leaving
 	p.mu.Unlock()
-	if between {
+	if between || leaving {
 		// The turn's result is in; the session goes on with the next
 		// message.
 		return
@@ -1029,6 +1034,7 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
 	} else {
 		rt.unmarkHosted(p.ref.AgentExecutionID)
+		rt.forgetLaunch(p.ref.AgentExecutionID)
 	}
 	close(p.done)
 	rt.mu.Lock()
@@ -1120,15 +1126,29 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	ids := make([]string, 0, len(rt.live))
+	var leave []*process
 	for id, p := range rt.live {
-		if c := p.current(); rt.cfg.LeaveRunning && c != nil && c.sup != nil {
-			// It runs on under its supervisor; its hosted file stays for
-			// the next runtime to attach.
+		if rt.cfg.LeaveRunning && rt.takeOver(p, p.source == eventstore.ObservedPTY) {
+			// Its hosted file and launch stay for the next runtime to
+			// attach to it.
+			leave = append(leave, p)
 			continue
 		}
 		ids = append(ids, id)
 	}
 	rt.mu.Unlock()
+	for _, p := range leave {
+		p.mu.Lock()
+		p.leaving = true
+		c := p.child
+		p.mu.Unlock()
+		if c != nil && c.sup == nil {
+			// A turn's process is this one's child, and its output would
+			// go with it: it ends, and the next runtime records the turn
+			// lost. A supervised process runs on.
+			_ = c.signal(syscall.SIGTERM)
+		}
+	}
 	var errs []error
 	for _, id := range ids {
 		if err := rt.Stop(ctx, id); err != nil && !errors.Is(err, ErrNotRunning) {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -594,5 +595,88 @@ func TestRecoverFailsUndeliveredMessages(t *testing.T) {
 	want := []string{"delivery m-in-flight failed", "lifecycle terminated"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records the recovery appended (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecoverTakesOverAConversationBetweenTurns: a conversation whose turns
+// are processes of their own (Codex) is not ended by a restart of its
+// host: the turn that ran when the host went is recorded lost, and the
+// execution waits for its next message, which will resume the session the
+// journal names.
+func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", "ae-conversation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter, err := execution.NewAdapter("codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &eventstore.Header{AgentID: "codex", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless,
+		Messages: adapter.Messages(eventstore.ShapeConversation), SessionShape: eventstore.ShapeConversation}}
+	if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
+		t.Fatal(err)
+	}
+	state := func(key string, st *eventstore.StateChanged) *eventstore.StateChanged {
+		st.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)
+		return st
+	}
+	for _, r := range []eventstore.Record{
+		&eventstore.MessageAccepted{MessageID: "prompt", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"a"}`)},
+		state("lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAutonomous}),
+		&eventstore.MessageDelivery{MessageID: "prompt", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
+		&eventstore.Observation{ObservationID: "out-1-0", Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceHigh,
+			Native: &eventstore.NativeIDs{SessionID: "thread-1"}, Signal: eventstore.NewSignal(&eventstore.MessageSignal{Text: "hi"})},
+		state("turn:1:end", &eventstore.StateChanged{Attention: eventstore.AttentionAwaitingOperator}),
+		&eventstore.MessageAccepted{MessageID: "m-2", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"b"}`)},
+		&eventstore.MessageDelivery{MessageID: "m-2", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
+		state("turn:2:start", &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous}),
+	} {
+		if _, err := s.Append(ctx, ref, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	supDir := t.TempDir()
+	info, _ := json.Marshal(map[string]any{"ref": ref, "agent": "codex", "shape": "conversation", "nonce": "n-1"})
+	if err := os.WriteFile(filepath.Join(supDir, ref.AgentExecutionID+".launch.json"), info, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := execution.NewRuntime(execution.Config{Store: s, Supervisor: &supervisor.Config{Binary: "/nonexistent"}, SupervisedDir: supDir})
+	recovered, err := rt.Recover(ctx, execution.RecoverAll)
+	if err != nil || len(recovered) != 0 {
+		t.Fatalf("Recover: %v, %v; want nothing marked terminated", recovered, err)
+	}
+	if rt.Done(ref.AgentExecutionID) == nil {
+		t.Fatal("the conversation is not live after Recover")
+	}
+	var reasons []string
+	var all []eventstore.Record
+	for e, err := range s.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, e.Record)
+		if sc, ok := e.Record.(*eventstore.StateChanged); ok && e.Record.RecordBase().Sequence >= 10 {
+			reasons = append(reasons, sc.Reason)
+		}
+	}
+	want := []string{"turn 2 lost: its host stopped while it ran; waiting for the next message",
+		"attached after a restart of its host; waiting for the next message, which resumes session thread-1"}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("records of the take-over (-want +got):\n%s", diff)
+	}
+	st, err := execution.Replay(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Lifecycle != eventstore.LifecycleRunning || st.Attention != eventstore.AttentionAwaitingOperator {
+		t.Errorf("state %s/%s, want running and awaiting the operator", st.Lifecycle, st.Attention)
 	}
 }

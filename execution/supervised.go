@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/internal/durable"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
@@ -42,14 +43,47 @@ const (
 	linesSuffix  = ".lines"
 )
 
-// launchInfo is what a runtime needs to take over a supervised execution.
+// launchInfo is what a runtime needs to take over an execution another one
+// launched.
 type launchInfo struct {
 	Ref     eventstore.Reference    `json:"ref"`
 	Agent   string                  `json:"agent"`
 	Command []string                `json:"command,omitempty"`
 	Shape   eventstore.SessionShape `json:"shape,omitempty"`
 	Nonce   string                  `json:"nonce"`
-	Stdin   bool                    `json:"stdin"`
+	// Env is the launch's own environment (LaunchRequest.Env), which a
+	// CLI that runs a process per turn needs for the turns it starts
+	// after a restart. The file is the data directory's, mode 0600.
+	Env []string `json:"env,omitempty"`
+}
+
+// takeOver reports whether another runtime can take an execution over
+// after this one is gone: one that keeps its process (supervised), or a
+// conversation whose turns are processes of their own (between turns
+// there is nothing to hold but its provider session).
+func (rt *Runtime) takeOver(p *process, interactive bool) bool {
+	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" || interactive {
+		return false
+	}
+	return p.driver.TurnsOnStdin() || p.shape == eventstore.ShapeConversation
+}
+
+// writeLaunchInfo keeps what another runtime needs to take the execution
+// over, before its process starts.
+func (rt *Runtime) writeLaunchInfo(p *process, req LaunchRequest) error {
+	if err := os.MkdirAll(rt.cfg.SupervisedDir, 0o700); err != nil {
+		return err
+	}
+	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Env: req.Env}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	path, err := rt.supervisedPath(p.ref.AgentExecutionID, launchSuffix)
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(path, data, 0o600)
 }
 
 // supervised reports whether an execution's process runs under a
@@ -70,22 +104,7 @@ func (rt *Runtime) supervisedPath(id, suffix string) (string, error) {
 
 // startSupervised runs the execution's process under a supervisor and
 // follows its output.
-func (rt *Runtime) startSupervised(ctx context.Context, p *process, req LaunchRequest, program string, args []string, withStdin bool) error {
-	if err := os.MkdirAll(rt.cfg.SupervisedDir, 0o700); err != nil {
-		return err
-	}
-	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Stdin: withStdin}
-	data, err := json.Marshal(info)
-	if err != nil {
-		return err
-	}
-	infoPath, err := rt.supervisedPath(p.ref.AgentExecutionID, launchSuffix)
-	if err != nil {
-		return err
-	}
-	if err := durable.WriteFile(infoPath, data, 0o600); err != nil {
-		return err
-	}
+func (rt *Runtime) startSupervised(ctx context.Context, p *process, program string, args []string, withStdin bool) error {
 	dir, err := rt.supervisedPath(p.ref.AgentExecutionID, "")
 	if err != nil {
 		return err
@@ -93,7 +112,7 @@ func (rt *Runtime) startSupervised(ctx context.Context, p *process, req LaunchRe
 	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir,
 		supervisor.Spec{Program: program, Args: args, Env: p.env, Dir: p.dir, Stdin: withStdin})
 	if err != nil {
-		return errors.Join(err, os.Remove(infoPath))
+		return err
 	}
 	c, err := rt.supervisedChild(p, h, 0)
 	if err != nil {
@@ -220,16 +239,26 @@ func (rt *Runtime) releaseSupervised(p *process, c *child) {
 	if _, err := c.sup.Wait(ctx); err != nil && !errors.Is(err, supervisor.ErrLost) {
 		rt.cfg.Logger.Warn("wait for the supervisor", "execution", p.ref.AgentExecutionID, "err", err)
 	}
-	err := c.sup.Remove()
-	for _, suffix := range []string{launchSuffix, linesSuffix} {
-		if path, perr := rt.supervisedPath(p.ref.AgentExecutionID, suffix); perr == nil {
-			if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				err = errors.Join(err, rerr)
-			}
-		}
-	}
-	if err != nil {
+	if err := c.sup.Remove(); err != nil {
 		rt.cfg.Logger.Warn("remove the supervisor's files", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+	rt.forgetLaunch(p.ref.AgentExecutionID)
+}
+
+// forgetLaunch removes what another runtime would have needed to take an
+// ended execution over.
+func (rt *Runtime) forgetLaunch(id string) {
+	if rt.cfg.SupervisedDir == "" {
+		return
+	}
+	for _, suffix := range []string{launchSuffix, linesSuffix} {
+		path, err := rt.supervisedPath(id, suffix)
+		if err == nil {
+			err = os.Remove(path)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			rt.cfg.Logger.Warn("forget the launch of an ended execution", "execution", id, "err", err)
+		}
 	}
 }
 
@@ -259,6 +288,14 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 	if err != nil {
 		return false, err
 	}
+	adapter, err := NewAdapter(info.Agent)
+	if err != nil {
+		return false, err
+	}
+	driver := adapter.NewDriver(info.Command, info.Shape)
+	if !driver.TurnsOnStdin() {
+		return rt.attachBetweenTurns(ctx, ref, info, adapter, driver)
+	}
 	h, err := supervisor.Attach(dir)
 	switch {
 	case errors.Is(err, supervisor.ErrLost):
@@ -269,11 +306,6 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 	case err != nil:
 		return false, err
 	}
-	adapter, err := NewAdapter(info.Agent)
-	if err != nil {
-		return false, errors.Join(err, h.Close())
-	}
-	driver := adapter.NewDriver(info.Command, info.Shape)
 	st, err := rt.replay(ctx, ref)
 	if err != nil {
 		return false, errors.Join(err, h.Close())
@@ -302,5 +334,81 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
 	}
 	rt.followSupervised(p, c)
+	return true, nil
+}
+
+// attachBetweenTurns takes over a conversation whose turns are processes of
+// their own (Codex, Copilot CLI): it is live here again, waiting for its
+// next message, which resumes the provider session the journal names. A
+// turn that was running when its host went is recorded as lost: its
+// process was the host's child and its output is gone with the host.
+func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Reference, info launchInfo, adapter Adapter, driver Driver) (bool, error) {
+	st, err := rt.replay(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	var session string
+	started, ended, prefixes := 0, 0, 0
+	states := map[string]bool{}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return false, err
+		}
+		switch r := e.Record.(type) {
+		case *eventstore.Observation:
+			if r.Native != nil && r.Native.SessionID != "" {
+				session = r.Native.SessionID
+			}
+		case *eventstore.MessageDelivery:
+			// Each delivered prompt of a conversation like this started a
+			// process: a turn, and the prefix of its output's ids.
+			if r.Status == eventstore.DeliveryDelivered && r.Transport == eventstore.TransportAdapter {
+				prefixes++
+			}
+		case *eventstore.StateChanged:
+			states[r.RecordID] = true
+		}
+	}
+	// Turn n's edges have ids of their own; the first turn starts with the
+	// launch and has no start record.
+	has := func(key string) bool { return states[eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)] }
+	for n := 1; n <= prefixes; n++ {
+		if n == 1 || has(fmt.Sprintf("turn:%d:start", n)) {
+			started = n
+		}
+		if has(fmt.Sprintf("turn:%d:end", n)) {
+			ended = n
+		}
+	}
+	if ended < started {
+		ended = started
+		if err := rt.appendState(ref, fmt.Sprintf("turn:%d:end", ended), &eventstore.StateChanged{
+			Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle,
+			Reason: fmt.Sprintf("turn %d lost: its host stopped while it ran; waiting for the next message", ended)}); err != nil {
+			return false, err
+		}
+	}
+	nonce := info.Nonce
+	env := append(append(os.Environ(), info.Env...), marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	if rt.cfg.LaunchEnv != nil {
+		env = append(env, rt.cfg.LaunchEnv(ref)...)
+	}
+	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: nonce,
+		env: env, dir: st.WorkingDirectory, done: make(chan struct{}), source: eventstore.ObservedProviderOutput,
+		children: prefixes, sessionID: session, turns: ended, awaiting: true}
+	if err := rt.markHosted(ref); err != nil {
+		return false, err
+	}
+	rt.mu.Lock()
+	rt.live[ref.AgentExecutionID] = p
+	rt.mu.Unlock()
+	reason := "attached after a restart of its host; waiting for the next message"
+	if session != "" {
+		reason += ", which resumes session " + session
+	}
+	if err := rt.appendState(ref, fmt.Sprintf("attached:%d", time.Now().UnixNano()), &eventstore.StateChanged{
+		Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
+	}
 	return true, nil
 }

@@ -777,14 +777,20 @@ func TestRealAgentFiles(t *testing.T) {
 	})
 }
 
-// TestRealClaudeConversationOutlivesItsDaemon: the daemon hosting a Claude
-// Code conversation stops between two turns, as for an upgrade; Claude
-// runs on under its supervisor, the next daemon attaches to it, and the
-// second turn continues the same session. Nothing the first daemon
-// journaled is journaled again: the usage totals still add up turn by turn.
-func TestRealClaudeConversationOutlivesItsDaemon(t *testing.T) {
+// TestRealConversationOutlivesItsDaemon: the daemon hosting a conversation
+// stops between two turns, as for an upgrade, and the next daemon on the
+// data directory takes it over: Claude Code runs on under its supervisor
+// and is attached to; Codex and Copilot CLI, whose turns are processes of
+// their own, wait for the next message, which resumes their session. The
+// second turn continues the first one's session, and nothing the first
+// daemon journaled is journaled again: the usage totals add up turn by
+// turn.
+func TestRealConversationOutlivesItsDaemon(t *testing.T) {
 	t.Parallel()
-	c := realCLIs[0]
+	eachCLI(t, testConversationOutlivesItsDaemon)
+}
+
+func testConversationOutlivesItsDaemon(t *testing.T, c realCLI) {
 	dir := t.TempDir()
 	_, _, stopFirst := startServe(t, dir, "--on-stop=leave")
 	sc := modelserver.Scenario{Turns: []modelserver.Turn{

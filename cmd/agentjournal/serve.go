@@ -59,8 +59,9 @@ generic program) run under a supervisor process of their own, which holds
 their pipes and spools their output under DATA/supervised: they outlive the
 daemon, whether it stops cleanly (an upgrade) or is killed, and the next
 daemon on the data directory attaches to them, journaling what they printed
-meanwhile, once. CLIs that run a process per turn (Codex, Copilot CLI) are
-not supervised; a restart marks them terminated (system_restart).
+meanwhile, once. Conversations with CLIs that run a process per turn
+(Codex, Copilot CLI) are taken over between turns: the next message resumes
+their session; a turn that ran while the daemon went is recorded lost.
 
 A non-loopback --listen is refused unless --token-file names the token
 explicitly. SIGTERM or Ctrl-C stops new requests and closes everything in
