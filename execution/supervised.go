@@ -371,7 +371,9 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 	}
 	// Turn n's edges have ids of their own; the first turn starts with the
 	// launch and has no start record.
-	has := func(key string) bool { return states[eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)] }
+	has := func(key string) bool {
+		return states[eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)]
+	}
 	for n := 1; n <= prefixes; n++ {
 		if n == 1 || has(fmt.Sprintf("turn:%d:start", n)) {
 			started = n
