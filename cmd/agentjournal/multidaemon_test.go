@@ -92,6 +92,7 @@ func newDaemon(t *testing.T, name, dir string, global []string, serve ...string)
 	}
 	args = append(args, serve...)
 	d := &daemonProc{t: t, name: name, dir: dir, args: args, log: filepath.Join(t.TempDir(), name+".log")}
+	fixtures.KillSupervised(t, dir)
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {

@@ -24,6 +24,7 @@ import (
 // and token.
 func startServe(t *testing.T, dir string, args ...string) (url, token string, stop func() result) {
 	t.Helper()
+	fixtures.KillSupervised(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
 	var stdout, stderr syncBuffer
