@@ -343,6 +343,13 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 // of waiting on an outcome that will never come. Recover only reaches
 // executions whose host is gone, so no other outcome can follow.
 func (rt *Runtime) failUndelivered(ctx context.Context, ref eventstore.Reference) error {
+	return rt.settleUndelivered(ctx, ref, eventstore.DeliveryFailed, eventstore.TransportNone,
+		"system_restart: the host stopped before delivering it, and the agent's process is gone")
+}
+
+// settleUndelivered gives every message the journal accepted without an
+// outcome the delivery status given.
+func (rt *Runtime) settleUndelivered(ctx context.Context, ref eventstore.Reference, status eventstore.DeliveryStatus, transport eventstore.DeliveryTransport, reason string) error {
 	var pending []string
 	open := map[string]bool{}
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
@@ -363,10 +370,9 @@ func (rt *Runtime) failUndelivered(ctx context.Context, ref eventstore.Reference
 		if !open[id] {
 			continue
 		}
-		d := &eventstore.MessageDelivery{MessageID: id, Status: eventstore.DeliveryFailed, Transport: eventstore.TransportNone,
-			Reason: "system_restart: the host stopped before delivering it, and the agent's process is gone"}
+		d := &eventstore.MessageDelivery{MessageID: id, Status: status, Transport: transport, Reason: reason}
 		if _, err := rt.cfg.Store.Append(ctx, ref, d); err != nil {
-			return fmt.Errorf("record the failed delivery of %s: %w", id, err)
+			return fmt.Errorf("record the delivery of %s: %w", id, err)
 		}
 	}
 	return nil

@@ -543,6 +543,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	rt.noteTurnProcess(p, cmd.Process.Pid)
 	c := p.newChild()
 	c.cmd, c.stdin = cmd, stdin
 	p.mu.Lock()
@@ -578,6 +579,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 		pumps.Wait()
 		rt.flush(p, c)
 		werr := cmd.Wait()
+		rt.forgetTurnProcess(p)
 		c.closeInput()
 		ps := cmd.ProcessState
 		switch {

@@ -638,6 +638,9 @@ func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
 		&eventstore.MessageAccepted{MessageID: "m-2", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"b"}`)},
 		&eventstore.MessageDelivery{MessageID: "m-2", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
 		state("turn:2:start", &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous}),
+		&eventstore.Observation{ObservationID: "out2-3-0", Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceHigh,
+			Native: &eventstore.NativeIDs{SessionID: "thread-1"}, Signal: eventstore.NewSignal(&eventstore.MessageSignal{Text: "working"})},
+		&eventstore.MessageAccepted{MessageID: "m-3", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"c"}`)},
 	} {
 		if _, err := s.Append(ctx, ref, r); err != nil {
 			t.Fatal(err)
@@ -666,6 +669,15 @@ func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
 		if sc, ok := e.Record.(*eventstore.StateChanged); ok && e.Record.RecordBase().Sequence >= 10 {
 			reasons = append(reasons, sc.Reason)
 		}
+	}
+	var deliveries []string
+	for _, r := range all {
+		if d, ok := r.(*eventstore.MessageDelivery); ok && d.MessageID == "m-3" {
+			deliveries = append(deliveries, string(d.Status))
+		}
+	}
+	if !slices.Equal(deliveries, []string{"failed"}) {
+		t.Errorf("deliveries of the prompt accepted as the host went: %v, want one failed", deliveries)
 	}
 	want := []string{"turn 2 lost: its host stopped while it ran; waiting for the next message",
 		"attached after a restart of its host; waiting for the next message, which resumes session thread-1"}

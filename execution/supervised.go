@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,6 +43,11 @@ import (
 const (
 	launchSuffix = ".launch.json"
 	linesSuffix  = ".lines"
+	// turnSuffix names the process of a per-turn CLI's running turn (pid
+	// and start time), so that the runtime taking the conversation over
+	// can end it: it was the gone runtime's child, and what it prints now
+	// reaches no one.
+	turnSuffix = ".turn"
 )
 
 // launchInfo is what a runtime needs to take over an execution another one
@@ -251,7 +258,7 @@ func (rt *Runtime) forgetLaunch(id string) {
 	if rt.cfg.SupervisedDir == "" {
 		return
 	}
-	for _, suffix := range []string{launchSuffix, linesSuffix} {
+	for _, suffix := range []string{launchSuffix, linesSuffix, turnSuffix} {
 		path, err := rt.supervisedPath(id, suffix)
 		if err == nil {
 			err = os.Remove(path)
@@ -323,6 +330,12 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 	if err := rt.markHosted(ref); err != nil {
 		return false, errors.Join(err, h.Close())
 	}
+	// A message its host wrote to the supervisor's socket as it went may or
+	// may not have reached the agent.
+	if err := rt.settleUndelivered(ctx, ref, eventstore.DeliveryAttempted, eventstore.TransportAdapter,
+		"its host stopped while delivering it; whether the agent read it is unknown"); err != nil {
+		rt.cfg.Logger.Error("settle deliveries in flight", "execution", ref.AgentExecutionID, "err", err)
+	}
 	p.mu.Lock()
 	p.child = c
 	p.mu.Unlock()
@@ -348,7 +361,7 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 		return false, err
 	}
 	var session string
-	started, ended, prefixes := 0, 0, 0
+	started, ended, prefixes, observed := 0, 0, 0, 0
 	states := map[string]bool{}
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
 		if err != nil {
@@ -359,6 +372,9 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 			if r.Native != nil && r.Native.SessionID != "" {
 				session = r.Native.SessionID
 			}
+			// A process whose delivery record was not written before its
+			// host went still names itself in its output's ids.
+			observed = max(observed, childIndex(r.ObservationID))
 		case *eventstore.MessageDelivery:
 			// Each delivered prompt of a conversation like this started a
 			// process: a turn, and the prefix of its output's ids.
@@ -368,6 +384,13 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 		case *eventstore.StateChanged:
 			states[r.RecordID] = true
 		}
+	}
+	prefixes = max(prefixes, observed)
+	// A prompt accepted without an outcome started no turn this runtime
+	// can follow: the sender learns it failed and sends it again.
+	if err := rt.settleUndelivered(ctx, ref, eventstore.DeliveryFailed, eventstore.TransportNone,
+		"its host stopped before the turn it was to start; send it again"); err != nil {
+		return false, err
 	}
 	// Turn n's edges have ids of their own; the first turn starts with the
 	// launch and has no start record.
@@ -382,6 +405,7 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 			ended = n
 		}
 	}
+	rt.endLostTurn(ref)
 	if ended < started {
 		ended = started
 		if err := rt.appendState(ref, fmt.Sprintf("turn:%d:end", ended), &eventstore.StateChanged{
@@ -413,4 +437,93 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
 	}
 	return true, nil
+}
+
+// childIndex is the number of the process that printed the output an
+// observation id comes from: 1 for "out-…", n for "outn-…" (newChild's
+// prefixes), 0 for any other id.
+func childIndex(observationID string) int {
+	rest, ok := strings.CutPrefix(observationID, "out")
+	if !ok {
+		return 0
+	}
+	digits, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0
+	}
+	if digits == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 2 {
+		return 0
+	}
+	return n
+}
+
+// noteTurnProcess records the process of a turn another runtime may have
+// to end; forgetTurnProcess removes the record once it has exited.
+func (rt *Runtime) noteTurnProcess(p *process, pid int) {
+	if !rt.takeOver(p, false) || p.driver.TurnsOnStdin() {
+		return
+	}
+	path, err := rt.supervisedPath(p.ref.AgentExecutionID, turnSuffix)
+	if err == nil {
+		err = os.WriteFile(path, []byte(fmt.Sprintf("%d %d\n", pid, processStart(pid))), 0o600)
+	}
+	if err != nil {
+		rt.cfg.Logger.Warn("note the turn's process", "execution", p.ref.AgentExecutionID, "err", err)
+	}
+}
+
+func (rt *Runtime) forgetTurnProcess(p *process) {
+	if !rt.takeOver(p, false) || p.driver.TurnsOnStdin() {
+		return
+	}
+	if path, err := rt.supervisedPath(p.ref.AgentExecutionID, turnSuffix); err == nil {
+		os.Remove(path)
+	}
+}
+
+// endLostTurn kills the process group of a turn a gone runtime started,
+// if that process still runs: the same pid and start time, so that a pid
+// reused since is left alone.
+func (rt *Runtime) endLostTurn(ref eventstore.Reference) {
+	path, err := rt.supervisedPath(ref.AgentExecutionID, turnSuffix)
+	if err != nil {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscan(string(data), &pid, &start); err == nil && pid > 0 && start != 0 && processStart(pid) == start {
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err == nil {
+			rt.cfg.Logger.Warn("ended the process of a turn lost to a restart", "execution", ref.AgentExecutionID, "pid", pid)
+		}
+	}
+	os.Remove(path)
+}
+
+// processStart is a process's start time in clock ticks since boot
+// (/proc/PID/stat, field 22), 0 when it cannot be read: with the pid, it
+// names one process for the life of the machine.
+func processStart(pid int) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(fields[19], 10, 64)
+	return n
 }
