@@ -444,6 +444,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
+	if err := s.checkAnswer(r.Context(), id, in); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
 	ack, err := s.cfg.Runtime.SendMessage(ctx, id, execution.SendMessageInput{
@@ -457,6 +460,42 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.settle(r.Context())
 	writeJSON(w, http.StatusOK, ack)
+	return nil
+}
+
+// checkAnswer refuses an answer to an input request that is not the open
+// one: nothing would take it, and a client told "delivered" would wait for
+// an agent that never reads it. A retried answer (its id seen before) gets
+// its first acknowledgement instead, whatever is open now.
+func (s *Server) checkAnswer(ctx context.Context, id string, in messageInput) error {
+	if in.Type != "answer" {
+		return nil
+	}
+	req := execution.AnsweredRequest(&eventstore.MessageAccepted{Payload: in.Payload})
+	if req == "" {
+		return nil // the runtime says what an answer needs
+	}
+	if in.MessageID != "" {
+		if _, seen, err := s.cfg.Views.ProcessedID(id, false, in.MessageID); err != nil || seen {
+			return err
+		}
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
+	st, err := s.cfg.Views.Execution(id)
+	switch {
+	case errors.Is(err, projections.ErrNotFound):
+		return nil // the runtime answers an unknown execution
+	case err != nil:
+		return err
+	case st.Lifecycle.Final():
+		return conflict("request %s is not open: execution %s is %s, and takes no answers", req, id, st.Lifecycle)
+	case st.CurrentInputRequestID == "":
+		return conflict("request %s is not open: execution %s has no open input request", req, id)
+	case st.CurrentInputRequestID != req:
+		return conflict("request %s is not open: the open input request of execution %s is %s", req, id, st.CurrentInputRequestID)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,40 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 	}
 	if ref.RecordCount != before {
 		t.Errorf("the retries appended %d records, want none", ref.RecordCount-before)
+	}
+}
+
+// TestAnswerToARequestThatIsNotOpen: an answer naming another request than
+// the open one is refused, naming the open one, and writes nothing; the
+// right answer is taken, and retried after it closed the request, gets its
+// first acknowledgement.
+func TestAnswerToARequestThatIsNotOpen(t *testing.T) {
+	r := newRig(t)
+	id := r.launch(t, "t-answer", "", "sleep:60s").Reference.AgentExecutionID
+	var ack decisionAck
+	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-q1", "source": "mcp", "confidence": "high",
+		"signal": map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": "q1", "question": "Which branch?"}}}, http.StatusOK, &ack)
+	ref, err := r.store.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := r.fail(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"messageId": "a-wrong", "type": "answer",
+		"payload": map[string]any{"requestId": "q9", "text": "yes"}}, testToken, http.StatusConflict, "conflict", "")
+	if !strings.Contains(e.Error.Message, "q9") || !strings.Contains(e.Error.Message, "q1") {
+		t.Errorf("refusal %q, want it to name q9 and the open q1", e.Error.Message)
+	}
+	if after, _ := r.store.Lookup(context.Background(), id); after.RecordCount != ref.RecordCount {
+		t.Errorf("the refused answer appended %d records", after.RecordCount-ref.RecordCount)
+	}
+	answer := map[string]any{"messageId": "a-right", "type": "answer", "payload": map[string]any{"requestId": "q1", "text": "main"}}
+	var first, again execution.MessageAck
+	r.call(t, "POST", "/v1/executions/"+id+"/messages", answer, http.StatusOK, &first)
+	eventually(t, 10*time.Second, "the request closes", func() bool {
+		st, err := r.views.Execution(id)
+		return err == nil && st.CurrentInputRequestID == ""
+	})
+	r.call(t, "POST", "/v1/executions/"+id+"/messages", answer, http.StatusOK, &again)
+	if !again.Duplicate || again.Sequence != first.Sequence {
+		t.Errorf("retried answer: %+v, want the first acknowledgement %+v as a duplicate", again, first)
 	}
 }
