@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution/marker"
+	"github.com/agentjournal/agentjournal/execution/outputlog"
 	"github.com/agentjournal/agentjournal/execution/provider"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -72,6 +73,14 @@ type Config struct {
 	// RecordingDir receives the terminal recordings (asciicast v2), one
 	// file per execution, apart from the journals.
 	RecordingDir string
+	// OutputDir keeps each execution's plain output: the lines on stdout
+	// and stderr that are neither markers nor provider events, and so are
+	// in no record (outputlog). Empty keeps none. Lines of a terminal
+	// lane are not kept there: its recording has them.
+	OutputDir string
+	// OutputLimit bounds each of an execution's two output files, in
+	// bytes; outputlog.DefaultLimit (1 MiB) when 0.
+	OutputLimit int64
 	// LaunchEnv, when set, adds environment variables for one launch, e.g.
 	// the MCP address and a token scoped to that execution.
 	LaunchEnv func(ref eventstore.Reference) []string
@@ -193,20 +202,28 @@ type process struct {
 	sessionID string
 	turns     int  // turns ended
 	awaiting  bool // a turn ended and the next has not started
+
+	// output keeps the execution's plain output, opened at its first
+	// line; outputOff once it failed (said once in the log) or closed.
+	outputMu  sync.Mutex
+	output    *outputlog.Writer
+	outputOff bool
 }
 
 // child is one process of an execution, on pipes or on a terminal lane.
 type child struct {
 	cmd *exec.Cmd
 	// sup holds a supervised process; lines is its count of journaled
-	// stdout lines, and replayed the count a runtime before this one
-	// journaled (supervised.go).
-	sup      *supervisor.Handle
-	lines    *os.File
-	replayed int
-	stdinMu  sync.Mutex
-	stdin    io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
-	terminal *terminal.Terminal
+	// stdout lines (and of kept stderr lines), and replayed (replayedErr)
+	// the count a runtime before this one journaled (kept)
+	// (supervised.go).
+	sup         *supervisor.Handle
+	lines       *os.File
+	replayed    int
+	replayedErr int
+	stdinMu     sync.Mutex
+	stdin       io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
+	terminal    *terminal.Terminal
 	// prefix keeps the ids of observations from different processes of one
 	// execution apart.
 	prefix  string
@@ -694,8 +711,13 @@ func (rt *Runtime) pump(p *process, c *child, r io.Reader, isStdout bool) {
 					rt.cfg.Output.Write([]byte{'\n'})
 				}
 			}
-			if isStdout {
+			switch {
+			case isStdout:
 				rt.handleLine(p, c, n, bytes.TrimRight(line, "\r\n"), truncated)
+			case n > c.replayedErr:
+				// A line a runtime before this one read is kept already.
+				rt.keep(p, outputlog.Stderr, bytes.TrimRight(line, "\r\n"))
+				c.noteStderr(n)
 			}
 		}
 		line, truncated = line[:0], false
@@ -727,6 +749,8 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: stdoutID(c, n), Source: p.source,
 			Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
 				Code: "line-too-long", Message: fmt.Sprintf("output line %d is longer than %d bytes and was cut", n, rt.cfg.MaxLine)})})
+		// The journal has only the diagnostic: the line's start is kept.
+		rt.keep(p, outputlog.Stdout, line)
 		return
 	}
 	if bytes.HasPrefix(line, []byte(marker.Prefix)) {
@@ -737,12 +761,68 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 		}
 	}
 	if c.parser == nil {
+		rt.keep(p, outputlog.Stdout, line)
 		return
 	}
 	p.driver.Line(line)
 	c.parseMu.Lock()
 	defer c.parseMu.Unlock()
-	rt.handleEvents(ctx, p, c, c.parser.Parse(line))
+	events := c.parser.Parse(line)
+	if notJSON(events) {
+		rt.keep(p, outputlog.Stdout, line)
+	}
+	rt.handleEvents(ctx, p, c, events)
+}
+
+// notJSON reports whether the provider parser found a line is no JSON, so
+// no provider event: a CLI's own plain text (a warning, a crash's trace).
+// Its diagnostic holds only the line's start.
+func notJSON(events []provider.Event) bool {
+	for _, ev := range events {
+		if ev.Observation == nil {
+			continue
+		}
+		if d, ok := signalPayload(ev.Observation).(*eventstore.DiagnosticSignal); ok && d.Code == provider.CodeMalformedLine {
+			return true
+		}
+	}
+	return false
+}
+
+// keep writes a plain output line of a process on pipes to the
+// execution's output file. A terminal lane's output is in its recording.
+// A failure to keep output is logged once and ends the keeping: the agent
+// and its journal go on.
+func (rt *Runtime) keep(p *process, stream string, line []byte) {
+	if rt.cfg.OutputDir == "" || p.source == eventstore.ObservedPTY {
+		return
+	}
+	p.outputMu.Lock()
+	defer p.outputMu.Unlock()
+	if p.outputOff {
+		return
+	}
+	var err error
+	if p.output == nil {
+		p.output, err = outputlog.Open(rt.cfg.OutputDir, p.ref.AgentExecutionID, outputlog.Options{Limit: rt.cfg.OutputLimit, Now: rt.cfg.Now})
+	}
+	if err == nil {
+		err = p.output.Write(stream, line)
+	}
+	if err != nil {
+		rt.cfg.Logger.Error("keep the agent's output", "execution", p.ref.AgentExecutionID, "err", err)
+		p.closeOutput()
+	}
+}
+
+// closeOutput closes the execution's output file; nothing more is kept.
+// The caller holds outputMu.
+func (p *process) closeOutput() {
+	p.outputOff = true
+	if p.output != nil {
+		p.output.Close()
+		p.output = nil
+	}
 }
 
 // replayLine feeds a line whose records a runtime before this one
@@ -1038,6 +1118,9 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 		rt.unmarkHosted(p.ref.AgentExecutionID)
 		rt.forgetLaunch(p.ref.AgentExecutionID)
 	}
+	p.outputMu.Lock()
+	p.closeOutput()
+	p.outputMu.Unlock()
 	close(p.done)
 	rt.mu.Lock()
 	delete(rt.live, p.ref.AgentExecutionID)
@@ -1159,6 +1242,12 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	rt.stopDetach()
 	rt.wg.Wait()
+	for _, p := range leave {
+		// The next runtime continues the file.
+		p.outputMu.Lock()
+		p.closeOutput()
+		p.outputMu.Unlock()
+	}
 	errs = append(errs, rt.releaseHost())
 	return errors.Join(errs...)
 }

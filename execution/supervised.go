@@ -146,6 +146,7 @@ func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed in
 	}
 	c := p.newChild()
 	c.sup, c.lines, c.replayed = h, lines, replayed
+	c.replayedErr = readKept(path)
 	return c, nil
 }
 
@@ -170,6 +171,28 @@ func readHandled(path string) int {
 		return 0
 	}
 	return int(binary.BigEndian.Uint64(data))
+}
+
+// noteStderr records that stderr line n is in the execution's output file,
+// as noteHandled does for stdout, in the next 8 bytes: the spool is read
+// again from its start after a restart, and a line kept once is not kept
+// twice.
+func (c *child) noteStderr(n int) {
+	if c.lines == nil {
+		return
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	c.lines.WriteAt(b[:], 8)
+}
+
+// readKept returns the count noteStderr last wrote, 0 when none.
+func readKept(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) < 16 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(data[8:]))
 }
 
 // followSupervised hands the spool's frames to the line readers, and
