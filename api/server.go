@@ -87,6 +87,11 @@ type Config struct {
 	// /v1/executions/{id}/terminal/recording. Empty means the daemon keeps
 	// no recordings: that route answers that there is none.
 	RecordingDir string
+	// OutputDir is the directory the runtime keeps plain agent output in
+	// (execution.Config.OutputDir), read by GET /v1/executions/{id}/output.
+	// Empty means the daemon keeps none: that route answers that there is
+	// none.
+	OutputDir string
 	// Token is the API token, accepted on every route.
 	Token string
 	// Secret signs execution-scoped tokens; at least MinSecretSize bytes.
@@ -252,6 +257,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/executions/{id}/terminal/input", fullToken, s.terminalInput)
 	s.handle("GET /v1/executions/{id}/terminal/recording", fullToken, s.terminalRecording)
 
+	s.handle("GET /v1/executions/{id}/output", fullToken, s.output)
 	s.handle("GET /v1/executions/{id}/timeline", fullToken, s.timeline)
 	s.handle("GET /v1/executions/{id}/records", fullToken, s.records)
 	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)

@@ -70,16 +70,17 @@ func Start(t testing.TB, opts Options) *Stack {
 
 	s := &Stack{Bus: b, Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
 	terms := terminal.NewRegistry(nil)
-	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
+	data := t.TempDir()
+	recordings, output := filepath.Join(data, "terminal-recordings"), filepath.Join(data, "agent-output")
 	s.Runtime = execution.NewRuntime(execution.Config{
-		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings,
+		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings, OutputDir: output,
 		Processed: views.ProcessedID,
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_TOKEN=" + s.Server.ScopedToken(ref.AgentExecutionID)}
 		},
 	})
 	cfg := api.DefaultConfig()
-	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir = store, s.Runtime, terms, views, recordings
+	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir, cfg.OutputDir = store, s.Runtime, terms, views, recordings, output
 	cfg.Token, cfg.Secret = Token, bytes.Repeat([]byte{7}, api.MinSecretSize)
 	for _, configure := range opts.Configure {
 		configure(&cfg)
