@@ -199,6 +199,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	}
 	rt = execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
+		OutputDir:      c.env.outputDir(),
 		OnInputRequest: answer})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)

@@ -302,6 +302,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	rt := execution.NewRuntime(execution.Config{
 		Supervisor: &sup, SupervisedDir: filepath.Join(d.env.DataDir, "supervised"), LeaveRunning: d.leaveAgents, Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
+		OutputDir:    d.env.outputDir(),
 		HostDir:      d.env.hostedDir(),
 		Processed:    views.ProcessedID,
 		LaunchEnv: func(ref eventstore.Reference) []string {
@@ -333,6 +334,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = store, rt, terms, views
 	acfg.Token, acfg.Secret, acfg.Logger = token, []byte(secretHex), d.logger
 	acfg.RecordingDir = filepath.Join(d.env.DataDir, "terminal-recordings")
+	acfg.OutputDir = d.env.outputDir()
 	acfg.MCP = mcp.NewHandler(late, late, d.logger)
 	if !b.Embedded() {
 		// Joined to another's NATS: while it is down, writes fail at once.
@@ -464,4 +466,10 @@ func keepRunning(ctx context.Context, log *slog.Logger, name string, part func(c
 		}
 		delay = min(2*delay, restartLast)
 	}
+}
+
+// outputDir is where the runtime keeps each execution's plain output
+// (execution/outputlog), beside the terminal recordings.
+func (e *Env) outputDir() string {
+	return filepath.Join(e.DataDir, "agent-output")
 }
