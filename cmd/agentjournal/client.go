@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,19 +9,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/projections"
 )
 
 // healthTimeout bounds the health check that tells whether a daemon runs.
@@ -48,7 +43,7 @@ func (e *noDaemonError) Is(target error) bool { return target == errNoDaemon }
 // daemon returns a client of the daemon that runs for the data directory:
 // the one daemon.json names, whose process is alive and whose /healthz
 // answers. Without one it returns a *noDaemonError, which is errNoDaemon.
-func (e *Env) daemon(ctx context.Context) (*client, error) {
+func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 	none := &noDaemonError{dataDir: e.DataDir, start: e.hintPrefix() + " serve"}
 	path := filepath.Join(e.DataDir, daemonFile)
 	data, err := os.ReadFile(path)
@@ -71,13 +66,12 @@ func (e *Env) daemon(ctx context.Context) (*client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the API token of the daemon at %s: %w", info.URL, err)
 	}
-	c := newClient(info.URL, strings.TrimSpace(string(token)))
+	c := client.New(info.URL, strings.TrimSpace(string(token)))
 	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
-	if _, err := c.health(hctx); err != nil {
-		c.close()
-		var ae *apiError
-		if errors.As(err, &ae) {
+	if _, err := c.Health(hctx); err != nil {
+		c.Close()
+		if isAPIError(err) {
 			return nil, fmt.Errorf("the daemon at %s is not healthy: %w", info.URL, err)
 		}
 		if ctx.Err() != nil {
@@ -102,401 +96,49 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// client calls the daemon's HTTP API with the API token.
-type client struct {
-	url       string
-	token     string
-	transport *http.Transport
-	http      *http.Client
-}
-
-func newClient(baseURL, token string) *client {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	return &client{url: strings.TrimRight(baseURL, "/"), token: token, transport: transport,
-		http: &http.Client{Transport: transport}}
-}
-
-// close releases the client's idle connections.
-func (c *client) close() { c.transport.CloseIdleConnections() }
-
-// apiError is an error answer of the daemon, in the API's error shape
-// {"error":{code,message,field,accepted}}.
-type apiError struct {
-	Code     string   `json:"code"`
-	Message  string   `json:"message"`
-	Field    string   `json:"field,omitempty"`
-	Accepted []string `json:"accepted,omitempty"`
-}
-
-// Error prints "code: message", with the field and the accepted values
-// unless the message names them already.
-func (e *apiError) Error() string {
-	msg := e.Code + ": " + e.Message
-	if e.Field != "" && !strings.Contains(e.Message, strconv.Quote(e.Field)) {
-		msg = fmt.Sprintf("%s: field %q: %s", e.Code, e.Field, e.Message)
-	}
-	if len(e.Accepted) > 0 {
-		list := strings.Join(e.Accepted, ", ")
-		if !strings.Contains(e.Message, list) {
-			msg += " (want one of: " + list + ")"
-		}
-	}
-	return msg
-}
-
-// API error codes the commands act on.
-const (
-	codeNotFound     = "not_found"
-	codeInvalidField = "invalid_field"
+// The CLI's names for the client package's types it prints or reads.
+type (
+	// apiError is an error answer of the daemon.
+	apiError = client.Error
+	// observationAck is what observe --json prints.
+	observationAck = client.ObservationAck
+	// sseEvent is one event of the daemon's event stream.
+	sseEvent = client.Event
 )
 
-// hasCode reports whether err is an API error with the code.
-func hasCode(err error, code string) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Code == code
-}
-
-// request sends one request: in, when not nil, as the JSON body. It
-// returns the response, which the caller closes, when its status is 2xx
-// and an *apiError otherwise.
-func (c *client) request(ctx context.Context, method, path string, query url.Values, in any, header http.Header) (*http.Response, error) {
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return nil, fmt.Errorf("encode the request: %w", err)
-		}
-		body = bytes.NewReader(data)
-	}
-	u := c.url + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("reach the daemon at %s: %w", c.url, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var shape struct {
-		Error *apiError `json:"error"`
-	}
-	if json.Unmarshal(data, &shape) == nil && shape.Error != nil && shape.Error.Code != "" {
-		return nil, shape.Error
-	}
-	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
-}
-
-// do sends a request and decodes the JSON answer into out, when not nil.
-func (c *client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
-	resp, err := c.request(ctx, method, path, query, in, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("read the answer to %s %s: %w", method, path, err)
-	}
-	return nil
-}
-
-func executionPath(id string, rest ...string) string {
-	return "/v1/executions/" + url.PathEscape(id) + strings.Join(rest, "")
-}
-
-// health is the answer of /healthz.
-type health struct {
-	Status     string `json:"status"`
-	Checkpoint uint64 `json:"checkpoint"`
-	LastOffset uint64 `json:"lastOffset"`
-	Lag        uint64 `json:"lag"`
-}
-
-func (c *client) health(ctx context.Context) (health, error) {
-	var h health
-	err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, &h)
-	return h, err
-}
-
-// launchRequest is the body of POST /v1/executions.
-type launchRequest struct {
-	OwnerEntity eventstore.OwnerEntity  `json:"ownerEntity"`
-	OwnerID     string                  `json:"ownerId"`
-	Seed        string                  `json:"seed,omitempty"`
-	Agent       string                  `json:"agent"`
-	Command     []string                `json:"command,omitempty"`
-	Prompt      string                  `json:"prompt,omitempty"`
-	Posture     eventstore.Posture      `json:"posture,omitempty"`
-	Shape       eventstore.SessionShape `json:"shape,omitempty"`
-	Dir         string                  `json:"dir,omitempty"`
-	Env         map[string]string       `json:"env,omitempty"`
-}
-
-// launchResult answers a launch.
-type launchResult struct {
-	Reference eventstore.Reference `json:"reference"`
-	State     executionView        `json:"state"`
-}
-
-// executionView is an execution as the API shows it: its state and what
-// the daemon knows live.
-type executionView struct {
-	execution.State
-	Live struct {
-		Running    bool   `json:"running"`
-		TerminalID string `json:"terminalId,omitempty"`
-	} `json:"live"`
-}
-
-func (c *client) launch(ctx context.Context, in launchRequest) (launchResult, error) {
-	var out launchResult
-	err := c.do(ctx, http.MethodPost, "/v1/executions", nil, in, &out)
-	return out, err
-}
-
-// messageRequest is the body of POST /v1/executions/{id}/messages.
-type messageRequest struct {
-	MessageID string          `json:"messageId,omitempty"`
-	Type      string          `json:"type"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-}
-
-func (c *client) send(ctx context.Context, id string, in messageRequest) (execution.MessageAck, error) {
-	var out execution.MessageAck
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/messages"), nil, in, &out)
-	return out, err
-}
-
-// observationRequest is the body of POST /v1/executions/{id}/observations.
-type observationRequest struct {
-	ObservationID string                       `json:"observationId"`
-	Source        eventstore.ObservationSource `json:"source"`
-	Confidence    eventstore.Confidence        `json:"confidence"`
-	Signal        signalRequest                `json:"signal"`
-}
-
-type signalRequest struct {
-	Type    eventstore.SignalType `json:"type"`
-	Payload json.RawMessage       `json:"payload"`
-}
-
-// observationAck answers an observation with the policy's decision.
-type observationAck struct {
-	ObservationID string `json:"observationId"`
-	Sequence      uint64 `json:"sequence"`
-	Duplicate     bool   `json:"duplicate"`
-	Decision      struct {
-		DecisionID string                    `json:"decisionId"`
-		Action     eventstore.DecisionAction `json:"action"`
-		Reason     string                    `json:"reason,omitempty"`
-		Sequence   uint64                    `json:"sequence"`
-	} `json:"decision"`
-}
-
-func (c *client) observe(ctx context.Context, id string, in observationRequest) (observationAck, error) {
-	var out observationAck
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/observations"), nil, in, &out)
-	return out, err
-}
-
-func (c *client) stop(ctx context.Context, id string) (executionView, error) {
-	var out executionView
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/stop"), nil, nil, &out)
-	return out, err
-}
-
-func (c *client) list(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
-	q := url.Values{}
-	if f.OwnerEntity != "" {
-		owner := string(f.OwnerEntity)
-		if f.OwnerID != "" {
-			owner += "/" + f.OwnerID
-		}
-		q.Set("owner", owner)
-	}
-	if f.Lifecycle != "" {
-		q.Set("lifecycle", string(f.Lifecycle))
-	}
-	if f.Attention != "" {
-		q.Set("attention", string(f.Attention))
-	}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	var out struct {
-		Executions []projections.Summary `json:"executions"`
-	}
-	err := c.do(ctx, http.MethodGet, "/v1/executions", q, nil, &out)
-	return out.Executions, err
-}
-
-func (c *client) execution(ctx context.Context, id string) (*execution.State, error) {
-	var out executionView
-	if err := c.do(ctx, http.MethodGet, executionPath(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.State, nil
-}
-
-func (c *client) timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
-	if before != 0 {
-		q.Set("before", strconv.FormatUint(before, 10))
-	}
-	var out struct {
-		Items []execution.TimelineItem `json:"items"`
-		Next  *uint64                  `json:"next"`
-	}
-	if err := c.do(ctx, http.MethodGet, executionPath(id, "/timeline"), q, nil, &out); err != nil {
-		return nil, 0, err
-	}
-	var next uint64
-	if out.Next != nil {
-		next = *out.Next
-	}
-	return out.Items, next, nil
-}
-
-// sseEvent is one Server-Sent Event.
-type sseEvent struct {
-	ID   string
-	Name string
-	Data []byte
-}
-
-// rebuildLine is one line of the answer to POST /v1/projections/rebuild.
-type rebuildLine struct {
-	Done       uint64    `json:"done"`
-	Total      uint64    `json:"total"`
-	Executions *int      `json:"executions"`
-	Error      *apiError `json:"error"`
-}
-
-// rebuild asks the daemon to rebuild its projection and calls progress
-// with each line of progress. It returns the last line, which holds the
-// number of executions, or the error that stopped the rebuild.
-func (c *client) rebuild(ctx context.Context, progress func(rebuildLine)) (rebuildLine, error) {
-	resp, err := c.request(ctx, http.MethodPost, "/v1/projections/rebuild", nil, nil, nil)
-	if err != nil {
-		return rebuildLine{}, err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var l rebuildLine
-		if err := dec.Decode(&l); err != nil {
-			if ctx.Err() != nil {
-				return rebuildLine{}, ctx.Err()
-			}
-			return rebuildLine{}, fmt.Errorf("the daemon's answer ended before the rebuild did: %w", err)
-		}
-		switch {
-		case l.Error != nil:
-			return l, l.Error
-		case l.Executions != nil:
-			return l, nil
-		}
-		progress(l)
-	}
-}
-
-// maxEventLine bounds one line of the event stream.
-const maxEventLine = 16 << 20
-
-// events opens GET /v1/events, of one execution when executionID is not
-// empty, with the events of the records after log offset after
-// (Last-Event-ID). It returns the stream, which the caller closes.
-func (c *client) events(ctx context.Context, executionID string, after uint64) (io.ReadCloser, error) {
-	q := url.Values{}
-	if executionID != "" {
-		q.Set("execution", executionID)
-	}
-	h := http.Header{}
-	h.Set("Accept", "text/event-stream")
-	h.Set("Last-Event-ID", strconv.FormatUint(after, 10))
-	resp, err := c.request(ctx, http.MethodGet, "/v1/events", q, nil, h)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
-// readEvents reads Server-Sent Events from r and calls fn with each, and
-// comment with each comment line, until r ends or a callback returns an
-// error (errStopEvents ends reading without an error).
-func readEvents(r io.Reader, fn func(sseEvent) error, comment func(string) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
-	var ev sseEvent
-	var data [][]byte
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if line == "" {
-			if data != nil {
-				ev.Data = bytes.Join(data, []byte("\n"))
-				if err := fn(ev); err != nil {
-					return stopped(err)
-				}
-			}
-			ev, data = sseEvent{ID: ev.ID}, nil
-			continue
-		}
-		if text, ok := strings.CutPrefix(line, ":"); ok {
-			if err := comment(strings.TrimPrefix(text, " ")); err != nil {
-				return stopped(err)
-			}
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			ev.ID = value
-		case "event":
-			ev.Name = value
-		case "data":
-			data = append(data, []byte(value))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return errStreamEnded
-}
-
-// errStreamEnded reports an event stream the daemon ended; it never ends
-// one on its own while it runs.
-var errStreamEnded = errors.New("the daemon ended the event stream")
+// errStreamEnded reports an event stream the daemon ended.
+var errStreamEnded = client.ErrStreamEnded
 
 // errStopEvents, returned by a readEvents callback, ends reading without
 // an error.
 var errStopEvents = errors.New("stop reading events")
 
-func stopped(err error) error {
-	if errors.Is(err, errStopEvents) {
-		return nil
+// readEvents reads Server-Sent Events from r and calls fn with each, and
+// comment with each comment line, until r ends (errStreamEnded) or a
+// callback returns an error (errStopEvents ends reading without an error).
+func readEvents(r io.Reader, fn func(sseEvent) error, comment func(string) error) error {
+	return readStream(client.NewEventStream(r), fn, comment)
+}
+
+// readStream is readEvents on an open stream.
+func readStream(s *client.EventStream, fn func(sseEvent) error, comment func(string) error) error {
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return err
+		}
+		if ev.Comment {
+			err = comment(ev.Text)
+		} else {
+			err = fn(ev)
+		}
+		if errors.Is(err, errStopEvents) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
 }
 
 // LaunchCommand starts an agent in the running daemon.
@@ -559,7 +201,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if *shape != "" && !slices.Contains(eventstore.SessionShapes, eventstore.SessionShape(*shape)) {
 		return launchSpec.usageErr(fs, "--shape %q: want one of %s, %s", *shape, eventstore.ShapeConversation, eventstore.ShapeOneShot)
 	}
-	req := launchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
+	req := client.LaunchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -576,8 +218,8 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	res, err := cl.launch(ctx, req)
+	defer cl.Close()
+	res, err := cl.Launch(ctx, req)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -649,8 +291,8 @@ func (c *SendCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	ack, err := cl.send(ctx, id, messageRequest{MessageID: *messageID, Type: *typ, Payload: payload})
+	defer cl.Close()
+	ack, err := cl.SendMessage(ctx, id, client.Message{MessageID: *messageID, Type: *typ, Payload: payload})
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", id, err)
 	}
@@ -726,10 +368,10 @@ func (c *ObserveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	ack, err := cl.observe(ctx, id, observationRequest{ObservationID: *observationID,
+	defer cl.Close()
+	ack, err := cl.RecordObservation(ctx, id, client.Observation{ObservationID: *observationID,
 		Source: eventstore.ObservationSource(*source), Confidence: eventstore.Confidence(*confidence),
-		Signal: signalRequest{Type: eventstore.SignalType(*signal), Payload: json.RawMessage(payload)}})
+		Signal: &client.Signal{Type: eventstore.SignalType(*signal), Payload: json.RawMessage(payload)}})
 	if err != nil {
 		return fmt.Errorf("observe %s: %w", id, err)
 	}
@@ -787,8 +429,8 @@ func (c *StopCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	v, err := cl.stop(ctx, id)
+	defer cl.Close()
+	v, err := cl.Stop(ctx, id)
 	if err != nil {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}
@@ -846,9 +488,9 @@ after the last event printed. --json prints each event as
 
 // Event names tail treats apart.
 const (
-	eventDataChanged = "data.changed"
-	eventTerminal    = "terminal"
-	eventOverflow    = "overflow"
+	eventDataChanged = client.EventDataChanged
+	eventTerminal    = client.EventTerminal
+	eventOverflow    = client.EventOverflow
 )
 
 // tailBackoff bounds the wait between reconnections; tailAttempts is how
@@ -883,8 +525,8 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { cl.close() }()
-	h, err := cl.health(ctx)
+	defer func() { cl.Close() }()
+	h, err := cl.Health(ctx)
 	if err != nil {
 		return fmt.Errorf("tail: %w", err)
 	}
@@ -937,7 +579,7 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 		backoff = min(2*backoff, tailBackoffMax)
 		// The daemon may have restarted, on another address.
 		if next, err := c.env.daemon(ctx); err == nil {
-			cl.close()
+			cl.Close()
 			cl = next
 		} else if follow && ctx.Err() == nil {
 			fmt.Fprintf(c.env.Stderr, "agentjournal: tail: waiting for the daemon: %v\n", err)
@@ -983,19 +625,19 @@ type tailEvent struct {
 // stream reads one connection of the event stream. It returns nil when
 // tail without -f has printed every event up to its end, and why the
 // stream ended otherwise.
-func (t *tailer) stream(ctx context.Context, cl *client) error {
+func (t *tailer) stream(ctx context.Context, cl *client.Client) error {
 	// Tail without -f filters here, so that it sees every offset up to
 	// its end.
 	filter := ""
 	if t.follow {
 		filter = t.execution
 	}
-	body, err := cl.events(ctx, filter, t.last)
+	s, err := cl.Events(ctx, client.EventsOptions{Execution: filter, After: t.last, Resume: true})
 	if err != nil {
 		return err
 	}
-	defer body.Close()
-	return readEvents(body, t.event, func(text string) error {
+	defer s.Close()
+	return readStream(s, t.event, func(text string) error {
 		if !t.follow && text == "heartbeat" {
 			// The daemon had nothing more to send: every event up to
 			// the end has been read.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -78,7 +79,7 @@ func (e *Env) withViews(ctx context.Context, fn func(viewReader) error) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
+	defer cl.Close()
 	return fn(daemonViews{cl})
 }
 
@@ -98,30 +99,33 @@ func (v localViews) Timeline(_ context.Context, id string, before uint64, limit 
 }
 
 // daemonViews reads through the daemon's API.
-type daemonViews struct{ c *client }
+type daemonViews struct{ c *client.Client }
 
 func (v daemonViews) List(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
-	list, err := v.c.list(ctx, f)
+	list, err := v.c.List(ctx, f)
 	var ae *apiError
-	if errors.As(err, &ae) && ae.Code == codeInvalidField {
+	if errors.As(err, &ae) && ae.Code == client.CodeInvalidField {
 		return nil, fmt.Errorf("%w: %s", projections.ErrInvalidFilter, ae.Message)
 	}
 	return list, err
 }
 
 func (v daemonViews) Execution(ctx context.Context, id string) (*execution.State, error) {
-	st, err := v.c.execution(ctx, id)
-	return st, notFound(err)
+	ex, err := v.c.Execution(ctx, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &ex.State, nil
 }
 
 func (v daemonViews) Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
-	items, next, err := v.c.timeline(ctx, id, before, limit)
+	items, next, err := v.c.Timeline(ctx, id, before, limit)
 	return items, next, notFound(err)
 }
 
 // notFound maps the API's not_found to projections.ErrNotFound.
 func notFound(err error) error {
-	if hasCode(err, codeNotFound) {
+	if errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("%w: %w", projections.ErrNotFound, err)
 	}
 	return err
@@ -371,7 +375,7 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 	case err == nil:
 		// The daemon holds the data directory and serves from the file: it
 		// rebuilds while it keeps serving.
-		defer cl.close()
+		defer cl.Close()
 		return c.viaDaemon(ctx, cl)
 	case !errors.Is(err, errNoDaemon):
 		return err
@@ -410,13 +414,13 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 }
 
 // viaDaemon asks the running daemon to rebuild, following its progress.
-func (c *RebuildCommand) viaDaemon(ctx context.Context, cl *client) error {
+func (c *RebuildCommand) viaDaemon(ctx context.Context, cl *client.Client) error {
 	start := time.Now()
 	bar := newProgress(c.env.Stderr, "rebuild")
-	last, err := cl.rebuild(ctx, func(l rebuildLine) { bar.update(l.Done, l.Total) })
+	last, err := cl.Rebuild(ctx, func(l client.RebuildProgress) { bar.update(l.Done, l.Total) })
 	bar.finish()
 	if err != nil {
-		return fmt.Errorf("rebuild (by the daemon at %s): %w", cl.url, err)
+		return fmt.Errorf("rebuild (by the daemon at %s): %w", cl.URL(), err)
 	}
 	el := time.Since(start)
 	fmt.Fprintf(c.env.Stdout, "The daemon rebuilt %s from %d records: %d executions in %s (%.0f records/s).\n",

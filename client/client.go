@@ -1,0 +1,483 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// Client calls one daemon's HTTP API with a token. It is safe for
+// concurrent use.
+type Client struct {
+	url       string
+	token     string
+	transport *http.Transport
+	http      *http.Client
+}
+
+// New returns a client of the daemon at baseURL (e.g.
+// http://127.0.0.1:7600) that sends token as its bearer token: the API
+// token, or a token scoped to one execution for its observations.
+func New(baseURL, token string) *Client {
+	// A transport of its own, so that Close releases only its connections.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	return &Client{url: strings.TrimRight(baseURL, "/"), token: token, transport: transport,
+		http: &http.Client{Transport: transport}}
+}
+
+// URL returns the daemon's base URL.
+func (c *Client) URL() string { return c.url }
+
+// Close releases the client's idle connections. Open event streams are
+// closed by their own Close. It is safe to call twice.
+func (c *Client) Close() error {
+	c.transport.CloseIdleConnections()
+	return nil
+}
+
+// Request sends one request to path (with the query, when not empty): in,
+// when not nil, as the JSON body. It returns the response, which the
+// caller closes, when its status is 2xx, and an *Error otherwise. It is the
+// way to a route this package has no method for.
+func (c *Client) Request(ctx context.Context, method, path string, query url.Values, in any, header http.Header) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encode the request: %w", err)
+		}
+		body = bytes.NewReader(data)
+	}
+	u := c.url + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("reach the daemon at %s: %w", c.url, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var shape struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(data, &shape) == nil && shape.Error != nil && shape.Error.Code != "" {
+		shape.Error.Status = resp.StatusCode
+		return nil, shape.Error
+	}
+	// Not the API's shape: a proxy in between, or not a daemon at all.
+	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+}
+
+// do sends a request and decodes the JSON answer into out, when not nil.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	resp, err := c.Request(ctx, method, path, query, in, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func executionPath(id string, rest ...string) string {
+	return "/v1/executions/" + url.PathEscape(id) + strings.Join(rest, "")
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	// Status is ok, damaged (Damaged names the journals) or disk_full.
+	Status     string   `json:"status"`
+	Checkpoint uint64   `json:"checkpoint"`
+	LastOffset uint64   `json:"lastOffset"`
+	Lag        uint64   `json:"lag"`
+	Damaged    []string `json:"damaged,omitempty"`
+	Storage    *Storage `json:"storage,omitempty"`
+}
+
+// Storage is the daemon's last measurement of the disk holding its log.
+type Storage struct {
+	DataDir      string `json:"dataDir"`
+	FreeBytes    uint64 `json:"freeBytes"`
+	ReserveBytes uint64 `json:"reserveBytes"`
+	Full         bool   `json:"full"`
+}
+
+// Health asks GET /healthz, the one route that needs no token.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, &h)
+	return h, err
+}
+
+// List lists executions from the daemon's read model (GET /v1/executions).
+// The daemon refuses a filter it does not accept with ErrInvalidField.
+func (c *Client) List(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
+	q := url.Values{}
+	if f.OwnerEntity != "" {
+		owner := string(f.OwnerEntity)
+		if f.OwnerID != "" {
+			owner += "/" + f.OwnerID
+		}
+		q.Set("owner", owner)
+	}
+	if f.Lifecycle != "" {
+		q.Set("lifecycle", string(f.Lifecycle))
+	}
+	if f.Attention != "" {
+		q.Set("attention", string(f.Attention))
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out struct {
+		Executions []projections.Summary `json:"executions"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/executions", q, nil, &out)
+	return out.Executions, err
+}
+
+// Execution is an execution as the API shows it: its projected state
+// (without the timeline, which Timeline pages) and what the daemon knows
+// live.
+type Execution struct {
+	execution.State
+	Live Live `json:"live"`
+}
+
+// Live is what the daemon's runtime knows of an execution that the journal
+// does not hold.
+type Live struct {
+	// Running reports a live process in this daemon.
+	Running bool `json:"running"`
+	// TerminalID is the terminal lane of a running interactive execution.
+	TerminalID string `json:"terminalId,omitempty"`
+}
+
+// Execution reads one execution (GET /v1/executions/{id}); ErrNotFound
+// when there is none.
+func (c *Client) Execution(ctx context.Context, id string) (Execution, error) {
+	var out Execution
+	err := c.do(ctx, http.MethodGet, executionPath(id), nil, nil, &out)
+	return out, err
+}
+
+// LaunchRequest is the body of POST /v1/executions.
+type LaunchRequest struct {
+	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID     string                 `json:"ownerId"`
+	// Seed derives the execution id: one seed names one execution of an
+	// owner, and launching it again is ErrConflict. Random when empty.
+	Seed string `json:"seed,omitempty"`
+	// Agent is the adapter: generic, claude-code, codex, copilot, ….
+	Agent string `json:"agent"`
+	// Command is the program and its arguments; required for generic.
+	Command []string `json:"command,omitempty"`
+	// Prompt is recorded as the first message and delivered the agent's
+	// way.
+	Prompt  string             `json:"prompt,omitempty"`
+	Posture eventstore.Posture `json:"posture,omitempty"`
+	// Shape is the session shape of claude-code, codex and copilot;
+	// conversation when empty.
+	Shape eventstore.SessionShape `json:"shape,omitempty"`
+	// Dir is the agent's working directory, an absolute path on the
+	// daemon's host; the daemon's own when empty.
+	Dir string            `json:"dir,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// Launched answers a launch.
+type Launched struct {
+	Reference eventstore.Reference `json:"reference"`
+	State     Execution            `json:"state"`
+}
+
+// Launch starts an agent in the daemon (POST /v1/executions).
+func (c *Client) Launch(ctx context.Context, in LaunchRequest) (Launched, error) {
+	var out Launched
+	err := c.do(ctx, http.MethodPost, "/v1/executions", nil, in, &out)
+	return out, err
+}
+
+// Stop stops an execution running in this daemon: SIGTERM, then SIGKILL
+// after the grace (POST /v1/executions/{id}/stop). It answers once the
+// journal holds the final lifecycle; ErrConflict when it does not run here.
+func (c *Client) Stop(ctx context.Context, id string) (Execution, error) {
+	var out Execution
+	err := c.do(ctx, http.MethodPost, executionPath(id, "/stop"), nil, nil, &out)
+	return out, err
+}
+
+// Message is the body of POST /v1/executions/{id}/messages.
+type Message struct {
+	// MessageID makes a retry safe: the same id gets the first
+	// acknowledgement back and appends nothing. The daemon assigns one
+	// when empty.
+	MessageID string `json:"messageId,omitempty"`
+	// Type is a message type the agent declares: prompt, answer, ….
+	Type    string                   `json:"type"`
+	Source  eventstore.MessageSource `json:"source,omitempty"`
+	Payload json.RawMessage          `json:"payload,omitempty"`
+}
+
+// SendMessage records a message and delivers it to the agent. A message
+// the agent did not get is recorded too, and answered with the delivery
+// failed, not with an error.
+func (c *Client) SendMessage(ctx context.Context, id string, m Message) (execution.MessageAck, error) {
+	var out execution.MessageAck
+	err := c.do(ctx, http.MethodPost, executionPath(id, "/messages"), nil, m, &out)
+	return out, err
+}
+
+// Observation is the body of POST /v1/executions/{id}/observations.
+type Observation struct {
+	// ObservationID makes a retry safe: the same id answers with the
+	// original decision.
+	ObservationID string                       `json:"observationId"`
+	Source        eventstore.ObservationSource `json:"source"`
+	Confidence    eventstore.Confidence        `json:"confidence"`
+	Signal        *Signal                      `json:"signal,omitempty"`
+	RawText       string                       `json:"rawText,omitempty"`
+	Payload       json.RawMessage              `json:"payload,omitempty"`
+}
+
+// Signal is a surfaced signal: its type and its payload, a JSON object
+// whose schema the type names (docs/records.md).
+type Signal struct {
+	Type    eventstore.SignalType `json:"type"`
+	Payload json.RawMessage       `json:"payload"`
+}
+
+// ObservationAck answers an observation with the policy's decision.
+type ObservationAck struct {
+	ObservationID string `json:"observationId"`
+	// Sequence is the observation's journal sequence (the first one's,
+	// for a duplicate).
+	Sequence uint64 `json:"sequence"`
+	// Duplicate reports an id recorded before: nothing was appended and
+	// Decision is the original one.
+	Duplicate bool     `json:"duplicate"`
+	Decision  Decision `json:"decision"`
+}
+
+// Decision is the policy's decision on an observation.
+type Decision struct {
+	DecisionID string                    `json:"decisionId"`
+	Action     eventstore.DecisionAction `json:"action"`
+	Reason     string                    `json:"reason,omitempty"`
+	Sequence   uint64                    `json:"sequence"`
+}
+
+// RecordObservation records an observation and waits for the policy's
+// decision on it; ErrTimeout when none came in the daemon's wait (sending
+// it again with the same id then answers with the decision).
+func (c *Client) RecordObservation(ctx context.Context, id string, o Observation) (ObservationAck, error) {
+	var out ObservationAck
+	err := c.do(ctx, http.MethodPost, executionPath(id, "/observations"), nil, o, &out)
+	return out, err
+}
+
+// Timeline reads a page of an execution's timeline, newest first: up to
+// limit items (the daemon's default when 0) before the cursor before (0:
+// from the newest). next is the cursor of the following page, 0 at the end.
+func (c *Client) Timeline(ctx context.Context, id string, before uint64, limit int) (items []execution.TimelineItem, next uint64, err error) {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if before != 0 {
+		q.Set("before", strconv.FormatUint(before, 10))
+	}
+	var out struct {
+		Items []execution.TimelineItem `json:"items"`
+		Next  *uint64                  `json:"next"`
+	}
+	if err := c.do(ctx, http.MethodGet, executionPath(id, "/timeline"), q, nil, &out); err != nil {
+		return nil, 0, err
+	}
+	return out.Items, deref(out.Next), nil
+}
+
+// Records reads an execution's journal from sequence fromSeq (1 when 0),
+// up to limit records (the daemon's default when 0). next is the sequence
+// the following page starts at, 0 at the end.
+func (c *Client) Records(ctx context.Context, id string, fromSeq uint64, limit int) (records []eventstore.Record, next uint64, err error) {
+	q := pageQuery("fromSeq", fromSeq, limit)
+	var out struct {
+		Records []json.RawMessage `json:"records"`
+		Next    *uint64           `json:"next"`
+	}
+	if err := c.do(ctx, http.MethodGet, executionPath(id, "/records"), q, nil, &out); err != nil {
+		return nil, 0, err
+	}
+	records = make([]eventstore.Record, 0, len(out.Records))
+	for _, data := range out.Records {
+		r, err := eventstore.Decode(data)
+		if err != nil {
+			return nil, 0, fmt.Errorf("decode a record of %s: %w", id, err)
+		}
+		records = append(records, r)
+	}
+	return records, deref(out.Next), nil
+}
+
+// LogEntry is a record with its log offset.
+type LogEntry struct {
+	Offset uint64
+	Record eventstore.Record
+}
+
+// UnmarshalJSON decodes {offset, record} with the record registry.
+func (e *LogEntry) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Offset uint64          `json:"offset"`
+		Record json.RawMessage `json:"record"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	r, err := eventstore.Decode(raw.Record)
+	if err != nil {
+		return fmt.Errorf("decode the record at offset %d: %w", raw.Offset, err)
+	}
+	e.Offset, e.Record = raw.Offset, r
+	return nil
+}
+
+// MarshalJSON writes {offset, record}, as the daemon does.
+func (e LogEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Offset uint64            `json:"offset"`
+		Record eventstore.Record `json:"record"`
+	}{e.Offset, e.Record})
+}
+
+// Log reads every journal's records in log order from fromOffset (1 when
+// 0), up to limit (the daemon's default when 0). next is the offset the
+// following page starts at, 0 at the end of the log.
+func (c *Client) Log(ctx context.Context, fromOffset uint64, limit int) (entries []LogEntry, next uint64, err error) {
+	var out struct {
+		Entries []LogEntry `json:"entries"`
+		Next    *uint64    `json:"next"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/v1/log", pageQuery("fromOffset", fromOffset, limit), nil, &out); err != nil {
+		return nil, 0, err
+	}
+	return out.Entries, deref(out.Next), nil
+}
+
+// Replay is an execution's state as of a journal sequence.
+type Replay struct {
+	// ToSeq is the last sequence folded into State.
+	ToSeq uint64           `json:"toSeq"`
+	State *execution.State `json:"state"`
+	// Records are the last records folded, oldest first.
+	Records []LogEntry `json:"records"`
+}
+
+// Replay folds an execution's journal up to sequence toSeq (all of it
+// when 0).
+func (c *Client) Replay(ctx context.Context, id string, toSeq uint64) (Replay, error) {
+	q := url.Values{}
+	if toSeq != 0 {
+		q.Set("toSeq", strconv.FormatUint(toSeq, 10))
+	}
+	var out Replay
+	err := c.do(ctx, http.MethodGet, executionPath(id, "/replay"), q, nil, &out)
+	return out, err
+}
+
+// RebuildProgress is one line of the answer to POST
+// /v1/projections/rebuild: records done of total, and on the last line the
+// number of executions rebuilt, or the error that stopped the rebuild.
+type RebuildProgress struct {
+	Done       uint64 `json:"done"`
+	Total      uint64 `json:"total"`
+	Executions *int   `json:"executions"`
+	Error      *Error `json:"error"`
+}
+
+// Rebuild asks the daemon to rebuild its read model from the log, and
+// calls progress, when not nil, with each line of progress. It returns the
+// last line, which holds the number of executions, or the error that
+// stopped the rebuild (ErrConflict while another one runs). Cancelling ctx
+// cancels the rebuild and leaves the live read model as it was.
+func (c *Client) Rebuild(ctx context.Context, progress func(RebuildProgress)) (RebuildProgress, error) {
+	resp, err := c.Request(ctx, http.MethodPost, "/v1/projections/rebuild", nil, nil, nil)
+	if err != nil {
+		return RebuildProgress{}, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l RebuildProgress
+		if err := dec.Decode(&l); err != nil {
+			if ctx.Err() != nil {
+				return RebuildProgress{}, ctx.Err()
+			}
+			return RebuildProgress{}, fmt.Errorf("the daemon's answer ended before the rebuild did: %w", err)
+		}
+		switch {
+		case l.Error != nil:
+			return l, l.Error
+		case l.Executions != nil:
+			return l, nil
+		}
+		if progress != nil {
+			progress(l)
+		}
+	}
+}
+
+func pageQuery(fromName string, from uint64, limit int) url.Values {
+	q := url.Values{}
+	if from != 0 {
+		q.Set(fromName, strconv.FormatUint(from, 10))
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return q
+}
+
+func deref(v *uint64) uint64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
