@@ -243,6 +243,7 @@ const (
 func (s *Server) routes() {
 	s.handle("GET /healthz", public, s.healthz)
 	s.handle("GET /metrics", fullToken, s.serveMetrics)
+	s.handle("GET /v1/openapi.yaml", public, s.openAPI)
 
 	s.handle("GET /v1/executions", fullToken, s.listExecutions)
 	s.handle("POST /v1/executions", fullToken, s.launch)
