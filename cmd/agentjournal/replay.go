@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/execution/outputlog"
 )
 
 // ReplayCommand folds a journal into the execution's state as of a sequence.
@@ -106,8 +107,10 @@ func writeReplayJSON(w io.Writer, st *execution.State, records []eventstore.Reco
 	return err
 }
 
-// printState writes the human view of an execution's state.
-func printState(w io.Writer, st *execution.State) error {
+// printState writes the human view of an execution's state, with the last
+// lines of its plain output when given: a failed execution's right under
+// its lifecycle, where the reason it failed is most often.
+func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) error {
 	var b strings.Builder
 	line := func(k, format string, args ...any) {
 		writeLine(&b, "%-18s "+format, append([]any{k + ":"}, args...)...)
@@ -118,6 +121,16 @@ func printState(w io.Writer, st *execution.State) error {
 		lc += " (" + st.LifecycleReason + ")"
 	}
 	line("lifecycle", "%s", lc)
+	printOutput := func(title string) {
+		fmt.Fprintf(&b, "%s (last %d lines):\n", title, len(output))
+		for _, e := range output {
+			writeLine(&b, "  %-6s %s", e.Stream, e.Line)
+		}
+	}
+	failed := st.Lifecycle == eventstore.LifecycleFailed && len(output) > 0
+	if failed {
+		printOutput("  output")
+	}
 	line("attention", "%s", st.Attention)
 	line("activity", "%s", st.Activity)
 	if st.CurrentInputRequestID != "" {
@@ -171,6 +184,9 @@ func printState(w io.Writer, st *execution.State) error {
 	fmt.Fprintf(&b, "timeline (%d items):\n", len(st.Timeline))
 	for _, it := range st.Timeline {
 		writeLine(&b, "  %4d  %-12s %s", it.Sequence, it.Kind, clip(it.Text))
+	}
+	if !failed && len(output) > 0 {
+		printOutput("output")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -35,6 +35,8 @@ func newCommand(name string, env *Env) Command {
 		return &StopCommand{env: env}
 	case "tail":
 		return &TailCommand{env: env}
+	case "logs":
+		return &LogsCommand{env: env}
 	case "mcp":
 		return &MCPCommand{env: env}
 	case "run":
@@ -92,6 +94,7 @@ Commands:
   observe ID JSON       record a signal for an execution and print the policy's decision
   stop ID               stop an agent of the daemon and print how it ended
   tail [-f]             print the daemon's events; -f keeps following them
+  logs ID [-f]          print what an agent printed that no record holds (stderr, plain stdout)
   mcp                   the signal tools as a stdio MCP server, for launched agents
   demo                  write a realistic example journal and print it
   run -- CMD ARGS...    run one agent in the foreground and journal it, without a daemon

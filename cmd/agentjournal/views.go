@@ -227,6 +227,9 @@ func ago(t time.Time) string {
 	return t.Local().Format("2006-01-02")
 }
 
+// showOutputLines is how many lines of plain output show prints.
+const showOutputLines = 10
+
 // ShowCommand prints one execution from the read model.
 type ShowCommand struct{ env *Env }
 
@@ -236,8 +239,9 @@ var showSpec = cmdSpec{
 	Summary: `Show one agent execution as the read model holds it: lifecycle,
 attention, activity, the open input request, latest activity and token
 telemetry, protocol posture, journal metadata, and its ten newest timeline
-items. With --json, print the whole state. When a daemon runs for the data
-directory, show asks it.`,
+items, and the last lines of its plain output (see logs): for a failed
+execution, right under its lifecycle. With --json, print the whole state.
+When a daemon runs for the data directory, show asks it.`,
 	Example: "agentjournal show ae-0123456789abcdef01234567",
 }
 
@@ -278,7 +282,11 @@ func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 		for i := len(items) - 1; i >= 0; i-- {
 			st.Timeline = append(st.Timeline, items[i])
 		}
-		return printState(c.env.Stdout, st)
+		output, err := c.env.lastOutput(ctx, views, id, showOutputLines)
+		if err != nil {
+			return err
+		}
+		return printState(c.env.Stdout, st, output...)
 	})
 }
 
