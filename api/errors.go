@@ -108,6 +108,8 @@ func toAPIError(err error) *apiError {
 			message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
 	case errors.As(err, &ve) && len(ve.Problems) > 0:
 		return validationError(ve)
+	case errors.Is(err, eventstore.ErrUnavailable):
+		return unavailable("the log did not answer: %v; retry later", err)
 	case errors.Is(err, eventstore.ErrGap):
 		// The data is damaged, not the request: say which journal lacks
 		// what, so an operator can restore it.

@@ -314,9 +314,26 @@ func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, 
 			}
 		}
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
+			s.writeError(w, r, s.lostLog(r, err))
 		}
 	})
+}
+
+// lostLog words a write that failed because the log went away while it
+// ran (the NATS it joined went down after the check before it): the same
+// 503 the check gives, instead of a timeout or an internal error.
+func (s *Server) lostLog(r *http.Request, err error) error {
+	if r.Method == http.MethodGet || s.cfg.LogReachable == nil {
+		return err
+	}
+	if ae := toAPIError(err); ae.status != http.StatusGatewayTimeout && ae.status != http.StatusInternalServerError &&
+		ae.status != http.StatusServiceUnavailable {
+		return err
+	}
+	if rerr := s.cfg.LogReachable(); rerr != nil {
+		return unavailable("the log cannot take writes now: %v; this daemon reconnects by itself, retry then (reads are served meanwhile)", rerr)
+	}
+	return err
 }
 
 // reconnectGrace is how long a write waits for a log connection that is
