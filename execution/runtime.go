@@ -85,8 +85,9 @@ type Config struct {
 	// the MCP address and a token scoped to that execution.
 	LaunchEnv func(ref eventstore.Reference) []string
 	// OnInputRequest, when set, is called (on a goroutine of its own) for
-	// each permission request or question an agent CLI asks in its
-	// provider output, after the observation is recorded: a host with no
+	// each permission request or question an agent asks, in its provider
+	// output or with a needs_input marker, after the observation is
+	// recorded: a host with no
 	// operator to ask (the run command) answers it through SendMessage.
 	OnInputRequest func(ref eventstore.Reference, req *eventstore.NeedsInputSignal)
 	// HostDir, when set, holds a file for every execution this runtime
@@ -756,7 +757,9 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 	if bytes.HasPrefix(line, []byte(marker.Prefix)) {
 		parsed := marker.Parse(line, p.nonce)
 		if parsed.Result != marker.NotMarker {
-			rt.record(ctx, p.ref, marker.Observation(parsed, line, stdoutID(c, n), p.source))
+			o := marker.Observation(parsed, line, stdoutID(c, n), p.source)
+			rt.record(ctx, p.ref, o)
+			rt.notifyInputRequest(p, o)
 			return
 		}
 	}
@@ -871,13 +874,7 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 				}
 			}
 			rt.record(ctx, p.ref, ev.Observation)
-			if ni, ok := signalPayload(ev.Observation).(*eventstore.NeedsInputSignal); ok && rt.cfg.OnInputRequest != nil {
-				rt.wg.Add(1)
-				go func() {
-					defer rt.wg.Done()
-					rt.cfg.OnInputRequest(p.ref, ni)
-				}()
-			}
+			rt.notifyInputRequest(p, ev.Observation)
 		case ev.Activity != nil:
 			// Record ids are message ids across the whole log: tie the
 			// parser's id to this journal.
@@ -896,6 +893,20 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 			rt.turnEnded(p, c, *ev.TurnEnd)
 		}
 	}
+}
+
+// notifyInputRequest hands a recorded question or permission request to
+// OnInputRequest, on a goroutine of its own.
+func (rt *Runtime) notifyInputRequest(p *process, o *eventstore.Observation) {
+	ni, ok := signalPayload(o).(*eventstore.NeedsInputSignal)
+	if !ok || rt.cfg.OnInputRequest == nil {
+		return
+	}
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		rt.cfg.OnInputRequest(p.ref, ni)
+	}()
 }
 
 // sessionOf is the provider session id of an execution: the one its output

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "supervise" {
 		os.Exit(supervisor.Main(os.Args[2:]))
 	}
+	// A run in this process never asks at the terminal of whoever runs
+	// the tests; TestRunAsksAtTheTerminal gives a run a terminal of its own.
+	ttyPath = ""
 	os.Exit(m.Run())
 }
 

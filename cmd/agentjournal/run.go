@@ -64,9 +64,14 @@ claude-code, codex and copilot run one-shot here: the execution ends with the
 agent's first result, completed on success and failed on an error result, and
 they need --prompt. (Under a daemon they converse: see 'agentjournal launch'.)
 Claude Code asks before it runs a tool that needs permission, and may ask the
-user a question; with no operator to ask, run answers through the journal as
---permissions says: deny (the default: the tool does not run and the agent is
-told so, and a question is declined) or allow. Codex and Copilot CLI cannot
+user a question. run answers through the journal as --permissions says: ask
+(the default) shows the request at the controlling terminal (/dev/tty, even
+when run's output is redirected) and sends what is typed: y or n for a
+permission, the text or a choice's number for a question; deny (the tool does
+not run and the agent is told so, and a question is declined) or allow answer
+at once. Without a terminal, ask answers deny. A generic agent's needs_input
+question is asked at the terminal too; without one (or with deny or allow) it
+stays open. Codex and Copilot CLI cannot
 ask in this mode; they run under the policy their adapter's flags set,
 recorded in the journal header.
 
@@ -102,7 +107,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
-	permissions := fs.String("permissions", eventstore.AnswerDeny, "answer the agent's permission requests and questions with `ANSWER`: deny or allow")
+	permissions := fs.String("permissions", permissionsAsk, "answer the agent's permission requests and questions: `MODE` ask (at the controlling terminal, or deny without one), deny or allow")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
@@ -145,8 +150,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *grace <= 0 {
 		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
 	}
-	if *permissions != eventstore.AnswerDeny && *permissions != eventstore.AnswerAllow {
-		return runSpec.usageErr(fs, "--permissions %q: want %s or %s", *permissions, eventstore.AnswerDeny, eventstore.AnswerAllow)
+	if *permissions != permissionsAsk && *permissions != eventstore.AnswerDeny && *permissions != eventstore.AnswerAllow {
+		return runSpec.usageErr(fs, "--permissions %q: want %s, %s or %s", *permissions, permissionsAsk, eventstore.AnswerDeny, eventstore.AnswerAllow)
 	}
 	posture := eventstore.PostureStructuredHeadless
 	if *interactive {
@@ -194,8 +199,26 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	terms := terminal.NewRegistry(logger)
 	defer func() { err = errors.Join(err, terms.Close()) }()
 	var rt *execution.Runtime
+	asker := &terminalAsker{}
+	ask := permissions == permissionsAsk && asker.available()
 	answer := func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
-		answerInput(bg, s, rt, ref, q, permissions, stderr)
+		switch {
+		case ask:
+			done := rt.Done(ref.AgentExecutionID)
+			if done == nil {
+				return
+			}
+			if text, ok := asker.ask(q, done); ok {
+				answerInput(bg, s, rt, ref, q, text, "typed at the terminal", stderr)
+			}
+		case q.Kind == "":
+			// A generic agent's question: with nobody to ask, it stays
+			// open, as the agent asked it.
+		case permissions == permissionsAsk:
+			answerInput(bg, s, rt, ref, q, eventstore.AnswerDeny, "no terminal to ask at", stderr)
+		default:
+			answerInput(bg, s, rt, ref, q, permissions, "--permissions", stderr)
+		}
 	}
 	rt = execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
@@ -303,7 +326,7 @@ func (e *envFlag) Set(v string) error {
 // --permissions says, through the journal: an answer message, decided by
 // the policy and delivered to the agent. It waits for the policy to open
 // the request first, so the answer is decided as the answer to it.
-func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer string, log io.Writer) {
+func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	t := time.NewTicker(settlePoll)
@@ -337,7 +360,7 @@ func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime,
 	if q.Kind == string(eventstore.InputPermission) && q.Tool != nil {
 		what = "permission to run " + q.Tool.Name
 	}
-	fmt.Fprint(log, termSafe(fmt.Sprintf("agentjournal: the agent asks %s (%s): %s; answering %s (--permissions)", what, q.RequestID, q.Question, answer))+"\n")
+	fmt.Fprint(log, termSafe(fmt.Sprintf("agentjournal: the agent asks %s (%s): %s; answering %q (%s)", what, q.RequestID, q.Question, answer, why))+"\n")
 	payload, _ := json.Marshal(map[string]string{"requestId": q.RequestID, "text": answer})
 	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, execution.SendMessageInput{
 		MessageID: "answer-" + q.RequestID, Type: "answer", Source: eventstore.SourceSystem, Payload: payload}); err != nil {
