@@ -433,6 +433,11 @@ func (t *Terminal) waitLoop() {
 	t.mu.Unlock()
 
 	if t.rec != nil {
+		// An Input that wrote before the exit records what it wrote
+		// before the recording closes: the process may have read it and
+		// ended in the meantime. No Input starts after the exit.
+		t.inMu.Lock()
+		t.inMu.Unlock()
 		if err := t.rec.finish(code); err != nil {
 			t.logger.Error("terminal recording incomplete", logKeyPath, t.rec.path, logKeyErr, err)
 		}
