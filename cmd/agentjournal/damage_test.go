@@ -80,3 +80,21 @@ func waitHealth(t *testing.T, url string, ok func(map[string]any) bool) map[stri
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestCommandBesideTheDaemon: a command that needs the data directory
+// itself, run while the daemon serves it, says so and names what works
+// instead, rather than the bare lock error.
+func TestCommandBesideTheDaemon(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, _, _ := startServe(t, dir)
+	r := run(t, dir, "journal", "ls")
+	if r.code != exitError {
+		t.Fatalf("journal ls beside the daemon: exit %d, want %d", r.code, exitError)
+	}
+	for _, want := range []string{"served by the agentjournal daemon at " + url, "ls, show, timeline, logs or tail", "--nats-url"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q does not say %q", r.stderr, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -258,7 +259,7 @@ func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (e
 	if err != nil {
 		var locked *bus.LockedError
 		if errors.As(err, &locked) {
-			return locked
+			return e.lockedByDaemon(locked)
 		}
 		return fmt.Errorf("open data directory %s: %w", e.DataDir, err)
 	}
@@ -286,4 +287,21 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// lockedByDaemon words a data directory lock held by the daemon that
+// serves it: what to use instead, rather than the bare lock error.
+func (e *Env) lockedByDaemon(locked *bus.LockedError) error {
+	data, err := os.ReadFile(filepath.Join(e.DataDir, daemonFile))
+	if err != nil {
+		return locked
+	}
+	var info daemonInfo
+	if json.Unmarshal(data, &info) != nil || info.PID != locked.PID || !processAlive(info.PID) {
+		return locked
+	}
+	return fmt.Errorf("data directory %s is served by the agentjournal daemon at %s (process %d), which holds it locked; "+
+		"this command reads the log itself and cannot run beside it: read through the daemon with ls, show, timeline, logs or tail, "+
+		"or stop the daemon first; a daemon started with --nats-listen ADDR lets it run with --nats-url nats://ADDR --nats-secret-file %s --data OTHER_DIR",
+		e.DataDir, info.URL, info.PID, shellQuote(filepath.Join(e.DataDir, "nats-secret")))
 }
