@@ -656,8 +656,12 @@ func TestMCPMount(t *testing.T) {
 	if code, _ := r.do(t, "POST", "/mcp", "{}", r.srv.ScopedToken("ae-1")); code != http.StatusAccepted || gotScope != "ae-1" {
 		t.Fatalf("POST /mcp with a scoped token: %d, scope %q; want 202 from the MCP handler, scope ae-1", code, gotScope)
 	}
-	if code, _ := r.do(t, "POST", "/mcp", "{}", testToken); code != http.StatusAccepted {
-		t.Fatalf("POST /mcp with the API token: %d, want 202", code)
+	// The operator's token names no execution to signal: it is told which
+	// token MCP takes, in the API's error shape.
+	gotScope = "not called"
+	e := r.fail(t, "POST", "/mcp", "{}", testToken, http.StatusForbidden, "forbidden", "")
+	if !strings.Contains(e.Error.Message, "AGENTJOURNAL_TOKEN") || gotScope != "not called" {
+		t.Errorf("POST /mcp with the API token: %q (MCP handler saw scope %q); want the token MCP takes named, and the handler not reached", e.Error.Message, gotScope)
 	}
 	r.fail(t, "POST", "/mcp", "{}", "", http.StatusUnauthorized, "unauthorized", "")
 }

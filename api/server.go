@@ -275,9 +275,20 @@ func (s *Server) routes() {
 	}
 
 	if s.cfg.MCP != nil {
+		// MCP is the agents' signal channel: a call names no execution,
+		// the token does. The operator's token names none, so it is told
+		// which token MCP takes instead of a bare refusal.
+		mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, scoped := scopedExecution(r.Context()); !scoped {
+				s.writeError(w, r, forbidden("MCP takes a token scoped to one execution, which the daemon gives each agent it launches "+
+					"in AGENTJOURNAL_TOKEN (with AGENTJOURNAL_MCP_URL); the API token is the operator's and names no execution to signal"))
+				return
+			}
+			s.cfg.MCP.ServeHTTP(w, r)
+		})
 		for _, p := range []string{"/mcp", "/mcp/"} {
 			s.access[p] = anyScope
-			s.mux.Handle(p, s.cfg.MCP)
+			s.mux.Handle(p, mcp)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -79,7 +80,11 @@ func bearerToken(r *http.Request) (string, bool) {
 	return fields[1], true
 }
 
+// unauthorized answers in the daemon API's error shape, so a client reads
+// every refusal the same way.
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="agentjournal"`)
-	http.Error(w, msg, http.StatusUnauthorized)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "unauthorized", "message": msg}})
 }

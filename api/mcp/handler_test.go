@@ -177,9 +177,18 @@ func TestUnauthorized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var answer struct {
+				Error struct {
+					Code, Message string
+				}
+			}
+			decodeErr := json.NewDecoder(resp.Body).Decode(&answer)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("got %s (WWW-Authenticate %q), want 401 with a Bearer challenge", resp.Status, resp.Header.Get("WWW-Authenticate"))
+			}
+			if decodeErr != nil || answer.Error.Code != "unauthorized" || answer.Error.Message == "" {
+				t.Errorf("answer %+v (%v), want the API's error shape with code unauthorized", answer, decodeErr)
 			}
 		})
 	}
