@@ -317,7 +317,7 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 		if st.Lifecycle.Final() {
 			continue
 		}
-		attached, err := rt.attach(ctx, ref)
+		attached, err := rt.attach(ctx, ref, st)
 		if err != nil {
 			rt.cfg.Logger.Error("recover: attach to the supervised agent", "execution", ref.AgentExecutionID, "err", err)
 		}

@@ -418,11 +418,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if err != nil {
 		return ref, fmt.Errorf("launch: %w", err)
 	}
-	env := append(append(os.Environ(), req.Env...),
-		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
-	if rt.cfg.LaunchEnv != nil {
-		env = append(env, rt.cfg.LaunchEnv(ref)...)
-	}
+	env := rt.agentEnv(ref, req.Env, nonce)
 	// The prompt is recorded before the process starts: a prompt the
 	// journal refuses (too large, say) fails the launch with nothing run.
 	var prompt accepted
@@ -484,6 +480,18 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		}
 	}
 	return ref, nil
+}
+
+// agentEnv is the environment of an execution's processes: this one's,
+// the launch's own, the marker nonce and the execution id, and what
+// Config.LaunchEnv adds.
+func (rt *Runtime) agentEnv(ref eventstore.Reference, launch []string, nonce string) []string {
+	env := append(append(os.Environ(), launch...),
+		marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
+	if rt.cfg.LaunchEnv != nil {
+		env = append(env, rt.cfg.LaunchEnv(ref)...)
+	}
+	return env
 }
 
 // failLaunch records that a launch failed after its header was written.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -509,27 +510,11 @@ func TestRecoverHostedNeedsHostDir(t *testing.T) {
 // for a person to restore, not built on; the other orphans are recovered.
 func TestRecoverSkipsADamagedJournal(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, b)
 	ctx := context.Background()
 	var refs []eventstore.Reference
 	for _, id := range []string{"ae-sound", "ae-damaged"} {
-		ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
-		if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
-			t.Fatal(err)
-		}
-		running := &eventstore.StateChanged{Base: eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")},
-			Lifecycle: eventstore.LifecycleRunning}
-		if _, err := s.Append(ctx, ref, running); err != nil {
-			t.Fatal(err)
-		}
-		refs = append(refs, ref)
+		refs = append(refs, orphanJournal(t, s, id, nil, true))
 	}
 	damaged := refs[1]
 	fixtures.PublishPastTheEnd(t, b, damaged, 5)
@@ -551,32 +536,13 @@ func TestRecoverSkipsADamagedJournal(t *testing.T) {
 // gets a failed delivery when the execution is recovered; a message that
 // has an outcome keeps it.
 func TestRecoverFailsUndeliveredMessages(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, fixtures.StartNATS(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", "ae-in-flight")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
-	if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
-		t.Fatal(err)
-	}
-	running := &eventstore.StateChanged{Base: eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")},
-		Lifecycle: eventstore.LifecycleRunning}
-	for _, r := range []eventstore.Record{running,
+	ref := orphanJournal(t, s, "ae-in-flight", nil, true,
 		&eventstore.MessageAccepted{MessageID: "m-done", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"a"}`)},
 		&eventstore.MessageDelivery{MessageID: "m-done", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
-		&eventstore.MessageAccepted{MessageID: "m-in-flight", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"b"}`)},
-	} {
-		if _, err := s.Append(ctx, ref, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+		&eventstore.MessageAccepted{MessageID: "m-in-flight", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"b"}`)})
 	if _, err := execution.NewRuntime(execution.Config{Store: s}).Recover(ctx, execution.RecoverAll); err != nil {
 		t.Fatal(err)
 	}
@@ -604,31 +570,22 @@ func TestRecoverFailsUndeliveredMessages(t *testing.T) {
 // execution waits for its next message, which will resume the session the
 // journal names.
 func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, fixtures.StartNATS(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", "ae-conversation")
-	if err != nil {
-		t.Fatal(err)
-	}
+	const id = "ae-conversation"
 	adapter, err := execution.NewAdapter("codex")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &eventstore.Header{AgentID: "codex", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless,
 		Messages: adapter.Messages(eventstore.ShapeConversation), SessionShape: eventstore.ShapeConversation}}
-	if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
-		t.Fatal(err)
-	}
+	journalID := eventstore.JournalIDFor(eventstore.OwnerTask, "t-1", id)
 	state := func(key string, st *eventstore.StateChanged) *eventstore.StateChanged {
-		st.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)
+		st.RecordID = eventstore.RecordID(journalID, eventstore.KindStateChanged, key)
 		return st
 	}
-	for _, r := range []eventstore.Record{
+	ref := orphanJournal(t, s, id, h, false,
 		&eventstore.MessageAccepted{MessageID: "prompt", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"a"}`)},
 		state("lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAutonomous}),
 		&eventstore.MessageDelivery{MessageID: "prompt", Status: eventstore.DeliveryDelivered, Transport: eventstore.TransportAdapter},
@@ -641,11 +598,7 @@ func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
 		&eventstore.Observation{ObservationID: "out2-3-0", Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceHigh,
 			Native: &eventstore.NativeIDs{SessionID: "thread-1"}, Signal: eventstore.NewSignal(&eventstore.MessageSignal{Text: "working"})},
 		&eventstore.MessageAccepted{MessageID: "m-3", Source: eventstore.SourceOperator, MessageType: "prompt", Payload: []byte(`{"text":"c"}`)},
-	} {
-		if _, err := s.Append(ctx, ref, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	supDir := t.TempDir()
 	info, _ := json.Marshal(map[string]any{"ref": ref, "agent": "codex", "shape": "conversation", "nonce": "n-1"})
 	if err := os.WriteFile(filepath.Join(supDir, ref.AgentExecutionID+".launch.json"), info, 0o600); err != nil {
@@ -691,4 +644,43 @@ func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
 	if st.Lifecycle != eventstore.LifecycleRunning || st.Attention != eventstore.AttentionAwaitingOperator {
 		t.Errorf("state %s/%s, want running and awaiting the operator", st.Lifecycle, st.Attention)
 	}
+}
+
+// orphanJournal writes, straight through the store, the journal of an
+// execution a host left: its header, any records given, for a test of
+// Recover. running, when set, adds a running state first.
+func orphanJournal(t *testing.T, s *eventstore.JetStreamStore, id string, h *eventstore.Header, running bool, records ...eventstore.Record) eventstore.Reference {
+	t.Helper()
+	ctx := context.Background()
+	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h == nil {
+		h = &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+	}
+	if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
+		t.Fatal(err)
+	}
+	if running {
+		records = append([]eventstore.Record{&eventstore.StateChanged{
+			Base:      eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")},
+			Lifecycle: eventstore.LifecycleRunning}}, records...)
+	}
+	for _, r := range records {
+		if _, err := s.Append(ctx, ref, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ref
+}
+
+// openStore opens the journal store on a bus.
+func openStore(t *testing.T, b *bus.Bus) *eventstore.JetStreamStore {
+	t.Helper()
+	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

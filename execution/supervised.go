@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/internal/durable"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
@@ -295,7 +294,7 @@ func (rt *Runtime) forgetLaunch(id string) {
 // attach takes over a supervised execution that a runtime before this one
 // launched: it is live here again, and its output is read from where the
 // journal stops. ok is false when the execution was not supervised.
-func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok bool, err error) {
+func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *State) (ok bool, err error) {
 	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" {
 		return false, nil
 	}
@@ -324,7 +323,7 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 	}
 	driver := adapter.NewDriver(info.Command, info.Shape)
 	if !driver.TurnsOnStdin() {
-		return rt.attachBetweenTurns(ctx, ref, info, adapter, driver)
+		return rt.attachBetweenTurns(ctx, ref, st, info, adapter, driver)
 	}
 	h, err := supervisor.Attach(dir)
 	switch {
@@ -335,10 +334,6 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 		return false, os.Remove(infoPath)
 	case err != nil:
 		return false, err
-	}
-	st, err := rt.replay(ctx, ref)
-	if err != nil {
-		return false, errors.Join(err, h.Close())
 	}
 	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: info.Nonce,
 		done: make(chan struct{}), source: eventstore.ObservedProviderOutput}
@@ -378,17 +373,15 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference) (ok boo
 // next message, which resumes the provider session the journal names. A
 // turn that was running when its host went is recorded as lost: its
 // process was the host's child and its output is gone with the host.
-func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Reference, info launchInfo, adapter Adapter, driver Driver) (bool, error) {
-	st, err := rt.replay(ctx, ref)
-	if err != nil {
-		return false, err
-	}
+func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Reference, st *State, info launchInfo, adapter Adapter, driver Driver) (bool, error) {
+	// What the state does not keep: the session, the turns' edges and the
+	// processes started.
 	var session string
 	started, ended, prefixes, observed := 0, 0, 0, 0
 	states := map[string]bool{}
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("take over %s: %w", ref.AgentExecutionID, err)
 		}
 		switch r := e.Record.(type) {
 		case *eventstore.Observation:
@@ -437,13 +430,8 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 			return false, err
 		}
 	}
-	nonce := info.Nonce
-	env := append(append(os.Environ(), info.Env...), marker.NonceEnv+"="+nonce, "AGENTJOURNAL_EXECUTION_ID="+ref.AgentExecutionID)
-	if rt.cfg.LaunchEnv != nil {
-		env = append(env, rt.cfg.LaunchEnv(ref)...)
-	}
-	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: nonce,
-		env: env, dir: st.WorkingDirectory, done: make(chan struct{}), source: eventstore.ObservedProviderOutput,
+	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: info.Nonce,
+		env: rt.agentEnv(ref, info.Env, info.Nonce), dir: st.WorkingDirectory, done: make(chan struct{}), source: eventstore.ObservedProviderOutput,
 		children: prefixes, sessionID: session, turns: ended, awaiting: true}
 	if err := rt.markHosted(ref); err != nil {
 		return false, err
