@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -73,9 +74,13 @@ type eventData struct {
 	Offset   uint64          `json:"offset"`
 	Sequence uint64          `json:"sequence,omitempty"`
 	Record   eventstore.Kind `json:"record,omitempty"`
-	// State is the execution's projected summary when the event is sent:
-	// it holds the record's effect, and maybe later ones. Null when the
-	// projection does not hold the execution.
+	// State is the execution's summary. A replayed event (one sent
+	// because of Last-Event-ID) carries it as of its record: the journal
+	// folded up to that sequence. A live event carries the projection's
+	// when the event is sent, which holds the record's effect and maybe
+	// later ones. Either way State.LastSequence is the sequence it is as
+	// of. Null when there is none (the projection does not hold the
+	// execution, or its journal has no header).
 	State *projections.Summary `json:"state"`
 	// Message is the operator-visible text of an execution.message.
 	Message *eventstore.MessageSignal `json:"message,omitempty"`
@@ -140,11 +145,11 @@ func (c *summaries) get(b *eventstore.Base) *projections.Summary {
 	return c.byID[b.AgentExecutionID]
 }
 
-// derive returns the events of one log record: the event it means, if any,
-// then data.changed.
-func derive(e eventstore.Entry, sums *summaries) []event {
+// derive returns the events of one log record, carrying state: the event
+// it means, if any, then data.changed.
+func derive(e eventstore.Entry, state *projections.Summary) []event {
 	b := e.Record.RecordBase()
-	d := eventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: sums.get(b)}
+	d := eventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: state}
 	evs := make([]event, 0, 2)
 	if name := eventName(e.Record); name != "" {
 		named := d
@@ -337,7 +342,7 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 		}
 		sums := s.newSummaries()
 		for _, e := range batch {
-			s.broker.publish(e.Offset, derive(e, sums))
+			s.broker.publish(e.Offset, derive(e, sums.get(e.Record.RecordBase())))
 		}
 	}
 	return errFollowEnded
@@ -374,6 +379,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 
 	sub := s.broker.newSubscriber(filter)
 	defer s.broker.detach(sub)
+	folds := s.newFolds()
 	attached := false
 	if !resume {
 		// Attach before answering, so that a client holding the response
@@ -413,7 +419,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		var err error
-		if after, err = s.replayEvents(r.Context(), out, filter, after, upTo); err != nil {
+		if after, err = s.replayEvents(r.Context(), out, folds, filter, after, upTo); err != nil {
 			// A write error is the client's; only a read error is ours.
 			if out.err == nil && r.Context().Err() == nil {
 				s.log.Warn("event stream: replay from the log", logKeyOffset, after+1, logKeyErr, err)
@@ -536,14 +542,88 @@ func (s *Server) stream(ctx context.Context, w *streamWriter, sub *subscriber, s
 	}
 }
 
-// replayChunk bounds the summaries a replay keeps between reads.
-const replayChunk = 1000
+// maxFolds bounds the executions a replay keeps folded states of; past it
+// they are dropped, and an execution seen again is folded again from its
+// journal.
+const maxFolds = 1000
+
+// folds gives replayed events the state as of their record. A client that
+// reconnects gets, for each record it missed, the state that record left,
+// as a client that never disconnected saw it, not the state of now.
+type folds struct {
+	store Store
+	log   *slog.Logger
+	// byID holds each execution's state folded up to the last record
+	// given; nil when its journal cannot be read.
+	byID map[string]*execution.State
+}
+
+func (s *Server) newFolds() *folds {
+	return &folds{store: s.cfg.Store, log: s.log, byID: map[string]*execution.State{}}
+}
+
+// apply folds e into its execution's state, reading the journal before e
+// first when the execution is new here, and returns the summary as of e.
+func (f *folds) apply(ctx context.Context, e eventstore.Entry) *projections.Summary {
+	b := e.Record.RecordBase()
+	st, ok := f.byID[b.AgentExecutionID]
+	if !ok {
+		if len(f.byID) == maxFolds {
+			clear(f.byID)
+		}
+		st = f.prefix(ctx, b)
+		f.byID[b.AgentExecutionID] = st
+	}
+	if st == nil {
+		return nil
+	}
+	if b.Sequence > st.Journal.LastSequence {
+		// A record the fold refuses is passed over, as the projection
+		// passes over it.
+		_, _ = st.Apply(e.Record)
+	}
+	if st.ID == "" {
+		return nil
+	}
+	sum := projections.SummaryOf(st)
+	return &sum
+}
+
+// prefix folds the records of b's journal before b.
+func (f *folds) prefix(ctx context.Context, b *eventstore.Base) *execution.State {
+	st := &execution.State{}
+	if b.Sequence <= 1 {
+		return st
+	}
+	ref, err := f.store.Lookup(ctx, b.AgentExecutionID)
+	if err == nil {
+		for e, rerr := range f.store.ReadJournal(ctx, ref, 1) {
+			if rerr != nil {
+				if e.Offset != 0 {
+					continue // undecodable: passed over
+				}
+				err = rerr
+				break
+			}
+			if e.Record.RecordBase().Sequence >= b.Sequence {
+				break
+			}
+			_, _ = st.Apply(e.Record)
+		}
+	}
+	if err != nil {
+		f.log.Warn("event stream: fold a journal for replayed states", logKeyExecution, b.AgentExecutionID, logKeyErr, err)
+		return nil
+	}
+	return st
+}
 
 // replayEvents writes the events of the records after offset after, up to
 // upTo, and returns upTo. Those records are applied by the projection
 // already: the publisher has published them. A stream of one execution
-// reads that execution's journal; the others read the log.
-func (s *Server) replayEvents(ctx context.Context, w io.Writer, filter string, after, upTo uint64) (uint64, error) {
+// reads that execution's journal, folding the records it passes over;
+// the others read the log.
+func (s *Server) replayEvents(ctx context.Context, w io.Writer, folds *folds, filter string, after, upTo uint64) (uint64, error) {
 	entries := s.cfg.Store.ReadLog(ctx, after+1)
 	if filter != "" {
 		ref, err := s.cfg.Store.Lookup(ctx, filter)
@@ -555,9 +635,10 @@ func (s *Server) replayEvents(ctx context.Context, w io.Writer, filter string, a
 			return after, err
 		}
 		entries = s.cfg.Store.ReadJournal(ctx, ref, 1)
+		if _, ok := folds.byID[filter]; !ok {
+			folds.byID[filter] = &execution.State{}
+		}
 	}
-	sums := s.newSummaries()
-	n := 0
 	for e, err := range entries {
 		if e.Offset > upTo {
 			break
@@ -568,13 +649,11 @@ func (s *Server) replayEvents(ctx context.Context, w io.Writer, filter string, a
 			}
 			return after, err
 		}
+		state := folds.apply(ctx, e)
 		if e.Offset <= after {
 			continue
 		}
-		if n++; n%replayChunk == 0 {
-			sums = s.newSummaries()
-		}
-		for _, ev := range derive(e, sums) {
+		for _, ev := range derive(e, state) {
 			if err := writeEvent(w, ev); err != nil {
 				return after, err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 )
 
 // eventPayload is the data of a record event.
@@ -206,5 +207,70 @@ func TestEventsBadRequest(t *testing.T) {
 	var e apiErr
 	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != 400 || e.Error.Field != "Last-Event-ID" {
 		t.Fatalf("bad Last-Event-ID: %d %+v (%v), want 400 naming Last-Event-ID", resp.StatusCode, e, err)
+	}
+}
+
+// TestReplayedEventsCarryTheStateAsOfTheirRecord: a client that reconnects
+// gets, for every record it missed, the state that record left, the same
+// as replaying the journal up to it, and never a later one.
+func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
+	r := newRig(t)
+	l := r.launch(t, "t-replayed-state", "", `signal:{"type":"progress","payload":{"summary":"half way"}}`)
+	id := l.Reference.AgentExecutionID
+	eventually(t, 20*time.Second, "the agent completes and its progress is decided", func() bool {
+		st, err := r.views.Execution(id)
+		return err == nil && st.Lifecycle == eventstore.LifecycleCompleted && len(st.Decisions) == 1
+	})
+	last, err := r.store.LastOffset(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	isEnd := func(ev sseEvent) bool { return ev.Name == "data.changed" && ev.ID == last }
+
+	// What each record left: the journal replayed up to it.
+	ref, err := r.store.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type asOf struct {
+		Sequence  uint64
+		Lifecycle eventstore.Lifecycle
+		Attention eventstore.Attention
+	}
+	want := map[uint64]asOf{} // by offset
+	var recs []eventstore.Record
+	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, e.Record)
+		st, err := execution.Replay(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[e.Offset] = asOf{e.Record.RecordBase().Sequence, st.Lifecycle, st.Attention}
+	}
+
+	for _, query := range []string{"", "?execution=" + id} {
+		got := map[uint64]asOf{}
+		for _, ev := range r.subscribe(t, query, "0", func(sseEvent) {}).until(t, 20*time.Second, isEnd) {
+			if ev.Name != "data.changed" {
+				continue
+			}
+			var p struct {
+				State *struct {
+					LastSequence uint64               `json:"lastSequence"`
+					Lifecycle    eventstore.Lifecycle `json:"lifecycle"`
+					Attention    eventstore.Attention `json:"attention"`
+				} `json:"state"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &p); err != nil || p.State == nil {
+				t.Fatalf("stream%s: event %s: data %s (%v), want a state", query, ev, ev.Data, err)
+			}
+			got[ev.ID] = asOf{p.State.LastSequence, p.State.Lifecycle, p.State.Attention}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("stream%s: replayed states by offset (-journal replayed up to the record +event):\n%s", query, diff)
+		}
 	}
 }

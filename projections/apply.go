@@ -40,16 +40,19 @@ type summaryRow struct {
 }
 
 func rowOf(s *execution.State) summaryRow {
-	return summaryRow{
-		Summary: Summary{
-			ID: s.ID, AgentID: s.AgentID, OwnerEntity: s.OwnerEntity, OwnerID: s.OwnerID,
-			Lifecycle: s.Lifecycle, Attention: s.Attention, Activity: s.Activity,
-			CurrentInputRequestID: s.CurrentInputRequestID,
-			CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
-			RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
-			LatestActivity: s.Latest.Activity,
-		},
-		JournalID: s.Journal.JournalID,
+	return summaryRow{Summary: SummaryOf(s), JournalID: s.Journal.JournalID}
+}
+
+// SummaryOf is the list view of a state, as the projection stores it; a
+// state folded up to some record gives the summary as of that record.
+func SummaryOf(s *execution.State) Summary {
+	return Summary{
+		ID: s.ID, AgentID: s.AgentID, OwnerEntity: s.OwnerEntity, OwnerID: s.OwnerID,
+		Lifecycle: s.Lifecycle, Attention: s.Attention, Activity: s.Activity,
+		CurrentInputRequestID: s.CurrentInputRequestID,
+		CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
+		LatestActivity: s.Latest.Activity,
 	}
 }
 
