@@ -78,6 +78,30 @@ func TestAuth(t *testing.T) {
 		swapped := strings.Replace(scoped, own, other, 1)
 		r.fail(t, "POST", "/v1/executions/"+other+"/observations", obs(other), swapped, http.StatusUnauthorized, "unauthorized", "")
 	})
+	t.Run("minted token is the agent's", func(t *testing.T) {
+		var grant struct {
+			AgentExecutionID string   `json:"agentExecutionId"`
+			Token            string   `json:"token"`
+			Allows           []string `json:"allows"`
+		}
+		r.call(t, "POST", "/v1/executions/"+own+"/token", nil, http.StatusOK, &grant)
+		if grant.AgentExecutionID != own || grant.Token != scoped || len(grant.Allows) == 0 {
+			t.Fatalf("minted %+v, want the scoped token of %s and what it allows", grant, own)
+		}
+		body := obs(own)
+		body["observationId"] = "o-minted"
+		if code, out := r.do(t, "POST", "/v1/executions/"+own+"/observations", body, grant.Token); code != http.StatusOK {
+			t.Fatalf("the minted token on its execution's observations: %d %s, want 200", code, out)
+		}
+		r.fail(t, "POST", "/v1/executions/"+other+"/observations", obs(other), grant.Token, http.StatusForbidden, "forbidden", "")
+	})
+	t.Run("minting needs the API token", func(t *testing.T) {
+		r.fail(t, "POST", "/v1/executions/"+other+"/token", nil, scoped, http.StatusForbidden, "forbidden", "")
+	})
+	t.Run("minting for no execution", func(t *testing.T) {
+		r.fail(t, "POST", "/v1/executions/ae-00000000000000000000000a/token", nil, testToken, http.StatusNotFound, "not_found", "")
+		r.fail(t, "POST", "/v1/executions/..%2Fetc/token", nil, testToken, http.StatusNotFound, "not_found", "")
+	})
 	t.Run("API token everywhere", func(t *testing.T) {
 		r.call(t, "POST", "/v1/executions/"+other+"/observations", obs(other), http.StatusOK, nil)
 	})

@@ -249,6 +249,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/executions", fullToken, s.launch)
 	s.handle("GET /v1/executions/{id}", fullToken, s.readExecution)
 	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
+	s.handle("POST /v1/executions/{id}/token", fullToken, s.mintToken)
 	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)
 	s.handle("POST /v1/executions/{id}/observations", ownExecution, s.recordObservation)
 

@@ -243,6 +243,26 @@ func (c *Client) Stop(ctx context.Context, id string) (Execution, error) {
 	return out, err
 }
 
+// ScopedToken is a token for one execution: what its agent gets at launch.
+type ScopedToken struct {
+	AgentExecutionID string `json:"agentExecutionId"`
+	// Token is accepted as the bearer token for this execution's
+	// observations and for MCP as its agent, and refused everywhere else.
+	Token string `json:"token"`
+	// Allows says, in words, what the token may do.
+	Allows []string `json:"allows"`
+}
+
+// ScopedToken returns the token scoped to execution id, for a process
+// that should report as that execution's agent and do nothing else. It
+// is the same token each time: it holds no state and lasts as long as the
+// daemon's secret.
+func (c *Client) ScopedToken(ctx context.Context, id string) (ScopedToken, error) {
+	var out ScopedToken
+	err := c.do(ctx, http.MethodPost, executionPath(id, "/token"), nil, nil, &out)
+	return out, err
+}
+
 // Message is the body of POST /v1/executions/{id}/messages.
 type Message struct {
 	// MessageID makes a retry safe: the same id gets the first

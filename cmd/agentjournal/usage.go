@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -37,6 +37,8 @@ func newCommand(name string, env *Env) Command {
 		return &TailCommand{env: env}
 	case "logs":
 		return &LogsCommand{env: env}
+	case "token":
+		return &TokenCommand{env: env}
 	case "mcp":
 		return &MCPCommand{env: env}
 	case "run":
