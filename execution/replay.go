@@ -191,6 +191,10 @@ func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
 		it.RequestID = ni.RequestID
 		it.Choices = ni.Choices
 	}
+	if b, ok := r.Signal.Payload.(*eventstore.BlockedSignal); ok {
+		s.LastBlocked = &Blocked{Reason: b.Reason, Needs: b.Needs}
+		it.Reason, it.Needs = b.Reason, b.Needs
+	}
 	return []TimelineItem{it}
 }
 
@@ -238,6 +242,13 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		changes = append(changes, "attention "+string(s.Attention)+" → "+string(r.Attention))
 		s.Attention = r.Attention
 	}
+	switch {
+	case s.Attention != eventstore.AttentionBlocked:
+		s.Blocked = nil
+	case r.Attention == eventstore.AttentionBlocked:
+		// Blocked again, maybe for another reason.
+		s.Blocked = s.blockedBy(r.Reason)
+	}
 	if r.Activity != "" && r.Activity != s.Activity {
 		changes = append(changes, "activity "+string(s.Activity)+" → "+string(r.Activity))
 		s.Activity = r.Activity
@@ -264,6 +275,16 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 	it := item(r, ItemState, text)
 	it.Lifecycle, it.Attention = r.Lifecycle, r.Attention
 	return []TimelineItem{it}
+}
+
+// blockedBy is what blocks the execution as a state change to blocked
+// says: the newest blocked signal, or the change's reason without one.
+func (s *State) blockedBy(reason string) *Blocked {
+	if s.LastBlocked != nil && (reason == "" || reason == s.LastBlocked.Reason) {
+		b := *s.LastBlocked
+		return &b
+	}
+	return &Blocked{Reason: reason}
 }
 
 func (s *State) applyActivity(r *eventstore.ActivityUpdated) {

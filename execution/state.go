@@ -24,6 +24,12 @@ type State struct {
 	// LastInputRequest is the newest needs_input signal, kept so that the
 	// state change opening the request can show its question.
 	LastInputRequest InputRequest `json:"lastInputRequest,omitzero"`
+	// Blocked is what blocks the agent, set while the attention is blocked
+	// and absent otherwise.
+	Blocked *Blocked `json:"blocked,omitempty"`
+	// LastBlocked is the newest blocked signal, kept so that the state
+	// change that blocks the execution can show its reason and needs.
+	LastBlocked *Blocked `json:"lastBlocked,omitempty"`
 
 	// ProcessedMessages maps each accepted message id to its sequence.
 	ProcessedMessages map[string]uint64 `json:"processedMessages"`
@@ -68,6 +74,12 @@ type InputRequest struct {
 	// request waits on.
 	Kind string              `json:"kind,omitempty"`
 	Tool *eventstore.ToolUse `json:"tool,omitempty"`
+}
+
+// Blocked is what a blocked signal said.
+type Blocked struct {
+	Reason string `json:"reason"`
+	Needs  string `json:"needs,omitempty"`
 }
 
 // Usage is token usage totals; nil counts were never reported.

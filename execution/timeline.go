@@ -28,7 +28,8 @@ const (
 
 // TimelineItem is one entry of an execution's timeline (the chat
 // projection). Its ID is the record id and its Sequence the record's, which
-// is also the paging cursor.
+// is also the paging cursor. A needs-input item carries its request's
+// choices, a blocked item its reason and needs.
 type TimelineItem struct {
 	ID       string          `json:"id"`
 	Sequence uint64          `json:"sequence"`
@@ -47,4 +48,9 @@ type TimelineItem struct {
 	Action        eventstore.DecisionAction `json:"action,omitempty"`
 	Lifecycle     eventstore.Lifecycle      `json:"lifecycle,omitempty"`
 	Attention     eventstore.Attention      `json:"attention,omitempty"`
+
+	// Reason and Needs are a blocked signal's: what blocks the agent and
+	// what would unblock it.
+	Reason string `json:"reason,omitempty"`
+	Needs  string `json:"needs,omitempty"`
 }

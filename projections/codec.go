@@ -23,7 +23,7 @@ import (
 //
 //	item:     itemFormat id at kind record text source signal messageId
 //	          messageType observationId requestId choices action lifecycle
-//	          attention
+//	          attention [reason needs]
 //	decision: decisionFormat decisionId action reason sequence
 //
 // The sequence of an item is its key. A string is a uvarint n followed,
@@ -32,7 +32,10 @@ import (
 // or a byte 0 followed by a string. A time is a byte 0 (UTC), 1 (followed by
 // its zone offset in seconds, a varint) or 2 (the zero time, nothing else),
 // then, unless zero, its Unix seconds (varint) and nanoseconds (uvarint).
-// A list is a uvarint count followed by its strings.
+// A list is a uvarint count followed by its strings. The fields in brackets
+// were added later: they are written only when one is set, and an item that
+// ends before them has them empty, so items stored before are read as they
+// were.
 const (
 	itemFormat     = 0x01
 	decisionFormat = 0x01
@@ -145,6 +148,9 @@ func encodeItem(dst []byte, it *execution.TimelineItem) []byte {
 	}
 	for _, s := range [...]string{string(it.Action), string(it.Lifecycle), string(it.Attention)} {
 		dst = appendStr(dst, s)
+	}
+	if it.Reason != "" || it.Needs != "" {
+		dst = appendStr(appendStr(dst, it.Reason), it.Needs)
 	}
 	return dst
 }
@@ -305,6 +311,10 @@ func decodeItem(seq uint64, v []byte) (execution.TimelineItem, error) {
 	it.Action = eventstore.DecisionAction(r.str())
 	it.Lifecycle = eventstore.Lifecycle(r.str())
 	it.Attention = eventstore.Attention(r.str())
+	if len(r.b) > 0 {
+		it.Reason = r.str()
+		it.Needs = r.str()
+	}
 	if err := r.done(); err != nil {
 		return execution.TimelineItem{}, err
 	}

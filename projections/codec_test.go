@@ -23,6 +23,11 @@ func codecItems() []execution.TimelineItem {
 			Kind: execution.ItemNeedsInput, Record: eventstore.KindObservation, Text: "go ahead?",
 			Source: "mcp", Signal: eventstore.SignalNeedsInput, ObservationID: "o-1-ask", RequestID: "req-1",
 			Choices: []string{"yes", "no", ""}},
+		{ID: "rec-9b3e8f8e13abc55fb0ac4008fe4c4f26", Sequence: 4, At: at, Kind: execution.ItemBlocked,
+			Record: eventstore.KindObservation, Text: "no credentials", Source: "mcp", Signal: eventstore.SignalBlocked,
+			ObservationID: "o-2-blocked", Reason: "no credentials", Needs: "a read token for the registry"},
+		{ID: "rec-9c3e8f8e13abc55fb0ac4008fe4c4f26", Sequence: 5, At: at, Kind: execution.ItemBlocked,
+			Record: eventstore.KindObservation, Text: "", Signal: eventstore.SignalBlocked, Needs: "only needs"},
 		// Ids not in the store's own form, strings not in the intern
 		// table, the zero time, a negative offset and empty choices.
 		{ID: "rec-8A3E8F8E13ABC55FB0AC4008FE4C4F26", Sequence: 1 << 40, Kind: "future-kind",
