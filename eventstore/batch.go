@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +23,10 @@ const (
 // batchFlushEvery bounds how many batch messages are buffered before the
 // connection is flushed, so a long batch does not outrun the server.
 const batchFlushEvery = 256
+
+// batchFlushTimeout bounds each of those flushes when the caller's context
+// has no deadline: a connection's flush needs one.
+const batchFlushTimeout = 30 * time.Second
 
 // ErrBatchTooLarge reports a batch over the log's limit of records in one
 // atomic write.
@@ -83,7 +88,7 @@ func (s *JetStreamStore) AppendBatch(ctx context.Context, ref Reference, records
 			return fmt.Errorf("append batch to %s: %w", ref, err)
 		}
 		if (i+1)%batchFlushEvery == 0 {
-			if err := nc.FlushWithContext(ctx); err != nil {
+			if err := flushBatch(ctx, nc); err != nil {
 				return fmt.Errorf("append batch to %s: %w", ref, err)
 			}
 		}
@@ -108,4 +113,14 @@ func (s *JetStreamStore) AppendBatch(ctx context.Context, ref Reference, records
 		return fmt.Errorf("append batch to %s: %w (%d records; %v)", ref, ErrBatchTooLarge, len(records), err)
 	}
 	return fmt.Errorf("append batch to %s: %w", ref, err)
+}
+
+// flushBatch waits until the server has read what was published so far.
+func flushBatch(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, batchFlushTimeout)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
 }
