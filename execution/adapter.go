@@ -134,6 +134,11 @@ func (d *genericDriver) Start(string, string) (string, []string, error) {
 }
 func (*genericDriver) TurnsOnStdin() bool { return true }
 func (*genericDriver) Line([]byte)        {}
+
+// Encode writes a message as one line on the agent's stdin. An answer
+// starts with the id of the request it answers and ": ", since a prompt
+// may arrive while a question is open and a program reading its stdin must
+// tell the two apart.
 func (*genericDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
 	p, err := payloadText(m)
 	if err != nil {
@@ -143,7 +148,44 @@ func (*genericDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error
 	if p.RequestID != "" {
 		line = p.RequestID + ": " + p.Text
 	}
-	return []byte(strings.ReplaceAll(line, "\n", " ") + "\n"), true, nil
+	return []byte(oneLine(line) + "\n"), true, nil
+}
+
+// Type types a message into the agent's terminal as a person would: the
+// text, answers included, then Enter (a carriage return, which a terminal
+// in its usual mode hands the program as a line feed). The agent on a
+// terminal asked its question on that terminal, so the answer is just what
+// a person would type.
+func (*genericDriver) Type(m *eventstore.MessageAccepted) ([]byte, bool, error) {
+	p, err := payloadText(m)
+	if err != nil {
+		return nil, false, err
+	}
+	return []byte(oneLine(p.Text) + "\r"), true, nil
+}
+
+// oneLine turns the line breaks inside a message into spaces, so that one
+// message is one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// typist is a Driver that types its messages differently into a terminal
+// lane than it writes them to a pipe.
+type typist interface {
+	// Type turns an accepted message into the keys typed into the
+	// agent's terminal; ok=false when it cannot be delivered there.
+	Type(m *eventstore.MessageAccepted) (data []byte, ok bool, err error)
+}
+
+// encode turns an accepted message into the bytes for the agent's lane:
+// typed keys on a terminal lane when the driver types, else what the
+// driver writes to its structured input.
+func encode(d Driver, m *eventstore.MessageAccepted, terminal bool) ([]byte, bool, error) {
+	if t, ok := d.(typist); ok && terminal {
+		return t.Type(m)
+	}
+	return d.Encode(m)
 }
 
 // claudeAdapter drives Claude Code in stream-json mode: prompts are user

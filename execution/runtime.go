@@ -61,6 +61,16 @@ type Config struct {
 	// Output, when set, receives every line the agents print (the run
 	// command shows it); it must not block for long.
 	Output io.Writer
+	// TerminalOutput, when set, receives a terminal lane's output as the
+	// PTY gives it, byte for byte (a prompt without a line feed included),
+	// instead of Output getting its lines: the run command shows an
+	// interactive agent on the user's terminal. It must not block for
+	// long: the agent waits while it runs.
+	TerminalOutput io.Writer
+	// TerminalSize, when set, gives the size a terminal lane starts with
+	// (the user's terminal, for the run command); 0 means the terminal
+	// package's default.
+	TerminalSize func() (cols, rows uint16)
 	// MaxLine bounds one output line; longer lines are cut and reported as
 	// a diagnostic. 1 MiB when 0.
 	MaxLine int
@@ -622,13 +632,22 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 // structured input is typed into it, and markers are read from its output.
 func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args []string) error {
 	pr, pw := io.Pipe()
+	var cols, rows uint16
+	if rt.cfg.TerminalSize != nil {
+		cols, rows = rt.cfg.TerminalSize()
+	}
 	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{
 		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: p.env, Dir: p.dir,
-		RecordingDir: rt.cfg.RecordingDir,
+		RecordingDir: rt.cfg.RecordingDir, Cols: cols, Rows: rows,
 		// The pipe hands output to the line reader; it blocks only while
 		// the journal is behind, which slows the agent instead of growing
 		// memory.
-		OnOutput: func(data []byte) { pw.Write(data) },
+		OnOutput: func(data []byte) {
+			if rt.cfg.TerminalOutput != nil {
+				rt.cfg.TerminalOutput.Write(data)
+			}
+			pw.Write(data)
+		},
 	})
 	if err != nil {
 		return err
@@ -714,7 +733,7 @@ func (rt *Runtime) pump(p *process, c *child, r io.Reader, isStdout bool) {
 		}
 		if len(line) > 0 {
 			n++
-			if rt.cfg.Output != nil {
+			if rt.cfg.Output != nil && (p.source != eventstore.ObservedPTY || rt.cfg.TerminalOutput == nil) {
 				rt.cfg.Output.Write(line)
 				if line[len(line)-1] != '\n' {
 					rt.cfg.Output.Write([]byte{'\n'})
@@ -1433,7 +1452,7 @@ func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.Messag
 		d.Status, d.Reason = eventstore.DeliveryDelivered, "SIGINT"
 		return d
 	}
-	data, ok, err := p.driver.Encode(m)
+	data, ok, err := encode(p.driver, m, c.terminal != nil)
 	switch {
 	case err != nil:
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()

@@ -169,9 +169,11 @@ func testMarkersMessagesAndAnswers(t *testing.T, posture eventstore.Posture) {
 	if posture != eventstore.PostureStructuredHeadless {
 		wantTransport = eventstore.TransportPTY
 		// Raw terminal input is transport evidence: the recording gets it,
-		// the journal does not.
+		// the journal does not. It is typed without Enter: the agent takes
+		// the next line typed on its terminal as the answer, and the
+		// answer typed below ends this one.
 		before := len(r.records(t, ref))
-		if err := r.rt.TerminalInput(ref.AgentExecutionID, []byte("raw keys\n")); err != nil {
+		if err := r.rt.TerminalInput(ref.AgentExecutionID, []byte("raw keys ")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -24,6 +24,15 @@ var ttyPath = "/dev/tty"
 // controlling terminal, one at a time.
 type terminalAsker struct {
 	mu sync.Mutex
+	// keys, when set, reads the terminal already (an interactive run
+	// passing keys through to the agent): the answer is read through it.
+	keys lineReader
+}
+
+// lineReader reads the next line typed at the terminal. ok is false when
+// done is closed first, or no line came.
+type lineReader interface {
+	readLine(done <-chan struct{}) (line string, ok bool)
 }
 
 // available reports whether run has a controlling terminal to ask at.
@@ -42,7 +51,8 @@ func (a *terminalAsker) available() bool {
 // ask shows q at the terminal and returns the answer typed there: allow or
 // deny for a permission request, the text (or the choice its number names)
 // for a question. ok is false when there is no terminal, or done was
-// closed first (the agent ended, or run was interrupted).
+// closed first (the request was answered elsewhere, the agent ended, or
+// run was interrupted).
 func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}) (answer string, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -82,6 +92,14 @@ func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}
 	}
 	io.WriteString(tty, b.String()+prompt)
 
+	if a.keys != nil {
+		s, read := a.keys.readLine(done)
+		if !read {
+			io.WriteString(tty, "\r\n(not answered here)\r\n")
+			return "", false
+		}
+		return interpret(q, s, permission), true
+	}
 	line := make(chan string, 1)
 	go func() {
 		s, err := bufio.NewReader(tty).ReadString('\n')
@@ -99,7 +117,7 @@ func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}
 		return interpret(q, s, permission), true
 	case <-done:
 		// Closing the terminal ends the read.
-		io.WriteString(tty, "\n(not answered: the agent ended)\n")
+		io.WriteString(tty, "\n(not answered here: answered elsewhere, or the agent ended)\n")
 		closeTTY()
 		return "", false
 	}

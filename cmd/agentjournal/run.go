@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
+	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
@@ -49,9 +55,10 @@ var runSpec = cmdSpec{
 	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] -- CMD ARGS...",
 	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
 journal gets the header first, then the prompt (a prompt the journal refuses
-fails the run before the agent starts), the lifecycle, the prompt's delivery, an observation for every signal the agent sends (stdout markers and,
-for the known CLIs, their JSON output) and the policy's decision on each. The
-agent's output (stdout and stderr) is shown on stdout as it is printed.
+fails the run before the agent starts), the lifecycle, the prompt's delivery,
+an observation for every signal the agent sends (stdout markers and, for the
+known CLIs, their JSON output) and the policy's decision on each. The agent's
+output (stdout and stderr) is shown on stdout as it is printed, line by line.
 
 The agent's command goes after --. The generic agent runs any program and
 needs one; claude-code, codex and copilot run their CLI (claude, codex,
@@ -59,6 +66,29 @@ copilot) with its structured-output flags, and a command after -- replaces
 the program and adds arguments. --prompt is recorded as the first message and
 delivered the agent's way: a line on stdin for generic, a stream-json message
 for claude-code, the command line for codex and copilot.
+
+The generic agent gets every message on stdin as one line: its text, with
+the line breaks inside it turned into spaces. An answer to the agent's
+question (needs_input) is "REQUEST_ID: TEXT", so that the agent tells it
+from a prompt that arrives while the question is open. With --interactive
+the agent runs on a terminal of its own (a PTY, recorded as asciicast v2
+under DATA/terminal-recordings), its stdin, stdout and stderr; every message
+is typed into that terminal as a person types it: the text, then Enter (a
+carriage return, which the terminal in its usual mode hands the program as a
+line feed). An answer is typed as its text alone: the agent asked on that
+terminal.
+
+--interactive with run's stdin on a terminal makes that terminal the
+agent's, as if the agent ran in it directly: it is put in raw mode, every
+key is typed into the agent's terminal (and its recording, as the API's
+terminal input is), the agent's output is shown byte for byte as it comes (a
+prompt without a line feed too), the agent's terminal starts at the size of
+yours and follows it when it is resized, and your terminal's mode is
+restored when run ends, however it ends. Ctrl-C and every other key go to
+the agent; Ctrl-] stops the run. A question the agent asks through the
+journal (below) is asked on a line, in your terminal's usual mode. With
+stdin not a terminal (redirected, or a pipe), --interactive shows the
+agent's terminal output line by line on stdout and passes no keys.
 
 claude-code, codex and copilot run one-shot here: the execution ends with the
 agent's first result, completed on success and failed on an error result, and
@@ -71,9 +101,19 @@ permission, the text or a choice's number for a question; deny (the tool does
 not run and the agent is told so, and a question is declined) or allow answer
 at once. Without a terminal, ask answers deny. A generic agent's needs_input
 question is asked at the terminal too; without one (or with deny or allow) it
-stays open. Codex and Copilot CLI cannot
-ask in this mode; they run under the policy their adapter's flags set,
-recorded in the journal header.
+stays open for an answer sent from another shell (send --answer). A question
+answered from elsewhere is no longer asked at the terminal. Codex and Copilot
+CLI cannot ask in this mode; they run under the policy their adapter's flags
+set, recorded in the journal header.
+
+While it runs, run is reached the way a daemon is: it serves the HTTP API
+(see serve) on 127.0.0.1 at a free port, with the API token in DATA/api-token
+(created 0600 when missing), and writes DATA/daemon.json, which it removes
+when it ends. So from another shell send, show, timeline, tail, logs and ls
+work on the run's agent, and the agent gets AGENTJOURNAL_URL,
+AGENTJOURNAL_MCP_URL and AGENTJOURNAL_TOKEN to signal through the API or MCP.
+A launch through it is refused: run hosts only the agent it was started
+with.
 
 First, run marks every execution the journal still shows as starting or
 running as terminated (reason system_restart), and prints one line for each:
@@ -83,9 +123,9 @@ agentjournal using this data directory launched and did not see end (its
 hosted/ directory) are considered, since other agentjournals on that server
 may be running theirs.
 
-Ctrl-C (or SIGTERM) stops the agent: SIGTERM to its process group, then
-SIGKILL after --grace. The journal records cancelled, or terminated when the
-agent had to be killed.
+Ctrl-C (or SIGTERM) stops the agent, Ctrl-] on an interactive terminal:
+SIGTERM to its process group, then SIGKILL after --grace. The journal records
+cancelled, or terminated when the agent had to be killed.
 
 When the agent has ended and the policy has decided its last observations
 (waiting at most 5s), run prints the execution's state replayed from the
@@ -93,6 +133,7 @@ journal and how to view the journal. It exits 0 when the agent completed and
 1 when it failed, was cancelled or was terminated, so a script can run
 'agentjournal run' in place of the agent.`,
 	Example: "agentjournal run -- ./my-agent --flag\n" +
+		"agentjournal run --interactive -- ./my-agent\n" +
 		"agentjournal run --owner Task/t-42 --prompt \"summarize the open issues\" -- ./my-agent\n" +
 		"agentjournal run --agent claude-code --prompt \"fix the failing test\"",
 }
@@ -103,7 +144,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	owner := fs.String("owner", "System/local", "the owning `ENTITY/ID`; ENTITY is one of "+ownerEntityList())
 	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(execution.Adapters(), ", "))
 	interactive := fs.Bool("interactive", false, "launch with posture "+string(eventstore.PostureStructuredInteractive)+
-		", a terminal lane beside the structured one (default "+string(eventstore.PostureStructuredHeadless)+")")
+		", on a terminal lane (default "+string(eventstore.PostureStructuredHeadless)+"); with stdin on a terminal, that terminal is the agent's and Ctrl-] stops the run")
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
@@ -180,26 +221,55 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 
 // run launches the agent, waits for it and reports how it ended. The
 // policy runs from before the launch until the agent's last observation is
-// decided; the runtime is closed, and with it any process still running,
-// before run returns.
+// decided, and the API serves the run while it lasts; the runtime is
+// closed, and with it any process still running, before run returns.
 func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.LaunchRequest, grace time.Duration, permissions string) (err error) {
 	log, ok := s.(policy.Log)
 	if !ok {
 		return fmt.Errorf("run: the store %T cannot feed the policy (it has no Consume)", s)
+	}
+	store, ok := s.(api.Store)
+	if !ok {
+		return fmt.Errorf("run: the store %T cannot be served (it has no Follow)", s)
 	}
 	stdout := &flushWriter{w: c.env.Stdout}
 	stderr := &flushWriter{w: c.env.Stderr}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	// After an interrupt the journal must still get the last records.
 	bg := context.WithoutCancel(ctx)
+	// The stop key of an interactive run ends it as Ctrl-C does otherwise.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 
+	// Closed newest first when run returns, whichever way.
+	var closes closers
+	defer func() { err = errors.Join(err, closes.close()) }()
 	pol := startPolicy(bg, log, logger)
-	defer func() { err = errors.Join(err, pol.stop()) }()
-
+	closes.add(pol.stop)
+	views, err := openViews(ctx, c.env, logger, store, closes.add)
+	if err != nil {
+		return err
+	}
+	ep, err := listenAPI(c.env, logger, "127.0.0.1:0", filepath.Join(c.env.DataDir, "api-token"), closes.add)
+	if err != nil {
+		return err
+	}
 	terms := terminal.NewRegistry(logger)
-	defer func() { err = errors.Join(err, terms.Close()) }()
+	closes.add(terms.Close)
+
+	var keys *passthrough
+	if f, ok := c.env.Stdin.(*os.File); ok && req.Posture == eventstore.PostureStructuredInteractive && term.IsTerminal(int(f.Fd())) {
+		if keys, err = newPassthrough(f, stderr, func() { stopRun(errStopKey) }); err != nil {
+			return err
+		}
+		closes.add(keys.close)
+	}
+
 	var rt *execution.Runtime
 	asker := &terminalAsker{}
+	if keys != nil {
+		asker.keys = keys
+	}
 	ask := permissions == permissionsAsk && asker.available()
 	answer := func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
 		switch {
@@ -208,27 +278,36 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 			if done == nil {
 				return
 			}
-			if text, ok := asker.ask(q, done); ok {
+			watch, stopWatching := context.WithCancel(bg)
+			defer stopWatching()
+			if text, ok := asker.ask(q, watchRequest(watch, s, ref, q.RequestID, done)); ok {
+				stopWatching()
 				answerInput(bg, s, rt, ref, q, text, "typed at the terminal", stderr)
 			}
 		case q.Kind == "":
-			// A generic agent's question: with nobody to ask, it stays
-			// open, as the agent asked it.
+			// A generic agent's question: with nobody to ask here, it
+			// stays open for an answer sent from elsewhere.
 		case permissions == permissionsAsk:
 			answerInput(bg, s, rt, ref, q, eventstore.AnswerDeny, "no terminal to ask at", stderr)
 		default:
 			answerInput(bg, s, rt, ref, q, permissions, "--permissions", stderr)
 		}
 	}
-	rt = execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
+	cfg := execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
-		OutputDir:      c.env.outputDir(),
-		OnInputRequest: answer})
-	defer func() {
+		OutputDir: c.env.outputDir(), Processed: views.ProcessedID, LaunchEnv: ep.launchEnv,
+		OnInputRequest: answer}
+	if keys != nil {
+		// The agent's terminal is the user's: its bytes as they come, and
+		// its size.
+		cfg.TerminalOutput, cfg.TerminalSize = stdout, keys.size
+	}
+	rt = execution.NewRuntime(cfg)
+	closes.add(func() error {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 		defer cancel()
-		err = errors.Join(err, rt.Close(closeCtx))
-	}()
+		return rt.Close(closeCtx)
+	})
 
 	// On a shared log only the executions this data dir hosted are
 	// considered: others may belong to daemons that are alive.
@@ -244,12 +323,31 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		return err
 	}
 
+	// Served like a daemon, so that send, show, tail and the others reach
+	// the run from another shell.
+	var served <-chan error
+	if other, ok := liveDaemon(c.env); ok {
+		fmt.Fprintf(stderr, "agentjournal: %s names the agentjournal at %s (process %d); this run is not served, so send and the other client commands do not reach it\n",
+			filepath.Join(c.env.DataDir, daemonFile), other.URL, other.PID)
+	} else if served, err = ep.serve(bg, ep.config(store, rt, terms, views), ep.refuseLaunch, "", closes.add); err != nil {
+		return err
+	}
+
 	ref, err := rt.Launch(ctx, req)
 	if err != nil {
 		return err
 	}
 	id := ref.AgentExecutionID
-	fmt.Fprintf(stderr, "agentjournal: running %s (%s, journal %s); Ctrl-C stops it\n", id, req.Agent, ref.JournalID)
+	stopHow := "Ctrl-C stops it"
+	if keys != nil {
+		stopHow = "Ctrl-] stops it; every other key, Ctrl-C included, goes to the agent"
+	}
+	fmt.Fprintf(stderr, "agentjournal: running %s (%s, journal %s); %s\n", id, req.Agent, ref.JournalID, stopHow)
+	if keys != nil {
+		if err := keys.start(rt, terms, id); err != nil {
+			return err
+		}
+	}
 
 	interrupted := false
 	// A nil channel means the process has already exited and its lifecycle
@@ -257,6 +355,8 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	if done := rt.Done(id); done != nil {
 		select {
 		case <-done:
+		case err := <-served:
+			return fmt.Errorf("serve the run's API: %w", err)
 		case <-ctx.Done():
 			interrupted = true
 			fmt.Fprintf(stderr, "agentjournal: stopping %s (SIGTERM, then SIGKILL after %s)\n", id, grace)
@@ -266,6 +366,12 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 			if err != nil && !errors.Is(err, execution.ErrNotRunning) {
 				return err
 			}
+		}
+	}
+	if keys != nil {
+		// The terminal is the user's again before run reports.
+		if err := keys.close(); err != nil {
+			return err
 		}
 	}
 
@@ -296,6 +402,8 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 
 	var ended error
 	switch {
+	case interrupted && errors.Is(context.Cause(ctx), errStopKey):
+		ended = fmt.Errorf("run %s: %w; the agent was %s", id, errStopKey, st.Lifecycle)
 	case interrupted:
 		ended = fmt.Errorf("run %s: %w", id, ctx.Err())
 	case st.Lifecycle != eventstore.LifecycleCompleted:
@@ -306,6 +414,78 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		ended = fmt.Errorf("agent execution %s %s%s", id, st.Lifecycle, reason)
 	}
 	return errors.Join(ended, policyErr)
+}
+
+// liveDaemon returns what daemon.json says when it names another process
+// that is alive: a daemon joined to the same log with --nats-url, whose
+// file run must not take over.
+func liveDaemon(env *Env) (daemonInfo, bool) {
+	var info daemonInfo
+	data, err := os.ReadFile(filepath.Join(env.DataDir, daemonFile))
+	if err != nil || json.Unmarshal(data, &info) != nil {
+		return info, false
+	}
+	return info, info.PID != os.Getpid() && processAlive(info.PID)
+}
+
+// refuseLaunch wraps the API of a run: run hosts the one agent it was
+// started with, and its end stops anything else its runtime would run, so
+// a launch through it is refused with the API's conflict error. A request
+// without the API token goes on to be refused by the server as usual.
+func (e *apiEndpoint) refuseLaunch(next http.Handler) http.Handler {
+	want := []byte("Bearer " + e.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/executions" ||
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "conflict",
+			"message": "this is 'agentjournal run', which serves only the agent it runs; launch agents with a daemon ('agentjournal serve') once the run has ended"}})
+	})
+}
+
+// watchRequest returns a channel closed once the input request id of ref
+// is no longer waiting for an answer: answered (from another shell, say),
+// replaced, the execution ended, or done closed. It stops watching when
+// ctx ends.
+func watchRequest(ctx context.Context, s eventstore.Store, ref eventstore.Reference, id string, done <-chan struct{}) <-chan struct{} {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		t := time.NewTicker(settlePoll)
+		defer t.Stop()
+		// Each poll reads only the records appended since the last one.
+		next, opened := uint64(1), false
+		for {
+			for e, err := range s.ReadJournal(ctx, ref, next) {
+				if err != nil {
+					break
+				}
+				next = e.Record.RecordBase().Sequence + 1
+				sc, ok := e.Record.(*eventstore.StateChanged)
+				switch {
+				case !ok:
+				case sc.Lifecycle.Final():
+					return
+				case sc.CurrentInputRequestID.Set && sc.CurrentInputRequestID.ID == id:
+					opened = true
+				case sc.CurrentInputRequestID.Set && opened:
+					return
+				}
+			}
+			select {
+			case <-t.C:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return closed
 }
 
 // envFlag collects NAME=VALUE pairs for the agent's environment.
@@ -475,14 +655,38 @@ func replayJournal(ctx context.Context, s eventstore.Store, ref eventstore.Refer
 type flushWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// crlf ends lines with CR LF: the terminal is in raw mode, where a
+	// line feed alone does not return the cursor.
+	crlf bool
+}
+
+// setCRLF turns CR LF line ends on or off.
+func (f *flushWriter) setCRLF(on bool) {
+	f.mu.Lock()
+	f.crlf = on
+	f.mu.Unlock()
 }
 
 func (f *flushWriter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.crlf && bytes.IndexByte(p, '\n') >= 0 {
+		if _, err := f.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+			return 0, err
+		}
+		return len(p), f.flush()
+	}
 	n, err := f.w.Write(p)
-	if fl, ok := f.w.(interface{ Flush() error }); ok && err == nil {
-		err = fl.Flush()
+	if err == nil {
+		err = f.flush()
 	}
 	return n, err
+}
+
+// flush flushes the writer under f, if it buffers. The caller holds mu.
+func (f *flushWriter) flush() error {
+	if fl, ok := f.w.(interface{ Flush() error }); ok {
+		return fl.Flush()
+	}
+	return nil
 }

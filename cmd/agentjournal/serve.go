@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,12 +15,10 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
-	"github.com/agentjournal/agentjournal/api/mcp"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
-	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -259,42 +255,23 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	}
 	d.onClose(store.Close)
 
-	pcfg := projections.DefaultConfig(d.env.projectionPath())
-	pcfg.Logger = d.logger
-	views, rebuilt, err := projections.OpenOrRebuild(ctx, pcfg, store, nil)
+	views, err := openViews(ctx, d.env, d.logger, store, d.onClose)
 	if err != nil {
-		return fmt.Errorf("open the read models: %w", err)
+		return err
 	}
-	d.onClose(views.Close)
-	if rebuilt {
-		d.logger.Warn("the projection file could not be trusted (the message before says why); it was moved aside and rebuilt from the log", "path", pcfg.Path)
-	}
-	// Registered after views.Close so that they stop first.
+	// Registered after the views so that it stops first.
 	d.onClose(func() error { cancel(); wg.Wait(); return nil })
-	wg.Go(func() {
-		keepRunning(work, d.logger, "projector", func(ctx context.Context) error { return views.Project(ctx, store) })
-	})
 	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger})
 	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
 
-	token, err := api.LoadOrCreateToken(tokenFile)
+	ep, err := listenAPI(d.env, d.logger, listen, tokenFile, d.onClose)
 	if err != nil {
 		return err
 	}
-	secretHex, err := api.LoadOrCreateToken(filepath.Join(d.env.DataDir, "scoped-token.secret"))
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", listen, err)
-	}
-	url := "http://" + ln.Addr().String()
 
 	terms := terminal.NewRegistry(d.logger)
 	terms.KillGrace = d.grace
 	d.onClose(terms.Close)
-	late := &lateServer{}
 	sup, err := supervisor.DefaultConfig("supervise")
 	if err != nil {
 		return err
@@ -305,10 +282,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		OutputDir:    d.env.outputDir(),
 		HostDir:      d.env.hostedDir(),
 		Processed:    views.ProcessedID,
-		LaunchEnv: func(ref eventstore.Reference) []string {
-			return []string{"AGENTJOURNAL_URL=" + url, "AGENTJOURNAL_MCP_URL=" + url + "/mcp",
-				"AGENTJOURNAL_TOKEN=" + late.ScopedToken(ref.AgentExecutionID)}
-		}})
+		LaunchEnv:    ep.launchEnv})
 	d.onClose(func() error {
 		stop, done := context.WithTimeout(context.Background(), d.grace+5*time.Second)
 		defer done()
@@ -330,12 +304,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	if err != nil {
 		return err
 	}
-	acfg := api.DefaultConfig()
-	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = store, rt, terms, views
-	acfg.Token, acfg.Secret, acfg.Logger = token, []byte(secretHex), d.logger
-	acfg.RecordingDir = filepath.Join(d.env.DataDir, "terminal-recordings")
-	acfg.OutputDir = d.env.outputDir()
-	acfg.MCP = mcp.NewHandler(late, late, d.logger)
+	acfg := ep.config(store, rt, terms, views)
 	if !b.Embedded() {
 		// Joined to another's NATS: while it is down, writes fail at once.
 		acfg.LogReachable = b.Reachable
@@ -344,32 +313,11 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		d, ok := b.DiskSpace()
 		return api.DiskSpace{Dir: d.Dir, Free: d.Free, Reserve: d.Reserve, Full: d.Full}, ok
 	}
-	srv, err := api.New(acfg)
+	served, err := ep.serve(work, acfg, nil, b.ClientURL(), d.onClose)
 	if err != nil {
 		return err
 	}
-	late.set(srv)
-	if err := srv.Start(work); err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	d.onClose(func() error {
-		// Event streams never go idle: close them before Shutdown waits.
-		err := srv.Close()
-		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		return errors.Join(err, hs.Shutdown(sctx))
-	})
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-
-	info := daemonInfo{URL: url, PID: os.Getpid(), TokenFile: tokenFile, NATSURL: b.ClientURL(), Started: time.Now().UTC()}
-	infoPath := filepath.Join(d.env.DataDir, daemonFile)
-	data, _ := json.MarshalIndent(info, "", "  ")
-	if err := os.WriteFile(infoPath, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	d.onClose(func() error { return os.Remove(infoPath) })
+	url := ep.url
 	fmt.Fprintf(d.env.Stderr, "agentjournal: serving on %s (data %s, token in %s)\n", url, d.env.DataDir, tokenFile)
 	if nu := b.ClientURL(); nu != "" && d.env.NATSURL == "" {
 		secretFile := d.env.NATSSecretFile
@@ -388,47 +336,6 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
-}
-
-// lateServer lets parts built before the API server (the runtime's launch
-// environment, the MCP handler) reach it once it exists.
-type lateServer struct {
-	mu  sync.RWMutex
-	srv *api.Server
-}
-
-func (l *lateServer) set(s *api.Server) {
-	l.mu.Lock()
-	l.srv = s
-	l.mu.Unlock()
-}
-
-func (l *lateServer) get() *api.Server {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.srv
-}
-
-func (l *lateServer) ScopedToken(id string) string {
-	if s := l.get(); s != nil {
-		return s.ScopedToken(id)
-	}
-	return ""
-}
-
-func (l *lateServer) CheckScopedToken(token string) (string, bool) {
-	if s := l.get(); s != nil {
-		return s.CheckScopedToken(token)
-	}
-	return "", false
-}
-
-func (l *lateServer) RecordObservation(ctx context.Context, id string, o *eventstore.Observation) (mcp.Decision, error) {
-	s := l.get()
-	if s == nil {
-		return mcp.Decision{}, errors.New("the daemon is starting")
-	}
-	return s.RecordObservation(ctx, id, o)
 }
 
 // Restart delays of keepRunning: doubling from the first to the last, and
