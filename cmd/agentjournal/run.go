@@ -333,20 +333,23 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		return err
 	}
 
+	stopHow := "Ctrl-C stops it"
+	if keys != nil {
+		stopHow = "Ctrl-] stops it; every other key, Ctrl-C included, goes to the agent"
+		// Raw before the agent starts, so that all its output is shown
+		// as it comes.
+		if err := keys.makeRaw(); err != nil {
+			return err
+		}
+	}
 	ref, err := rt.Launch(ctx, req)
 	if err != nil {
 		return err
 	}
 	id := ref.AgentExecutionID
-	stopHow := "Ctrl-C stops it"
-	if keys != nil {
-		stopHow = "Ctrl-] stops it; every other key, Ctrl-C included, goes to the agent"
-	}
 	fmt.Fprintf(stderr, "agentjournal: running %s (%s, journal %s); %s\n", id, req.Agent, ref.JournalID, stopHow)
 	if keys != nil {
-		if err := keys.start(rt, terms, id); err != nil {
-			return err
-		}
+		keys.start(rt, terms, id)
 	}
 
 	interrupted := false

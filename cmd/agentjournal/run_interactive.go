@@ -42,13 +42,13 @@ type passthrough struct {
 	stderr *flushWriter // switched to CR LF line ends while raw
 	stop   func()
 
-	// Set by start.
+	// Set by start; keys and sizes are not read before.
 	rt    *execution.Runtime
 	terms *terminal.Registry
 	id    string
 
 	mu      sync.Mutex
-	started bool
+	started bool // makeRaw was called
 	closed  bool
 	raw     bool
 	stopped bool
@@ -64,7 +64,9 @@ type passthrough struct {
 }
 
 // newPassthrough prepares passing the terminal on stdin through to an
-// agent; start begins it. stop is called when the stop key is typed.
+// agent: makeRaw before the agent starts, so that its first output is
+// shown as it comes too, then start. stop is called when the stop key is
+// typed.
 func newPassthrough(stdin *os.File, stderr *flushWriter, stop func()) (*passthrough, error) {
 	fd := int(stdin.Fd())
 	saved, err := term.GetState(fd)
@@ -104,31 +106,34 @@ func (p *passthrough) size() (cols, rows uint16) {
 	return uint16(w), uint16(h)
 }
 
-// start puts the terminal in raw mode and passes keys and size changes to
-// the terminal lane of execution id until close.
-func (p *passthrough) start(rt *execution.Runtime, terms *terminal.Registry, id string) error {
+// makeRaw puts the terminal in raw mode, until close.
+func (p *passthrough) makeRaw() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Size changes are watched from now on; start passes them on.
+	signal.Notify(p.winch, syscall.SIGWINCH)
+	p.started = true
+	return p.applyMode()
+}
+
+// start passes keys and size changes to the terminal lane of execution id
+// until close.
+func (p *passthrough) start(rt *execution.Runtime, terms *terminal.Registry, id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		return
 	}
 	p.rt, p.terms, p.id = rt, terms, id
-	p.started = true
-	// Watched before the size is first passed on, so that no change is
-	// missed.
-	signal.Notify(p.winch, syscall.SIGWINCH)
+	// The lane started at the terminal's size; it may have changed since.
 	p.resize()
-	if err := p.applyMode(); err != nil {
-		return err
-	}
 	p.wg.Go(p.followSize)
 	p.wg.Go(p.readKeys)
-	return nil
 }
 
-// applyMode puts the terminal in raw mode while keys pass through, and in
-// its own mode before start, while a question reads a line, and after
-// close. The caller holds mu.
+// applyMode puts the terminal in raw mode from makeRaw to close, except
+// while a question reads a line, in the terminal's own mode. The caller
+// holds mu.
 func (p *passthrough) applyMode() error {
 	want := p.started && !p.closed && p.line == nil
 	if want == p.raw {
@@ -272,6 +277,9 @@ func (p *passthrough) readLine(done <-chan struct{}) (string, bool) {
 			return "", false
 		}
 		if strings.IndexByte(s, stopKey) >= 0 {
+			p.mu.Lock()
+			p.stopped = true
+			p.mu.Unlock()
 			p.stop()
 			return "", false
 		}

@@ -26,13 +26,17 @@ import (
 // process; none is a timing assertion.
 const runProcWait = 60 * time.Second
 
-// ptyRun is agentjournal run started as a process on a terminal the test
-// owns, as a person starts it in a terminal window.
+// ptyRun is agentjournal run on a terminal the test owns, as a person
+// starts it in a terminal window: a process of its own, or Main in this
+// process (where the race detector sees it) with the terminal as its
+// stdin, stdout and stderr.
 type ptyRun struct {
 	t         *testing.T
 	ptmx, tty *os.File
-	cmd       *exec.Cmd
+	cmd       *exec.Cmd          // nil in process
+	interrupt context.CancelFunc // in process: what SIGTERM does to main
 	exited    chan struct{}
+	code      int // set before exited is closed
 	readDone  chan struct{}
 
 	mu     sync.Mutex
@@ -40,9 +44,10 @@ type ptyRun struct {
 }
 
 // startOnPTY starts agentjournal with args on a new terminal of cols x
-// rows, as the session leader with that terminal as its controlling
-// terminal. Everything it prints is collected as the screen.
-func startOnPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
+// rows: as a process, the session leader with that terminal as its
+// controlling terminal, or in process. Everything it prints is collected
+// as the screen.
+func startOnPTY(t *testing.T, inProcess bool, cols, rows uint16, args ...string) *ptyRun {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -52,12 +57,28 @@ func startOnPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 		t.Fatal(err)
 	}
 	r := &ptyRun{t: t, ptmx: ptmx, tty: tty, exited: make(chan struct{}), readDone: make(chan struct{})}
-	r.cmd = exec.Command(agentjournalBinary(t), args...)
-	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = tty, tty, tty
-	r.cmd.Env = append(os.Environ(), "AGENTJOURNAL_DATA=")
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
+	if inProcess {
+		ctx, cancel := context.WithCancel(context.Background())
+		r.interrupt = cancel
+		go func() {
+			defer close(r.exited)
+			m := Main{Stdin: tty, Stdout: tty, Stderr: tty, Getenv: func(string) string { return "" },
+				HomeDir: func() (string, error) { return "", errors.New("tests name the data directory") }}
+			r.code = m.Run(ctx, args)
+		}()
+	} else {
+		r.cmd = exec.Command(agentjournalBinary(t), args...)
+		r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = tty, tty, tty
+		r.cmd.Env = append(os.Environ(), "AGENTJOURNAL_DATA=")
+		r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer close(r.exited)
+			_ = r.cmd.Wait()
+			r.code = r.cmd.ProcessState.ExitCode()
+		}()
 	}
 	go func() {
 		defer close(r.readDone)
@@ -72,16 +93,16 @@ func startOnPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 			}
 		}
 	}()
-	go func() {
-		_ = r.cmd.Wait()
-		close(r.exited)
-	}()
 	t.Cleanup(func() {
 		select {
 		case <-r.exited:
 		default:
-			r.cmd.Process.Kill()
-			<-r.exited
+			r.sigterm()
+			select {
+			case <-r.exited:
+			case <-time.After(runProcWait):
+				t.Errorf("run did not stop")
+			}
 		}
 		// With the last descriptor of the terminal's side closed, a read
 		// of the test's side ends.
@@ -97,6 +118,28 @@ func startOnPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 		}
 	})
 	return r
+}
+
+// sigterm does what SIGTERM does to run.
+func (r *ptyRun) sigterm() {
+	if r.cmd != nil {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		return
+	}
+	r.interrupt()
+}
+
+// resize resizes the terminal; the kernel sends SIGWINCH to the process
+// whose terminal it is, and the test sends it itself when run is in this
+// process.
+func (r *ptyRun) resize(cols, rows uint16) {
+	r.t.Helper()
+	if err := pty.Setsize(r.ptmx, &pty.Winsize{Cols: cols, Rows: rows}); err != nil {
+		r.t.Fatal(err)
+	}
+	if r.cmd == nil {
+		syscall.Kill(os.Getpid(), syscall.SIGWINCH)
+	}
 }
 
 func (r *ptyRun) text() string {
@@ -156,10 +199,10 @@ func (r *ptyRun) wait() int {
 	case <-time.After(runProcWait):
 		r.t.Fatalf("run did not exit within %s", runProcWait)
 	}
-	return r.cmd.ProcessState.ExitCode()
+	return r.code
 }
 
-// type writes keys to run's terminal, as typed.
+// typeKeys writes keys to run's terminal, as typed.
 func (r *ptyRun) typeKeys(keys string) {
 	r.t.Helper()
 	if _, err := r.ptmx.WriteString(keys); err != nil {
@@ -173,34 +216,39 @@ func (r *ptyRun) typeKeys(keys string) {
 // prompt without a line feed shows, keys typed (Ctrl-C included) reach
 // the agent unchanged, and the terminal's mode is restored at the end.
 func TestRunInteractiveIsTheAgentsTerminal(t *testing.T) {
-	dir := t.TempDir()
-	r := startOnPTY(t, 91, 27, "--data", dir, "run", "--interactive", "--", fixtures.AgentBinary(t), "winch", "keys:3:name? ")
-	before := r.lflag()
-	if before&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
-		t.Fatalf("the test's terminal starts with lflag %#x, want echo and icanon", before)
-	}
-	r.shows("Ctrl-] stops it")
-	r.waitRaw()
-	r.shows("size: 91x27\r\n")
+	for _, tc := range []struct {
+		name      string
+		inProcess bool
+	}{{"process", false}, {"in process", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := startOnPTY(t, tc.inProcess, 91, 27, "--data", dir, "run", "--interactive", "--", fixtures.AgentBinary(t), "winch", "keys:3:name? ")
+			before := r.lflag()
+			if before&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
+				t.Fatalf("the test's terminal starts with lflag %#x, want echo and icanon", before)
+			}
+			r.shows("Ctrl-] stops it")
+			r.waitRaw()
+			r.shows("size: 91x27\r\n")
 
-	if err := pty.Setsize(r.ptmx, &pty.Winsize{Cols: 100, Rows: 30}); err != nil {
-		t.Fatal(err)
-	}
-	r.shows("size: 100x30\r\n")
+			r.resize(100, 30)
+			r.shows("size: 100x30\r\n")
 
-	// The prompt shows as the agent printed it, with nothing after it.
-	r.waitFor(`the prompt "name? " at the end of the screen`, func(s string) bool { return strings.HasSuffix(s, "name? ") })
-	r.typeKeys("ab\x03")
-	r.shows(`keys: "ab\x03"`)
+			// The prompt shows as the agent printed it, with nothing after it.
+			r.waitFor(`the prompt "name? " at the end of the screen`, func(s string) bool { return strings.HasSuffix(s, "name? ") })
+			r.typeKeys("ab\x03")
+			r.shows(`keys: "ab\x03"`)
 
-	if code := r.wait(); code != exitOK {
-		t.Fatalf("run exited %d, want 0", code)
-	}
-	if !strings.Contains(r.text(), "lifecycle:         completed") {
-		t.Errorf("run did not report the completed execution")
-	}
-	if after := r.lflag(); after&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
-		t.Fatalf("after run the terminal's lflag is %#x, want echo and icanon back (before: %#x)", after, before)
+			if code := r.wait(); code != exitOK {
+				t.Fatalf("run exited %d, want 0", code)
+			}
+			if !strings.Contains(r.text(), "lifecycle:         completed") {
+				t.Errorf("run did not report the completed execution")
+			}
+			if after := r.lflag(); after&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
+				t.Fatalf("after run the terminal's lflag is %#x, want echo and icanon back (before: %#x)", after, before)
+			}
+		})
 	}
 }
 
@@ -213,10 +261,10 @@ func TestRunInteractiveStops(t *testing.T) {
 		want string
 	}{
 		{"stop key", func(r *ptyRun) { r.typeKeys("\x1d") }, "stopped with Ctrl-]"},
-		{"SIGTERM", func(r *ptyRun) { r.cmd.Process.Signal(syscall.SIGTERM) }, "agentjournal: interrupted"},
+		{"SIGTERM", (*ptyRun).sigterm, "agentjournal: interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := startOnPTY(t, 80, 24, "--data", t.TempDir(), "run", "--interactive", "--grace", "2s", "--", fixtures.AgentBinary(t), "say:started", "sleep:60s")
+			r := startOnPTY(t, false, 80, 24, "--data", t.TempDir(), "run", "--interactive", "--grace", "2s", "--", fixtures.AgentBinary(t), "say:started", "sleep:60s")
 			r.shows("started")
 			r.waitRaw()
 			tc.stop(r)
