@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +31,11 @@ func TestConsoleMount(t *testing.T) {
 		{"page", "/", "text/html", "<title>agentjournal console</title>"},
 		{"script", "/console/app.js", "text/javascript", "EventSource"},
 		{"styles", "/console/style.css", "text/css", ".timeline"},
+		{"terminal emulator", "/console/vendor/xterm.js", "text/javascript", "Terminal"},
+		{"terminal styles", "/console/vendor/xterm.css", "text/css", ".xterm"},
+		{"markdown", "/console/vendor/marked.js", "text/javascript", "marked"},
+		{"sanitizer", "/console/vendor/purify.js", "text/javascript", "DOMPurify"},
+		{"licences", "/console/vendor/xterm.LICENSE", "text/plain", "The xterm.js authors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := http.Get(r.http.URL + tc.path)
@@ -48,7 +56,8 @@ func TestConsoleMount(t *testing.T) {
 		})
 	}
 	t.Run("no other file", func(t *testing.T) {
-		for _, p := range []string{"/console/", "/console/nope.js", "/console/index.html", "/console/static/app.js"} {
+		for _, p := range []string{"/console/", "/console/nope.js", "/console/index.html", "/console/static/app.js",
+			"/console/vendor", "/console/vendor/", "/console/vendor/index.html", "/console/vendor/x/y.js", "/console/app.js/x"} {
 			resp, err := http.Get(r.http.URL + p)
 			if err != nil {
 				t.Fatal(err)
@@ -57,6 +66,29 @@ func TestConsoleMount(t *testing.T) {
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
 			}
+		}
+	})
+	t.Run("a style nonce per page", func(t *testing.T) {
+		nonces := map[string]bool{}
+		for range 2 {
+			resp, err := http.Get(r.http.URL + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := regexp.MustCompile(`<link id="styles"[^>]* nonce="([A-Za-z0-9_-]{22})">`).FindSubmatch(body)
+			if m == nil {
+				t.Fatalf("the page has no style nonce on its stylesheet link:\n%s", body)
+			}
+			nonce := string(m[1])
+			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "style-src 'self' 'nonce-"+nonce+"';") {
+				t.Errorf("Content-Security-Policy %q, want style-src with the page's nonce %s", csp, nonce)
+			}
+			nonces[nonce] = true
+		}
+		if len(nonces) != 2 {
+			t.Errorf("two pages had the same nonce")
 		}
 	})
 	t.Run("the API still needs a token", func(t *testing.T) {
@@ -266,4 +298,112 @@ func TestTerminalRecording(t *testing.T) {
 			t.Errorf("message %q, want one saying the daemon keeps none", e.Error.Message)
 		}
 	})
+}
+
+// markerScript is an agent on a terminal lane that writes its nonce to the
+// file named by $1, prints a marker line, a marker inside a line after a
+// progress redraw, and ordinary lines, then waits for a line of input.
+const markerScript = `printf '%s' "$AGENTJOURNAL_MARKER_NONCE" > "$1"
+printf 'before the marker\n'
+printf '@@agentjournal %s {"type":"progress","payload":{"summary":"Read from the hidden line"}}\n' "$AGENTJOURNAL_MARKER_NONCE"
+printf 'working 50%%\r@@agentjournal %s {"type":"status","payload":{"summary":"not a marker"}}\n' "$AGENTJOURNAL_MARKER_NONCE"
+printf 'after the marker\n'
+read line
+printf 'got %s\n' "$line"
+`
+
+// A terminal lane's marker lines are read as signals, and never shown: not
+// in the lane's snapshot, the answer to its input nor its recording as
+// served. The recording file keeps them.
+func TestTerminalHidesMarkers(t *testing.T) {
+	r := newRig(t)
+	nonceFile := filepath.Join(t.TempDir(), "nonce")
+	var l struct {
+		Reference eventstore.Reference `json:"reference"`
+	}
+	r.call(t, "POST", "/v1/executions", map[string]any{"ownerEntity": "Task", "ownerId": "t-markers", "agent": "generic",
+		"posture": eventstore.PostureStructuredInteractive, "command": []string{"/bin/sh", "-c", markerScript, "sh", nonceFile}}, http.StatusCreated, &l)
+	id := l.Reference.AgentExecutionID
+	base := "/v1/executions/" + id + "/terminal"
+
+	var view struct {
+		Snapshot struct {
+			Recent string `json:"recent"`
+		} `json:"snapshot"`
+	}
+	eventually(t, 20*time.Second, "the lane shows the line after the marker", func() bool {
+		r.call(t, "GET", base, nil, http.StatusOK, &view)
+		return strings.Contains(view.Snapshot.Recent, "after the marker")
+	})
+	nonce, err := os.ReadFile(nonceFile)
+	if err != nil || len(nonce) != 32 {
+		t.Fatalf("the agent wrote nonce %q (%v), want 32 hex digits", nonce, err)
+	}
+	hidden := func(t *testing.T, where, shown string) {
+		t.Helper()
+		for _, secret := range []string{string(nonce), "@@agentjournal", "Read from the hidden line", "not a marker"} {
+			if strings.Contains(shown, secret) {
+				t.Errorf("%s shows %q: %q", where, secret, shown)
+			}
+		}
+		if !strings.Contains(shown, "before the marker\r\n") || !strings.Contains(shown, "working 50%\r") {
+			t.Errorf("%s: %q, want the ordinary output around the markers", where, shown)
+		}
+	}
+	hidden(t, "the snapshot", view.Snapshot.Recent)
+
+	var timeline struct {
+		Items []struct{ Text string } `json:"items"`
+	}
+	eventually(t, 20*time.Second, "the marker's progress in the timeline", func() bool {
+		r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, &timeline)
+		for _, it := range timeline.Items {
+			if strings.Contains(it.Text, "Read from the hidden line") {
+				return true
+			}
+		}
+		return false
+	})
+
+	var typed struct {
+		Snapshot struct {
+			Recent string `json:"recent"`
+		} `json:"snapshot"`
+	}
+	r.call(t, "POST", base+"/input", map[string]any{"data": "go on\r"}, http.StatusOK, &typed)
+	hidden(t, "the answer to input", typed.Snapshot.Recent)
+	if done := r.rt.Done(id); done != nil {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the agent did not exit")
+		}
+	}
+
+	var rec []byte
+	eventually(t, 10*time.Second, "the recording holds the exit", func() bool {
+		status, body := r.do(t, "GET", base+"/recording", nil, testToken)
+		if status != http.StatusOK {
+			t.Fatalf("GET recording: %d %s", status, body)
+		}
+		rec = body
+		return bytes.Contains(body, []byte(`"m", "exit 0"`))
+	})
+	_, events, err := terminal.ReadRecording(bytes.NewReader(rec))
+	if err != nil {
+		t.Fatalf("the recording served does not read as asciicast v2: %v", err)
+	}
+	var out strings.Builder
+	for _, ev := range events {
+		if ev.Code == terminal.CodeOutput {
+			out.WriteString(ev.Data)
+		}
+	}
+	hidden(t, "the recording", out.String())
+	if !strings.Contains(out.String(), "got go on") {
+		t.Errorf("the recording %q lacks the agent's last line", out.String())
+	}
+	if strings.Contains(string(rec), string(nonce)) {
+		t.Errorf("the recording served holds the nonce")
+	}
 }

@@ -57,7 +57,10 @@ func (s *Server) terminalOf(ctx context.Context, id string) (terminalView, error
 	return viewOf(id, snap), nil
 }
 
+// viewOf is the view of a lane's snapshot, its recent output as it may be
+// shown: without marker lines (displayRecent).
 func viewOf(id string, snap terminal.Snapshot) terminalView {
+	snap.Recent = displayRecent(snap.Recent)
 	return terminalView{AgentExecutionID: id, TerminalID: snap.ID, Available: !snap.Dead, Snapshot: &snap}
 }
 
@@ -202,9 +205,11 @@ func (s *Server) terminalInput(w http.ResponseWriter, r *http.Request) error {
 }
 
 // terminalRecording: GET /v1/executions/{id}/terminal/recording, the
-// asciicast v2 recording of the execution's terminal lane as the runtime
-// writes it: transport evidence, kept apart from the journal. While the
-// lane runs the file still grows; a read returns what it holds then.
+// asciicast v2 recording of the execution's terminal lane: transport
+// evidence, kept apart from the journal. It is served as it may be shown,
+// its output without marker lines (writeDisplayRecording); the file in the
+// data directory keeps every byte. While the lane runs the file still
+// grows; a read returns what it holds then.
 func (s *Server) terminalRecording(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -229,14 +234,15 @@ func (s *Server) terminalRecording(w http.ResponseWriter, r *http.Request) error
 		return fmt.Errorf("open the recording of %s: %w", id, err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("open the recording of %s: %w", id, err)
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/x-asciicast")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, "", info.ModTime(), f)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	// The status is sent: a failure now can only cut the answer short.
+	writeDisplayRecording(w, f)
 	return nil
 }

@@ -151,7 +151,27 @@ func newBrowser(t *testing.T) *browser {
 		cancelAlloc()
 	})
 	b := &browser{ctx: ctx}
-	err := chromedp.Listen(ctx, func(ev any) {
+	b.listen(t)
+	b.do(t, chromedp.EmulateViewport(viewWidth, viewHeight))
+	return b
+}
+
+// newTab opens another tab of the same browser (same profile, same
+// storage), closed when t ends.
+func (b *browser) newTab(t *testing.T) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	tab := &browser{ctx: ctx}
+	tab.listen(t)
+	tab.do(t, chromedp.EmulateViewport(viewWidth, viewHeight))
+	return tab
+}
+
+// listen records the tab's uncaught exceptions and console errors.
+func (b *browser) listen(t *testing.T) {
+	t.Helper()
+	err := chromedp.Listen(b.ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
 			d := ev.ExceptionDetails
@@ -177,8 +197,6 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
-	b.do(t, chromedp.EmulateViewport(viewWidth, viewHeight))
-	return b
 }
 
 func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
@@ -286,6 +304,16 @@ func inspect(img image.Image) (colours, ink int) {
 	return len(seen), ink
 }
 
+// termText is a JavaScript expression for the text of a terminal view's
+// buffer (xterm.js): its lines joined by newlines, a wrapped line whole,
+// trailing blank lines left out.
+func termText(id string) string {
+	return fmt.Sprintf(`((t) => { if (!t) return ''; const b = t.buffer.active, out = [];
+		for (let i = 0; i < b.length; i++) { const l = b.getLine(i), s = l.translateToString(true);
+			if (l.isWrapped && out.length) out[out.length - 1] += s; else out.push(s); }
+		return out.join('\n').replace(/\n+$/, ''); })(document.getElementById(%q).xterm)`, id)
+}
+
 // shellQuote quotes a word for the console's command line.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -302,8 +330,8 @@ func TestConsole(t *testing.T) {
 	if href := eval[string](t, b, `location.href`); strings.Contains(href, testToken) {
 		t.Errorf("the address still holds the token: %s", href)
 	}
-	if got := eval[string](t, b, `sessionStorage.getItem('agentjournal.token')`); got != testToken {
-		t.Errorf("session storage holds token %q, want the API token", got)
+	if got := eval[string](t, b, `localStorage.getItem('agentjournal.token')`); got != testToken {
+		t.Errorf("local storage holds token %q, want the API token", got)
 	}
 	// Every reload would lose this mark: the views below must update in place.
 	eval[bool](t, b, `window.sameDocument = true`)
@@ -366,7 +394,7 @@ func TestConsole(t *testing.T) {
 	}
 	b.waitFor(t, 10*time.Second, "the awaiting-operator badge", `document.getElementById('exec-attention').textContent === 'awaiting-operator'`)
 	b.waitFor(t, 10*time.Second, "the token telemetry", `document.getElementById('latest').textContent.includes('18,400 in')`)
-	b.waitFor(t, 10*time.Second, "the terminal lane", `!document.getElementById('terminal-card').hidden && document.getElementById('terminal-output').textContent.length > 0`)
+	b.waitFor(t, 10*time.Second, "the terminal lane", `!document.getElementById('terminal-card').hidden && `+termText("terminal-output")+`.length > 0`)
 	if lbl := b.text(t, "#terminal-card h2"); !strings.Contains(lbl, "native") || !strings.Contains(lbl, "advanced") {
 		t.Errorf("the terminal lane is labelled %q, want native and advanced", lbl)
 	}
@@ -381,7 +409,7 @@ func TestConsole(t *testing.T) {
 	// Answer from the answer box; the agent reads the answer and moves on.
 	b.do(t, chromedp.SendKeys(chromedp.CSS("#answer-text"), "yes, staging only"), chromedp.Click(chromedp.CSS("#answer-send")))
 	b.waitFor(t, 20*time.Second, "the request to close", `document.getElementById('answer-card').hidden && document.getElementById('exec-attention').textContent !== 'awaiting-operator'`)
-	b.waitFor(t, 10*time.Second, "the agent to read the answer", `document.getElementById('terminal-output').textContent.includes('answer r1: {"message"')`)
+	b.waitFor(t, 10*time.Second, "the agent to read the answer", termText("terminal-output")+`.includes('answer r1: {"message"')`)
 	answered := false
 	for _, r := range s.journal(t, id) {
 		if r.Type == "message.accepted" && r.MessageType == "answer" {
@@ -421,7 +449,7 @@ func TestConsole(t *testing.T) {
 	}
 	s.checkDelivered(t, id, "prompt")
 	b.waitFor(t, 20*time.Second, "the agent to finish", `document.getElementById('exec-lifecycle').textContent === 'completed'`)
-	b.waitFor(t, 10*time.Second, "the agent's echo in the lane", `/echo: \{"message".*Also add the index on tenant_id\./.test(document.getElementById('terminal-output').textContent)`)
+	b.waitFor(t, 10*time.Second, "the agent's echo in the lane", `/echo: \{"message".*Also add the index on tenant_id\./.test(`+termText("terminal-output")+`)`)
 	b.waitFor(t, 10*time.Second, "the completion claim in the timeline", `document.querySelector('#timeline .kind-claim') !== null`)
 
 	t.Run("an undeclared message is refused in words", func(t *testing.T) {
@@ -500,8 +528,11 @@ func TestConsole(t *testing.T) {
 		b.do(t, chromedp.Click(chromedp.CSS("#rec-step")), chromedp.Click(chromedp.CSS("#rec-step")))
 		b.waitFor(t, 5*time.Second, "two steps", `document.getElementById('rec-info').textContent.includes('event 2 of')`)
 		b.do(t, chromedp.Click(chromedp.CSS("#rec-end")))
-		b.waitFor(t, 5*time.Second, "the whole recording", `/echo: \{"message".*Also add the index on tenant_id\./.test(document.getElementById('rec-screen').textContent) && `+
-			`document.getElementById('rec-screen').textContent.includes('[exit 0]')`)
+		b.waitFor(t, 5*time.Second, "the whole recording", `/echo: \{"message".*Also add the index on tenant_id\./.test(`+termText("rec-screen")+`) && `+
+			termText("rec-screen")+`.includes('[exit 0]')`)
+		if rec := eval[string](t, b, termText("rec-screen")); strings.Contains(rec, "@@agentjournal") {
+			t.Errorf("the recording shows marker lines:\n%s", rec)
+		}
 	})
 
 	t.Run("the list updates live and puts attention first", func(t *testing.T) {
@@ -621,8 +652,8 @@ func TestLoginRefusesAWrongToken(t *testing.T) {
 	if msg := b.text(t, "#login-error"); !strings.Contains(msg, "the token is not valid") || !strings.Contains(msg, "401 unauthorized") {
 		t.Errorf("the sign-in form shows %q, want the API's refusal in words", msg)
 	}
-	if got := eval[string](t, b, `String(sessionStorage.getItem('agentjournal.token'))`); got != "null" {
-		t.Errorf("session storage kept the refused token %q", got)
+	if got := eval[string](t, b, `String(localStorage.getItem('agentjournal.token'))`); got != "null" {
+		t.Errorf("local storage kept the refused token %q", got)
 	}
 	b.do(t, chromedp.SetValue(chromedp.CSS("#token-input"), testToken), chromedp.Click(chromedp.CSS("#token-submit")))
 	b.waitFor(t, 20*time.Second, "the executions list", `!document.getElementById('list-view').hidden`)

@@ -1,30 +1,45 @@
 // Package web owns the operator console: one page of plain HTML, CSS and
 // JavaScript, embedded in the binary, that the daemon serves at / (no build
-// step, nothing fetched from elsewhere).
+// step, nothing fetched from elsewhere). Three libraries are vendored
+// beside it, each with its licence and version (static/vendor/README.md):
+// xterm.js, marked and DOMPurify.
 //
 // The console is a client of the API and nothing more. It asks once for
 // the API token (or takes it from #token=… in the address, which it then
-// removes), keeps it in the tab's sessionStorage, and sends it as
+// removes), keeps it in the browser's localStorage, so that a link to an
+// execution opens in any tab without a new sign-in, until "Forget token"
+// or a refusal removes it (from every tab), and sends it as
 // "Authorization: Bearer" on every call; the live event stream, which a
 // browser's EventSource opens without headers, gets it in access_token.
 // It shows:
 //
 //   - the executions, filtered by owner, lifecycle and attention, those
 //     awaiting the operator or blocked marked and listed first, updated
-//     live from the event stream; and a launch form;
-//   - one execution: its timeline (the chat projection), status dimensions,
-//     latest activity and token telemetry, journal metadata, and an answer
-//     box for an open needs_input request, updated live;
+//     live from the event stream; and a launch form whose owner is the
+//     last one launched for in this browser, at first System/console;
+//   - one execution: its timeline (the chat projection), agents' messages
+//     rendered from Markdown and sanitized, status dimensions, latest
+//     activity and token telemetry, journal metadata, why it is blocked
+//     and what it needs, and an answer box for an open needs_input
+//     request, its choices as buttons, updated live;
+//   - the last lines of the agent's plain output, followed while it runs,
+//     under the exit status of an execution that failed;
 //   - a prompt box that sends AgentExecution messages offered by the
 //     execution's protocol descriptor, each labelled by its portability:
 //     never raw terminal input (spec 003);
 //   - the terminal lane, when the execution has one, labelled native and
-//     advanced: its recent output and a player for its recording;
+//     advanced: a terminal emulator of the lane's size showing its output
+//     (marker lines left out by the daemon) that sends what is typed into
+//     it to the lane, and a player for its recording;
 //   - time travel: the state and timeline as of any journal sequence, with
 //     the raw records and their log offsets.
 //
 // Every error the API answers is shown in words: its message, the field at
 // fault and the values accepted there.
+//
+// The page's Content-Security-Policy admits only its own scripts, and
+// <style> elements only with the nonce of its response, which the page
+// stamps on those the terminal emulator creates.
 //
 // The package does not own routes, tokens or any API behaviour: package api
 // mounts Handler and guards everything the page calls.

@@ -2,10 +2,22 @@
 // reads executions, their timelines and journals, sends AgentExecution
 // messages, and follows the live event stream. Every error the API answers
 // is shown with its message, field and accepted values.
+//
+// Besides this file it uses three vendored libraries (vendor/README.md):
+// xterm.js (window.Terminal) for terminal lanes, marked and DOMPurify for
+// agents' Markdown.
 'use strict';
 
 (() => {
+  // The API token, kept in localStorage: a link to an execution opened in
+  // another tab or window of this browser needs no new sign-in. The price:
+  // it stays in the browser profile until "Forget token" (or a 401) removes
+  // it, readable by any script of this origin (the page's policy admits
+  // only the console's own scripts).
   const TOKEN_KEY = 'agentjournal.token';
+  // The owner of the last launch, offered for the next one.
+  const OWNER_KEY = 'agentjournal.launchOwner';
+  const DEFAULT_OWNER = {entity: 'System', id: 'console'};
 
   // The values the pickers offer. The daemon validates every request and
   // names what it accepts when it refuses one.
@@ -32,8 +44,29 @@
     'execution.failed', 'execution.cancelled', 'execution.terminated', 'execution.message'];
   const TIMELINE_PAGE = 200;
   const RECORDS_SHOWN = 200;
+  // The plain output lines shown: the last ones, followed live.
+  const OUTPUT_LINES = 50;
+  // How often a running lane is read for the terminal view.
+  const TERMINAL_POLL_MS = 500;
+  // Lifecycles after which the outcome is shown beside the output.
+  const ENDED = new Set(['completed', 'failed', 'cancelled', 'terminated']);
+  const FAILED = new Set(['failed', 'terminated']);
 
   const $ = (id) => document.getElementById(id);
+
+  // xterm.js writes its colours and cell sizes into <style> elements. The
+  // page's policy admits only those that carry the nonce of this page's
+  // response (given on the stylesheet link), and only when it is there
+  // before the element is inserted: so every <style> gets it when created.
+  const styleNonce = $('styles').nonce;
+  if (styleNonce) {
+    const create = Document.prototype.createElement;
+    Document.prototype.createElement = function createElement(name, options) {
+      const e = create.call(this, name, options);
+      if (String(name).toLowerCase() === 'style') e.setAttribute('nonce', styleNonce);
+      return e;
+    };
+  }
 
   // el builds an element: el('td', {class: 'x'}, 'text', child, …).
   function el(tag, attrs, ...children) {
@@ -71,8 +104,8 @@
     }
   }
 
-  async function request(method, path, body) {
-    const init = {method, headers: {Authorization: 'Bearer ' + token}};
+  async function request(method, path, body, signal) {
+    const init = {method, headers: {Authorization: 'Bearer ' + token}, signal};
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -81,6 +114,7 @@
     try {
       resp = await fetch(path, init);
     } catch (e) {
+      if (e.name === 'AbortError') throw e;
       throw new ApiError(0, {code: 'unreachable', message: `The daemon did not answer ${method} ${path}: ${e.message}`});
     }
     if (resp.ok) return resp;
@@ -136,7 +170,7 @@
   // ---- sign-in ----
 
   function unauthorized(err) {
-    sessionStorage.removeItem(TOKEN_KEY);
+    localStorage.removeItem(TOKEN_KEY);
     token = '';
     closeEvents();
     showLogin(err);
@@ -152,11 +186,18 @@
   async function signIn(candidate) {
     token = candidate;
     await api('GET', '/v1/executions?limit=1');
-    sessionStorage.setItem(TOKEN_KEY, token);
+    localStorage.setItem(TOKEN_KEY, token);
     clearError($('login-error'));
     $('signout').hidden = false;
     connectEvents();
     route();
+  }
+
+  function signedOut() {
+    token = '';
+    closeEvents();
+    detail.close();
+    showLogin();
   }
 
   // tokenFromAddress takes a token from #token=… and removes it from the
@@ -238,14 +279,44 @@
     dl.replaceChildren(...rows.filter(Boolean).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v === undefined || v === '' ? '—' : v)]));
   }
 
-  // plain strips terminal escape sequences, so that output reads as text.
-  function plain(s) {
-    return s
-      .replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, '')
-      .replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
-      .replace(/\x1b[@-Z\\-_]/g, '')
-      .replace(/\r+\n/g, '\n')
-      .replace(/\r/g, '');
+  // Controls that would hide, restyle or reorder text: shown as escapes.
+  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+  // escaped appends text to a node with its control characters written as
+  // escapes (\x1b, \u202e), so that a line reads as what the agent wrote.
+  function escaped(node, text) {
+    let at = 0;
+    for (const m of text.matchAll(CONTROLS)) {
+      const c = m[0].charCodeAt(0);
+      const esc = c < 0x100 ? '\\x' + c.toString(16).padStart(2, '0') : '\\u' + c.toString(16).padStart(4, '0');
+      node.append(text.slice(at, m.index), el('span', {class: 'ctl'}, esc));
+      at = m.index + m[0].length;
+    }
+    node.append(text.slice(at));
+    return node;
+  }
+
+  // Sanitizing keeps formatting only: no script, event handler,
+  // javascript: address, form control or inline style survives.
+  const SANITIZE = {
+    USE_PROFILES: {html: true},
+    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option'],
+    FORBID_ATTR: ['style'],
+  };
+  // Links from agents open elsewhere, never in place of the console.
+  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.tagName === 'A' && node.hasAttribute('href')) {
+      node.setAttribute('target', '_blank');
+      node.setAttribute('rel', 'noopener noreferrer');
+    }
+  });
+
+  // markdown renders an agent's message: Markdown (marked, GitHub's
+  // flavour, a newline a line break) made into sanitized HTML (DOMPurify).
+  function markdown(text) {
+    const box = el('div', {class: 'item-text markdown'});
+    box.innerHTML = DOMPurify.sanitize(marked.parse(text || '', {gfm: true, breaks: true, async: false}), SANITIZE);
+    return box;
   }
 
   // splitCommand splits a command line as a shell would: blanks separate
@@ -415,6 +486,7 @@
       $('launch-submit').disabled = true;
       try {
         const res = await api('POST', '/v1/executions', body);
+        localStorage.setItem(OWNER_KEY, JSON.stringify({entity: body.ownerEntity, id: body.ownerId}));
         location.hash = '#/executions/' + encodeURIComponent(res.reference.agentExecutionId);
       } catch (err) {
         showError($('launch-error'), err);
@@ -425,6 +497,18 @@
       }
     },
   };
+
+  // launchDefaults fills the launch form's owner: the last one launched
+  // for in this browser, else System/console.
+  function launchDefaults() {
+    let owner = DEFAULT_OWNER;
+    try {
+      const kept = JSON.parse(localStorage.getItem(OWNER_KEY) || 'null');
+      if (kept && OWNER_ENTITIES.includes(kept.entity) && typeof kept.id === 'string' && kept.id) owner = kept;
+    } catch (_) { /* not ours: keep the default */ }
+    $('launch-owner-entity').value = owner.entity;
+    $('launch-owner-id').value = owner.id;
+  }
 
   // ---- one execution ----
 
@@ -442,6 +526,13 @@
     pollTimer: null,
     terminal: null,
     player: null,
+    recView: null, // the recording's terminal view
+    view: null, // the terminal view (TermView), made when first shown
+    keys: '', // keys typed in the view, not yet sent
+    sendingKeys: false,
+    output: [], // the last plain output lines
+    outputFollow: null, // the AbortController of the follow stream
+    outputDone: false, // output holds every line of an ended execution
 
     async open(id) {
       if (this.id !== id) {
@@ -451,10 +542,12 @@
         this.older = null;
         $('timeline').replaceChildren();
         $('tt-records').replaceChildren();
-        $('rec-screen').textContent = '';
+        if (this.view) this.view.clear();
+        $('rec-screen').hidden = true;
         $('rec-info').textContent = '';
-        $('terminal-output').textContent = '';
-        for (const b of ['prompt-error', 'answer-error', 'exec-error', 'terminal-error']) clearError($(b));
+        $('output-lines').replaceChildren();
+        $('output-card').hidden = true;
+        for (const b of ['prompt-error', 'answer-error', 'exec-error', 'terminal-error', 'output-error']) clearError($(b));
         $('prompt-result').textContent = '';
         $('answer-result').textContent = '';
       }
@@ -474,6 +567,11 @@
       this.pollTimer = null;
       if (this.player) this.player.stop();
       this.player = null;
+      this.keys = '';
+      if (this.outputFollow) this.outputFollow.abort();
+      this.outputFollow = null;
+      this.output = [];
+      this.outputDone = false;
     },
 
     // changed schedules a refresh after an event about this execution.
@@ -502,6 +600,7 @@
         if (this.older === null && page.next !== null) this.older = page.next;
         this.render();
         this.watchTerminal();
+        this.watchOutput();
         if ($('tt-records-box').open && !this.tt) this.loadLiveRecords();
       } catch (err) {
         if (id === this.id) showError($('exec-error'), err);
@@ -552,6 +651,8 @@
 
       this.renderTimeline(items, live);
       this.renderAnswer();
+      this.renderBlocked(state);
+      this.renderOutput();
       this.renderPrompt();
       this.renderStatus(state, live);
       this.renderLatest(state);
@@ -562,7 +663,7 @@
     renderTimeline(items, live) {
       const box = $('timeline-box');
       const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-      const open = live ? this.state.currentInputRequestId : '';
+      const open = live && this.canAnswer() ? this.state.currentInputRequestId : '';
       $('timeline').replaceChildren(...items.map((it) => {
         const meta = [];
         if (it.source) meta.push(it.source);
@@ -577,8 +678,10 @@
             el('span', {class: 'kind'}, it.kind.replace(/-/g, ' ')),
             label && el('span', {class: 'badge attention-awaiting-operator'}, label),
             el('time', {datetime: it.at, title: it.at}, when(it.at))),
-          el('div', {class: 'item-text'}, it.text),
-          it.choices && it.choices.length ? el('div', {class: 'muted'}, 'choices: ' + it.choices.join(' / ')) : null,
+          it.kind === 'chat' ? markdown(it.text) : el('div', {class: 'item-text'}, it.text),
+          detailOf('Reason', it.reason !== it.text && it.reason),
+          detailOf('Needs', it.needs),
+          this.choicesOf(it, label === 'open'),
           meta.length ? el('div', {class: 'item-meta muted'}, meta.join(' · ')) : null);
       }));
       $('timeline-older').hidden = !live || this.older === null;
@@ -586,16 +689,30 @@
       if (atBottom || !live) box.scrollTop = box.scrollHeight;
     },
 
+    // choicesOf shows a question's choices: buttons that answer with one
+    // while the request is open, else the list.
+    choicesOf(it, open) {
+      if (!it.choices || !it.choices.length) return null;
+      if (!open) return el('div', {class: 'item-detail muted'}, 'Choices: ' + it.choices.join(' / '));
+      return el('div', {class: 'choices'}, it.choices.map((c) =>
+        el('button', {type: 'button', class: 'choice', onclick: () => this.answer(c, it.requestId)}, c)));
+    },
+
     descriptors() {
       const pd = this.state && this.state.protocolDescriptor;
       return (pd && pd.messages) || [];
     },
 
+    // canAnswer reports whether the live execution can take an answer now.
+    canAnswer() {
+      const st = this.state;
+      return !!st && st.lifecycle === 'running' && this.descriptors().some((m) => m.type === 'answer');
+    },
+
     renderAnswer() {
       const st = this.state;
       const req = st.currentInputRequestId;
-      const canAnswer = this.descriptors().some((m) => m.type === 'answer');
-      const show = !!req && canAnswer && st.lifecycle === 'running';
+      const show = !!req && this.canAnswer();
       $('answer-card').hidden = !show;
       if (!show) return;
       if ($('answer-request').textContent !== req) {
@@ -607,11 +724,11 @@
       const lir = st.lastInputRequest || {};
       $('answer-question').textContent = st.currentInputQuestion || (lir.requestId === req ? lir.question : '') || '(no question text)';
       const choices = lir.requestId === req && lir.choices ? lir.choices : [];
-      $('answer-choices').replaceChildren(...choices.map((c) => el('button', {type: 'button', class: 'choice', onclick: () => this.answer(c)}, c)));
+      $('answer-choices').replaceChildren(...choices.map((c) => el('button', {type: 'button', class: 'choice', onclick: () => this.answer(c, req)}, c)));
     },
 
-    async answer(text) {
-      const req = $('answer-request').textContent;
+    // answer sends an answer message to an input request.
+    async answer(text, req) {
       clearError($('answer-error'));
       $('answer-send').disabled = true;
       try {
@@ -694,6 +811,17 @@
       } finally {
         $('prompt-send').disabled = false;
       }
+    },
+
+    // renderBlocked shows why the agent is blocked and what it needs, while
+    // the state says so.
+    renderBlocked(st) {
+      const b = st.blocked;
+      $('blocked-card').hidden = !(b && (b.reason || b.needs));
+      if ($('blocked-card').hidden) return;
+      $('blocked-reason').textContent = b.reason || '(no reason given)';
+      $('blocked-needs').textContent = b.needs || '';
+      $('blocked-needs-row').hidden = !b.needs;
     },
 
     renderStatus(st, live) {
@@ -825,6 +953,96 @@
       return this.tt ? this.tt.seq : this.state ? this.state.journal.lastSequence : 1;
     },
 
+    // ---- the plain output ----
+
+    // watchOutput keeps the output card current: the last lines, then each
+    // new line while the process runs (a follow stream), or the last lines
+    // once for an execution that has ended.
+    watchOutput() {
+      const running = !!(this.state.live && this.state.live.running);
+      if (this.outputFollow) return;
+      if (running) this.followOutput();
+      else if (!this.outputDone) this.loadOutput();
+    },
+
+    async loadOutput() {
+      const id = this.id;
+      this.outputDone = true;
+      try {
+        const page = await api('GET', `/v1/executions/${encodeURIComponent(id)}/output?tail=${OUTPUT_LINES}`);
+        if (id !== this.id) return;
+        clearError($('output-error'));
+        this.output = page.lines;
+      } catch (err) {
+        if (id !== this.id) return;
+        this.outputDone = false;
+        showError($('output-error'), err);
+      }
+      this.renderOutput();
+    },
+
+    async followOutput() {
+      const id = this.id;
+      const ctl = new AbortController();
+      this.outputFollow = ctl;
+      try {
+        const resp = await request('GET', `/v1/executions/${encodeURIComponent(id)}/output?tail=${OUTPUT_LINES}&follow=1`, undefined, ctl.signal);
+        clearError($('output-error'));
+        this.output = [];
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let rest = '';
+        for (;;) {
+          const {value, done} = await reader.read();
+          if (done) break;
+          const lines = (rest + value).split('\n');
+          rest = lines.pop();
+          const got = lines.filter((l) => l.trim()).map((l) => JSON.parse(l));
+          if (got.length) this.addOutput(got);
+        }
+      } catch (err) {
+        if (err.name !== 'AbortError' && id === this.id) showError($('output-error'), err);
+      } finally {
+        if (this.outputFollow === ctl) {
+          this.outputFollow = null;
+          // The stream ends once the execution has ended and its last line
+          // is sent, or when the connection drops: the next refresh reads
+          // the last lines, or follows again, as the state then says.
+          this.changed();
+        }
+      }
+    },
+
+    addOutput(lines) {
+      this.output = this.output.concat(lines).slice(-OUTPUT_LINES);
+      this.renderOutput();
+    },
+
+    // renderOutput shows the last output lines, and for an execution that
+    // has ended its outcome right above them: "failed (exit status 3)".
+    renderOutput() {
+      const st = this.state;
+      if (!st) return;
+      const ended = ENDED.has(st.lifecycle);
+      const failed = FAILED.has(st.lifecycle);
+      const exit = $('output-exit');
+      exit.hidden = !ended;
+      exit.textContent = st.lifecycle + (st.lifecycleReason ? ` (${st.lifecycleReason})` : '');
+      exit.className = `exit lifecycle-text-${st.lifecycle}`;
+      const box = $('output-lines');
+      const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 30;
+      box.replaceChildren(...this.output.map((e) => {
+        const line = escaped(el('div', {class: `line ${e.stream}`, title: `${e.stream}, line ${e.n}, ${e.t}`}), e.line);
+        if (e.clipped) line.append(el('span', {class: 'ctl'}, ' [clipped]'));
+        return line;
+      }));
+      if (atBottom) box.scrollTop = box.scrollHeight;
+      const following = !!this.outputFollow;
+      $('output-note').textContent = st.terminalAttached && !this.output.length
+        ? 'on a terminal lane: its output is in the terminal below'
+        : `stderr and plain stdout, the last ${OUTPUT_LINES} lines` + (following ? ', live' : '');
+      $('output-card').hidden = !(this.output.length || failed);
+    },
+
     // ---- the terminal lane ----
 
     hasLane() {
@@ -838,7 +1056,7 @@
       this.loadTerminal();
       const running = this.state.live && this.state.live.running;
       if (running && !this.pollTimer) {
-        this.pollTimer = setInterval(() => this.loadTerminal(), 1000);
+        this.pollTimer = setInterval(() => this.loadTerminal(), TERMINAL_POLL_MS);
       } else if (!running && this.pollTimer) {
         clearInterval(this.pollTimer);
         this.pollTimer = null;
@@ -855,6 +1073,8 @@
       }
     },
 
+    // showTerminal brings the view to a snapshot of the lane. The daemon
+    // leaves marker lines out of it.
     showTerminal(v) {
       this.terminal = v;
       const s = v.snapshot;
@@ -864,24 +1084,40 @@
       }
       const command = s.command.length > 90 ? s.command.slice(0, 89) + '…' : s.command;
       $('terminal-state').textContent = `${s.id} · ${s.cols}×${s.rows} · ` +
-        (s.dead ? `exited${s.exitCode !== undefined ? ' with ' + s.exitCode : ''}` : 'running') + ` · ${command}`;
+        (s.dead ? `exited${s.exitCode !== undefined ? ' with ' + s.exitCode : ''}` : 'running · click the terminal to type into it') + ` · ${command}`;
       $('terminal-state').title = s.command;
-      const out = $('terminal-output');
-      const atBottom = out.scrollHeight - out.scrollTop - out.clientHeight < 30;
-      out.textContent = plain(s.recent || '');
-      if (atBottom) out.scrollTop = out.scrollHeight;
-      $('terminal-input-form').querySelector('button').disabled = !v.available;
+      if (!this.view) this.view = new TermView($('terminal-output'), (data) => this.typed(data));
+      this.view.resize(s.cols, s.rows);
+      this.view.show(s.recent || '');
     },
 
-    async typeIntoTerminal() {
-      clearError($('terminal-error'));
-      const data = $('terminal-input').value + '\r';
+    // typed sends what a person types in the view to the lane, in order:
+    // keys typed while a send is under way go in the next one.
+    typed(data) {
+      if (!this.terminal || !this.terminal.available) {
+        showError($('terminal-error'), {message: 'The lane has exited: what is typed here reaches nothing.'});
+        return;
+      }
+      this.keys += data;
+      if (!this.sendingKeys) this.sendKeys();
+    },
+
+    async sendKeys() {
+      const id = this.id;
+      this.sendingKeys = true;
       try {
-        const v = await api('POST', `/v1/executions/${encodeURIComponent(this.id)}/terminal/input`, {data});
-        $('terminal-input').value = '';
-        this.showTerminal(v);
+        while (this.keys && id === this.id) {
+          const data = this.keys;
+          this.keys = '';
+          const v = await api('POST', `/v1/executions/${encodeURIComponent(id)}/terminal/input`, {data});
+          if (id === this.id) this.showTerminal(v);
+        }
+        clearError($('terminal-error'));
       } catch (err) {
-        showError($('terminal-error'), err);
+        this.keys = '';
+        if (id === this.id) showError($('terminal-error'), err);
+      } finally {
+        this.sendingKeys = false;
       }
     },
 
@@ -890,7 +1126,10 @@
       if (this.player) this.player.stop();
       try {
         const resp = await request('GET', `/v1/executions/${encodeURIComponent(this.id)}/terminal/recording`);
-        this.player = new Player(await resp.text());
+        const text = await resp.text();
+        $('rec-screen').hidden = false;
+        if (!this.recView) this.recView = new TermView($('rec-screen'), null);
+        this.player = new Player(text, this.recView);
         this.player.show();
       } catch (err) {
         showError($('terminal-error'), err);
@@ -898,22 +1137,100 @@
     },
   };
 
+  // detailOf is a labelled line of a timeline item, or nothing.
+  function detailOf(label, value) {
+    return value ? el('div', {class: 'item-detail'}, el('b', {}, label + ': '), value) : null;
+  }
+
   function portability(m) {
     const name = PORTABILITY[m.portability] || m.portability;
     return m.portability === 'adapter-scoped' && m.adapterId ? `${name}: ${m.adapterId}` : name;
   }
 
-  // Player steps through an asciicast v2 recording: output events are
-  // written to the screen with their timing; markers are shown as notes.
+  // Overlap is how much of the output shown must recur in a newer snapshot
+  // for the view to write only what follows it.
+  const OVERLAP = 256;
+
+  // TermView is a terminal emulator (xterm.js) of a lane's size showing its
+  // output: colours, cursor movement and redraws render as in a terminal.
+  // Only what a person does in it (keys, a paste, the mouse) is handed to
+  // onInput: the emulator's own answers to the program's queries are
+  // dropped, as the same output may be written into the view again.
+  class TermView {
+    constructor(host, onInput) {
+      this.term = new Terminal({
+        cols: 120, rows: 40, scrollback: 5000, fontSize: 12, disableStdin: !onInput, cursorBlink: false,
+        fontFamily: 'ui-monospace, "SFMono-Regular", "Liberation Mono", "DejaVu Sans Mono", monospace',
+        theme: {background: '#0f172a', foreground: '#e2e8f0'},
+      });
+      this.term.open(host);
+      // The buffer is there for scripts to read, the browser tests among them.
+      host.xterm = this.term;
+      this.shown = '';
+      if (!onInput) return;
+      let actedAt = -Infinity;
+      for (const type of ['keydown', 'keypress', 'beforeinput', 'input', 'paste', 'compositionend', 'mousedown', 'mouseup', 'wheel']) {
+        host.addEventListener(type, () => { actedAt = performance.now(); }, true);
+      }
+      this.term.onData((data) => {
+        if (performance.now() - actedAt < 100) onInput(data);
+      });
+    }
+
+    resize(cols, rows) {
+      if (cols && rows && (cols !== this.term.cols || rows !== this.term.rows)) this.term.resize(cols, rows);
+    }
+
+    // show brings the view to text, the lane's output as the daemon keeps
+    // it: what extends the text shown is written on; when older output has
+    // been dropped, the text after the overlap with what is shown; else
+    // the whole text afresh.
+    show(text) {
+      if (text === this.shown) return;
+      if (text.startsWith(this.shown)) {
+        this.term.write(text.slice(this.shown.length));
+      } else {
+        const anchor = this.shown.slice(-OVERLAP);
+        const at = anchor.length === OVERLAP ? text.lastIndexOf(anchor) : -1;
+        if (at >= 0) {
+          this.term.write(text.slice(at + OVERLAP));
+        } else {
+          this.term.reset();
+          this.term.write(text);
+        }
+      }
+      this.shown = text;
+    }
+
+    write(data) {
+      this.term.write(data);
+    }
+
+    clear() {
+      this.term.reset();
+      this.shown = '';
+    }
+  }
+
+  // Player steps through an asciicast v2 recording in a terminal view:
+  // output events are written with their timing, resizes applied, and the
+  // recording's own markers (the exit) shown as notes.
   class Player {
-    constructor(text) {
+    constructor(text, view) {
       const lines = text.split('\n').filter((l) => l.trim());
       if (!lines.length) throw new Error('the recording is empty');
       this.header = JSON.parse(lines[0]);
       this.events = lines.slice(1).map((l) => JSON.parse(l));
+      this.view = view;
       this.pos = 0;
-      this.screen = '';
       this.timer = null;
+      this.rewind();
+    }
+
+    rewind() {
+      this.pos = 0;
+      this.view.clear();
+      this.view.resize(this.header.width, this.header.height);
     }
 
     show() {
@@ -927,18 +1244,20 @@
       const end = n ? this.events[n - 1][0] : 0;
       $('rec-info').textContent = `${this.header.width}×${this.header.height} · event ${this.pos} of ${n} · ` +
         `${t.toFixed(2)} s of ${end.toFixed(2)} s` + (this.timer ? ' · playing' : '');
-      const screen = $('rec-screen');
-      screen.textContent = plain(this.screen);
-      screen.scrollTop = screen.scrollHeight;
       $('rec-play').textContent = this.timer ? 'Pause' : 'Play';
     }
 
     step() {
       if (this.pos >= this.events.length) return false;
       const [, code, data] = this.events[this.pos++];
-      if (code === 'o') this.screen += data;
-      else if (code === 'm') this.screen += `\n[${data}]\n`;
-      if (this.screen.length > 200000) this.screen = this.screen.slice(-200000);
+      if (code === 'o') {
+        this.view.write(data);
+      } else if (code === 'm') {
+        this.view.write(`\r\n\x1b[2m[${data}]\x1b[0m\r\n`);
+      } else if (code === 'r') {
+        const [cols, rows] = String(data).split('x').map(Number);
+        this.view.resize(cols, rows);
+      }
       return true;
     }
 
@@ -948,10 +1267,7 @@
         this.render();
         return;
       }
-      if (this.pos >= this.events.length) {
-        this.pos = 0;
-        this.screen = '';
-      }
+      if (this.pos >= this.events.length) this.rewind();
       const tick = () => {
         this.step();
         if (this.pos >= this.events.length) {
@@ -994,17 +1310,21 @@
     fill($('launch-owner-entity'), OWNER_ENTITIES.map((v) => [v, v]));
     fill($('launch-agent'), AGENTS.map((v) => [v, v]));
     fill($('launch-posture'), POSTURES);
+    launchDefaults();
 
     $('token-form').addEventListener('submit', (e) => {
       e.preventDefault();
       signIn($('token-input').value.trim()).catch((err) => showLogin(err));
     });
     $('signout').addEventListener('click', () => {
-      sessionStorage.removeItem(TOKEN_KEY);
-      token = '';
-      closeEvents();
-      detail.close();
-      showLogin();
+      localStorage.removeItem(TOKEN_KEY);
+      signedOut();
+    });
+    // Another tab of this browser signed out, or in.
+    window.addEventListener('storage', (e) => {
+      if (e.key !== TOKEN_KEY) return;
+      if (!e.newValue && token) signedOut();
+      else if (e.newValue && !token) signIn(e.newValue).catch((err) => showLogin(err));
     });
     $('filters').addEventListener('submit', (e) => {
       e.preventDefault();
@@ -1031,7 +1351,7 @@
     $('timeline-older').addEventListener('click', () => detail.loadOlder());
     $('answer-form').addEventListener('submit', (e) => {
       e.preventDefault();
-      detail.answer($('answer-text').value);
+      detail.answer($('answer-text').value, $('answer-request').textContent);
     });
     $('prompt-form').addEventListener('submit', (e) => {
       e.preventDefault();
@@ -1065,10 +1385,6 @@
       if ($('tt-records-box').open && !detail.tt) detail.loadLiveRecords();
     });
 
-    $('terminal-input-form').addEventListener('submit', (e) => {
-      e.preventDefault();
-      detail.typeIntoTerminal();
-    });
     $('rec-load').addEventListener('click', () => detail.loadRecording());
     $('rec-play').addEventListener('click', () => detail.player && detail.player.toggle());
     $('rec-step').addEventListener('click', () => detail.player && detail.player.stepOnce());
@@ -1077,7 +1393,7 @@
     window.addEventListener('hashchange', route);
 
     const fromAddress = tokenFromAddress();
-    const kept = fromAddress || sessionStorage.getItem(TOKEN_KEY) || '';
+    const kept = fromAddress || localStorage.getItem(TOKEN_KEY) || '';
     if (!kept) {
       showLogin();
       return;
