@@ -385,3 +385,29 @@ func TestLaunchDefaults(t *testing.T) {
 	}
 	b.checkNoExceptions(t)
 }
+
+// A blocked agent's reason and needs are shown while it is blocked, and on
+// its timeline item.
+func TestBlockedDetails(t *testing.T) {
+	b := newBrowser(t)
+	s := startStack(t)
+	b.signIn(t, s)
+	blocked := `signal:{"type":"blocked","payload":{"reason":"The staging database refuses connections","needs":"Network access to staging"}}`
+	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-blocked", "agent": "generic",
+		"command": []string{s.agent, blocked, "sleep:60s"}})
+	b.openExecution(t, id)
+	b.waitFor(t, 20*time.Second, "the blocked card", `!document.getElementById('blocked-card').hidden`)
+	if got := b.text(t, "#blocked-reason"); got != "The staging database refuses connections" {
+		t.Errorf("the blocked card says %q, want the reason", got)
+	}
+	if got := b.text(t, "#blocked-needs"); got != "Network access to staging" {
+		t.Errorf("the blocked card says it needs %q, want the needs", got)
+	}
+	b.waitFor(t, 10*time.Second, "the needs on the timeline item",
+		`[...document.querySelectorAll('#timeline .kind-blocked .item-detail')].some((d) => d.textContent === 'Needs: Network access to staging')`)
+
+	b.do(t, chromedp.Click(chromedp.CSS("#exec-stop")))
+	b.waitFor(t, 20*time.Second, "the end", `document.getElementById('exec-lifecycle').textContent !== 'running' && document.getElementById('exec-attention').textContent !== 'blocked'`)
+	b.waitFor(t, 10*time.Second, "the blocked card to go", `document.getElementById('blocked-card').hidden`)
+	b.checkNoExceptions(t)
+}
