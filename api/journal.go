@@ -99,15 +99,11 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// logEntry is one record of the global log with its offset.
-type logEntry struct {
-	Offset uint64          `json:"offset"`
-	Record json.RawMessage `json:"record"`
-}
-
 // readLog: GET /v1/log?fromOffset=&limit=, every journal's records in log
-// order. next is the fromOffset of the following page; null when the log
-// has no more records now.
+// order. A stored record that does not decode is an entry with its offset
+// and error instead of a record, so that a reader passes over it. next is
+// the fromOffset of the following page; null when the log has no more
+// records now.
 func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r, "fromOffset", "limit"); err != nil {
 		return err
@@ -120,26 +116,15 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries := []logEntry{}
-	var next uint64
-	for e, err := range s.cfg.Store.ReadLog(r.Context(), from) {
-		if err != nil {
-			return fmt.Errorf("read the log: %w", err)
-		}
-		if uint64(len(entries)) == limit {
-			next = e.Offset
-			break
-		}
-		data, err := json.Marshal(e.Record)
-		if err != nil {
-			return fmt.Errorf("encode the record at offset %d: %w", e.Offset, err)
-		}
-		entries = append(entries, logEntry{Offset: e.Offset, Record: data})
+	entries, more, err := readPage(s.cfg.Store.ReadLog(r.Context(), from), limit)
+	if err != nil {
+		return fmt.Errorf("read the log: %w", err)
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Entries []logEntry `json:"entries"`
-		Next    *uint64    `json:"next"`
-	}{entries, cursor(next)})
+	var next uint64
+	if more {
+		next = entries[len(entries)-1].Offset + 1
+	}
+	writeEntries(w, entries, next)
 	return nil
 }
 

@@ -113,6 +113,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody bounds a request body; DefaultMaxBody when 0.
 	MaxBody int64
+	// MaxImportBody bounds the journal file of an import (POST
+	// /v1/journals); DefaultMaxImportBody when 0.
+	MaxImportBody int64
 	// DecisionWait is how long recordObservation waits for the policy's
 	// decision, and how long a read waits for the projection to catch up
 	// with an execution it does not hold yet; DefaultDecisionWait when 0.
@@ -127,7 +130,7 @@ type Config struct {
 // DefaultConfig returns a Config with every default spelled out; the
 // required fields are left to the caller.
 func DefaultConfig() Config {
-	return Config{MaxBody: DefaultMaxBody, DecisionWait: DefaultDecisionWait, StreamWriteTimeout: DefaultStreamWriteTimeout}
+	return Config{MaxBody: DefaultMaxBody, MaxImportBody: DefaultMaxImportBody, DecisionWait: DefaultDecisionWait, StreamWriteTimeout: DefaultStreamWriteTimeout}
 }
 
 // Validate reports every problem with c at once.
@@ -151,6 +154,9 @@ func (c Config) Validate() error {
 	if c.MaxBody < 0 {
 		errs = append(errs, fmt.Errorf("api: MaxBody %d is negative (want a size in bytes, or 0 for %d)", c.MaxBody, DefaultMaxBody))
 	}
+	if c.MaxImportBody < 0 {
+		errs = append(errs, fmt.Errorf("api: MaxImportBody %d is negative (want a size in bytes, or 0 for %d)", c.MaxImportBody, DefaultMaxImportBody))
+	}
 	if c.DecisionWait < 0 {
 		errs = append(errs, fmt.Errorf("api: DecisionWait %s is negative (want a duration, or 0 for %s)", c.DecisionWait, DefaultDecisionWait))
 	}
@@ -163,6 +169,9 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxImportBody == 0 {
+		c.MaxImportBody = DefaultMaxImportBody
 	}
 	if c.DecisionWait == 0 {
 		c.DecisionWait = DefaultDecisionWait
@@ -264,6 +273,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}/records", fullToken, s.records)
 	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)
 	s.handle("GET /v1/log", fullToken, s.readLog)
+	s.handle("GET /v1/journals", fullToken, s.listJournals)
+	s.handle("POST /v1/journals", fullToken, s.importJournal)
+	s.handle("GET /v1/journals/{id}", fullToken, s.readJournal)
+	s.handle("GET /v1/journals/{id}/entries", fullToken, s.journalEntries)
 	s.handle("POST /v1/projections/rebuild", fullToken, s.rebuild)
 	s.handle("GET /v1/events", streamToken, s.events)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,12 +50,18 @@ func (c *Client) Close() error {
 }
 
 // Request sends one request to path (with the query, when not empty): in,
-// when not nil, as the JSON body. It returns the response, which the
+// when not nil, as the JSON body, or as it is when it is an io.Reader (the
+// header then gives its Content-Type). It returns the response, which the
 // caller closes, when its status is 2xx, and an *Error otherwise. It is the
 // way to a route this package has no method for.
 func (c *Client) Request(ctx context.Context, method, path string, query url.Values, in any, header http.Header) (*http.Response, error) {
 	var body io.Reader
-	if in != nil {
+	raw := false
+	switch v := in.(type) {
+	case nil:
+	case io.Reader:
+		body, raw = v, true
+	default:
 		data, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("encode the request: %w", err)
@@ -73,7 +80,7 @@ func (c *Client) Request(ctx context.Context, method, path string, query url.Val
 		req.Header[k] = vs
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	if in != nil {
+	if in != nil && !raw {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
@@ -387,9 +394,15 @@ func (e *LogEntry) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Offset uint64          `json:"offset"`
 		Record json.RawMessage `json:"record"`
+		Error  string          `json:"error"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
+	}
+	if raw.Record == nil && raw.Error != "" {
+		// An entry of a page of the log or a journal (LogEntries,
+		// Entries yield it as an *eventstore.OffsetError).
+		return &eventstore.OffsetError{Offset: raw.Offset, Err: errors.New(raw.Error)}
 	}
 	r, err := eventstore.Decode(raw.Record)
 	if err != nil {

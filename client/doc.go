@@ -4,10 +4,12 @@
 //
 // It owns the wire: requests, the API's error shape, which it returns as
 // *Error (errors.Is matches it against ErrNotFound, ErrConflict, ErrDamaged,
-// ErrDiskFull, …), the NDJSON progress of a rebuild and the Server-Sent
-// Events of GET /v1/events, read one connection at a time (Events) or
-// followed across reconnections from a log offset (Follow). The agentjournal
-// CLI calls the daemon through it and nothing else.
+// ErrDiskFull, …), the NDJSON progress of a rebuild, the pages of journals
+// and of the log, read as one sequence (Entries, LogEntries) or followed
+// (FollowLog), journal files sent whole (ImportJournal), and the
+// Server-Sent Events of GET /v1/events, read one connection at a time
+// (Events) or followed across reconnections from a log offset (Follow). The
+// agentjournal CLI calls the daemon through it and nothing else.
 //
 // It does not own the meaning of what it carries: states, timeline items,
 // summaries, filters and records are the types of the execution,

@@ -82,17 +82,18 @@ func waitHealth(t *testing.T, url string, ok func(map[string]any) bool) map[stri
 }
 
 // TestCommandBesideTheDaemon: a command that needs the data directory
-// itself, run while the daemon serves it, says so and names what works
-// instead, rather than the bare lock error.
+// itself (run), run while the daemon serves it, says so and names what
+// works instead, rather than the bare lock error. The commands that read
+// or write journals go through the daemon instead (through_daemon_test.go).
 func TestCommandBesideTheDaemon(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url, _, _ := startServe(t, dir)
-	r := run(t, dir, "journal", "ls")
+	r := run(t, dir, "run", "--", "/bin/true")
 	if r.code != exitError {
-		t.Fatalf("journal ls beside the daemon: exit %d, want %d", r.code, exitError)
+		t.Fatalf("run beside the daemon: exit %d, want %d; stderr %q", r.code, exitError, r.stderr)
 	}
-	for _, want := range []string{"served by the agentjournal daemon at " + url, "ls, show, timeline, logs or tail", "--nats-url"} {
+	for _, want := range []string{"served by the agentjournal daemon at " + url, "launch runs an agent in the daemon as run does", "--nats-url"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q does not say %q", r.stderr, want)
 		}

@@ -73,7 +73,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 		return demoSpec.usageErr(fs, "--owner %q: %v", *owner, err)
 	}
 
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		written, err := writeDemo(ctx, s, ref, demoRecords(ref, now().UTC()))
 		if err != nil {
 			return err
@@ -106,8 +106,14 @@ func ownerEntityList() string {
 // writeDemo ensures the journal with the header (records[0]) and appends the
 // records not stored yet, so a rerun with the same seed writes nothing, even
 // after the log's duplicate window has passed. It returns how many records
-// it wrote.
+// it wrote. Through a daemon the demo journal, whole and with the policy's
+// decisions in it, is imported: the daemon takes no single appends, and
+// its import writes what is not stored yet just as well.
 func writeDemo(ctx context.Context, s eventstore.Store, ref eventstore.Reference, records []eventstore.Record) (int, error) {
+	if im, ok := s.(journalImporter); ok {
+		res, err := im.ImportJournal(ctx, records)
+		return res.Written, err
+	}
 	stored := map[string]bool{}
 	for e, err := range s.ReadJournal(ctx, ref, 1) {
 		if errors.Is(err, eventstore.ErrJournalNotFound) {
@@ -148,7 +154,10 @@ func demoRecords(ref eventstore.Reference, now time.Time) []eventstore.Record {
 	}
 
 	b.add(0, &eventstore.Header{
-		AgentID: "claude-code",
+		// Filled in as the store fills it: the journal is whole, ready to
+		// be imported as well as appended.
+		JournalKind: "agent-execution-interaction-journal",
+		AgentID:     "claude-code",
 		ProtocolDescriptor: eventstore.ProtocolDescriptor{
 			Posture: eventstore.PostureStructuredInteractive,
 			Messages: []eventstore.MessageDescriptor{

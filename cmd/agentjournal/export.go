@@ -42,7 +42,7 @@ func (c *JournalExportCommand) Run(ctx context.Context, args []string) error {
 	if *out == "" {
 		return journalExportSpec.usageErr(fs, "missing --out DIR (want the directory to write the journal file into)")
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		ref, err := lookup(ctx, s, id, c.env)
 		if err != nil {
 			return err

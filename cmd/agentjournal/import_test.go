@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/journalfile"
 )
 
 // exportDemo writes a demo journal into a fresh data directory, exports it
@@ -165,7 +166,7 @@ func TestImportRejectsBadFiles(t *testing.T) {
 			})
 			return lines
 		}, []string{"line 7: belongs to journal", "ae-somebody-else", "of line 1"}},
-		{"line over the size limit", bigText(maxImportLine + 10), []string{"line 4: longer than", "1048576"}},
+		{"line over the size limit", bigText(journalfile.MaxLine + 10), []string{"line 4: longer than", "1048576"}},
 		{"record over the size limit", bigText(eventstore.DefaultMaxRecordSize), []string{"line 4: record is", "at most 1048576 bytes"}},
 		{"malformed JSON", func(t *testing.T, lines []string) []string {
 			lines[2] = `{"recordId": "rec-1", `

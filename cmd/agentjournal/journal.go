@@ -91,7 +91,7 @@ func (c *JournalLsCommand) Run(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return journalLsSpec.usageErr(fs, "unexpected argument %q (journal ls takes no arguments)", pos[0])
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		refs, err := s.Journals(ctx)
 		if err != nil {
 			return err
@@ -153,7 +153,7 @@ func (c *JournalCatCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		ref, err := lookup(ctx, s, id, c.env)
 		if err != nil {
 			return err

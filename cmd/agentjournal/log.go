@@ -25,7 +25,8 @@ journals; the sequence is its position in its own journal. Each line shows the
 offset, the agentExecutionId, the sequence, the time, the record type and a
 summary. With --json, print {"offset":N,"record":{...}} per line, the record
 exactly as stored. With --follow, keep printing records as they are appended
-until interrupted (Ctrl-C), or until --limit records were printed.
+until interrupted (Ctrl-C), or until --limit records were printed; beside a
+running daemon, log asks it for new records every 200 ms.
 
 A stored record that cannot be decoded (written by something other than
 agentjournal, or by a newer version) is reported on stderr with its offset
@@ -50,7 +51,7 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 	if *limit < 0 {
 		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		bad := &undecodable{w: c.env.Stderr}
 		if *follow {
 			err = followLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)

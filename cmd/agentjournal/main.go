@@ -290,7 +290,9 @@ func shellQuote(s string) string {
 }
 
 // lockedByDaemon words a data directory lock held by the daemon that
-// serves it: what to use instead, rather than the bare lock error.
+// serves it: what to use instead, rather than the bare lock error. The
+// commands that read or write journals go through the daemon
+// (withJournals); this reaches the ones that need the directory itself.
 func (e *Env) lockedByDaemon(locked *bus.LockedError) error {
 	data, err := os.ReadFile(filepath.Join(e.DataDir, daemonFile))
 	if err != nil {
@@ -301,7 +303,8 @@ func (e *Env) lockedByDaemon(locked *bus.LockedError) error {
 		return locked
 	}
 	return fmt.Errorf("data directory %s is served by the agentjournal daemon at %s (process %d), which holds it locked; "+
-		"this command reads the log itself and cannot run beside it: read through the daemon with ls, show, timeline, logs or tail, "+
-		"or stop the daemon first; a daemon started with --nats-listen ADDR lets it run with --nats-url nats://ADDR --nats-secret-file %s --data OTHER_DIR",
+		"this command opens the data directory itself and cannot run beside the daemon: launch runs an agent in the daemon as run does "+
+		"(the commands that read or write journals, ls, show and timeline work through the daemon), or stop the daemon first; "+
+		"a daemon started with --nats-listen ADDR lets it run with --nats-url nats://ADDR --nats-secret-file %s --data OTHER_DIR",
 		e.DataDir, info.URL, info.PID, shellQuote(filepath.Join(e.DataDir, "nats-secret")))
 }

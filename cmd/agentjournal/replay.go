@@ -44,7 +44,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		ref, err := lookup(ctx, s, id, c.env)
 		if err != nil {
 			return err

@@ -120,8 +120,9 @@ Global flags (before the command):
 The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
 agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
-launch, send, observe, stop and tail talk to the daemon, and ls, show and timeline
-read through it.
+launch, send, observe, stop and tail talk to the daemon, and ls, show, timeline,
+journal, log, replay, demo and rebuild work through it, printing what they print
+without one.
 
 Example:
   agentjournal demo

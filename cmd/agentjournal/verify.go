@@ -40,7 +40,7 @@ func (c *JournalVerifyCommand) Run(ctx context.Context, args []string) error {
 	if len(pos) > 1 {
 		return journalVerifySpec.usageErr(fs, "too many arguments %q (want at most one execution ID)", pos)
 	}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
+	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		var refs []eventstore.Reference
 		if len(pos) == 1 {
 			ref, err := s.Lookup(ctx, pos[0])

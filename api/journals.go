@@ -1,0 +1,203 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"net/http"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/journalfile"
+)
+
+const (
+	// DefaultMaxImportBody bounds the journal file of an import when
+	// Config.MaxImportBody is 0.
+	DefaultMaxImportBody = 64 << 20
+	// maxPageBytes ends a page of entries early, after the entry that
+	// takes it past this size: a page of large records stays a few MiB
+	// whatever its limit.
+	maxPageBytes = 4 << 20
+)
+
+// listJournals: GET /v1/journals, every journal the log holds, with its
+// record count.
+func (s *Server) listJournals(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	refs, err := s.cfg.Store.Journals(r.Context())
+	if err != nil {
+		return err
+	}
+	if refs == nil {
+		refs = []eventstore.Reference{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Journals []eventstore.Reference `json:"journals"`
+	}{refs})
+	return nil
+}
+
+// readJournal: GET /v1/journals/{id}, the reference of the journal of
+// execution id, with its record count. An unknown one is 404 in the
+// store's words, as the CLI prints them without a daemon.
+func (s *Server) readJournal(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	ref, err := s.cfg.Store.Lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ref)
+	return nil
+}
+
+// journalEntries: GET /v1/journals/{id}/entries?fromSeq=&limit=, the
+// journal's records with their log offsets, oldest first. A stored record
+// that does not decode is an entry with its offset and error instead of a
+// record, and holds its sequence. next is the fromSeq of the following
+// page; null when the journal has no more records now.
+func (s *Server) journalEntries(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "fromSeq", "limit"); err != nil {
+		return err
+	}
+	from, err := uintParam(r, "fromSeq", 1, 1, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	if err != nil {
+		return err
+	}
+	ref, err := s.cfg.Store.Lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	entries, more, err := readPage(s.cfg.Store.ReadJournal(r.Context(), ref, from), limit)
+	if err != nil {
+		return err
+	}
+	var next uint64
+	if more {
+		// Every entry holds one sequence, a record that does not decode
+		// too.
+		next = from + uint64(len(entries))
+	}
+	writeEntries(w, entries, next)
+	return nil
+}
+
+// logEntry is one entry of a page of the log or of a journal: a record
+// with its log offset, or, for a stored record that does not decode, the
+// offset and why instead of the record.
+type logEntry struct {
+	Offset uint64          `json:"offset"`
+	Record json.RawMessage `json:"record,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// readPage reads up to limit entries, and fewer once they pass
+// maxPageBytes, and says whether the read has more. A record that does not
+// decode is an entry with its error. Another error ends the page before
+// it, so that the next page is the one that answers it; an error before
+// any entry is the answer.
+func readPage(entries iter.Seq2[eventstore.Entry, error], limit uint64) (page []logEntry, more bool, err error) {
+	page = []logEntry{}
+	size := 0
+	for e, err := range entries {
+		var oe *eventstore.OffsetError
+		entry := logEntry{Offset: e.Offset}
+		switch {
+		case errors.As(err, &oe):
+			entry.Offset, entry.Error = oe.Offset, oe.Err.Error()
+		case err != nil && len(page) > 0:
+			return page, true, nil
+		case err != nil:
+			return nil, false, err
+		default:
+			data, err := eventstore.Encode(e.Record)
+			if err != nil {
+				return nil, false, fmt.Errorf("encode the record at offset %d: %w", e.Offset, err)
+			}
+			entry.Record = data
+		}
+		if uint64(len(page)) == limit || (len(page) > 0 && size+len(entry.Record)+len(entry.Error) > maxPageBytes) {
+			return page, true, nil
+		}
+		size += len(entry.Record) + len(entry.Error)
+		page = append(page, entry)
+	}
+	return page, false, nil
+}
+
+// writeEntries answers a page of entries and the cursor of the next one.
+func writeEntries(w http.ResponseWriter, entries []logEntry, next uint64) {
+	writeJSON(w, http.StatusOK, struct {
+		Entries []logEntry `json:"entries"`
+		Next    *uint64    `json:"next"`
+	}{entries, cursor(next)})
+}
+
+// importResult answers an import.
+type importResult struct {
+	// Journal is the imported journal's reference.
+	Journal eventstore.Reference `json:"journal"`
+	// Records is how many records the file holds; Written how many of
+	// them this import wrote (0: the journal was already stored).
+	Records int `json:"records"`
+	Written int `json:"written"`
+}
+
+// importJournal: POST /v1/journals, a journal file (JSONL, as 'journal
+// export' writes it) as the body. Every line is checked before anything is
+// written, and the records are written in one atomic write. A journal
+// already stored with the same records is 200 with written 0; one that
+// holds the first records of the file gets the rest (201); one with other
+// records is refused 409.
+func (s *Server) importJournal(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	store, ok := s.cfg.Store.(journalfile.Store)
+	if !ok {
+		return &apiError{status: http.StatusNotImplemented, code: codeInternal, message: "this daemon's journal store cannot import journals"}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxImportBody)
+	records, err := journalfile.Read(r.Body)
+	var tooBig *http.MaxBytesError
+	var bad *journalfile.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			message: fmt.Sprintf("the journal file is larger than %d bytes, the most this daemon takes in one import; nothing was imported "+
+				"(stop the daemon and run 'agentjournal journal import FILE', which writes to the data directory itself)", tooBig.Limit)}
+	case errors.As(err, &bad), errors.Is(err, journalfile.ErrEmpty):
+		return invalidField("(body)", nil, "the journal file was refused, nothing was imported: %v", err)
+	case err != nil:
+		return err
+	}
+	if err := s.refuseDamaged(records[0].RecordBase().AgentExecutionID); err != nil {
+		return err
+	}
+	// An import that the client abandons is atomic too: the log takes all
+	// of it or nothing.
+	res, err := journalfile.Import(r.Context(), store, records)
+	switch {
+	case errors.Is(err, journalfile.ErrDifferentJournal), errors.Is(err, eventstore.ErrConflict):
+		return conflict("%v", err)
+	case errors.Is(err, eventstore.ErrBatchTooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
+	case err != nil:
+		return err
+	}
+	status := http.StatusCreated
+	if res.Written == 0 {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, importResult{Journal: res.Reference, Records: res.Records, Written: res.Written})
+	return nil
+}
