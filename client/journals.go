@@ -148,11 +148,16 @@ func (c *Client) FollowLog(ctx context.Context, fromOffset uint64, poll time.Dur
 			if len(batch) > 0 && !yield(batch, nil) {
 				return
 			}
-			if len(page) > 0 {
-				from = page[len(page)-1].Offset + 1
+			if next > 0 && next <= from {
+				yield(nil, fmt.Errorf("the daemon's page of the log from offset %d names %d as the next one", from, next))
+				return
 			}
 			if next > 0 {
+				from = next
 				continue // more now
+			}
+			if len(page) > 0 {
+				from = page[len(page)-1].Offset + 1
 			}
 			select {
 			case <-ctx.Done():

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 
+	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
@@ -35,7 +37,7 @@ other records is refused. A journal that holds the first records of FILE
 (an import interrupted before atomic writes) gets the rest.
 
 Beside a running daemon FILE is checked here and then imported through the
-daemon, the same way; the daemon takes a file of at most 64 MiB (stop it to
+daemon, the same way; the daemon takes a file of at most ` + strconv.Itoa(api.DefaultMaxImportBody>>20) + ` MiB (stop it to
 import a larger one).`,
 	Example: "agentjournal journal import ./backup/agent-journals/ae-0123456789abcdef01234567.interaction.jsonl",
 }
