@@ -311,11 +311,22 @@
     }
   });
 
+  // rendered caches sanitized HTML by message text: the timeline is drawn
+  // again on every change.
+  const rendered = new Map();
+
   // markdown renders an agent's message: Markdown (marked, GitHub's
   // flavour, a newline a line break) made into sanitized HTML (DOMPurify).
   function markdown(text) {
+    text = text || '';
+    let html = rendered.get(text);
+    if (html === undefined) {
+      html = DOMPurify.sanitize(marked.parse(text, {gfm: true, breaks: true, async: false}), SANITIZE);
+      if (rendered.size >= 1000) rendered.clear();
+      rendered.set(text, html);
+    }
     const box = el('div', {class: 'item-text markdown'});
-    box.innerHTML = DOMPurify.sanitize(marked.parse(text || '', {gfm: true, breaks: true, async: false}), SANITIZE);
+    box.innerHTML = html;
     return box;
   }
 
@@ -663,7 +674,7 @@
     renderTimeline(items, live) {
       const box = $('timeline-box');
       const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-      const open = live && this.canAnswer() ? this.state.currentInputRequestId : '';
+      const open = live ? this.state.currentInputRequestId : '';
       $('timeline').replaceChildren(...items.map((it) => {
         const meta = [];
         if (it.source) meta.push(it.source);
@@ -681,7 +692,7 @@
           it.kind === 'chat' ? markdown(it.text) : el('div', {class: 'item-text'}, it.text),
           detailOf('Reason', it.reason !== it.text && it.reason),
           detailOf('Needs', it.needs),
-          this.choicesOf(it, label === 'open'),
+          this.choicesOf(it, label === 'open' && this.canAnswer()),
           meta.length ? el('div', {class: 'item-meta muted'}, meta.join(' · ')) : null);
       }));
       $('timeline-older').hidden = !live || this.older === null;
@@ -985,6 +996,7 @@
       const id = this.id;
       const ctl = new AbortController();
       this.outputFollow = ctl;
+      let ended = false;
       try {
         const resp = await request('GET', `/v1/executions/${encodeURIComponent(id)}/output?tail=${OUTPUT_LINES}&follow=1`, undefined, ctl.signal);
         clearError($('output-error'));
@@ -999,15 +1011,17 @@
           const got = lines.filter((l) => l.trim()).map((l) => JSON.parse(l));
           if (got.length) this.addOutput(got);
         }
+        ended = true;
       } catch (err) {
         if (err.name !== 'AbortError' && id === this.id) showError($('output-error'), err);
       } finally {
         if (this.outputFollow === ctl) {
           this.outputFollow = null;
           // The stream ends once the execution has ended and its last line
-          // is sent, or when the connection drops: the next refresh reads
-          // the last lines, or follows again, as the state then says.
-          this.changed();
+          // is sent, or when the daemon lets it go: the refresh reads the
+          // last lines, or follows again, as the state then says. After a
+          // refusal the next event about the execution tries again.
+          if (ended) this.changed();
         }
       }
     },
@@ -1040,7 +1054,7 @@
       $('output-note').textContent = st.terminalAttached && !this.output.length
         ? 'on a terminal lane: its output is in the terminal below'
         : `stderr and plain stdout, the last ${OUTPUT_LINES} lines` + (following ? ', live' : '');
-      $('output-card').hidden = !(this.output.length || failed);
+      $('output-card').hidden = !(this.output.length || failed || !$('output-error').hidden);
     },
 
     // ---- the terminal lane ----
@@ -1086,6 +1100,8 @@
       $('terminal-state').textContent = `${s.id} · ${s.cols}×${s.rows} · ` +
         (s.dead ? `exited${s.exitCode !== undefined ? ' with ' + s.exitCode : ''}` : 'running · click the terminal to type into it') + ` · ${command}`;
       $('terminal-state').title = s.command;
+      // The emulator measures its cells when made: in view, not hidden.
+      $('terminal-card').hidden = false;
       if (!this.view) this.view = new TermView($('terminal-output'), (data) => this.typed(data));
       this.view.resize(s.cols, s.rows);
       this.view.show(s.recent || '');
