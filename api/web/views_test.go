@@ -242,15 +242,25 @@ func TestPlainOutputBesideFailure(t *testing.T) {
 	s := startStack(t)
 	b.signIn(t, s)
 	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-out", "agent": "generic",
-		"command": []string{s.agent, "say:building the project", "err:error: config.yaml: \x1b[31mno such file", "echo:1", "err:giving up", "exit:3"}})
+		"command": []string{s.agent, "say:building the project", "err:error: config.yaml: \x1b[31mno such file", "echo:1",
+			"err:retrying without it", "echo:1", "err:giving up", "exit:3"}})
 	b.openExecution(t, id)
 	lines := `[...document.querySelectorAll('#output-lines .line')].map((l) => l.className + ' ' + l.textContent)`
 	b.waitFor(t, 20*time.Second, "the output so far", `!document.getElementById('output-card').hidden && `+lines+`.some((l) => l.includes('config.yaml'))`)
 	if note := b.text(t, "#output-note"); !strings.Contains(note, "live") {
 		t.Errorf("the output says %q while the agent runs, want it followed live", note)
 	}
-	// The agent goes on once it reads a message: its lines come live.
-	s.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "prompt", "payload": map[string]any{"text": "go on"}}, nil)
+	// The agent goes on each time it reads a message: its lines come
+	// while it runs.
+	goOn := func() {
+		s.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "prompt", "payload": map[string]any{"text": "go on"}}, nil)
+	}
+	goOn()
+	b.waitFor(t, 20*time.Second, "a line printed while the view is open", lines+`.some((l) => l.includes('retrying without it'))`)
+	if lc := b.text(t, "#exec-lifecycle"); lc != "running" {
+		t.Fatalf("the execution is %s, want it running still (it waits for a message)", lc)
+	}
+	goOn()
 	b.waitFor(t, 20*time.Second, "the failure", `document.getElementById('exec-lifecycle').textContent === 'failed' && `+lines+`.some((l) => l.includes('giving up'))`)
 
 	check := func(t *testing.T) {
@@ -272,7 +282,7 @@ func TestPlainOutputBesideFailure(t *testing.T) {
 				stdout = append(stdout, rest)
 			}
 		}
-		wantErr := []string{`error: config.yaml: \x1b[31mno such file`, "giving up"}
+		wantErr := []string{`error: config.yaml: \x1b[31mno such file`, "retrying without it", "giving up"}
 		if !slices.Equal(stderr, wantErr) || len(stdout) == 0 || stdout[0] != "building the project" {
 			t.Errorf("the output shows:\n%s\nwant stdout from %q and stderr %q", strings.Join(got, "\n"), "building the project", wantErr)
 		}
