@@ -299,9 +299,12 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 			continue
 		}
 		st, err := rt.replay(ctx, ref)
-		if errors.Is(err, eventstore.ErrGap) {
-			// A damaged journal is left as it is, for a person to restore:
-			// appending to it would build on a hole. The others go on.
+		var undecodable *eventstore.OffsetError
+		if errors.Is(err, eventstore.ErrGap) || errors.As(err, &undecodable) {
+			// A damaged journal (records missing, or one that does not
+			// decode) is left as it is, for a person to restore: appending
+			// to it would build on a hole, or on a state that misses what
+			// the record said. The others go on.
 			rt.cfg.Logger.Error("recover: skip a damaged journal", "execution", ref.AgentExecutionID, "err", err)
 			continue
 		}

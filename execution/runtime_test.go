@@ -508,28 +508,37 @@ func TestRecoverHostedNeedsHostDir(t *testing.T) {
 	}
 }
 
-// TestRecoverSkipsADamagedJournal: a journal with records missing is left
-// for a person to restore, not built on; the other orphans are recovered.
+// TestRecoverSkipsADamagedJournal: a journal with records missing, or with
+// a record that does not decode, is left for a person to restore, not
+// built on; the other orphans are recovered.
 func TestRecoverSkipsADamagedJournal(t *testing.T) {
 	b := fixtures.StartNATS(t)
 	s := openStore(t, b)
 	ctx := context.Background()
 	var refs []eventstore.Reference
-	for _, id := range []string{"ae-sound", "ae-damaged"} {
+	for _, id := range []string{"ae-sound", "ae-gap", "ae-undecodable"} {
 		refs = append(refs, orphanJournal(t, s, id, nil, true))
 	}
-	damaged := refs[1]
-	fixtures.PublishPastTheEnd(t, b, damaged, 5)
+	fixtures.PublishPastTheEnd(t, b, refs[1], 5)
+	subj, err := refs[2].Subject(bus.SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, subj, []byte(`{"sequence":4,"type":"message.accepted","bogus":1}`)); err != nil {
+		t.Fatal(err)
+	}
 	recovered, err := execution.NewRuntime(execution.Config{Store: s}).Recover(ctx, execution.RecoverAll)
 	if err != nil || fmt.Sprint(recovered) != "[ae-sound]" {
 		t.Fatalf("recovered %v, %v; want [ae-sound] and no error", recovered, err)
 	}
-	after, err := s.Lookup(ctx, damaged.AgentExecutionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.RecordCount != 3 {
-		t.Fatalf("the damaged journal holds %d records, want its 3: nothing appended", after.RecordCount)
+	for _, damaged := range refs[1:] {
+		after, err := s.Lookup(ctx, damaged.AgentExecutionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.RecordCount != 3 {
+			t.Errorf("the damaged journal %s holds %d records, want its 3: nothing appended", damaged.AgentExecutionID, after.RecordCount)
+		}
 	}
 }
 
