@@ -192,7 +192,11 @@ func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
 		it.Choices = ni.Choices
 	}
 	if b, ok := r.Signal.Payload.(*eventstore.BlockedSignal); ok {
-		s.LastBlocked = &Blocked{Reason: b.Reason, Needs: b.Needs}
+		if MovesState(r.Confidence) {
+			// A weaker one blocks nothing, and must not lend its words
+			// to a state change made for a stronger one before it.
+			s.LastBlocked = &Blocked{Reason: b.Reason, Needs: b.Needs}
+		}
 		it.Reason, it.Needs = b.Reason, b.Needs
 	}
 	return []TimelineItem{it}
@@ -228,6 +232,22 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		// change how the execution ended.
 		return nil
 	}
+	attention, activity, request := r.Attention, r.Activity, r.CurrentInputRequestID
+	if on, final := EndEvent(r.Lifecycle); final {
+		if m := NextAttention(s, on); m.Moves {
+			// The attention table, not the record, says how an end leaves
+			// the attention: an end recorded without it, or before the
+			// decision on a claim the agent made just before it, ends the
+			// same way.
+			attention = m.To
+			if m.Request == RequestClosed {
+				request = eventstore.ClearInputRequest()
+			}
+		}
+		// Nothing works once the process is gone, whatever phase the
+		// agent said it was in last, and however late that was decided.
+		activity = eventstore.ActivityIdle
+	}
 	if r.Lifecycle != "" && r.Lifecycle != s.Lifecycle {
 		changes = append(changes, "lifecycle "+string(s.Lifecycle)+" → "+string(r.Lifecycle))
 		s.Lifecycle = r.Lifecycle
@@ -238,28 +258,31 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 			s.Latest.endRun()
 		}
 	}
-	if r.Attention != "" && r.Attention != s.Attention {
-		changes = append(changes, "attention "+string(s.Attention)+" → "+string(r.Attention))
-		s.Attention = r.Attention
+	if attention != "" && attention != s.Attention {
+		changes = append(changes, "attention "+string(s.Attention)+" → "+string(attention))
+		s.Attention = attention
 	}
 	switch {
 	case s.Attention != eventstore.AttentionBlocked:
 		s.Blocked = nil
-	case r.Attention == eventstore.AttentionBlocked:
+	case attention == eventstore.AttentionBlocked:
 		// Blocked again, maybe for another reason.
 		s.Blocked = s.blockedBy(r.Reason)
 	}
-	if r.Activity != "" && r.Activity != s.Activity {
-		changes = append(changes, "activity "+string(s.Activity)+" → "+string(r.Activity))
-		s.Activity = r.Activity
+	if activity != "" && activity != s.Activity {
+		changes = append(changes, "activity "+string(s.Activity)+" → "+string(activity))
+		s.Activity = activity
 	}
-	if r.CurrentInputRequestID.Set && r.CurrentInputRequestID.ID != s.CurrentInputRequestID {
-		if r.CurrentInputRequestID.ID == "" {
+	if request.Set && request.ID != s.CurrentInputRequestID {
+		switch {
+		case request.ID != "":
+			changes = append(changes, "input request "+request.ID+" open")
+		case s.Lifecycle.Final():
+			changes = append(changes, "input request "+s.CurrentInputRequestID+" closed unanswered")
+		default:
 			changes = append(changes, "input request "+s.CurrentInputRequestID+" answered")
-		} else {
-			changes = append(changes, "input request "+r.CurrentInputRequestID.ID+" open")
 		}
-		s.CurrentInputRequestID = r.CurrentInputRequestID.ID
+		s.CurrentInputRequestID = request.ID
 		s.CurrentInputQuestion = ""
 		if s.CurrentInputRequestID != "" && s.LastInputRequest.RequestID == s.CurrentInputRequestID {
 			s.CurrentInputQuestion = s.LastInputRequest.Question
@@ -273,7 +296,7 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		text += " (" + r.Reason + ")"
 	}
 	it := item(r, ItemState, text)
-	it.Lifecycle, it.Attention = r.Lifecycle, r.Attention
+	it.Lifecycle, it.Attention = r.Lifecycle, attention
 	return []TimelineItem{it}
 }
 

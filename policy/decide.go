@@ -33,9 +33,6 @@ func DecisionID(prefix, id string) string {
 	return prefix + hex.EncodeToString(sum[:16])
 }
 
-// strongConfidence lists the confidences trusted to move state.
-var strongConfidence = []eventstore.Confidence{eventstore.ConfidenceAuthoritative, eventstore.ConfidenceHigh}
-
 // Decide applies the policy to an observation given the state replayed from
 // every record before it. It is pure: the same inputs give the same outcome.
 func Decide(st *execution.State, obs *eventstore.Observation) Outcome {
@@ -52,13 +49,12 @@ func Decide(st *execution.State, obs *eventstore.Observation) Outcome {
 	return o.outcome()
 }
 
-// DecideMessage applies the policy to an accepted message. Only a message
-// that answers an input request needs a decision; ok is false otherwise.
+// DecideMessage applies the policy to an accepted message. A message that
+// answers an input request always gets a decision; any other gets one only
+// when it moves the attention (a message to a blocked agent, or to one
+// whose claim waits for the owner); ok is false otherwise.
 func DecideMessage(st *execution.State, m *eventstore.MessageAccepted) (out Outcome, ok bool) {
 	req := execution.AnsweredRequest(m)
-	if req == "" {
-		return Outcome{}, false
-	}
 	if d, done := st.Decisions[m.MessageID]; done {
 		return Outcome{Duplicate: true, Decision: &eventstore.Decision{
 			Base:       eventstore.Base{Sequence: d.Sequence},
@@ -68,13 +64,30 @@ func DecideMessage(st *execution.State, m *eventstore.MessageAccepted) (out Outc
 	o := &outcomeBuilder{st: st, decision: &eventstore.Decision{DecisionID: DecisionID("dec-msg-", m.MessageID), MessageID: m.MessageID}}
 	switch {
 	case st.Lifecycle.Final():
+		if req == "" {
+			return Outcome{}, false
+		}
 		o.set(eventstore.ActionReject, fmt.Sprintf("answer to %s arrived after the execution was %s", req, st.Lifecycle))
-	case req != st.CurrentInputRequestID:
-		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("answers %s, which is not the open input request", req))
-	default:
+	case req != "" && req == st.CurrentInputRequestID:
+		mv := execution.NextAttention(st, execution.OnAnswer)
 		o.set(eventstore.ActionUpdateState, "operator answered "+req)
-		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
-			CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "answered " + req})
+		o.move(mv, &eventstore.StateChanged{Reason: "answered " + req})
+	default:
+		mv := execution.NextAttention(st, execution.OnMessage)
+		var what []string
+		if req != "" {
+			what = append(what, fmt.Sprintf("answers %s, which is not the open input request", req))
+		}
+		switch {
+		case mv.Moves:
+			what = append(what, fmt.Sprintf("a %s message to the agent ends %s", m.Source, st.Attention))
+			o.set(eventstore.ActionUpdateState, strings.Join(what, "; "))
+			o.move(mv, &eventstore.StateChanged{Reason: fmt.Sprintf("%s message %s", m.Source, m.MessageID)})
+		case req != "":
+			o.set(eventstore.ActionRecordOnly, strings.Join(what, "; "))
+		default:
+			return Outcome{}, false
+		}
 	}
 	return o.outcome(), true
 }
@@ -89,14 +102,50 @@ func (o *outcomeBuilder) set(a eventstore.DecisionAction, reason string) {
 	o.decision.Action, o.decision.Reason = a, reason
 }
 
+// maxOutcomeRecords bounds the records one decision appends: an owner
+// effect and a state change, or an activity update and a state change.
+const maxOutcomeRecords = 2
+
 // key derives the record id of the n-th follow-up record from the decision.
 func (o *outcomeBuilder) key(kind eventstore.Kind) string {
-	return eventstore.RecordID(o.st.Journal.JournalID, kind, fmt.Sprintf("%s#%d", o.decision.DecisionID, len(o.records)))
+	if len(o.records) >= maxOutcomeRecords {
+		panic(fmt.Sprintf("policy: decision %s appends more than %d records", o.decision.DecisionID, maxOutcomeRecords))
+	}
+	return eventstore.RecordID(o.st.Journal.JournalID, kind, recordKey(o.decision.DecisionID, len(o.records)))
+}
+
+// recordKey is the natural key of the n-th record a decision appends.
+func recordKey(decisionID string, n int) string {
+	return fmt.Sprintf("%s#%d", decisionID, n)
 }
 
 func (o *outcomeBuilder) state(r *eventstore.StateChanged) {
 	r.RecordID = o.key(eventstore.KindStateChanged)
 	o.records = append(o.records, r)
+}
+
+// move adds the state change that carries out an attention move onto r,
+// which holds the rest of the change; nothing when it does not move.
+func (o *outcomeBuilder) move(mv execution.AttentionMove, r *eventstore.StateChanged) {
+	if !mv.Moves {
+		if r.Activity != "" || r.Lifecycle != "" {
+			o.state(r)
+		}
+		return
+	}
+	r.Attention = mv.To
+	switch mv.Request {
+	case execution.RequestClosed:
+		r.CurrentInputRequestID = eventstore.ClearInputRequest()
+	case execution.RequestOpened:
+		if !r.CurrentInputRequestID.Set {
+			panic("policy: a move that opens a request without its id")
+		}
+	}
+	if r.Reason == "" {
+		r.Reason = mv.Reason
+	}
+	o.state(r)
 }
 
 func (o *outcomeBuilder) activity(r *eventstore.ActivityUpdated) {
@@ -131,7 +180,7 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 		o.set(eventstore.ActionReject, fmt.Sprintf("signal %s is not declared by this execution's protocol descriptor", sig.Type))
 		return
 	}
-	strong := slices.Contains(strongConfidence, obs.Confidence)
+	strong := execution.MovesState(obs.Confidence)
 	switch p := sig.Payload.(type) {
 	case *eventstore.DiagnosticSignal:
 		o.set(eventstore.ActionRecordOnly, diagnosticReason(p))
@@ -140,9 +189,11 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 		o.activity(&eventstore.ActivityUpdated{Telemetry: o.telemetry(obs, p)})
 	case *eventstore.PlanSignal:
 		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("the agent's plan: %d items", len(p.Items)))
+		o.working(strong, &eventstore.StateChanged{})
 	case *eventstore.ProgressSignal:
 		o.set(eventstore.ActionRecordOnly, "progress is activity, not state")
 		o.activity(&eventstore.ActivityUpdated{Progress: &eventstore.Progress{Summary: p.Summary, Detail: p.Detail, Units: p.Units}})
+		o.working(strong, &eventstore.StateChanged{})
 	case *eventstore.MessageSignal:
 		o.set(eventstore.ActionEmitMessage, "agent message shown to the operator")
 	case *eventstore.StatusSignal:
@@ -150,11 +201,13 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 		switch {
 		case !strong:
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not move state", obs.Confidence))
+			return
 		case slices.Contains(eventstore.Activities, act) && act != st.Activity:
 			o.set(eventstore.ActionUpdateState, fmt.Sprintf("status phase %s sets activity", act))
-			o.state(&eventstore.StateChanged{Activity: act})
+			o.working(strong, &eventstore.StateChanged{Activity: act})
 		default:
 			o.set(eventstore.ActionRecordOnly, "status without a new activity phase")
+			o.working(strong, &eventstore.StateChanged{})
 		}
 	case *eventstore.NeedsInputSignal:
 		if !strong {
@@ -170,22 +223,32 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 			what += ": "
 		}
 		o.set(eventstore.ActionUpdateState, what+p.RequestID)
-		o.state(&eventstore.StateChanged{Lifecycle: o.running(), Attention: eventstore.AttentionAwaitingOperator,
+		o.move(execution.NextAttention(st, execution.OnNeedsInput), &eventstore.StateChanged{Lifecycle: o.running(),
 			CurrentInputRequestID: eventstore.SetInputRequest(p.RequestID), Reason: "needs_input " + p.RequestID})
 	case *eventstore.BlockedSignal:
 		if !strong {
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not block", obs.Confidence))
 			return
 		}
+		mv := execution.NextAttention(st, execution.OnBlocked)
+		if !mv.Moves {
+			o.set(eventstore.ActionRecordOnly, o.stays("blocked"))
+			return
+		}
 		o.set(eventstore.ActionUpdateState, "agent is blocked")
-		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionBlocked, Reason: p.Reason})
+		o.move(mv, &eventstore.StateChanged{Reason: p.Reason})
 	case *eventstore.ReadyForVerificationSignal:
 		if !strong {
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not request verification", obs.Confidence))
 			return
 		}
+		mv := execution.NextAttention(st, execution.OnClaim)
+		if !mv.Moves {
+			o.set(eventstore.ActionRecordOnly, o.stays("ready for verification"))
+			return
+		}
 		o.set(eventstore.ActionUpdateState, "work is ready for verification")
-		o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: "ready_for_verification"})
+		o.move(mv, &eventstore.StateChanged{Reason: "ready_for_verification"})
 	case *eventstore.CompletedClaimSignal:
 		o.claim(obs, strong, "execution.completion-claimed", map[string]any{"summary": p.Summary, "evidence": p.Evidence})
 	case *eventstore.FailedClaimSignal:
@@ -193,6 +256,27 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 	default:
 		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("no rule for signal %s", sig.Type))
 	}
+}
+
+// working carries out a signal that shows the agent at work: with r (an
+// activity change, or nothing) it ends blocked, as the attention table says.
+func (o *outcomeBuilder) working(strong bool, r *eventstore.StateChanged) {
+	if !strong {
+		// Only a signal trusted to move state says the agent works again.
+		o.move(execution.AttentionMove{}, r)
+		return
+	}
+	mv := execution.NextAttention(o.st, execution.OnWorking)
+	if mv.Moves && o.decision.Action == eventstore.ActionRecordOnly {
+		o.set(eventstore.ActionUpdateState, fmt.Sprintf("%s: %s", o.decision.Reason, mv.Reason))
+	}
+	o.move(mv, r)
+}
+
+// stays says why a signal leaves the attention as it is: an open input
+// request waits for its answer whatever else the agent says.
+func (o *outcomeBuilder) stays(what string) string {
+	return fmt.Sprintf("%s while input request %s is open: the request waits for its answer", what, o.st.CurrentInputRequestID)
 }
 
 // claim routes a completion or failure claim to the owner, which decides
@@ -204,13 +288,14 @@ func (o *outcomeBuilder) claim(obs *eventstore.Observation, strong bool, effectT
 	}
 	o.set(eventstore.ActionRouteOwnerEffect, string(obs.Signal.Type)+" routed to the owner")
 	o.effect(obs, effectType, payload)
+	on := execution.OnClaim
 	if o.st.ProtocolDescriptor.SessionShape == eventstore.ShapeConversation && obs.Source == eventstore.ObservedProviderOutput {
 		// The CLI's result ends a turn of a conversation, not the work:
 		// the runtime records that the execution waits for the next
 		// message, in order with the turn that message starts.
-		return
+		on = execution.OnTurnResult
 	}
-	o.state(&eventstore.StateChanged{Attention: eventstore.AttentionAwaitingSystem, Reason: string(obs.Signal.Type)})
+	o.move(execution.NextAttention(o.st, on), &eventstore.StateChanged{Reason: string(obs.Signal.Type)})
 }
 
 // diagnosticReason names what was noticed, so a timeline of decisions says

@@ -3,13 +3,21 @@
 // state to a decision and the records that carry it out, and the Subscriber
 // that reads the log, decides and appends the outcome.
 //
-// The rules (see docs/policy.md for the table): noisy progress, token
-// usage, streaming summaries and transient targets become activity.updated,
-// never state.changed; needs_input, blocked, claims and status phases move
-// attention or activity through state.changed; claims also route an owner
-// effect; anything about a finished execution is rejected. Every outcome
-// has deterministic ids derived from the observation or message it answers,
-// so deciding twice, in one process or two, appends nothing new.
+// The rules: noisy progress, token usage, streaming summaries and transient
+// targets become activity.updated; attention moves through state.changed as
+// the attention table says (execution.NextAttention, shown in the Attention
+// section of docs/architecture.md): needs_input, blocked and claims open
+// what they wait for, the agent's progress or a message to it ends blocked,
+// an answer closes its request; status phases set activity; claims also
+// route an owner effect; anything about a finished execution is rejected.
+// Every outcome has deterministic ids derived from the observation or
+// message it answers, so deciding twice, in one process or two, appends
+// nothing new.
+//
+// A record is decided as if the decisions on the records before it had
+// been carried out at once: the state changes the policy appended after it
+// are folded into the state it decides on, so a decision that lands late
+// does not make the next one out of order.
 //
 // The Subscriber keeps the state of the journals it has decided in, folded
 // from the records the log delivers in order, its own decisions included:

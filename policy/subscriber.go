@@ -70,7 +70,56 @@ type Subscriber struct {
 type cached struct {
 	state   *execution.State
 	decided map[string]uint64
-	used    uint64
+	// ahead are the state changes of decisions on records up to the
+	// state's last that the log holds after it, in log order: the policy
+	// decides on a record as if the decisions on the records before it
+	// were carried out at once, so that when it decides late (an agent
+	// that signals twice in a row) it still decides in order.
+	ahead []ahead
+	// last is the newest decision folded into the state.
+	last lastDecision
+	used uint64
+}
+
+// ahead is a state change beyond the cached state, with the sequence of
+// the record whose decision it carries out.
+type ahead struct {
+	change eventstore.Record
+	input  uint64
+}
+
+// lastDecision is a decision as reading the log beyond a record needs it:
+// the state changes that follow it carry it out.
+type lastDecision struct {
+	id string
+	// input is the sequence of the record it answers, 0 when that record
+	// is not folded.
+	input uint64
+}
+
+func newCached() *cached {
+	return &cached{state: &execution.State{}, decided: map[string]uint64{}}
+}
+
+// decisionState is the state the policy decides on the record at sequence
+// seq, the one the cache is folded up to: the state there, with the state
+// changes ahead of it that carry out decisions on the records before it.
+func (c *cached) decisionState(seq uint64) *execution.State {
+	if len(c.ahead) == 0 {
+		return c.state
+	}
+	// A state change touches none of the maps the copy shares.
+	st := *c.state
+	for _, a := range c.ahead {
+		if a.input < seq {
+			// The changes ahead are this journal's, above the state's
+			// last sequence and in order, so they fold; one that did
+			// not would be left out.
+			_, _ = st.Apply(a.change)
+		}
+	}
+	st.Journal, st.UpdatedAt = c.state.Journal, c.state.UpdatedAt
+	return &st
 }
 
 // NewSubscriber returns a subscriber over log.
@@ -144,29 +193,30 @@ func (s *Subscriber) handle(ctx context.Context, e eventstore.Entry) error {
 		s.follow(ref, e.Record)
 		return nil
 	}
-	c, err := s.journal(ctx, ref, b.Sequence)
+	c, err := s.journal(ctx, ref, b.Sequence, key)
 	if err != nil {
 		return err
 	}
-	if err := s.advance(ctx, ref, c, e.Record); err != nil {
+	if err := s.advance(ctx, ref, c, e.Record, key); err != nil {
 		return err
 	}
 	if c.state.Journal.LastSequence != b.Sequence {
 		// The cache is past this record (a redelivery): decide on the
 		// journal as it was at the record.
-		prefix, err := s.prefix(ctx, ref, b.Sequence)
+		prefix, err := s.prefix(ctx, ref, b.Sequence, key)
 		if err != nil {
 			return err
 		}
 		if at, done := c.decided[key]; done {
-			return s.complete(ctx, ref, prefix, at, decide)
+			return s.complete(ctx, ref, c, b.Sequence, prefix, at, decide)
 		}
-		return s.carryOut(ctx, ref, c, key, prefix, decide)
+		return s.carryOut(ctx, ref, c, key, b.Sequence, prefix, decide)
 	}
+	st := c.decisionState(b.Sequence)
 	if at, done := c.decided[key]; done {
-		return s.complete(ctx, ref, c.state, at, decide)
+		return s.complete(ctx, ref, c, b.Sequence, st, at, decide)
 	}
-	return s.carryOut(ctx, ref, c, key, c.state, decide)
+	return s.carryOut(ctx, ref, c, key, b.Sequence, st, decide)
 }
 
 // decider returns the id a record is decided under and how to decide on
@@ -176,15 +226,14 @@ func decider(r eventstore.Record) (string, func(*execution.State) (Outcome, bool
 	case *eventstore.Observation:
 		return r.ObservationID, func(st *execution.State) (Outcome, bool) { return Decide(st, r), true }
 	case *eventstore.MessageAccepted:
-		if execution.AnsweredRequest(r) == "" {
-			return "", nil
-		}
+		// Whether a message needs a decision depends on the state: one to
+		// a blocked agent does, as does every answer.
 		return r.MessageID, func(st *execution.State) (Outcome, bool) { return DecideMessage(st, r) }
 	}
 	return "", nil
 }
 
-func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *cached, key string, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
+func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *cached, key string, input uint64, st *execution.State, decide func(*execution.State) (Outcome, bool)) error {
 	out, ok := decide(st)
 	if !ok || out.Duplicate {
 		return nil
@@ -198,8 +247,17 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 		if r == eventstore.Record(out.Decision) {
 			c.decided[key] = e.Record.RecordBase().Sequence
 		}
+		c.aheadOf(e.Record, input)
 	}
 	return nil
+}
+
+// aheadOf notes a state change the subscriber appended for the decision on
+// the record at sequence input, when it is beyond the cached state.
+func (c *cached) aheadOf(r eventstore.Record, input uint64) {
+	if _, ok := r.(*eventstore.StateChanged); ok && r.RecordBase().Sequence > c.state.Journal.LastSequence {
+		c.ahead = append(c.ahead, ahead{change: r, input: input})
+	}
 }
 
 // follow folds a record that is not decided on into its journal's cached
@@ -229,10 +287,10 @@ func (s *Subscriber) follow(ref eventstore.Reference, r eventstore.Record) {
 
 // journal returns the cached view of a journal. The first time, it reads
 // the journal once: the state is folded up to sequence seq, the record about
-// to be decided, and the ids of every decision it holds are noted, so a
+// to be decided (key), and the ids of every decision it holds are noted, so a
 // decision appended after the record it answers is known when that record
 // is delivered again.
-func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq uint64) (*cached, error) {
+func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq uint64, key string) (*cached, error) {
 	s.mu.Lock()
 	c, ok := s.states[ref.JournalID]
 	s.tick++
@@ -243,18 +301,10 @@ func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq 
 	if ok {
 		return c, nil
 	}
-	c = &cached{state: &execution.State{}, decided: map[string]uint64{}, used: s.tick}
-	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
-		}
-		if e.Record.RecordBase().Sequence > seq {
-			c.note(e.Record)
-			continue
-		}
-		if err := c.fold(e.Record); err != nil {
-			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
-		}
+	c = newCached()
+	c.used = s.tick
+	if err := s.read(ctx, ref, c, 1, seq, key); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.states[ref.JournalID] = c
@@ -263,11 +313,63 @@ func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq 
 	return c, nil
 }
 
+// read folds the journal from sequence from up to seq into c, the record
+// about to be decided (key), and reads on to note the decisions after it and
+// to find the state changes ahead of it: those of the decisions on it and
+// the records before it.
+func (s *Subscriber) read(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string) error {
+	return s.readUntil(ctx, ref, c, from, seq, key, false)
+}
+
+// readUntil is read; with once, it stops at the decision on the record, for
+// a view of the journal that is used once, to decide on that record.
+func (s *Subscriber) readUntil(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string, once bool) error {
+	c.ahead = nil
+	last := c.last
+	for e, err := range s.log.ReadJournal(ctx, ref, from) {
+		if err != nil {
+			return fmt.Errorf("policy: read %s: %w", ref, err)
+		}
+		r := e.Record
+		if r.RecordBase().Sequence <= seq {
+			if err := c.fold(r); err != nil {
+				return fmt.Errorf("policy: read %s: %w", ref, err)
+			}
+			last = c.last
+			continue
+		}
+		c.note(r)
+		switch r := r.(type) {
+		case *eventstore.Decision:
+			if once && (r.ObservationID == key || r.MessageID == key) {
+				return nil
+			}
+			last = c.decisionOf(r)
+		case *eventstore.StateChanged:
+			if last.input != 0 && last.input <= seq && carriesOut(ref.JournalID, last.id, r) {
+				c.ahead = append(c.ahead, ahead{change: r, input: last.input})
+			}
+		}
+	}
+	return nil
+}
+
+// carriesOut reports whether r is one of the state changes the decision id
+// appended (Decide numbers its records after the decision id).
+func carriesOut(journalID, id string, r *eventstore.StateChanged) bool {
+	for n := range maxOutcomeRecords {
+		if r.RecordID == eventstore.RecordID(journalID, eventstore.KindStateChanged, recordKey(id, n)) {
+			return true
+		}
+	}
+	return false
+}
+
 // advance brings the cached state up to the delivered record r. The
 // consumer delivers the log in order, so r is normally the journal's next
 // record and is folded as it is; records missing before it (handled by
 // another subscriber while this one stood by) are read from the journal.
-func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *cached, r eventstore.Record) error {
+func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *cached, r eventstore.Record, key string) error {
 	switch seq, last := r.RecordBase().Sequence, c.state.Journal.LastSequence; {
 	case seq <= last:
 		return nil
@@ -278,29 +380,14 @@ func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *c
 		}
 		return nil
 	default:
-		return s.catchUp(ctx, ref, c, seq)
-	}
-}
-
-// catchUp folds the journal into the cached state up to sequence seq.
-func (s *Subscriber) catchUp(ctx context.Context, ref eventstore.Reference, c *cached, seq uint64) error {
-	if c.state.Journal.LastSequence >= seq {
+		// Records missing before it (handled by another subscriber
+		// while this one stood by) are read from the journal.
+		if err := s.read(ctx, ref, c, c.state.Journal.LastSequence+1, seq, key); err != nil {
+			s.forget(ref.JournalID)
+			return err
+		}
 		return nil
 	}
-	for e, err := range s.log.ReadJournal(ctx, ref, c.state.Journal.LastSequence+1) {
-		if err != nil {
-			s.forget(ref.JournalID)
-			return fmt.Errorf("policy: replay %s: %w", ref, err)
-		}
-		if err := c.fold(e.Record); err != nil {
-			s.forget(ref.JournalID)
-			return fmt.Errorf("policy: replay %s: %w", ref, err)
-		}
-		if e.Record.RecordBase().Sequence >= seq {
-			break
-		}
-	}
-	return nil
 }
 
 // fold applies the journal's next record to the state.
@@ -309,7 +396,26 @@ func (c *cached) fold(r eventstore.Record) error {
 		return err
 	}
 	c.note(r)
+	if d, ok := r.(*eventstore.Decision); ok {
+		c.last = c.decisionOf(d)
+	}
+	// A state change ahead is folded in its place now.
+	n := 0
+	for n < len(c.ahead) && c.ahead[n].change.RecordBase().Sequence <= c.state.Journal.LastSequence {
+		n++
+	}
+	c.ahead = c.ahead[n:]
 	return nil
+}
+
+// decisionOf is d with the sequence of the record it answers, when that
+// record is folded.
+func (c *cached) decisionOf(d *eventstore.Decision) lastDecision {
+	input, ok := c.state.ProcessedObservations[d.ObservationID]
+	if !ok {
+		input = c.state.ProcessedMessages[d.MessageID]
+	}
+	return lastDecision{id: d.DecisionID, input: input}
 }
 
 // note records the ids a decision answers.
@@ -326,21 +432,15 @@ func (c *cached) note(r eventstore.Record) {
 	}
 }
 
-// prefix replays the journal up to sequence seq.
-func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64) (*execution.State, error) {
-	st := &execution.State{}
-	for e, err := range s.log.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("policy: reread %s: %w", ref, err)
-		}
-		if e.Record.RecordBase().Sequence > seq {
-			break
-		}
-		if _, err := st.Apply(e.Record); err != nil {
-			return nil, fmt.Errorf("policy: reread %s: %w", ref, err)
-		}
+// prefix is the state the policy decides on the record at sequence seq
+// (key), read from the journal: the journal up to it, with the state changes
+// ahead of it.
+func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64, key string) (*execution.State, error) {
+	c := newCached()
+	if err := s.readUntil(ctx, ref, c, 1, seq, key, true); err != nil {
+		return nil, err
 	}
-	return st, nil
+	return c.decisionState(seq), nil
 }
 
 func (s *Subscriber) forget(journalID string) {
@@ -372,7 +472,7 @@ func (s *Subscriber) evict() {
 // which was then imported, say) is left as it is: its records are that
 // policy's, and records of this one added long after would rewrite the
 // journal's history.
-func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st *execution.State, at uint64, decide func(*execution.State) (Outcome, bool)) error {
+func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, c *cached, input uint64, st *execution.State, at uint64, decide func(*execution.State) (Outcome, bool)) error {
 	// The decision itself is in st's view of the journal only if it was
 	// appended before the record, which never happens; so Decide sees the
 	// record as undecided and rebuilds the same outcome.
@@ -410,9 +510,11 @@ func (s *Subscriber) complete(ctx context.Context, ref eventstore.Reference, st 
 		if !missing[ids[i]] {
 			continue
 		}
-		if _, err := s.log.Append(ctx, ref, r); err != nil {
+		e, err := s.log.Append(ctx, ref, r)
+		if err != nil {
 			return fmt.Errorf("policy: complete decision in %s: %w", ref, err)
 		}
+		c.aheadOf(e.Record, input)
 	}
 	return nil
 }
