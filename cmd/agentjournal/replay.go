@@ -132,9 +132,26 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 		printOutput("  output")
 	}
 	line("attention", "%s", st.Attention)
+	if bl := st.Blocked; bl != nil {
+		line("blocked by", "%s", quote(bl.Reason))
+		if bl.Needs != "" {
+			line("needs", "%s", quote(bl.Needs))
+		}
+	}
 	line("activity", "%s", st.Activity)
-	if st.CurrentInputRequestID != "" {
-		line("input request", "%s %s", st.CurrentInputRequestID, quote(st.CurrentInputQuestion))
+	if id := st.CurrentInputRequestID; id != "" {
+		req := st.LastInputRequest
+		if req.RequestID != id {
+			req = execution.InputRequest{}
+		}
+		what := ""
+		if req.Kind == string(eventstore.InputPermission) && req.Tool != nil {
+			what = " (permission to run " + clip(req.Tool.Name) + ")"
+		}
+		line("input request", "%s %s%s", id, quote(st.CurrentInputQuestion), what)
+		for i, c := range req.Choices {
+			writeLine(&b, "  %d. %s", i+1, clip(c))
+		}
 	}
 	line("posture", "%s, terminal attached: %v", st.Posture, st.TerminalAttached)
 	if d := st.ProtocolDescriptor; d.SessionShape != "" {
@@ -183,7 +200,7 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 	}
 	fmt.Fprintf(&b, "timeline (%d items):\n", len(st.Timeline))
 	for _, it := range st.Timeline {
-		writeLine(&b, "  %4d  %-12s %s", it.Sequence, it.Kind, clip(it.Text))
+		writeLine(&b, "  %4d  %-12s %s", it.Sequence, it.Kind, itemText(it))
 	}
 	if !failed && len(output) > 0 {
 		printOutput("output")

@@ -143,6 +143,9 @@ func summarizeSignal(p eventstore.SignalPayload) string {
 		}
 		return quote(strings.Join(items, "; "))
 	case *eventstore.BlockedSignal:
+		if p.Needs != "" {
+			return join(quote(p.Reason), "needs="+quote(p.Needs))
+		}
 		return quote(p.Reason)
 	case *eventstore.ReadyForVerificationSignal:
 		return quote(p.Summary)

@@ -60,6 +60,8 @@ func TestSummarize(t *testing.T) {
 			`mcp/authoritative status "thinking" phase=planning [o]`},
 		{"blocked", observation("o", &eventstore.BlockedSignal{Reason: "no network"}),
 			`mcp/authoritative blocked "no network" [o]`},
+		{"blocked with needs", observation("o", &eventstore.BlockedSignal{Reason: "no network", Needs: "a proxy"}),
+			`mcp/authoritative blocked "no network" needs="a proxy" [o]`},
 		{"ready", observation("o", &eventstore.ReadyForVerificationSignal{Summary: "done"}),
 			`mcp/authoritative ready_for_verification "done" [o]`},
 		{"completed", observation("o", &eventstore.CompletedClaimSignal{Summary: "fixed"}),

@@ -237,7 +237,8 @@ var showSpec = cmdSpec{
 	Name: "show",
 	Args: "ID [--json]",
 	Summary: `Show one agent execution as the read model holds it: lifecycle,
-attention, activity, the open input request, latest activity and token
+attention (for a blocked agent, what blocks it and what it needs), activity,
+the open input request with its choices, numbered, latest activity and token
 telemetry, protocol posture, journal metadata, and its ten newest timeline
 items, and the last lines of its plain output (see logs): for a failed
 execution, right under its lifecycle. With --json, print the whole state.
@@ -297,8 +298,9 @@ var timelineSpec = cmdSpec{
 	Name: "timeline",
 	Args: "ID [--before CURSOR] [--limit N] [--json]",
 	Summary: `Print the timeline of an agent execution, newest first, one page at a
-time: messages, agent signals (progress, status, questions, claims, failures),
-decisions and state changes. The cursor of an item is its journal sequence;
+time: messages, agent signals (progress, status, questions with their request
+and choices, blocked with what it needs, claims, failures), decisions and
+state changes. The cursor of an item is its journal sequence;
 --before CURSOR shows the page of items older than it, and the last line says
 which cursor gives the next page. When a daemon runs for the data directory,
 timeline asks it.`,
@@ -343,13 +345,38 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		for _, it := range items {
-			writeLine(w, "%6d  %-24s  %-12s  %s", it.Sequence, it.At.Format(timeLayout), it.Kind, clip(it.Text))
+			writeLine(w, "%6d  %-24s  %-12s  %s", it.Sequence, it.At.Format(timeLayout), it.Kind, itemText(it))
 		}
 		if next != 0 {
 			writeLine(w, "older items: %s timeline %s --before %d", c.env.hintPrefix(), id, next)
 		}
 		return nil
 	})
+}
+
+// itemText is a timeline item's text with what its kind carries beside it:
+// a question's request and numbered choices, what would unblock a blocked
+// agent.
+func itemText(it execution.TimelineItem) string {
+	text := clip(it.Text)
+	if it.Kind == execution.ItemNeedsInput && it.RequestID != "" {
+		text += " [" + clip(it.RequestID) + "]"
+	}
+	parts := []string{text}
+	if it.Kind == execution.ItemBlocked && it.Reason != "" && it.Reason != it.Text {
+		parts = append(parts, "reason: "+clip(it.Reason))
+	}
+	if it.Needs != "" {
+		parts = append(parts, "needs: "+clip(it.Needs))
+	}
+	if len(it.Choices) > 0 {
+		choices := make([]string, len(it.Choices))
+		for i, c := range it.Choices {
+			choices[i] = fmt.Sprintf("%d. %s", i+1, clip(c))
+		}
+		parts = append(parts, "choices: "+strings.Join(choices, " | "))
+	}
+	return strings.Join(parts, " — ")
 }
 
 // RebuildCommand rebuilds the read models from the log.
