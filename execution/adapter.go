@@ -60,7 +60,9 @@ type Driver interface {
 }
 
 // Adapters lists the adapter ids.
-func Adapters() []string { return []string{"generic", "claude-code", "codex", "copilot"} }
+func Adapters() []string {
+	return append([]string{"generic", "claude-code", "codex", "copilot"}, acpAdapterIDs()...)
+}
 
 // NewAdapter returns the adapter with the given id.
 func NewAdapter(id string) (Adapter, error) {
@@ -73,6 +75,9 @@ func NewAdapter(id string) (Adapter, error) {
 		return codexAdapter{}, nil
 	case "copilot":
 		return copilotAdapter{}, nil
+	}
+	if a, ok := acpAdapterFor(id); ok {
+		return a, nil
 	}
 	return nil, fmt.Errorf("unknown agent %q (want one of: %s)", id, strings.Join(Adapters(), ", "))
 }

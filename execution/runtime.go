@@ -589,6 +589,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 	if first {
 		rt.register(p)
 	}
+	rt.converse(p, c)
 	var pumps sync.WaitGroup
 	stdoutDone := make(chan struct{})
 	pumps.Add(2)
@@ -613,6 +614,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 		defer rt.wg.Done()
 		// Wait only after the pipes are drained, as exec.Cmd requires.
 		pumps.Wait()
+		hangup(p)
 		rt.flush(p, c)
 		werr := cmd.Wait()
 		rt.forgetTurnProcess(p)
@@ -1213,6 +1215,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 		return nil
 	}
 	if graceful {
+		hangup(p)
 		c.closeInput()
 		select {
 		case <-p.done:
@@ -1444,7 +1447,7 @@ func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.Messag
 		d.Status, d.Reason = eventstore.DeliveryFailed, "no turn is running"
 		return d
 	}
-	if m.MessageType == "interrupt" {
+	if m.MessageType == "interrupt" && !conversing(p.driver) {
 		if err := c.signal(syscall.SIGINT); err != nil {
 			d.Status, d.Reason = eventstore.DeliveryFailed, "signal: "+err.Error()
 			return d

@@ -95,7 +95,7 @@ func (rt *Runtime) writeLaunchInfo(p *process, req LaunchRequest) error {
 // supervised reports whether an execution's process runs under a
 // supervisor.
 func (rt *Runtime) supervised(p *process) bool {
-	return rt.cfg.Supervisor != nil && rt.cfg.SupervisedDir != "" && p.driver.TurnsOnStdin()
+	return rt.cfg.Supervisor != nil && rt.cfg.SupervisedDir != "" && p.driver.TurnsOnStdin() && !conversing(p.driver)
 }
 
 // supervisedPath returns the path of an execution's file or directory in

@@ -15,7 +15,7 @@ func TestAgentsDocListsLineTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	heading := map[string]string{ClaudeCode: "### Claude Code", Codex: "### Codex", Copilot: "### Copilot CLI"}
+	heading := map[string]string{ClaudeCode: "### Claude Code", Codex: "### Codex", Copilot: "### Copilot CLI", ACP: "### ACP agents"}
 	for _, p := range Providers() {
 		start := strings.Index(doc, heading[p])
 		if start < 0 {

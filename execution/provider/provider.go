@@ -148,6 +148,7 @@ var constructors = map[string]func(*stream) Parser{
 	ClaudeCode: func(s *stream) Parser { return &claudeParser{stream: s} },
 	Codex:      func(s *stream) Parser { return &codexParser{stream: s} },
 	Copilot:    func(s *stream) Parser { return &copilotParser{stream: s, sqlCalls: newRecent[string](maxSQLCalls)} },
+	ACP:        func(s *stream) Parser { return &acpParser{stream: s} },
 }
 
 // lineTypes lists, per provider, the line types its parser reads.
@@ -155,6 +156,7 @@ var lineTypes = map[string][]string{
 	ClaudeCode: claudeLineTypes,
 	Codex:      codexLineTypes,
 	Copilot:    copilotLineTypes,
+	ACP:        acpLineTypes,
 }
 
 // KnownLineTypes lists the line types (the "type" of a JSON line) that the

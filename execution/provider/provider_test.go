@@ -491,7 +491,7 @@ func TestKnownLineTypes(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	if got, want := Providers(), []string{"claude-code", "codex", "copilot"}; !slices.Equal(got, want) {
+	if got, want := Providers(), []string{"acp", "claude-code", "codex", "copilot"}; !slices.Equal(got, want) {
 		t.Fatalf("Providers() = %v, want %v", got, want)
 	}
 	for _, name := range Providers() {

@@ -1,0 +1,353 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// ProtocolVersion is the ACP protocol version the client speaks.
+const ProtocolVersion = sdk.ProtocolVersionNumber
+
+var (
+	// ErrOutsideDir reports a file request for a path outside the working
+	// directory; the agent gets it as a JSON-RPC error.
+	ErrOutsideDir = errors.New("acp: path is outside the working directory")
+	// ErrBusy reports a prompt while another prompt's turn runs: ACP has
+	// one turn at a time per session.
+	ErrBusy = errors.New("acp: a turn is running")
+	// ErrNoSession reports a prompt before session/new succeeded.
+	ErrNoSession = errors.New("acp: no session")
+)
+
+// errCodeRefused is the JSON-RPC error code of a refused request: invalid
+// params, since the request named what this client does not allow.
+const errCodeRefused = -32602
+
+// Config configures a Client.
+type Config struct {
+	// Write writes to the agent's stdin; the client writes whole lines.
+	Write func([]byte) error
+	// Dir is the working directory: session/new's cwd, and the only tree
+	// the agent's file requests may touch.
+	Dir string
+	// Permission is asked for each session/request_permission; it returns
+	// the chosen option id, or "" (or ctx's end) for a cancelled request.
+	// Nil refuses every request (cancelled).
+	Permission func(ctx context.Context, r PermissionRequest) (optionID string)
+	// Refused is told about each agent request the client refused, and why.
+	Refused func(method, reason string)
+	// Logger receives the connection's own diagnostics; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Client is the client side of one ACP connection.
+type Client struct {
+	cfg  Config
+	conn *sdk.ClientSideConnection
+	// in feeds the agent's output lines to the connection's reader.
+	in  *io.PipeWriter
+	ctx context.Context
+	end context.CancelFunc
+
+	mu      sync.Mutex
+	session string
+	turn    context.CancelFunc // the running prompt's, nil between turns
+	closed  bool
+}
+
+// NewClient starts the connection's readers; nothing is written until Open.
+func NewClient(cfg Config) *Client {
+	pr, pw := io.Pipe()
+	c := &Client{cfg: cfg, in: pw}
+	c.ctx, c.end = context.WithCancel(context.Background())
+	c.conn = sdk.NewClientSideConnection(handler{c}, writer(cfg.Write), pr)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c.conn.SetLogger(logger)
+	return c
+}
+
+type writer func([]byte) error
+
+func (w writer) Write(b []byte) (int, error) {
+	if err := w(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Feed hands one line of the agent's stdout to the connection. It blocks
+// while the connection is busy reading the line before it.
+func (c *Client) Feed(line []byte) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	buf := make([]byte, len(line)+1)
+	copy(buf, line)
+	buf[len(line)] = '\n'
+	_, _ = c.in.Write(buf)
+}
+
+// Open runs the handshake: initialize, then session/new in dir. It
+// returns the session id.
+func (c *Client) Open(ctx context.Context) (string, error) {
+	ini, err := c.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{
+			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+		},
+		ClientInfo: &sdk.Implementation{Name: "agentjournal", Version: "1"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("initialize: %w", describe(ctx, err))
+	}
+	if ini.ProtocolVersion != sdk.ProtocolVersionNumber {
+		return "", fmt.Errorf("initialize: the agent speaks protocol version %d, this client %d", ini.ProtocolVersion, sdk.ProtocolVersionNumber)
+	}
+	s, err := c.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: c.cfg.Dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return "", fmt.Errorf("session/new: %w", describe(ctx, err))
+	}
+	c.mu.Lock()
+	c.session = string(s.SessionId)
+	c.mu.Unlock()
+	return string(s.SessionId), nil
+}
+
+// describe names a timeout as such: the SDK reports a context's end as an
+// internal error.
+func describe(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("no answer from the agent: %w", context.Cause(ctx))
+	}
+	return err
+}
+
+// Prompt sends session/prompt with text and waits for its response: the
+// turn's stop reason and, when the agent reports it, its usage.
+func (c *Client) Prompt(ctx context.Context, text string) (PromptResult, error) {
+	c.mu.Lock()
+	switch {
+	case c.session == "":
+		c.mu.Unlock()
+		return PromptResult{}, ErrNoSession
+	case c.turn != nil:
+		c.mu.Unlock()
+		return PromptResult{}, ErrBusy
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c.turn = cancel
+	session := c.session
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.turn = nil
+		c.mu.Unlock()
+		cancel()
+	}()
+	resp, err := c.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(session), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+	if err != nil {
+		return PromptResult{}, describe(ctx, err)
+	}
+	return promptResult(resp), nil
+}
+
+// Running reports whether a prompt's turn runs.
+func (c *Client) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turn != nil
+}
+
+// Cancel sends session/cancel for the running turn; the agent ends it
+// with stop reason "cancelled". Open permission requests are cancelled by
+// their callers seeing ctx end.
+func (c *Client) Cancel(ctx context.Context) error {
+	c.mu.Lock()
+	session := c.session
+	c.mu.Unlock()
+	if session == "" {
+		return ErrNoSession
+	}
+	return c.conn.Cancel(ctx, sdk.CancelNotification{SessionId: sdk.SessionId(session)})
+}
+
+// Close ends the connection: waiting calls return, the readers stop. Safe
+// to call twice.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.end()
+	c.in.Close()
+	<-c.conn.Done()
+}
+
+// Done is closed once the connection has ended.
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
+
+// handler answers the agent's requests.
+type handler struct{ c *Client }
+
+var _ sdk.Client = handler{}
+
+func (h handler) refuse(method string, err error) error {
+	if h.c.cfg.Refused != nil {
+		h.c.cfg.Refused(method, err.Error())
+	}
+	// The agent gets the reason itself, not the library's generic
+	// internal error.
+	return &sdk.RequestError{Code: errCodeRefused, Message: err.Error()}
+}
+
+// inside resolves path (absolute, as ACP requires) and checks that it is
+// in the working directory, also after following symbolic links.
+func (h handler) inside(path string) (string, error) {
+	dir := h.c.cfg.Dir
+	if dir == "" || !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%w: %q is not an absolute path in %s", ErrOutsideDir, path, dir)
+	}
+	path = filepath.Clean(path)
+	if !within(dir, path) {
+		return "", fmt.Errorf("%w: %s is not in %s", ErrOutsideDir, path, dir)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	// The file may not exist yet (a write): its nearest existing parent
+	// must be inside.
+	probe := path
+	for {
+		if real, err := filepath.EvalSymlinks(probe); err == nil {
+			if !within(realDir, real) {
+				return "", fmt.Errorf("%w: %s leads outside %s", ErrOutsideDir, path, dir)
+			}
+			return path, nil
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe {
+			return path, nil
+		}
+		probe = parent
+	}
+}
+
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func (h handler) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	path, err := h.inside(p.Path)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
+	}
+	text := string(data)
+	if p.Line != nil || p.Limit != nil {
+		lines := strings.SplitAfter(text, "\n")
+		from := 0
+		if p.Line != nil && *p.Line > 1 {
+			from = min(*p.Line-1, len(lines))
+		}
+		to := len(lines)
+		if p.Limit != nil && *p.Limit >= 0 {
+			to = min(from+*p.Limit, len(lines))
+		}
+		text = strings.Join(lines[from:to], "")
+	}
+	return sdk.ReadTextFileResponse{Content: text}, nil
+}
+
+func (h handler) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	path, err := h.inside(p.Path)
+	if err != nil {
+		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
+	}
+	if err := os.WriteFile(path, []byte(p.Content), 0o644); err != nil {
+		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
+	}
+	return sdk.WriteTextFileResponse{}, nil
+}
+
+func (h handler) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	cancelled := sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
+	if h.c.cfg.Permission == nil {
+		return cancelled, nil
+	}
+	// The request ends with the connection, whatever the callback does.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-h.c.ctx.Done():
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	id := h.c.cfg.Permission(ctx, permissionRequest(p))
+	if id == "" {
+		return cancelled, nil
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(id))}, nil
+}
+
+// SessionUpdate does nothing: the caller reads the updates from the lines
+// it feeds (Decode), in their order.
+func (handler) SessionUpdate(context.Context, sdk.SessionNotification) error { return nil }
+
+var errNoTerminal = errors.New("this client offers no terminal (clientCapabilities.terminal is false)")
+
+func (h handler) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalCreate, errNoTerminal)
+}
+func (h handler) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalKill, errNoTerminal)
+}
+func (h handler) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, h.refuse(sdk.ClientMethodTerminalOutput, errNoTerminal)
+}
+func (h handler) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalRelease, errNoTerminal)
+}
+func (h handler) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, h.refuse(sdk.ClientMethodTerminalWaitForExit, errNoTerminal)
+}
+
+// rawJSON is a value as JSON, for the caller's records.
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,16 @@
+// Package acp speaks the client side of the Agent Client Protocol (ACP:
+// JSON-RPC 2.0 over an agent's stdio) for one agent process, on top of
+// github.com/coder/acp-go-sdk, whose types stay inside this package.
+//
+// It owns the protocol obligations of a client: the initialize and
+// session/new handshake, session/prompt and session/cancel, answering the
+// agent's requests (session/request_permission through a callback that
+// waits for an answer, fs/read_text_file and fs/write_text_file inside one
+// working directory, refusing any path outside it), and reading the
+// agent's messages into plain values (Decode) for whoever records them.
+//
+// It does not own the process, its pipes or any journal: the caller reads
+// the agent's stdout and hands each line to Client.Feed, gives the Client a
+// function that writes to the agent's stdin, and decides what the messages
+// mean. Protocol version: ProtocolVersion.
+package acp
