@@ -340,3 +340,8 @@ func TestACPPromptErrorAndCrash(t *testing.T) {
 		}
 	})
 }
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
