@@ -125,7 +125,8 @@ func (o *outcomeBuilder) state(r *eventstore.StateChanged) {
 }
 
 // move adds the state change that carries out an attention move onto r,
-// which holds the rest of the change; nothing when it does not move.
+// which holds the rest of the change (a request the move opens included);
+// when it does not move, r alone if it changes anything.
 func (o *outcomeBuilder) move(mv execution.AttentionMove, r *eventstore.StateChanged) {
 	if !mv.Moves {
 		if r.Activity != "" || r.Lifecycle != "" {
@@ -134,13 +135,8 @@ func (o *outcomeBuilder) move(mv execution.AttentionMove, r *eventstore.StateCha
 		return
 	}
 	r.Attention = mv.To
-	switch mv.Request {
-	case execution.RequestClosed:
+	if mv.Request == execution.RequestClosed {
 		r.CurrentInputRequestID = eventstore.ClearInputRequest()
-	case execution.RequestOpened:
-		if !r.CurrentInputRequestID.Set {
-			panic("policy: a move that opens a request without its id")
-		}
 	}
 	if r.Reason == "" {
 		r.Reason = mv.Reason
@@ -189,11 +185,11 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 		o.activity(&eventstore.ActivityUpdated{Telemetry: o.telemetry(obs, p)})
 	case *eventstore.PlanSignal:
 		o.set(eventstore.ActionRecordOnly, fmt.Sprintf("the agent's plan: %d items", len(p.Items)))
-		o.working(strong, &eventstore.StateChanged{})
+		o.working(obs, &eventstore.StateChanged{})
 	case *eventstore.ProgressSignal:
 		o.set(eventstore.ActionRecordOnly, "progress is activity, not state")
 		o.activity(&eventstore.ActivityUpdated{Progress: &eventstore.Progress{Summary: p.Summary, Detail: p.Detail, Units: p.Units}})
-		o.working(strong, &eventstore.StateChanged{})
+		o.working(obs, &eventstore.StateChanged{})
 	case *eventstore.MessageSignal:
 		o.set(eventstore.ActionEmitMessage, "agent message shown to the operator")
 	case *eventstore.StatusSignal:
@@ -204,10 +200,10 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 			return
 		case slices.Contains(eventstore.Activities, act) && act != st.Activity:
 			o.set(eventstore.ActionUpdateState, fmt.Sprintf("status phase %s sets activity", act))
-			o.working(strong, &eventstore.StateChanged{Activity: act})
+			o.working(obs, &eventstore.StateChanged{Activity: act})
 		default:
 			o.set(eventstore.ActionRecordOnly, "status without a new activity phase")
-			o.working(strong, &eventstore.StateChanged{})
+			o.working(obs, &eventstore.StateChanged{})
 		}
 	case *eventstore.NeedsInputSignal:
 		if !strong {
@@ -260,15 +256,19 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 
 // working carries out a signal that shows the agent at work: with r (an
 // activity change, or nothing) it ends blocked, as the attention table says.
-func (o *outcomeBuilder) working(strong bool, r *eventstore.StateChanged) {
-	if !strong {
+func (o *outcomeBuilder) working(obs *eventstore.Observation, r *eventstore.StateChanged) {
+	if !execution.MovesState(obs.Confidence) {
 		// Only a signal trusted to move state says the agent works again.
 		o.move(execution.AttentionMove{}, r)
 		return
 	}
 	mv := execution.NextAttention(o.st, execution.OnWorking)
-	if mv.Moves && o.decision.Action == eventstore.ActionRecordOnly {
-		o.set(eventstore.ActionUpdateState, fmt.Sprintf("%s: %s", o.decision.Reason, mv.Reason))
+	switch {
+	case !mv.Moves:
+	case o.decision.Action == eventstore.ActionRecordOnly:
+		o.set(eventstore.ActionUpdateState, fmt.Sprintf("%s: %s", obs.Signal.Type, mv.Reason))
+	default:
+		o.decision.Reason += "; " + mv.Reason
 	}
 	o.move(mv, r)
 }

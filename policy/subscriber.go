@@ -75,15 +75,15 @@ type cached struct {
 	// decides on a record as if the decisions on the records before it
 	// were carried out at once, so that when it decides late (an agent
 	// that signals twice in a row) it still decides in order.
-	ahead []ahead
+	ahead []aheadChange
 	// last is the newest decision folded into the state.
 	last lastDecision
 	used uint64
 }
 
-// ahead is a state change beyond the cached state, with the sequence of
+// aheadChange is a state change beyond the cached state, with the sequence of
 // the record whose decision it carries out.
-type ahead struct {
+type aheadChange struct {
 	change eventstore.Record
 	input  uint64
 }
@@ -256,7 +256,7 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 // the record at sequence input, when it is beyond the cached state.
 func (c *cached) aheadOf(r eventstore.Record, input uint64) {
 	if _, ok := r.(*eventstore.StateChanged); ok && r.RecordBase().Sequence > c.state.Journal.LastSequence {
-		c.ahead = append(c.ahead, ahead{change: r, input: input})
+		c.ahead = append(c.ahead, aheadChange{change: r, input: input})
 	}
 }
 
@@ -347,7 +347,7 @@ func (s *Subscriber) readUntil(ctx context.Context, ref eventstore.Reference, c 
 			last = c.decisionOf(r)
 		case *eventstore.StateChanged:
 			if last.input != 0 && last.input <= seq && carriesOut(ref.JournalID, last.id, r) {
-				c.ahead = append(c.ahead, ahead{change: r, input: last.input})
+				c.ahead = append(c.ahead, aheadChange{change: r, input: last.input})
 			}
 		}
 	}
