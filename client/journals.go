@@ -52,29 +52,7 @@ func (c *Client) Journal(ctx context.Context, id string) (eventstore.Reference, 
 // id, ErrDamaged for a journal that lacks records). Stop early by breaking
 // out of the loop.
 func (c *Client) Entries(ctx context.Context, id string, fromSeq uint64) iter.Seq2[LogEntry, error] {
-	return func(yield func(LogEntry, error) bool) {
-		from := max(fromSeq, 1)
-		for {
-			page, next, err := c.entryPage(ctx, journalPath(id, "/entries"), "fromSeq", from)
-			if err != nil {
-				yield(LogEntry{}, err)
-				return
-			}
-			for _, raw := range page {
-				if !yield(raw.decode()) {
-					return
-				}
-			}
-			if next == 0 {
-				return
-			}
-			if next <= from {
-				yield(LogEntry{}, fmt.Errorf("the daemon's page of %s from sequence %d names %d as the next one", id, from, next))
-				return
-			}
-			from = next
-		}
-	}
+	return c.pages(ctx, journalPath(id, "/entries"), "fromSeq", fromSeq, "the daemon's page of "+id+" from sequence")
 }
 
 // LogEntries yields every journal's records in log order from fromOffset
@@ -83,10 +61,17 @@ func (c *Client) Entries(ctx context.Context, id string, fromSeq uint64) iter.Se
 // *eventstore.OffsetError and reading goes on after it; any other error
 // ends it.
 func (c *Client) LogEntries(ctx context.Context, fromOffset uint64) iter.Seq2[LogEntry, error] {
+	return c.pages(ctx, "/v1/log", "fromOffset", fromOffset, "the daemon's page of the log from offset")
+}
+
+// pages yields the entries of path page by page, from the cursor param
+// at from (1 when 0) until a page names no next one. what words a page
+// whose next cursor does not move on.
+func (c *Client) pages(ctx context.Context, path, param string, from uint64, what string) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
-		from := max(fromOffset, 1)
+		from := max(from, 1)
 		for {
-			page, next, err := c.entryPage(ctx, "/v1/log", "fromOffset", from)
+			page, next, err := c.entryPage(ctx, path, param, from)
 			if err != nil {
 				yield(LogEntry{}, err)
 				return
@@ -100,7 +85,7 @@ func (c *Client) LogEntries(ctx context.Context, fromOffset uint64) iter.Seq2[Lo
 				return
 			}
 			if next <= from {
-				yield(LogEntry{}, fmt.Errorf("the daemon's page of the log from offset %d names %d as the next one", from, next))
+				yield(LogEntry{}, fmt.Errorf("%s %d names %d as the next one", what, from, next))
 				return
 			}
 			from = next
