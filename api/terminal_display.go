@@ -13,83 +13,6 @@ import (
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
-// displayFilter takes a terminal lane's output, in order and in chunks of
-// any size, and returns what may be shown of it. Marker lines are left out
-// whole: their signals are in the journal, and they carry the run's nonce,
-// which output shown to people must not. From a marker prefix inside a
-// line (after a \r or an escape sequence, say, where it is no marker but
-// may still hold the nonce) to the end of that line is left out too; the
-// line's end is kept. A tail that may begin a prefix is held back until
-// the next chunk tells; it never holds a nonce, so Flush may show it.
-type displayFilter struct {
-	lineStart bool   // the next byte starts a line
-	hiding    bool   // inside a marker, until the end of its line
-	whole     bool   // the marker being hidden started its line
-	cr        bool   // the last byte hidden was \r
-	held      string // a tail that may be the start of a marker prefix
-}
-
-func newDisplayFilter() *displayFilter { return &displayFilter{lineStart: true} }
-
-// Write returns what may be shown of the next chunk of output.
-func (f *displayFilter) Write(chunk string) string {
-	s := f.held + chunk
-	f.held = ""
-	var out strings.Builder
-	for s != "" {
-		if f.hiding {
-			i := strings.IndexByte(s, '\n')
-			if i < 0 {
-				f.cr = s[len(s)-1] == '\r'
-				break
-			}
-			if !f.whole {
-				if (i > 0 && s[i-1] == '\r') || (i == 0 && f.cr) {
-					out.WriteByte('\r')
-				}
-				out.WriteByte('\n')
-			}
-			f.hiding, f.lineStart, f.cr = false, true, false
-			s = s[i+1:]
-			continue
-		}
-		if j := strings.Index(s, marker.Prefix); j >= 0 {
-			out.WriteString(s[:j])
-			f.whole = (j == 0 && f.lineStart) || (j > 0 && s[j-1] == '\n')
-			f.hiding, f.cr = true, false
-			s = s[j+len(marker.Prefix):]
-			continue
-		}
-		keep := len(s) - prefixTail(s)
-		out.WriteString(s[:keep])
-		if keep > 0 {
-			f.lineStart = s[keep-1] == '\n'
-		}
-		f.held = s[keep:]
-		break
-	}
-	return out.String()
-}
-
-// Flush returns the tail held back: the output has ended without it
-// becoming a marker.
-func (f *displayFilter) Flush() string {
-	s := f.held
-	f.held = ""
-	return s
-}
-
-// prefixTail returns the length of the longest end of s that is a proper
-// start of the marker prefix.
-func prefixTail(s string) int {
-	for n := min(len(s), len(marker.Prefix)-1); n > 0; n-- {
-		if s[len(s)-n:] == marker.Prefix[:n] {
-			return n
-		}
-	}
-	return 0
-}
-
 // displayRecent is what may be shown of a lane's recent output
 // (terminal.Snapshot.Recent). Once the ring that keeps it is full, its
 // first line may be the end of a marker, the prefix overwritten: that line
@@ -103,17 +26,17 @@ func displayRecent(recent string) string {
 		}
 		recent = recent[i+1:]
 	}
-	return newDisplayFilter().Write(recent)
+	return marker.NewDisplayFilter().Write(recent)
 }
 
 // writeDisplayRecording copies an asciicast v2 recording with the data of
-// its output events filtered as displayFilter does; an output event left
+// its output events filtered as marker.DisplayFilter does; an output event left
 // empty is dropped, and every other line is copied as it is. A last line
 // the runtime has not finished writing is left out.
 func writeDisplayRecording(w io.Writer, r io.Reader) error {
 	in := bufio.NewReaderSize(r, 64<<10)
 	out := bufio.NewWriterSize(w, 64<<10)
-	f := newDisplayFilter()
+	f := marker.NewDisplayFilter()
 	var last json.RawMessage // the time of the last event
 	first := true
 	for {

@@ -11,53 +11,6 @@ import (
 
 const testNonce = "3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e"
 
-func TestDisplayFilter(t *testing.T) {
-	mark := "@@agentjournal " + testNonce + ` {"type":"progress","payload":{"summary":"Compiling"}}`
-	for _, tc := range []struct {
-		name, in, want string
-	}{
-		{"no marker", "building\r\n\x1b[32mok\x1b[0m\r\n", "building\r\n\x1b[32mok\x1b[0m\r\n"},
-		{"marker first", mark + "\r\nnext\r\n", "next\r\n"},
-		{"marker between lines", "a\r\n" + mark + "\r\nb\r\n", "a\r\nb\r\n"},
-		{"marker with a bare newline", "a\n" + mark + "\nb\n", "a\nb\n"},
-		{"markers in a row", mark + "\r\n" + mark + "\r\nc", "c"},
-		{"inside a line after a redraw", "50%\r" + mark + "\r\nb\n", "50%\r\r\nb\n"},
-		{"inside a line after an escape", "\x1b[0m" + mark + "\nb", "\x1b[0m\nb"},
-		{"a marker not yet ended", "a\n" + mark[:40], "a\n"},
-		{"the word without its space", "@@agentjournalX\n", "@@agentjournalX\n"},
-		{"a tail that only looks like a start", "user@", "user@"},
-		{"a tail of a whole prefix", "x\n@@agentjournal ", "x\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, chunks := range chunkings(tc.in) {
-				f := newDisplayFilter()
-				var got strings.Builder
-				for _, c := range chunks {
-					got.WriteString(f.Write(c))
-				}
-				got.WriteString(f.Flush())
-				if got.String() != tc.want {
-					t.Fatalf("in chunks %q: got %q, want %q", chunks, got.String(), tc.want)
-				}
-			}
-		})
-	}
-}
-
-// chunkings splits s whole, byte by byte, and in two at every byte.
-func chunkings(s string) [][]string {
-	out := [][]string{{s}}
-	var bytewise []string
-	for i := range len(s) {
-		bytewise = append(bytewise, s[i:i+1])
-	}
-	out = append(out, bytewise)
-	for i := 1; i < len(s); i++ {
-		out = append(out, []string{s[:i], s[i:]})
-	}
-	return out
-}
-
 func TestDisplayRecent(t *testing.T) {
 	t.Run("a tail that may begin a marker waits", func(t *testing.T) {
 		if got := displayRecent("ready\r\n@@agent"); got != "ready\r\n" {

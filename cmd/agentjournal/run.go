@@ -22,6 +22,7 @@ import (
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -84,7 +85,8 @@ key is typed into the agent's terminal (and its recording, as the API's
 terminal input is), the agent's output is shown byte for byte as it comes (a
 prompt without a line feed too), the agent's terminal starts at the size of
 yours and follows it when it is resized, and your terminal's mode is
-restored when run ends, however it ends. Ctrl-C and every other key go to
+restored when run ends, however it ends. Marker lines (signals, which the
+journal keeps) are left out of what is shown. Ctrl-C and every other key go to
 the agent; Ctrl-] stops the run. A question the agent asks through the
 journal (below) is asked on a line, in your terminal's usual mode. With
 stdin not a terminal (redirected, or a pipe), --interactive shows the
@@ -297,10 +299,13 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
 		OutputDir: c.env.outputDir(), Processed: views.ProcessedID, LaunchEnv: ep.launchEnv,
 		OnInputRequest: answer}
+	var display *marker.DisplayWriter
 	if keys != nil {
-		// The agent's terminal is the user's: its bytes as they come, and
-		// its size.
-		cfg.TerminalOutput, cfg.TerminalSize = stdout, keys.size
+		// The agent's terminal is the user's: its bytes as they come, but
+		// for marker lines, which are the journal's and carry the nonce;
+		// and its size.
+		display = marker.NewDisplayWriter(stdout)
+		cfg.TerminalOutput, cfg.TerminalSize = display, keys.size
 	}
 	rt = execution.NewRuntime(cfg)
 	closes.add(func() error {
@@ -372,6 +377,11 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		}
 	}
 	if keys != nil {
+		// The agent's output has ended: what was held back in case it
+		// began a marker is shown.
+		if err := display.Flush(); err != nil {
+			return err
+		}
 		// The terminal is the user's again before run reports.
 		if err := keys.close(); err != nil {
 			return err

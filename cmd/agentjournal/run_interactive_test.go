@@ -222,7 +222,8 @@ func TestRunInteractiveIsTheAgentsTerminal(t *testing.T) {
 	}{{"process", false}, {"in process", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			r := startOnPTY(t, tc.inProcess, 91, 27, "--data", dir, "run", "--interactive", "--", fixtures.AgentBinary(t), "winch", "keys:3:name? ")
+			r := startOnPTY(t, tc.inProcess, 91, 27, "--data", dir, "run", "--interactive", "--", fixtures.AgentBinary(t), "winch",
+				`signal:{"type":"status","payload":{"summary":"asking for a name"}}`, "keys:3:name? ")
 			before := r.lflag()
 			if before&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
 				t.Fatalf("the test's terminal starts with lflag %#x, want echo and icanon", before)
@@ -244,6 +245,9 @@ func TestRunInteractiveIsTheAgentsTerminal(t *testing.T) {
 			}
 			if !strings.Contains(r.text(), "lifecycle:         completed") {
 				t.Errorf("run did not report the completed execution")
+			}
+			if strings.Contains(r.text(), "@@agentjournal") {
+				t.Errorf("the agent's marker line was shown:\n%q", r.text())
 			}
 			if after := r.lflag(); after&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
 				t.Fatalf("after run the terminal's lflag is %#x, want echo and icanon back (before: %#x)", after, before)
