@@ -280,7 +280,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"empty command", []string{"run", "--"}, []string{"missing the agent's command"}},
 		{"command without --", []string{"run", "./my-agent", "--flag"}, []string{"unknown flag --flag"}},
 		{"argument without --", []string{"run", "./my-agent"}, []string{`unexpected argument "./my-agent"`, "goes after --"}},
-		{"unknown agent", []string{"run", "--agent", "gemini", "--", "x"}, []string{`--agent "gemini"`, "generic, claude-code, codex, copilot"}},
+		{"unknown agent", []string{"run", "--agent", "gpt-9", "--", "x"}, []string{`--agent "gpt-9"`, "generic, claude-code, codex, copilot"}},
 		{"bad owner", []string{"run", "--owner", "Nobody/x", "--", "x"}, []string{`--owner "Nobody/x"`, "ENTITY/ID"}},
 		{"bad grace", []string{"run", "--grace", "-1s", "--", "x"}, []string{"--grace -1s", "positive"}},
 	} {
