@@ -180,16 +180,17 @@ func Decode(line []byte) (Message, error) {
 		return m, nil
 	case env.Method == "":
 		var r struct {
-			SessionID  string     `json:"sessionId"`
-			StopReason string     `json:"stopReason"`
-			Usage      *sdk.Usage `json:"usage"`
+			SessionID  string         `json:"sessionId"`
+			StopReason string         `json:"stopReason"`
+			Usage      *sdk.Usage     `json:"usage"`
+			Meta       map[string]any `json:"_meta"`
 		}
 		if len(env.Result) > 0 && env.Result[0] == '{' {
 			if err := json.Unmarshal(env.Result, &r); err != nil {
 				return m, fmt.Errorf("%w: result: %v", ErrBadParams, err)
 			}
 		}
-		m.Result = &Result{Session: r.SessionID, StopReason: r.StopReason, Usage: usage(r.Usage)}
+		m.Result = &Result{Session: r.SessionID, StopReason: r.StopReason, Usage: usage(r.Usage, r.Meta)}
 		return m, nil
 	}
 	var err error
@@ -232,15 +233,25 @@ func unmarshal(raw json.RawMessage, v validator) error {
 	return nil
 }
 
-func usage(u *sdk.Usage) *Usage {
-	if u == nil {
+// usage is the turn's usage: the response's usage, or else Gemini CLI's,
+// which it sends only as _meta.quota.token_count {input_tokens,
+// output_tokens} (the sum over the turn's model calls).
+func usage(u *sdk.Usage, meta map[string]any) *Usage {
+	if u != nil {
+		return &Usage{Input: int64(u.InputTokens), Output: int64(u.OutputTokens), Total: int64(u.TotalTokens)}
+	}
+	quota, _ := meta["quota"].(map[string]any)
+	count, _ := quota["token_count"].(map[string]any)
+	in, okIn := count["input_tokens"].(float64)
+	out, okOut := count["output_tokens"].(float64)
+	if !okIn || !okOut {
 		return nil
 	}
-	return &Usage{Input: int64(u.InputTokens), Output: int64(u.OutputTokens), Total: int64(u.TotalTokens)}
+	return &Usage{Input: int64(in), Output: int64(out), Total: int64(in) + int64(out)}
 }
 
 func promptResult(r sdk.PromptResponse) PromptResult {
-	return PromptResult{StopReason: string(r.StopReason), Usage: usage(r.Usage)}
+	return PromptResult{StopReason: string(r.StopReason), Usage: usage(r.Usage, r.Meta)}
 }
 
 func update(n sdk.SessionNotification) (*Update, error) {
