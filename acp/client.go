@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +33,12 @@ var (
 // errCodeRefused is the JSON-RPC error code of a refused request: invalid
 // params, since the request named what this client does not allow.
 const errCodeRefused = -32602
+
+// errCodeNotFound is ACP's "resource not found" error code. Agents tell a
+// file that does not exist from a failed read by it (Gemini CLI takes it,
+// with the message "Resource not found", as ENOENT, and so writes a new
+// file instead of failing).
+const errCodeNotFound = -32002
 
 // Config configures a Client.
 type Config struct {
@@ -263,6 +270,10 @@ func (h handler) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (s
 		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
 	}
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// An answer, not a refusal: agents read to learn whether a file exists.
+		return sdk.ReadTextFileResponse{}, &sdk.RequestError{Code: errCodeNotFound, Message: "Resource not found: " + path}
+	}
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
 	}
