@@ -3,6 +3,7 @@ package execution_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,4 +345,20 @@ func TestACPPromptErrorAndCrash(t *testing.T) {
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestACPRefusesInteractivePostures: an ACP agent's stdin and stdout carry
+// the protocol, so a terminal lane cannot work; launch says so and starts
+// nothing.
+func TestACPRefusesInteractivePostures(t *testing.T) {
+	r := newRig(t, time.Second)
+	for _, posture := range []eventstore.Posture{eventstore.PostureStructuredInteractive, eventstore.PostureNativeTerminal} {
+		t.Run(string(posture), func(t *testing.T) {
+			_, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-acp-tty",
+				Agent: "acp", Posture: posture, Command: []string{fixtures.ACPAgentBinary(t)}, Prompt: "say hi"})
+			if !errors.Is(err, execution.ErrBadLaunch) || !strings.Contains(err.Error(), "headless only") {
+				t.Fatalf("launch error %v, want ErrBadLaunch saying an ACP agent runs headless only", err)
+			}
+		})
+	}
 }

@@ -374,6 +374,11 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	switch {
 	case !onStdin && shape == eventstore.ShapeOneShot && strings.TrimSpace(req.Prompt) == "":
 		return eventstore.Reference{}, fmt.Errorf("%w: a one-shot %s execution needs a prompt", ErrBadLaunch, adapter.ID())
+	case interactive && conversing(driver):
+		// The protocol owns the agent's stdin and stdout: a terminal lane
+		// would hand them to a person and a terminal emulator instead.
+		return eventstore.Reference{}, fmt.Errorf("%w: %s speaks a protocol on its stdin and stdout, so it runs headless only (posture %s, got %s)",
+			ErrBadLaunch, adapter.ID(), eventstore.PostureStructuredHeadless, req.Posture)
 	case !onStdin && interactive && shape == eventstore.ShapeConversation:
 		return eventstore.Reference{}, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
 			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
