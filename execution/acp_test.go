@@ -362,3 +362,21 @@ func TestACPRefusesInteractivePostures(t *testing.T) {
 		})
 	}
 }
+
+// TestACPReadOfAMissingFile answers with ACP's resource-not-found error
+// (-32002), which agents take as "no such file" (Gemini CLI then writes a
+// new file), and is no refusal: no diagnostic.
+func TestACPReadOfAMissingFile(t *testing.T) {
+	r := newRig(t, time.Second)
+	dir := t.TempDir()
+	ref := r.launchACP(t, dir, eventstore.ShapeConversation, "read "+filepath.Join(dir, "missing.txt"))
+	r.waitTurns(t, ref, 1)
+	if msgs := messages(r, t, ref); len(msgs) != 1 || !strings.Contains(msgs[0], "-32002") || !strings.Contains(msgs[0], "Resource not found") {
+		t.Fatalf("messages %q, want the agent to report a -32002 Resource not found error", msgs)
+	}
+	if codes := diagnosticCodes(r, t, ref); slices.Contains(codes, "acp-refused") {
+		t.Errorf("diagnostics %q, want no acp-refused for a file that does not exist", codes)
+	}
+	r.rt.Stop(context.Background(), ref.AgentExecutionID)
+	r.wait(t, ref)
+}
