@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -41,6 +41,8 @@ func newCommand(name string, env *Env) Command {
 		return &TokenCommand{env: env}
 	case "mcp":
 		return &MCPCommand{env: env}
+	case "acp":
+		return &ACPCommand{env: env}
 	case "run":
 		return &RunCommand{env: env}
 	case "journal":
