@@ -95,12 +95,19 @@ func Serve(ctx context.Context, c *client.Client, cfg Config, in io.Reader, out 
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Server{cfg: cfg, client: c, log: log, ctx: sctx, cancel: cancel, sessions: map[string]*session{}}
-	s.conn = sdk.NewAgentSideConnection(s, out, in)
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	// screen ends when in does: a Serve ended by ctx leaves it blocked in
+	// a read of in until the caller closes it (a process's stdin ends
+	// with the process).
+	go screen(in, pw, w)
+	s.conn = sdk.NewAgentSideConnection(s, w, pr)
 	s.conn.SetLogger(log)
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
 	}
+	pr.Close()
 	s.cancel()
 	s.wg.Wait()
 	return nil
@@ -292,20 +299,27 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if err != nil {
 		return sdk.PromptResponse{}, daemonErr(err)
 	}
-	if ex.Lifecycle.Final() || !ex.Live.Running {
+	if ex.Lifecycle.Final() {
 		return sdk.PromptResponse{}, invalidParams(fmt.Sprintf("execution %s has ended (%s): a prompt needs a running execution; session/new starts one", ss.id, ex.Lifecycle))
 	}
-	t := &turn{messageID: newMessageID(), end: make(chan sdk.StopReason, 1)}
-	msg := client.Message{MessageID: t.messageID, Type: msgPrompt, Source: eventstore.SourceOperator}
-	payload := textPayload{Text: text}
-	if open := ex.CurrentInputRequestID; open != "" && ex.LastInputRequest.RequestID == open && len(ex.LastInputRequest.Choices) == 0 &&
-		ex.LastInputRequest.Kind != string(eventstore.InputPermission) {
-		msg.Type, payload.RequestID = msgAnswer, open
+	if !ex.Live.Running {
+		return sdk.PromptResponse{}, invalidParams(fmt.Sprintf("execution %s does not run in this daemon (lifecycle %s): a prompt needs a running execution; session/new starts one", ss.id, ex.Lifecycle))
 	}
-	msg.Payload, _ = json.Marshal(payload)
-	if err := ss.startTurn(t); err != nil {
+	t := &turn{messageID: newMessageID(), end: make(chan sdk.StopReason, 1)}
+	question, err := ss.startTurn(t)
+	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
+	if ir := ex.LastInputRequest; question == "" && ex.CurrentInputRequestID != "" && ir.RequestID == ex.CurrentInputRequestID &&
+		!askable(&eventstore.NeedsInputSignal{Choices: ir.Choices, Kind: ir.Kind}) {
+		question = ir.RequestID
+	}
+	msg := client.Message{MessageID: t.messageID, Type: msgPrompt, Source: eventstore.SourceOperator}
+	payload := textPayload{Text: text}
+	if question != "" {
+		msg.Type, payload.RequestID = msgAnswer, question
+	}
+	msg.Payload, _ = json.Marshal(payload)
 	ack, err := s.client.SendMessage(ss.ctx, ss.id, msg)
 	if err == nil && ack.Delivery == eventstore.DeliveryFailed {
 		err = fmt.Errorf("the agent did not get the prompt: %s", ack.Reason)

@@ -34,6 +34,9 @@ type session struct {
 	turn *turn
 	// inputs are the needs_input signals seen, by request id.
 	inputs map[string]*eventstore.NeedsInputSignal
+	// question is the open question without choices, which the next
+	// prompt answers; "" when none is open.
+	question string
 	// asking cancels the permission request open at the editor for a
 	// request id, once the journal says it was answered.
 	asking map[string]context.CancelFunc
@@ -79,14 +82,16 @@ func deref(p *int64) int64 {
 	return *p
 }
 
-func (ss *session) startTurn(t *turn) error {
+// startTurn makes t the running turn. It returns the open question
+// without choices that the turn's prompt answers, "" when none is open.
+func (ss *session) startTurn(t *turn) (string, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.turn != nil {
-		return invalidParams(fmt.Sprintf("session %s has a turn running: wait for its response, or send session/cancel", ss.id))
+		return "", invalidParams(fmt.Sprintf("session %s has a turn running: wait for its response, or send session/cancel", ss.id))
 	}
 	ss.turn = t
-	return nil
+	return ss.question, nil
 }
 
 // endTurn answers t's prompt with reason (when t still runs).
@@ -209,6 +214,9 @@ func (ss *session) apply(rec eventstore.Record) (ended bool) {
 		switch p := r.Signal.Payload.(type) {
 		case *eventstore.NeedsInputSignal:
 			ss.inputs[p.RequestID] = p
+			if !askable(p) {
+				ss.question = p.RequestID
+			}
 		case *eventstore.UsageSignal:
 			if t != nil && t.started {
 				t.usage.add(p)
@@ -221,6 +229,7 @@ func (ss *session) apply(rec eventstore.Record) (ended bool) {
 	case *eventstore.StateChanged:
 		if req := r.CurrentInputRequestID; req.Set {
 			if req.ID == "" {
+				ss.question = ""
 				// Answered (here or elsewhere): an editor still asked
 				// has nothing left to answer.
 				for id, cancel := range ss.asking {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentjournal/agentjournal/acpserver"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
@@ -366,4 +368,120 @@ func journal(t *testing.T, cl *client.Client, id string) []eventstore.Record {
 		out = append(out, e.Record)
 	}
 	return out
+}
+
+// A question without choices is shown as the agent's message, and the
+// editor's next prompt answers it.
+func TestACPNextPromptAnswersAQuestion(t *testing.T) {
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	cl := client.New(url, token)
+	defer cl.Close()
+	lines := runACPClient(t, dir, []map[string]any{
+		{"op": "initialize"},
+		{"op": "new", "cwd": t.TempDir()},
+		{"op": "waitUpdate", "kind": "agent_message_chunk", "text": "Which color?"},
+		{"op": "prompt", "text": "blue"},
+	}, "--", fixtures.AgentBinary(t), "ask:q1:Which color?", `signal:{"type":"message","payload":{"text":"thanks"}}`)
+	l, _ := response(t, lines, 1)
+	id := acpResult[struct {
+		SessionID string `json:"sessionId"`
+	}](t, l).SessionID
+	l, end := response(t, lines, 3)
+	if got := acpResult[struct {
+		StopReason string `json:"stopReason"`
+	}](t, l).StopReason; got != "end_turn" {
+		t.Fatalf("stopReason %q, want end_turn (the execution ended)", got)
+	}
+	if got := updatesBefore(t, lines, end); !contains(got, shown{"user_message_chunk", "blue"}) || !contains(got, shown{"agent_message_chunk", "thanks"}) {
+		t.Fatalf("updates: %v, want the answer and the agent's message after it", got)
+	}
+	answered := false
+	for _, rec := range journal(t, cl, id) {
+		if m, ok := rec.(*eventstore.MessageAccepted); ok {
+			answered = answered || m.MessageType == "answer" && m.Source == eventstore.SourceOperator && strings.Contains(string(m.Payload), `"requestId":"q1"`)
+		}
+	}
+	if !answered {
+		t.Fatal("the journal holds no operator's answer to q1")
+	}
+}
+
+// Bad input and a daemon gone get JSON-RPC errors that say what is
+// accepted, and the server goes on answering.
+func TestACPBadInput(t *testing.T) {
+	dir := t.TempDir()
+	url, token, stopServe := startServe(t, dir)
+	cl := client.New(url, token)
+	defer cl.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- acpserver.Serve(ctx, cl, acpserver.Config{}, inR, outW) }()
+	defer func() {
+		inW.Close()
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Error("the server did not stop")
+		}
+	}()
+	answers := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				answers <- m
+			}
+		}
+	}()
+	ask := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-answers:
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to %s", line)
+		}
+		return nil
+	}
+	errorOf := func(m map[string]any) (float64, string) {
+		e, _ := m["error"].(map[string]any)
+		if e == nil {
+			t.Fatalf("got %v, want an error", m)
+		}
+		msg, _ := json.Marshal(e)
+		return e["code"].(float64), string(msg)
+	}
+	for _, tc := range []struct {
+		name, line string
+		code       float64
+		says       string
+	}{
+		{"not JSON", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":`, -32700, "Parse error"},
+		{"unknown method", `{"jsonrpc":"2.0","id":2,"method":"session/bogus","params":{}}`, -32601, "session/bogus"},
+		{"unknown session", `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}`, -32602, "open it with session/new or session/load"},
+		{"no agent", `{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`, -32602, "--agent NAME"},
+		{"bad _meta", `{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[],"_meta":{"agentjournal":{"agnt":"x"}}}}`, -32602, "want {"},
+		{"unknown agent", `{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[],"_meta":{"agentjournal":{"agent":"nope"}}}}`, -32602, "claude-code"},
+	} {
+		code, msg := errorOf(ask(tc.line))
+		if code != tc.code || !strings.Contains(msg, tc.says) {
+			t.Errorf("%s: got %v %s, want %v saying %q", tc.name, code, msg, tc.code, tc.says)
+		}
+	}
+	stopServe()
+	code, msg := errorOf(ask(`{"jsonrpc":"2.0","id":7,"method":"session/list","params":{}}`))
+	if code != -32603 || !strings.Contains(msg, "reach the daemon") {
+		t.Errorf("daemon gone: got %v %s, want -32603 saying it cannot reach the daemon", code, msg)
+	}
+	if m := ask(`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}`); m["result"] == nil {
+		t.Errorf("initialize after the errors: %v, want a result", m)
+	}
 }
