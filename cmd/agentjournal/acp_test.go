@@ -427,6 +427,7 @@ func TestACPBadInput(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Error("the server did not stop")
 		}
+		outW.Close() // ends the reader of the answers
 	}()
 	answers := make(chan map[string]any, 16)
 	go func() {
