@@ -70,6 +70,8 @@ type Client struct {
 	session string
 	turn    context.CancelFunc // the running prompt's, nil between turns
 	closed  bool
+
+	terms terminals
 }
 
 // NewClient starts the connection's readers; nothing is written until Open.
@@ -116,7 +118,8 @@ func (c *Client) Open(ctx context.Context) (string, error) {
 	ini, err := c.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{
-			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Fs:       sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Terminal: true,
 		},
 		ClientInfo: &sdk.Implementation{Name: "agentjournal", Version: "1"},
 	})
@@ -204,6 +207,7 @@ func (c *Client) Close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.terms.closeAll()
 	c.end()
 	c.in.Close()
 	<-c.conn.Done()
@@ -333,25 +337,6 @@ func (h handler) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 // it feeds (Decode), in their order.
 func (handler) SessionUpdate(context.Context, sdk.SessionNotification) error { return nil }
 
-var errNoTerminal = errors.New("this client offers no terminal (clientCapabilities.terminal is false)")
-
-func (h handler) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalCreate, errNoTerminal)
-}
-func (h handler) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalKill, errNoTerminal)
-}
-func (h handler) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, h.refuse(sdk.ClientMethodTerminalOutput, errNoTerminal)
-}
-func (h handler) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalRelease, errNoTerminal)
-}
-func (h handler) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, h.refuse(sdk.ClientMethodTerminalWaitForExit, errNoTerminal)
-}
-
-// rawJSON is a value as JSON, for the caller's records.
 func rawJSON(v any) json.RawMessage {
 	if v == nil {
 		return nil

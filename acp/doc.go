@@ -6,7 +6,9 @@
 // session/new handshake, session/prompt and session/cancel, answering the
 // agent's requests (session/request_permission through a callback that
 // waits for an answer, fs/read_text_file and fs/write_text_file inside one
-// working directory, refusing any path outside it), and reading the
+// working directory, refusing any path outside it, and terminal/* running
+// commands there, each in a process group of its own, with bounded
+// output), and reading the
 // agent's messages into plain values (Decode) for whoever records them.
 //
 // It does not own the process, its pipes or any journal: the caller reads

@@ -22,6 +22,8 @@ type Message struct {
 	Permission *PermissionRequest
 	// File is an fs/read_text_file or fs/write_text_file request.
 	File *FileRequest
+	// Command is a terminal/create request: a command the agent runs.
+	Command *CommandRequest
 	// Result is a successful response; Error a failed one.
 	Result *Result
 	Error  *Error
@@ -106,6 +108,13 @@ type FileRequest struct {
 	Session string
 	Path    string
 	Write   bool
+}
+
+// CommandRequest is an agent's request to run a command in a terminal.
+type CommandRequest struct {
+	Session string
+	// Line is the command and its arguments, space-separated.
+	Line string
 }
 
 // Result is a successful response: session/new's names the session;
@@ -215,6 +224,11 @@ func Decode(line []byte) (Message, error) {
 		var p sdk.WriteTextFileRequest
 		if err = unmarshal(env.Params, &p); err == nil {
 			m.File = &FileRequest{Session: string(p.SessionId), Path: p.Path, Write: true}
+		}
+	case sdk.ClientMethodTerminalCreate:
+		var p sdk.CreateTerminalRequest
+		if err = unmarshal(env.Params, &p); err == nil {
+			m.Command = &CommandRequest{Session: string(p.SessionId), Line: strings.Join(append([]string{p.Command}, p.Args...), " ")}
 		}
 	}
 	return m, err

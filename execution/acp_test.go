@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -376,6 +377,57 @@ func TestACPReadOfAMissingFile(t *testing.T) {
 	}
 	if codes := diagnosticCodes(r, t, ref); slices.Contains(codes, "acp-refused") {
 		t.Errorf("diagnostics %q, want no acp-refused for a file that does not exist", codes)
+	}
+	r.rt.Stop(context.Background(), ref.AgentExecutionID)
+	r.wait(t, ref)
+}
+
+// TestACPTerminalRunsInTheWorkingDirectory: an agent's terminal/create
+// runs its command in the working directory (or a directory inside it),
+// journaled as executing activity; kill ends it; a directory outside is
+// refused.
+func TestACPTerminalRunsInTheWorkingDirectory(t *testing.T) {
+	r := newRig(t, 2*time.Second)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "s.sh"), []byte("pwd; echo to stderr >&2; exit 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Join([]string{
+		"run pwd",
+		"runin " + filepath.Join(dir, "sub") + " sh s.sh",
+		"runkill sleep 60",
+		"runin " + t.TempDir() + " pwd",
+		"say done",
+	}, "\n")
+	ref := r.launchACP(t, dir, eventstore.ShapeConversation, script)
+	r.waitTurns(t, ref, 1)
+	msgs := messages(r, t, ref)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("ran: exit 0: %q", real+"\n"),
+		fmt.Sprintf("ran: exit 4: %q", filepath.Join(real, "sub")+"\nto stderr\n"),
+	}
+	if len(msgs) != 5 || msgs[0] != want[0] || msgs[1] != want[1] || !strings.HasPrefix(msgs[2], "ran: signal killed") ||
+		!strings.Contains(msgs[3], "terminal error") || msgs[4] != "done" {
+		t.Fatalf("messages %q, want %q, a killed command, a refused directory and done", msgs, want)
+	}
+	var commands []string
+	for _, rec := range r.records(t, ref) {
+		if a, ok := rec.(*eventstore.ActivityUpdated); ok && a.Activity == eventstore.ActivityExecuting && a.CurrentTarget != nil && a.ToolCall == nil {
+			commands = append(commands, a.CurrentTarget.Label)
+		}
+	}
+	if !slices.Contains(commands, "pwd") || !slices.Contains(commands, "sleep 60") {
+		t.Errorf("executing activity %q, want the commands run", commands)
+	}
+	if !slices.Contains(diagnosticCodes(r, t, ref), "acp-refused") {
+		t.Errorf("the refused directory left no acp-refused diagnostic")
 	}
 	r.rt.Stop(context.Background(), ref.AgentExecutionID)
 	r.wait(t, ref)

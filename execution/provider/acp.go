@@ -15,11 +15,11 @@ import (
 const ACP = "acp"
 
 // acpLineTypes are the methods (and "response") the ACP parser reads.
-var acpLineTypes = []string{"fs/read_text_file", "fs/write_text_file", "response", "session/request_permission", "session/update"}
+var acpLineTypes = []string{"fs/read_text_file", "fs/write_text_file", "response", "session/request_permission", "session/update", "terminal/create"}
 
 // acpQuiet are the methods the client answers (or refuses) itself without
 // anything to record here: the adapter reports a refusal.
-var acpQuiet = map[string]bool{"terminal/create": true, "terminal/output": true, "terminal/release": true,
+var acpQuiet = map[string]bool{"terminal/output": true, "terminal/release": true,
 	"terminal/wait_for_exit": true, "terminal/kill": true}
 
 // acpParser reads an ACP agent's messages. Agent message chunks are held
@@ -72,6 +72,8 @@ func (p *acpParser) Parse(line []byte) []Event {
 		p.permission(m.ID, m.Permission)
 	case m.File != nil:
 		p.file(m.File)
+	case m.Command != nil:
+		p.activity(&eventstore.ActivityUpdated{Activity: eventstore.ActivityExecuting, CurrentTarget: commandTarget(m.Command.Line)})
 	case m.Result != nil:
 		p.result(m.Result)
 	case m.Error != nil:
