@@ -607,6 +607,10 @@ func (s *FileStore) EnsureJournal(ctx context.Context, ref Reference, h *Header)
 	if err := ctx.Err(); err != nil {
 		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
 	}
+	if err := CheckLinks(ctx, s, h); err != nil {
+		// Checked before the lock: the check reads the parent journal.
+		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {

@@ -142,6 +142,9 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 	if h.RecordID == "" {
 		h.RecordID = RecordID(ref.JournalID, KindHeader, NaturalKey(h))
 	}
+	if err := CheckLinks(ctx, s, h); err != nil {
+		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
+	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()

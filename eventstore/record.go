@@ -21,6 +21,7 @@ const (
 	KindActivity     Kind = "activity.updated"
 	KindOwnerEffect  Kind = "owner-effect.recorded"
 	KindProjection   Kind = "projection.recorded"
+	KindInterruption Kind = "interruption.recorded"
 )
 
 // Base holds the fields every record carries. JournalID is carried on every
@@ -42,7 +43,7 @@ type Base struct {
 // RecordBase gives access to the common fields of any record.
 func (b *Base) RecordBase() *Base { return b }
 
-// Record is one journal record: one of the nine kinds below. The set is
+// Record is one journal record: one of the ten kinds below. The set is
 // closed; the registry in registry.go decodes every kind.
 type Record interface {
 	RecordBase() *Base
@@ -61,6 +62,17 @@ type Header struct {
 	ProtocolDescriptor ProtocolDescriptor `json:"protocolDescriptor"`
 	TransportState     *TransportState    `json:"transportState,omitempty"`
 	WorkingDirectory   string             `json:"workingDirectory,omitempty"`
+	// SessionID is the AgentSession the execution belongs to: the
+	// execution's own id for a new session, the resumed execution's
+	// session for a resume. Absent on journals written before it existed,
+	// which read as their own session.
+	SessionID string `json:"sessionId,omitempty"`
+	// ForkedFrom links a fork to the parent record it branches after
+	// (lineage.go); absent for a journal that is not a fork.
+	ForkedFrom *ForkLink `json:"forkedFrom,omitempty"`
+	// Resumes links a resumed run to the execution it continues;
+	// absent for a journal that resumes nothing.
+	Resumes *ResumeLink `json:"resumes,omitempty"`
 }
 
 // MessageAccepted records owner, operator or daemon input before delivery.
@@ -268,6 +280,7 @@ func (*StateChanged) Kind() Kind       { return KindStateChanged }
 func (*ActivityUpdated) Kind() Kind    { return KindActivity }
 func (*OwnerEffect) Kind() Kind        { return KindOwnerEffect }
 func (*ProjectionRecorded) Kind() Kind { return KindProjection }
+func (*Interruption) Kind() Kind       { return KindInterruption }
 
 // NaturalKey returns the part of a record that makes it unique in its
 // journal, from which the store derives its record id, or "" when the kind
@@ -289,6 +302,8 @@ func NaturalKey(r Record) string {
 		return r.DecisionID
 	case *OwnerEffect:
 		return r.EffectID
+	case *Interruption:
+		return "interruption"
 	}
 	return ""
 }

@@ -76,9 +76,27 @@ func WriteReference(w io.Writer) error {
 		{"message descriptor portability", joinValues(portabilities)},
 		{"protocolDescriptor signalTransports", joinValues(signalTransports)},
 		{"transportState structuredLane", joinValues(structuredLanes)},
+		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout` is reserved: the runtime has no run time limit yet)"},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
 	}
+
+	b.WriteString("\n## Event ids, forks and resumes\n\n")
+	b.WriteString("A record's **event id** is `sha256:` and the hex SHA-256 of its JSON canonicalized by RFC 8785 (JCS),\n")
+	b.WriteString("computed (`eventstore.EventID`), never stored. It covers the whole record, the common fields included,\n")
+	b.WriteString("so the same content in two journals, or at two sequences of one, has two ids: an event id names one\n")
+	b.WriteString("record at one place, which is what a fork pins. Key order and whitespace do not change it.\n\n")
+	b.WriteString("| `journal.header` field | meaning |\n|---|---|\n")
+	for _, f := range [][2]string{
+		{"sessionId", "the AgentSession: the execution's own id for a new session (absent reads as that), the resumed execution's session for a resume"},
+		{"forkedFrom", "`{journalId, agentExecutionId, sequence, eventId}`: the fork inherits the parent's records 1…sequence; `eventId` is the event id of the parent record at `sequence` (≥ 1). The fork's journal holds only its own records"},
+		{"resumes", "`{agentExecutionId, journalId}`: the execution this run continues; `sessionId` is required and must be the resumed execution's session. Not with `forkedFrom`: a fork starts a new session"},
+	} {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
+	}
+	b.WriteString("\nThe store checks both links when it writes the header (`EnsureJournal`): a parent or resumed journal\n")
+	b.WriteString("that does not exist, a sequence past the parent's end or an event id that is not the parent record's\n")
+	b.WriteString("is refused (`ErrBadLink`) and nothing is written.\n")
 
 	b.WriteString("\n## Signals\n\nA signal travels inside `observation.recorded` as `\"signal\": {\"type\": …, \"payload\": {…}}`.\n\n")
 	b.WriteString("| type | payload schema key | surfaced to agents | timeline item |\n|---|---|---|---|\n")

@@ -58,6 +58,8 @@ func init() {
 		Description: "an accepted effect routed to the owning Entity"}, &OwnerEffect{})
 	registerKind(KindSpec{Kind: KindProjection,
 		Description: "reserved: a materialized projection item"}, &ProjectionRecorded{})
+	registerKind(KindSpec{Kind: KindInterruption, NaturalKey: "(one per journal)",
+		Description: "a run ended by something other than the agent itself (crash, shutdown, system_restart, timeout, canceled), naming the turn, message and input request it cut short"}, &Interruption{})
 }
 
 // Kinds lists the record kinds in registry order.
@@ -222,6 +224,7 @@ func (r *Header) validate(p *problems) {
 		p.add("kind", fmt.Sprintf("%q is not accepted", r.JournalKind), headerKind)
 	}
 	p.id("agentId", r.AgentID)
+	r.validateLinks(p)
 	r.ProtocolDescriptor.validate(p, "protocolDescriptor")
 	if r.TransportState != nil {
 		r.TransportState.validate(p, "transportState")

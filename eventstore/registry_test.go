@@ -27,7 +27,13 @@ func base(kind Kind, seq uint64) Base {
 }
 
 func i64(v int64) *int64 { return &v }
-func yes() *bool         { b := true; return &b }
+
+var (
+	parentJournal = JournalIDFor(OwnerMission, "mission-7", "ae-0")
+	zeroEventID   = EventIDPrefix + strings.Repeat("0", 64)
+)
+
+func yes() *bool { b := true; return &b }
 
 // validRecords holds one valid record of every kind; the tests derive
 // invalid ones from their JSON.
@@ -64,6 +70,8 @@ func validRecords() map[Kind]Record {
 			OwnerEntity: OwnerMission, EffectType: "task.completed", Payload: map[string]any{"taskId": "t-1"}},
 		KindProjection: &ProjectionRecorded{Base: base(KindProjection, 9), Projection: "timeline-item",
 			Payload: map[string]any{"kind": "chat"}},
+		KindInterruption: &Interruption{Base: base(KindInterruption, 10), Reason: InterruptCrash, Detail: "signal: killed",
+			Turn: 2, MessageID: "msg-1", InputRequestID: "req-1"},
 	}
 }
 
@@ -87,8 +95,8 @@ func TestEveryKindHasAValidCase(t *testing.T) {
 			t.Errorf("%s round trip (-want +got):\n%s", k, diff)
 		}
 	}
-	if len(Kinds()) != 9 {
-		t.Fatalf("%d record kinds, want 9", len(Kinds()))
+	if len(Kinds()) != 10 {
+		t.Fatalf("%d record kinds, want 10", len(Kinds()))
 	}
 }
 
@@ -135,6 +143,20 @@ func TestDecodeRejects(t *testing.T) {
 		{"string sequence", KindDecision, set("sequence", "2"), "sequence", "whole number"},
 		{"header at seq 2", KindHeader, set("sequence", 2), "sequence", "always sequence 1"},
 		{"message at seq 1", KindMessage, set("sequence", 1), "sequence", "reserved for the journal.header"},
+		// Links of a header.
+		{"fork link unknown field", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 3, "eventId": zeroEventID, "branch": "b"}), "forkedFrom.branch", "eventId"},
+		{"fork at sequence 0", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 0, "eventId": zeroEventID}), "forkedFrom.sequence", "1 or more"},
+		{"fork without event id", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2, "eventId": "abc"}), "forkedFrom.eventId", "sha256:<64 lowercase hex>"},
+		{"fork of itself", KindHeader, set("forkedFrom", map[string]any{"journalId": testRef.JournalID, "agentExecutionId": "ae-1", "sequence": 2, "eventId": zeroEventID}), "forkedFrom.journalId", "cannot fork itself"},
+		{"resume without session", KindHeader, set("resumes", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0"}), "sessionId", "required"},
+		{"resume link unknown field", KindHeader, set("resumes", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2}), "resumes.sequence", "agentExecutionId"},
+		{"fork and resume", KindHeader, func(m map[string]any) {
+			m["sessionId"] = "ae-0"
+			m["resumes"] = map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0"}
+			m["forkedFrom"] = map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2, "eventId": zeroEventID}
+		}, "resumes", "not both"},
+		{"interruption reason", KindInterruption, set("reason", "oops"), "reason", "crash, shutdown, system_restart, timeout, canceled"},
+		{"interruption without reason", KindInterruption, del("reason"), "reason", "required"},
 
 		{"header bad kind", KindHeader, set("kind", "transcript"), "kind", "agent-execution-interaction-journal"},
 		{"header no agent", KindHeader, del("agentId"), "agentId", "required"},

@@ -64,6 +64,8 @@ var internTable = []string{
 	"none", "autonomous", "awaiting-operator", "awaiting-system",
 	// added later: timeline item kinds, signal types
 	"plan",
+	// added later: the interruption record and its timeline item
+	"interruption.recorded", "interruption",
 }
 
 var internIndex = func() map[string]uint64 {

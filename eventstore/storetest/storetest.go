@@ -42,6 +42,8 @@ func Run(t *testing.T, f Factory) {
 		{"ThousandJournals", testThousandJournals},
 		{"Reopen", testReopen},
 		{"ClosedStore", testClosed},
+		{"ForkAndResumeLinks", testForkAndResumeLinks},
+		{"InterruptionRecord", testInterruptionRecord},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })
