@@ -328,6 +328,11 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 			rt.cfg.Logger.Info("attached to an agent that ran on while its host was gone", "execution", ref.AgentExecutionID)
 			continue
 		}
+		// Before the undelivered messages are settled: the interruption
+		// names the one being delivered.
+		if err := rt.recordInterruption(ctx, ref, eventstore.InterruptSystemRestart, "the host stopped while the run was live, and its process is gone"); err != nil {
+			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
+		}
 		if err := rt.failUndelivered(ctx, ref); err != nil {
 			return recovered, fmt.Errorf("recover %s: %w", ref.AgentExecutionID, err)
 		}

@@ -79,6 +79,8 @@ func (s *State) Apply(r eventstore.Record) ([]TimelineItem, error) {
 		return []TimelineItem{item(r, ItemOwnerEffect, r.EffectType)}, nil
 	case *eventstore.ProjectionRecorded:
 		// Reserved; timelines are derived from the other records.
+	case *eventstore.Interruption:
+		return s.applyInterruption(r), nil
 	}
 	return nil, nil
 }

@@ -207,6 +207,7 @@ type process struct {
 	killed   bool   // the grace ran out: exit means terminated
 	closing  bool   // Stop closed stdin: a clean exit means completed
 	leaving  bool   // Close leaves the execution to the next runtime: nothing more is recorded here
+	shutdown bool   // Close stops it: the daemon is shutting down, not the operator stopping it
 	ended    bool
 	// sessionID is the provider session the CLI named, which the next
 	// turn resumes.
@@ -1116,6 +1117,7 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	p.mu.Lock()
 	p.child = nil
 	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
+	shutdown := p.shutdown
 	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
 	leaving := p.leaving
 	p.mu.Unlock()
@@ -1142,6 +1144,9 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)
 	default:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
+	}
+	if reason, ok := interruptionOf(e, stopping, killed, shutdown); ok {
+		rt.interrupted(p, reason, e.desc)
 	}
 	rt.end(p, st)
 }
@@ -1257,7 +1262,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	ids := make([]string, 0, len(rt.live))
-	var leave []*process
+	var leave, stop []*process
 	for id, p := range rt.live {
 		if rt.cfg.LeaveRunning && rt.takeOver(p, p.source == eventstore.ObservedPTY) {
 			// Its hosted file and launch stay for the next runtime to
@@ -1266,8 +1271,14 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			continue
 		}
 		ids = append(ids, id)
+		stop = append(stop, p)
 	}
 	rt.mu.Unlock()
+	for _, p := range stop {
+		p.mu.Lock()
+		p.shutdown = true
+		p.mu.Unlock()
+	}
 	for _, p := range leave {
 		p.mu.Lock()
 		p.leaving = true

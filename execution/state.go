@@ -61,6 +61,8 @@ type State struct {
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// Interrupted is set when the run was cut short (interruption.go).
+	Interrupted *Interrupted `json:"interrupted,omitempty"`
 
 	Timeline []TimelineItem `json:"timeline"`
 }
