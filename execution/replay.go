@@ -100,6 +100,9 @@ func (s *State) applyHeader(h *eventstore.Header) {
 		Posture:               h.ProtocolDescriptor.Posture,
 		ProtocolDescriptor:    h.ProtocolDescriptor,
 		WorkingDirectory:      h.WorkingDirectory,
+		SessionID:             h.Session(),
+		ForkedFrom:            h.ForkedFrom,
+		Resumes:               h.Resumes,
 		Journal: eventstore.Reference{
 			JournalID: h.JournalID, OwnerEntity: h.Scope, OwnerID: h.OwnerID, AgentExecutionID: h.AgentExecutionID,
 			RecordCount: 1, LastSequence: h.Sequence,

@@ -61,6 +61,16 @@ type State struct {
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// SessionID is the AgentSession: the header's sessionId, or the
+	// execution's own id when it names none.
+	SessionID string `json:"sessionId,omitempty"`
+	// ForkedFrom and Resumes are the header's links (lineage.go).
+	ForkedFrom *eventstore.ForkLink   `json:"forkedFrom,omitempty"`
+	Resumes    *eventstore.ResumeLink `json:"resumes,omitempty"`
+	// Lineage lists a fork's ancestors, nearest first, when its prefix
+	// was folded in (ReplayLineage); a fork replayed alone lacks it.
+	Lineage []string `json:"lineage,omitempty"`
+
 	// Interrupted is set when the run was cut short (interruption.go).
 	Interrupted *Interrupted `json:"interrupted,omitempty"`
 

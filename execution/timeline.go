@@ -53,4 +53,10 @@ type TimelineItem struct {
 	// what would unblock it.
 	Reason string `json:"reason,omitempty"`
 	Needs  string `json:"needs,omitempty"`
+
+	// Inherited marks an item a fork inherited from its parent's prefix;
+	// ExecutionID names the execution whose journal holds it (set only
+	// then). Its ID and Sequence are that journal's.
+	Inherited   bool   `json:"inherited,omitempty"`
+	ExecutionID string `json:"executionId,omitempty"`
 }

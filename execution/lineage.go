@@ -1,0 +1,170 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// MaxForkDepth bounds how many forks deep lineage replay follows links: a
+// fork of a fork … of a journal this deep is refused, not folded.
+const MaxForkDepth = 64
+
+// ErrLineage reports a fork whose links cannot be followed: a parent that
+// is missing or shorter than the link says, a record that is not the one
+// the link pins, a cycle, or a chain deeper than MaxForkDepth.
+var ErrLineage = errors.New("execution: fork lineage cannot be resolved")
+
+// JournalSource is what lineage replay reads; eventstore's stores implement
+// it, so replay does not depend on where the journals live.
+type JournalSource interface {
+	ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error]
+	Lookup(ctx context.Context, agentExecutionID string) (eventstore.Reference, error)
+}
+
+var _ JournalSource = (eventstore.Store)(nil)
+
+// ReplayLineage folds an execution's state through its fork links: for a
+// fork, the parent's records up to the fork's sequence (the parent's own
+// prefix resolved the same way, recursively), then the fork's own records.
+// The state keeps the fork's identity (id, journal, counters) and inherits
+// the prefix's conversation: its timeline items, marked Inherited with the
+// execution they come from, and its plan. Usage counts only the fork's own
+// records (TreeUsage totals a tree). A journal that is not a fork replays
+// exactly as Replay does.
+func ReplayLineage(ctx context.Context, src JournalSource, ref eventstore.Reference) (*State, error) {
+	s, _, err := replayLineage(ctx, src, ref, math.MaxUint64, nil)
+	return s, err
+}
+
+// ReplayPrefix folds the state a fork inherits from its link: the linked
+// journal's lineage up to the link's sequence, after checking that the
+// record there is the one the link pins by its event id.
+func ReplayPrefix(ctx context.Context, src JournalSource, link *eventstore.ForkLink) (*State, error) {
+	return replayPrefix(ctx, src, link, nil)
+}
+
+func replayPrefix(ctx context.Context, src JournalSource, link *eventstore.ForkLink, chain []string) (*State, error) {
+	ref, err := src.Lookup(ctx, link.AgentExecutionID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parent %s: %w", ErrLineage, link.AgentExecutionID, err)
+	}
+	if ref.JournalID != link.JournalID {
+		return nil, fmt.Errorf("%w: parent %s has journal %s, the link names %s", ErrLineage, link.AgentExecutionID, ref.JournalID, link.JournalID)
+	}
+	parent, last, err := replayLineage(ctx, src, ref, link.Sequence, chain)
+	if err != nil {
+		return nil, err
+	}
+	if parent.Journal.LastSequence != link.Sequence || last == nil {
+		return nil, fmt.Errorf("%w: parent %s ends at sequence %d, before the fork's %d", ErrLineage, link.AgentExecutionID, parent.Journal.LastSequence, link.Sequence)
+	}
+	id, err := eventstore.EventID(last)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLineage, err)
+	}
+	if id != link.EventID {
+		return nil, fmt.Errorf("%w: the record at %s sequence %d is %s, the fork pins %s", ErrLineage, link.AgentExecutionID, link.Sequence, id, link.EventID)
+	}
+	return parent, nil
+}
+
+// replayLineage folds ref's lineage up to sequence upTo and returns the
+// state and the last record folded.
+func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64, chain []string) (*State, eventstore.Record, error) {
+	if slices.Contains(chain, ref.JournalID) {
+		return nil, nil, fmt.Errorf("%w: a fork cycle: %v links back to %s", ErrLineage, append(chain, ref.JournalID), ref.JournalID)
+	}
+	if len(chain) > MaxForkDepth {
+		return nil, nil, fmt.Errorf("%w: more than %d forks deep at %s", ErrLineage, MaxForkDepth, ref.AgentExecutionID)
+	}
+	chain = append(slices.Clip(chain), ref.JournalID)
+	s := &State{}
+	var last eventstore.Record
+	for e, err := range src.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		r := e.Record
+		if r.RecordBase().Sequence > upTo {
+			break
+		}
+		items, err := s.Apply(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("replay %s: %w", ref, err)
+		}
+		s.Timeline = append(s.Timeline, items...)
+		if h, ok := r.(*eventstore.Header); ok && h.ForkedFrom != nil {
+			parent, err := replayPrefix(ctx, src, h.ForkedFrom, chain)
+			if err != nil {
+				return nil, nil, fmt.Errorf("replay the prefix of fork %s: %w", ref.AgentExecutionID, err)
+			}
+			if err := s.Inherit(parent); err != nil {
+				return nil, nil, err
+			}
+		}
+		last = r
+	}
+	if s.ID == "" {
+		return nil, nil, fmt.Errorf("%s: %w", ref, ErrNoHeader)
+	}
+	return s, last, nil
+}
+
+// Inherit lays a fork's prefix under its state; it is called right after the
+// fork's header is applied, with the parent's state at the fork's sequence.
+// The fork keeps its own identity, counters, lifecycle and usage; it takes
+// the parent's timeline (each item marked inherited, naming the execution it
+// came from) and plan. ReplayPrefix gives the parent's state, checked
+// against the link.
+func (s *State) Inherit(parent *State) error {
+	if s.ForkedFrom == nil || parent.ID != s.ForkedFrom.AgentExecutionID {
+		return fmt.Errorf("%w: %s is not a fork of %s", ErrLineage, s.ID, parent.ID)
+	}
+	inherited := make([]TimelineItem, 0, len(parent.Timeline)+len(s.Timeline))
+	for _, it := range parent.Timeline {
+		it.Inherited = true
+		if it.ExecutionID == "" {
+			it.ExecutionID = parent.ID
+		}
+		inherited = append(inherited, it)
+	}
+	s.Timeline = append(inherited, s.Timeline...)
+	s.Plan = slices.Clone(parent.Plan)
+	s.Lineage = append([]string{parent.ID}, parent.Lineage...)
+	return nil
+}
+
+// TreeUsage totals the usage of the executions of a fork tree, each
+// execution's own usage counted once however often its state is given. A
+// state's Usage folds only its own records, so no record is counted twice:
+// a fork's inherited prefix is counted with the parent that recorded it.
+func TreeUsage(states ...*State) Usage {
+	seen := map[string]bool{}
+	var total Usage
+	add := func(dst **int64, v *int64) {
+		if v == nil {
+			return
+		}
+		n := *v
+		if *dst != nil {
+			n = addSat(**dst, n)
+		}
+		*dst = &n
+	}
+	for _, s := range states {
+		if s == nil || seen[s.ID] {
+			continue
+		}
+		seen[s.ID] = true
+		add(&total.InputTokens, s.Usage.InputTokens)
+		add(&total.OutputTokens, s.Usage.OutputTokens)
+		add(&total.TotalTokens, s.Usage.TotalTokens)
+	}
+	return total
+}

@@ -1,0 +1,245 @@
+package execution_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+func msg(id, text string) *eventstore.MessageAccepted {
+	return &eventstore.MessageAccepted{MessageID: id, Source: eventstore.SourceOperator, MessageType: "prompt",
+		Payload: []byte(fmt.Sprintf(`{"text":%q}`, text)), MutatesContext: true}
+}
+
+func usage(id string, in, out int64) *eventstore.Observation {
+	return &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceAuthoritative,
+		Signal: eventstore.NewSignal(&eventstore.UsageSignal{InputTokens: &in, OutputTokens: &out})}
+}
+
+func plan(id, text string) *eventstore.Observation {
+	return &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedProviderOutput, Confidence: eventstore.ConfidenceAuthoritative,
+		Signal: eventstore.NewSignal(&eventstore.PlanSignal{Items: []eventstore.PlanItem{{Text: text, Status: eventstore.PlanItemStatuses[0]}}})}
+}
+
+// forkHeader links a new journal to the record at seq of parent.
+func forkHeader(t *testing.T, s eventstore.Store, parent eventstore.Reference, seq uint64) *eventstore.Header {
+	t.Helper()
+	var at eventstore.Record
+	for e, err := range s.ReadJournal(context.Background(), parent, seq) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = e.Record
+		break
+	}
+	id, err := eventstore.EventID(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless},
+		ForkedFrom: &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: id}}
+}
+
+func texts(items []execution.TimelineItem) []string {
+	var out []string
+	for _, it := range items {
+		if it.Kind != execution.ItemMessage {
+			continue
+		}
+		s := it.Text
+		if it.Inherited {
+			s += " (from " + it.ExecutionID + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// A fork of a fork folds its ancestors' prefixes through the links: each
+// ancestor up to the fork point, then its own records; usage is its own.
+func TestReplayLineageForkOfAFork(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, fixtures.StartNATS(t))
+	parent := orphanJournal(t, s, "parent", nil, false,
+		msg("p1", "one"), usage("pu1", 100, 10), plan("pp", "write the test"), msg("p2", "two"), msg("p3", "parent only"))
+	// The fork branches after "two" (sequence 5).
+	fork := orphanJournal(t, s, "fork", forkHeader(t, s, parent, 5), false,
+		msg("f1", "fork one"), usage("fu1", 7, 3), msg("f2", "fork only"))
+	// Its fork branches after "fork one" (its sequence 2).
+	grand := orphanJournal(t, s, "grand", forkHeader(t, s, fork, 2), false, msg("g1", "grand one"), usage("gu1", 1, 1))
+
+	st, err := execution.ReplayLineage(ctx, s, grand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"one (from parent)", "two (from parent)", "fork one (from fork)", "grand one"}
+	if got := texts(st.Timeline); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("timeline %q, want %q", got, want)
+	}
+	if st.ID != "grand" || st.Journal.JournalID != grand.JournalID || st.Journal.LastSequence != 3 || st.Journal.RecordCount != 3 {
+		t.Fatalf("identity %s %s seq %d count %d, want grand's own", st.ID, st.Journal.JournalID, st.Journal.LastSequence, st.Journal.RecordCount)
+	}
+	if fmt.Sprint(st.Lineage) != "[fork parent]" {
+		t.Fatalf("lineage %v, want [fork parent]", st.Lineage)
+	}
+	if len(st.Plan) != 1 || st.Plan[0].Text != "write the test" {
+		t.Fatalf("plan %+v, want the parent's", st.Plan)
+	}
+	if *st.Usage.InputTokens != 1 || *st.Usage.OutputTokens != 1 {
+		t.Fatalf("usage %d/%d, want only its own 1/1", *st.Usage.InputTokens, *st.Usage.OutputTokens)
+	}
+	// Replayed alone, the fork has only its own records.
+	var own []eventstore.Record
+	for e, err := range s.ReadJournal(ctx, grand, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		own = append(own, e.Record)
+	}
+	alone, err := execution.Replay(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(alone.Timeline); fmt.Sprint(got) != "[grand one]" || alone.ForkedFrom == nil {
+		t.Fatalf("replayed alone: %q, forkedFrom %v; want only its own message and the link", got, alone.ForkedFrom)
+	}
+
+	// The tree's usage counts every record once, however the states are given.
+	var states []*execution.State
+	for _, ref := range []eventstore.Reference{parent, fork, grand, fork} {
+		st, err := execution.ReplayLineage(ctx, s, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, st)
+	}
+	total := execution.TreeUsage(states...)
+	if *total.InputTokens != 108 || *total.OutputTokens != 14 || *total.TotalTokens != 122 {
+		t.Fatalf("tree usage %d/%d/%d, want 108/14/122", *total.InputTokens, *total.OutputTokens, *total.TotalTokens)
+	}
+}
+
+// memJournals is an in-memory JournalSource that holds whatever journals it
+// is given, links unchecked: the store refuses broken links, but journals
+// can come from elsewhere (an import), and replay must not trust them.
+type memJournals map[string][]eventstore.Record
+
+func (m memJournals) ReadJournal(_ context.Context, ref eventstore.Reference, from uint64) iter.Seq2[eventstore.Entry, error] {
+	return func(yield func(eventstore.Entry, error) bool) {
+		for _, r := range m[ref.AgentExecutionID] {
+			if r.RecordBase().Sequence >= from && !yield(eventstore.Entry{Record: r}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (m memJournals) Lookup(_ context.Context, id string) (eventstore.Reference, error) {
+	if _, ok := m[id]; !ok {
+		return eventstore.Reference{}, fmt.Errorf("%w: %s", eventstore.ErrJournalNotFound, id)
+	}
+	return eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+}
+
+// add stores a journal of a header linked to link (nil: none) and n messages.
+func (m memJournals) add(t *testing.T, id string, link *eventstore.ForkLink, n int) eventstore.Reference {
+	t.Helper()
+	ref, _ := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+	base := func(k eventstore.Kind, seq uint64) eventstore.Base {
+		return eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, k, fmt.Sprint(seq)), Sequence: seq, Type: k, SchemaVersion: 1,
+			JournalID: ref.JournalID, AgentExecutionID: id, OwnerID: "t-1", Scope: eventstore.OwnerTask, OccurredAt: time.Unix(1e9, 0).UTC()}
+	}
+	recs := []eventstore.Record{&eventstore.Header{Base: base(eventstore.KindHeader, 1), JournalKind: "agent-execution-interaction-journal",
+		AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}, ForkedFrom: link}}
+	for i := range n {
+		r := msg(fmt.Sprintf("%s-%d", id, i), "text")
+		r.Base = base(eventstore.KindMessage, uint64(i+2))
+		recs = append(recs, r)
+	}
+	for _, r := range recs {
+		if err := eventstore.Validate(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m[id] = recs
+	return ref
+}
+
+func (m memJournals) link(t *testing.T, id string, seq uint64) *eventstore.ForkLink {
+	t.Helper()
+	r := m[id][seq-1]
+	eid, err := eventstore.EventID(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &eventstore.ForkLink{JournalID: r.RecordBase().JournalID, AgentExecutionID: id, Sequence: seq, EventID: eid}
+}
+
+func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
+	ctx := context.Background()
+	t.Run("cycle", func(t *testing.T) {
+		m := memJournals{}
+		m.add(t, "a", nil, 2)
+		m.add(t, "b", m.link(t, "a", 2), 2)
+		// a is rewritten to fork from b: a cycle no store would accept.
+		m.add(t, "a", m.link(t, "b", 2), 2)
+		ref, _ := m.Lookup(ctx, "b")
+		_, err := execution.ReplayLineage(ctx, m, ref)
+		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "cycle") {
+			t.Fatalf("got %v, want ErrLineage naming a cycle", err)
+		}
+	})
+	t.Run("too deep", func(t *testing.T) {
+		m := memJournals{}
+		m.add(t, "j0", nil, 1)
+		var ref eventstore.Reference
+		for i := 1; i <= execution.MaxForkDepth+2; i++ {
+			ref = m.add(t, fmt.Sprintf("j%d", i), m.link(t, fmt.Sprintf("j%d", i-1), 2), 1)
+		}
+		_, err := execution.ReplayLineage(ctx, m, ref)
+		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "forks deep") {
+			t.Fatalf("got %v, want ErrLineage saying how deep", err)
+		}
+	})
+	t.Run("another record", func(t *testing.T) {
+		m := memJournals{}
+		m.add(t, "a", nil, 3)
+		link := m.link(t, "a", 3)
+		link.Sequence = 2
+		ref := m.add(t, "b", link, 1)
+		_, err := execution.ReplayLineage(ctx, m, ref)
+		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "pins") {
+			t.Fatalf("got %v, want ErrLineage saying the record is not the pinned one", err)
+		}
+	})
+	t.Run("parent too short", func(t *testing.T) {
+		m := memJournals{}
+		m.add(t, "a", nil, 3)
+		link := m.link(t, "a", 3)
+		m.add(t, "a", nil, 1)
+		ref := m.add(t, "b", link, 1)
+		_, err := execution.ReplayLineage(ctx, m, ref)
+		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "before the fork's 3") {
+			t.Fatalf("got %v, want ErrLineage saying the parent is too short", err)
+		}
+	})
+	t.Run("missing parent", func(t *testing.T) {
+		m := memJournals{}
+		m.add(t, "a", nil, 1)
+		link := m.link(t, "a", 2)
+		delete(m, "a")
+		ref := m.add(t, "b", link, 1)
+		_, err := execution.ReplayLineage(ctx, m, ref)
+		if !errors.Is(err, execution.ErrLineage) || !errors.Is(err, eventstore.ErrJournalNotFound) {
+			t.Fatalf("got %v, want ErrLineage wrapping ErrJournalNotFound", err)
+		}
+	})
+}
