@@ -299,6 +299,11 @@ func (a *applier) record(e eventstore.Entry) error {
 			logKeyExecution, b.AgentExecutionID, logKeyErr, err)
 		return nil
 	}
+	if h, ok := e.Record.(*eventstore.Header); ok && h.ForkedFrom != nil {
+		if err := a.inherit(s, h); err != nil {
+			return err
+		}
+	}
 	if err := a.storeProcessed(p, s); err != nil {
 		return err
 	}

@@ -175,6 +175,9 @@ type DB struct {
 	// held; a batch that fails empties it, since its states may then be
 	// ahead of the file, and so does a swap, with mu held exclusively.
 	states *stateCache
+	// lineage reads the parent journals of forks (fork.go); set from the
+	// source when it can, nil otherwise.
+	lineage atomic.Pointer[lineageSource]
 
 	// boot is the system's boot id when commits go unsynced, "" when each
 	// is synced. marked says the file durably holds the running boot's id

@@ -69,6 +69,7 @@ func (db *DB) catchUpTo(ctx context.Context, src Source, target uint64, progress
 // transaction takes BatchSize entries; after it, a transaction commits
 // what has been read, so that a follower shows each record at once.
 func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, progress func(done, total uint64)) error {
+	db.useLineage(src)
 	cp, err := db.Checkpoint()
 	if err != nil {
 		return err
