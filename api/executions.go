@@ -116,14 +116,8 @@ func (s *Server) view(ctx context.Context, id string) (executionView, error) {
 // replayState folds an execution's journal as it is now: the state the
 // projection holds once it has caught up.
 func (s *Server) replayState(ctx context.Context, ref eventstore.Reference) (*execution.State, error) {
-	var recs []eventstore.Record
-	for e, err := range s.cfg.Store.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", ref, err)
-		}
-		recs = append(recs, e.Record)
-	}
-	st, err := execution.Replay(recs)
+	// Through the fork links, as the projection folds a fork's prefix.
+	st, err := execution.ReplayLineage(ctx, s.cfg.Store, ref)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", ref, err)
 	}
