@@ -528,3 +528,52 @@ func TestConcurrentSnapshots(t *testing.T) {
 		t.Fatalf("restored (-original +restored):\n%s", diff)
 	}
 }
+
+// TestSnapshotOfAFork: a fork's worktree is itself snapshotted at its turns;
+// its index is a linked worktree's, and it too must stay as it was.
+func TestSnapshotOfAFork(t *testing.T) {
+	ctx := testCtx(t)
+	dir := dirtyRepo(t)
+	c, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := workspace.WorktreeDir(t.TempDir(), "ae-fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Ref, fork); err != nil {
+		t.Fatal(err)
+	}
+	waitTick()
+	write(t, fork, "modified.txt", "the fork's change\n")
+	write(t, fork, "fork-new.txt", "new in the fork\n")
+	userBefore := stateOf(t, dir)
+	forkIndex := strings.TrimSpace(run(t, fork, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+	indexBefore, err := os.ReadFile(forkIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkFiles := tree(t, fork)
+
+	fc, err := workspace.Snapshot(ctx, fork, "ae-fork", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.Parent != c.Commit || fc.Added != 1 || fc.Modified != 1 || fc.Deleted != 0 {
+		t.Fatalf("fork's capture %+v, want parent %s, 1 added, 1 modified", fc, c.Commit)
+	}
+	if indexAfter, err := os.ReadFile(forkIndex); err != nil || string(indexAfter) != string(indexBefore) {
+		t.Fatalf("the fork's index changed (%v)", err)
+	}
+	if diff := cmp.Diff(userBefore, stateOf(t, dir)); diff != "" {
+		t.Fatalf("snapshotting the fork changed the user's repository (-before +after):\n%s", diff)
+	}
+	again := filepath.Join(t.TempDir(), "fork-of-fork")
+	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, fork, fc.Ref, again); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(forkFiles, tree(t, again)); diff != "" {
+		t.Fatalf("fork of the fork (-fork +restored):\n%s", diff)
+	}
+}
