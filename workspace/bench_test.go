@@ -146,7 +146,9 @@ func benchTurn(b *testing.B, dir string, turn uint64) {
 }
 
 // objectBytes is the size of everything under dir's .git/objects.
-func objectBytes(b *testing.B, dir string) int64 { return treeBytes(b, filepath.Join(dir, ".git", "objects")) }
+func objectBytes(b *testing.B, dir string) int64 {
+	return treeBytes(b, filepath.Join(dir, ".git", "objects"))
+}
 
 // treeBytes sums the sizes of the regular files under dir.
 func treeBytes(b *testing.B, dir string) int64 {
