@@ -2,6 +2,8 @@ package execution_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -119,5 +121,93 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 	}
 	if last == nil || last.Status != eventstore.ToolCallSucceeded {
 		t.Errorf("last state of the tool call %+v, want succeeded", last)
+	}
+}
+
+// TestACPRealCodexACP runs Codex through its ACP adapter (codex-acp)
+// against the scripted model server over the OpenAI Responses API, with
+// the model and provider CodexEnv's config.toml names: the model's streamed
+// text is one message in the journal, no usage is journaled since the
+// adapter reports none per turn, and the ACP session id is on the
+// observations.
+func TestACPRealCodexACP(t *testing.T) {
+	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30}
+	const text = "Hello from the scripted model over ACP. All done."
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
+	r := newRig(t, 5*time.Second)
+	ref := r.launchAdapter(t, "codex-acp", realagent.CodexEnv(t, srv.URL()), t.TempDir(), "Say hello")
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
+		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
+	}
+	conv := srv.Conversation()
+	if len(conv) != 1 || conv[0].API != modelserver.APIResponses || conv[0].Model != realagent.CodexModel {
+		t.Fatalf("conversation requests:\n%s\nwant one Responses request for %s", requestsOf(srv), realagent.CodexModel)
+	}
+	if users := conv[0].UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], "Say hello") {
+		t.Errorf("last user text %q, want the prompt", users)
+	}
+	// codex-acp 0.16.0 answers session/prompt with a stop reason only; its
+	// usage_update is the context window's fill (used 137 of 258400 here),
+	// not the turn's usage. None is journaled, rather than a guess.
+	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
+		t.Errorf("usage %s, want none: the adapter reports none per turn; records:\n%s", jsonOf(u), dump(r, t, ref))
+	}
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+			t.Errorf("message without the ACP session id: %+v", o.Native)
+		}
+	}
+}
+
+// TestACPRealCodexACPPermission has the model run a command that asks to
+// leave the sandbox: codex-acp asks for permission with
+// session/request_permission and the answer goes through the journal.
+// Allowed, the command runs in the working directory and its output goes
+// back to the model.
+func TestACPRealCodexACPPermission(t *testing.T) {
+	const text = "The file is made."
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+		{ToolCalls: []modelserver.ToolCall{{ID: "call_touch", Name: "exec_command", Input: map[string]any{
+			"cmd": "touch made-by-tool && echo hello-from-tool", "sandbox_permissions": "require_escalated", "justification": "Make the file"}}},
+			Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30}},
+		{Text: text, Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12}},
+	}})
+	dir := t.TempDir()
+	r := newRig(t, 5*time.Second)
+	ref := r.launchAdapter(t, "codex-acp", realagent.CodexEnv(t, srv.URL()), dir, "Make the file")
+	r.awaitReal(t, ref, srv, "permission request", func() bool {
+		if r.turnsEnded(t, ref) > 0 {
+			t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
+		}
+		return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
+	})
+	// codex-acp names the request after the model's call id.
+	req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
+	if req.RequestID != "call_touch" || req.Kind != string(eventstore.InputPermission) ||
+		!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
+		t.Fatalf("permission request %s, want one for call_touch offering allow and deny", jsonOf(req))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err == nil {
+		t.Fatal("the command ran before the answer")
+	}
+	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": eventstore.AnswerAllow}); ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("answer: %+v", ack)
+	}
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err != nil {
+		t.Errorf("the command did not run in the working directory: %v", err)
+	}
+	if got, want := messages(r, t, ref), []string{text}; !slices.Equal(got, want) {
+		t.Errorf("messages %q, want %q; records:\n%s", got, want, dump(r, t, ref))
+	}
+	conv := srv.Conversation()
+	if len(conv) != 2 || srv.Exhausted() {
+		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
+	}
+	if res, ok := conv[1].ToolResult("call_touch"); !ok || res.IsError || !strings.Contains(res.Content, "hello-from-tool") {
+		t.Errorf("tool result %+v (found %v), want the command's output", res, ok)
 	}
 }
