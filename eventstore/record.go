@@ -43,8 +43,8 @@ type Base struct {
 // RecordBase gives access to the common fields of any record.
 func (b *Base) RecordBase() *Base { return b }
 
-// Record is one journal record: one of the ten kinds below. The set is
-// closed; the registry in registry.go decodes every kind.
+// Record is one journal record: one of the kinds below and in
+// snapshot.go. The set is closed; the registry in registry.go decodes every kind.
 type Record interface {
 	RecordBase() *Base
 	// Kind returns the record's kind, fixed by its Go type.
@@ -304,6 +304,10 @@ func NaturalKey(r Record) string {
 		return r.EffectID
 	case *Interruption:
 		return "interruption"
+	case *SnapshotCreated:
+		return snapshotKey(r)
+	case *RestoreAttempted:
+		return restoreKey(r)
 	}
 	return ""
 }

@@ -77,6 +77,8 @@ func WriteReference(w io.Writer) error {
 		{"protocolDescriptor signalTransports", joinValues(signalTransports)},
 		{"transportState structuredLane", joinValues(structuredLanes)},
 		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout` is reserved: the runtime has no run time limit yet)"},
+		{"restore.attempted mode", joinValues(RestoreModes)},
+		{"restore.attempted outcome", joinValues(RestoreOutcomes)},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
 	}

@@ -60,6 +60,10 @@ func init() {
 		Description: "reserved: a materialized projection item"}, &ProjectionRecorded{})
 	registerKind(KindSpec{Kind: KindInterruption, NaturalKey: "(one per journal)",
 		Description: "a run ended by something other than the agent itself (crash, shutdown, system_restart, timeout, canceled), naming the turn, message and input request it cut short"}, &Interruption{})
+	registerKind(KindSpec{Kind: KindSnapshot, NaturalKey: "atSequence",
+		Description: "a snapshot of the execution's git work tree (resource) as a commit under a private ref, taken after the record atSequence: at the start and at each turn boundary"}, &SnapshotCreated{})
+	registerKind(KindSpec{Kind: KindRestore, NaturalKey: "resource",
+		Description: "a fork's attempt to get its parent's working directory by keep, snapshot or discard, and the outcome"}, &RestoreAttempted{})
 }
 
 // Kinds lists the record kinds in registry order.

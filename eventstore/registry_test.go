@@ -72,6 +72,12 @@ func validRecords() map[Kind]Record {
 			Payload: map[string]any{"kind": "chat"}},
 		KindInterruption: &Interruption{Base: base(KindInterruption, 10), Reason: InterruptCrash, Detail: "signal: killed",
 			Turn: 2, MessageID: "msg-1", InputRequestID: "req-1"},
+		KindSnapshot: &SnapshotCreated{Base: base(KindSnapshot, 11), Resource: "/work/repo", Ref: "refs/agentjournal/ae-1/10",
+			Commit: strings.Repeat("c", 40), Tree: strings.Repeat("e", 40), Parent: strings.Repeat("a", 40), AtSequence: 10,
+			Files: 12, Added: 1, Modified: 2, Deleted: 3},
+		KindRestore: &RestoreAttempted{Base: base(KindRestore, 12), Resource: "/work/repo", Mode: RestoreSnapshot,
+			SnapshotRef: "refs/agentjournal/ae-0/10", SnapshotCommit: strings.Repeat("c", 40), Outcome: RestoreRestored,
+			RestoredTo: "/data/worktrees/ae-1"},
 	}
 }
 
@@ -95,8 +101,8 @@ func TestEveryKindHasAValidCase(t *testing.T) {
 			t.Errorf("%s round trip (-want +got):\n%s", k, diff)
 		}
 	}
-	if len(Kinds()) != 10 {
-		t.Fatalf("%d record kinds, want 10", len(Kinds()))
+	if len(Kinds()) != 12 {
+		t.Fatalf("%d record kinds, want 12", len(Kinds()))
 	}
 }
 
@@ -157,6 +163,18 @@ func TestDecodeRejects(t *testing.T) {
 		}, "resumes", "not both"},
 		{"interruption reason", KindInterruption, set("reason", "oops"), "reason", "crash, shutdown, system_restart, timeout, canceled"},
 		{"interruption without reason", KindInterruption, del("reason"), "reason", "required"},
+		{"snapshot without commit", KindSnapshot, del("commit"), "commit", "required"},
+		{"snapshot short commit", KindSnapshot, set("commit", "abc"), "commit", "40 or 64 lowercase hex"},
+		{"snapshot ref outside the namespace", KindSnapshot, set("ref", "refs/heads/main"), "ref", "refs/agentjournal/"},
+		{"snapshot at sequence 0", KindSnapshot, set("atSequence", 0), "atSequence", "1 or more"},
+		{"snapshot negative count", KindSnapshot, set("deleted", -1), "deleted", "0 or more"},
+		{"snapshot without resource", KindSnapshot, del("resource"), "resource", "required"},
+		{"snapshot unknown field", KindSnapshot, set("branch", "main"), "branch", "atSequence"},
+		{"restore mode", KindRestore, set("mode", "copy"), "mode", "keep, snapshot, discard"},
+		{"restore outcome", KindRestore, set("outcome", "ok"), "outcome", "restored, unsupported, missing, failed"},
+		{"restored without directory", KindRestore, del("restoredTo"), "restoredTo", "required when the outcome is restored"},
+		{"unsupported without detail", KindRestore, set("outcome", "unsupported"), "detail", "required when the outcome is unsupported"},
+		{"keep naming a snapshot", KindRestore, set("mode", "keep"), "snapshotRef", "only mode snapshot"},
 
 		{"header bad kind", KindHeader, set("kind", "transcript"), "kind", "agent-execution-interaction-journal"},
 		{"header no agent", KindHeader, del("agentId"), "agentId", "required"},

@@ -218,7 +218,7 @@ func TestGeneratedJournalReplays(t *testing.T) {
 			kinds[r.Kind()]++
 		}
 		for _, k := range eventstore.Kinds() {
-			if k != eventstore.KindProjection && k != eventstore.KindInterruption && kinds[k] == 0 {
+			if k != eventstore.KindProjection && k != eventstore.KindInterruption && k != eventstore.KindSnapshot && k != eventstore.KindRestore && kinds[k] == 0 {
 				t.Errorf("journal(%d) has no %s record", n, k)
 			}
 		}
