@@ -21,13 +21,39 @@ type ForkLink struct {
 	Sequence uint64 `json:"sequence"`
 	// EventID is that record's content-hashed id (EventID).
 	EventID string `json:"eventId"`
+	// History says how the fork's agent got the conversation up to the
+	// fork point; absent on forks written before it existed.
+	History History `json:"history,omitempty"`
 }
+
+// History says how a fork or a resumed run gave its agent the conversation
+// before it. Persisted: never rename.
+type History string
+
+const (
+	// HistoryNative: the agent CLI itself forked or resumed its own
+	// session at the point (Claude Code's --resume, Codex's exec resume),
+	// so the model sees exactly the conversation it saw then.
+	HistoryNative History = "native"
+	// HistoryReconstructed: the agent started a new session whose first
+	// message holds the journal's conversation up to the point (prompts,
+	// answers and the agent's messages, in order). The model reads it as
+	// text: tool calls, their results and hidden reasoning are not in it,
+	// so the history is an account, not an exact copy.
+	HistoryReconstructed History = "reconstructed"
+)
+
+// Histories lists the accepted history values.
+var Histories = []History{HistoryNative, HistoryReconstructed}
 
 // ResumeLink is a resumed run's link to the execution it continues: the
 // same AgentSession (the header's sessionId), a new run.
 type ResumeLink struct {
 	AgentExecutionID string `json:"agentExecutionId"`
 	JournalID        string `json:"journalId"`
+	// History says how the run got the session's conversation; absent on
+	// resumes written before it existed.
+	History History `json:"history,omitempty"`
 }
 
 // InterruptionReason says what cut a run short. The values are persisted
@@ -91,6 +117,7 @@ func (h *Header) validateLinks(p *problems) {
 		if f.JournalID != "" && f.JournalID == h.JournalID {
 			p.add("forkedFrom.journalId", "a journal cannot fork itself")
 		}
+		optEnum(p, "forkedFrom.history", f.History, Histories)
 	}
 	if r := h.Resumes; r != nil {
 		p.id("resumes.agentExecutionId", r.AgentExecutionID)
@@ -99,6 +126,7 @@ func (h *Header) validateLinks(p *problems) {
 			p.add("resumes.journalId", "a journal cannot resume itself")
 		}
 		p.required("sessionId", h.SessionID != "")
+		optEnum(p, "resumes.history", r.History, Histories)
 	}
 	if h.ForkedFrom != nil && h.Resumes != nil {
 		p.add("resumes", "a fork starts a new session and resumes none: set forkedFrom or resumes, not both")

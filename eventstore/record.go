@@ -62,6 +62,10 @@ type Header struct {
 	ProtocolDescriptor ProtocolDescriptor `json:"protocolDescriptor"`
 	TransportState     *TransportState    `json:"transportState,omitempty"`
 	WorkingDirectory   string             `json:"workingDirectory,omitempty"`
+	// Command is the agent's command line as the launch gave it (the
+	// program and its arguments), absent for a CLI run as its adapter's
+	// default program: a fork or a resume runs the same.
+	Command []string `json:"command,omitempty"`
 	// SessionID is the AgentSession the execution belongs to: the
 	// execution's own id for a new session, the resumed execution's
 	// session for a resume. Absent on journals written before it existed,

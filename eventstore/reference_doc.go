@@ -91,8 +91,9 @@ func WriteReference(w io.Writer) error {
 	b.WriteString("| `journal.header` field | meaning |\n|---|---|\n")
 	for _, f := range [][2]string{
 		{"sessionId", "the AgentSession: the execution's own id for a new session (absent reads as that), the resumed execution's session for a resume"},
-		{"forkedFrom", "`{journalId, agentExecutionId, sequence, eventId}`: the fork inherits the parent's records 1…sequence; `eventId` is the event id of the parent record at `sequence` (≥ 1). The fork's journal holds only its own records"},
-		{"resumes", "`{agentExecutionId, journalId}`: the execution this run continues; `sessionId` is required and must be the resumed execution's session. Not with `forkedFrom`: a fork starts a new session"},
+		{"forkedFrom", "`{journalId, agentExecutionId, sequence, eventId}`: the fork inherits the parent's records 1…sequence; `eventId` is the event id of the parent record at `sequence` (≥ 1). The fork's journal holds only its own records. `history` (optional): `native` when the agent CLI forked its own session at the point, `reconstructed` when the fork's first message retells the journal's conversation up to it"},
+		{"resumes", "`{agentExecutionId, journalId}`: the execution this run continues; `sessionId` is required and must be the resumed execution's session. Not with `forkedFrom`: a fork starts a new session. `history` (optional): `native` or `reconstructed`, as for a fork"},
+		{"command", "the agent's command line as the launch gave it, absent for a CLI run as its adapter's default program; a fork or a resume runs the same"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
 	}

@@ -226,6 +226,8 @@ func (claudeAdapter) NewDriver(command []string, _ eventstore.SessionShape) Driv
 
 type claudeDriver struct {
 	command []string
+	// cont is the session the process continues (fork.go), if any.
+	cont *Continuation
 
 	mu sync.Mutex
 	// pending are the control requests waiting for an answer, by id.
@@ -249,7 +251,26 @@ const maxPending = 64
 
 func (d *claudeDriver) Start(string, string) (string, []string, error) {
 	program, extra := userCommand(d.command, "claude")
-	return program, append(slices.Clone(claudeArgs), extra...), nil
+	args := slices.Clone(claudeArgs)
+	if c := d.cont; c != nil {
+		// --resume-session-at keeps the session up to and including that
+		// message (a hidden flag of print mode); --fork-session gives the
+		// copy a new session id, leaving the original as it was.
+		args = append(args, "--resume", c.Session)
+		if c.Fork {
+			args = append(args, "--fork-session")
+		}
+		if c.At != "" {
+			args = append(args, "--resume-session-at", c.At)
+		}
+	}
+	return program, append(args, extra...), nil
+}
+
+// Continue makes the process resume, or fork, a Claude Code session.
+func (d *claudeDriver) Continue(c Continuation) error {
+	d.cont = &c
+	return nil
 }
 
 func (*claudeDriver) TurnsOnStdin() bool { return true }
@@ -516,6 +537,16 @@ func (d *turnDriver) Start(prompt, session string) (string, []string, error) {
 	program, extra := userCommand(d.command, d.program)
 	args := append(d.start(prompt, session), extra...)
 	return program, append(args, d.tail(prompt, session)...), nil
+}
+
+// Continue accepts a session to resume: the first turn resumes it as later
+// turns do. Neither Codex's exec nor Copilot CLI's prompt mode can fork a
+// session or cut it at a message.
+func (d *turnDriver) Continue(c Continuation) error {
+	if c.Fork || c.At != "" {
+		return fmt.Errorf("%s can only resume a session whole, not fork it at a message", d.program)
+	}
+	return nil
 }
 
 func (*turnDriver) TurnsOnStdin() bool { return false }

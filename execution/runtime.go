@@ -56,6 +56,10 @@ var (
 // Config configures a Runtime.
 type Config struct {
 	Store Store
+	// WorkspaceDir is where forks get a directory of their own (a
+	// snapshot's worktree, an empty one for discard); when empty, a fork
+	// can only keep its parent's directory.
+	WorkspaceDir string
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; 5s when 0.
 	StopGrace time.Duration
 	// Output, when set, receives every line the agents print (the run
@@ -141,6 +145,15 @@ type LaunchRequest struct {
 	Shape eventstore.SessionShape
 	Dir   string
 	Env   []string
+	// ForkedFrom, Resumes and SessionID are the new journal's links to
+	// the one it forks or resumes (fork.go); SessionID is the new
+	// execution's own when empty.
+	ForkedFrom *eventstore.ForkLink
+	Resumes    *eventstore.ResumeLink
+	SessionID  string
+	// Continue makes the agent CLI continue one of its own sessions:
+	// resume it, or fork it at a message.
+	Continue *Continuation
 }
 
 // Runtime launches agent processes and keeps their journals: header first,
@@ -371,6 +384,13 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		return eventstore.Reference{}, err
 	}
 	driver := adapter.NewDriver(req.Command, shape)
+	var session string
+	if req.Continue != nil {
+		if err := continueSession(driver, adapter.ID(), *req.Continue); err != nil {
+			return eventstore.Reference{}, err
+		}
+		session = req.Continue.Session
+	}
 	onStdin := driver.TurnsOnStdin()
 	switch {
 	case !onStdin && shape == eventstore.ShapeOneShot && strings.TrimSpace(req.Prompt) == "":
@@ -394,7 +414,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		if !onStdin {
 			argPrompt = req.Prompt
 		}
-		if program, args, err = driver.Start(argPrompt, ""); err != nil {
+		if program, args, err = driver.Start(argPrompt, session); err != nil {
 			return eventstore.Reference{}, fmt.Errorf("%w: %w", ErrBadLaunch, err)
 		}
 	}
@@ -425,7 +445,8 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		lane = eventstore.LanePTY
 	}
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
-		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: dir}
+		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: dir,
+		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes}
 	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
 		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
 	}
@@ -447,7 +468,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		}
 	}
 	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: desc, shape: shape, nonce: nonce,
-		env: env, dir: dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput}
+		env: env, dir: dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: session}
 	if interactive {
 		p.source = eventstore.ObservedPTY
 	}

@@ -1,0 +1,423 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/workspace"
+)
+
+// ErrBadFork reports a fork or a resume the journals cannot serve as asked
+// (a sequence past the end, a turn still in flight, a snapshot that is not
+// there); nothing was written.
+var ErrBadFork = errors.New("execution: invalid fork or resume")
+
+// ForkRequest asks for a new execution that branches off another one after
+// one of its records.
+type ForkRequest struct {
+	// Parent is the execution forked.
+	Parent string
+	// At is the parent's journal sequence the fork branches after.
+	At uint64
+	// Workspace is how the fork gets its working directory; keep when
+	// empty.
+	Workspace workspace.Mode
+	// Prompt is the fork's first instruction.
+	Prompt string
+	// Seed makes the fork's id deterministic; random when empty.
+	Seed string
+	// Env is added to the fork's environment. The parent's own is not
+	// journaled (it may hold secrets), so it is not repeated.
+	Env []string
+}
+
+// ResumeRequest asks for a new run of an execution's session.
+type ResumeRequest struct {
+	// Execution is the execution resumed.
+	Execution string
+	// Prompt is the run's first instruction.
+	Prompt string
+	// Seed makes the new execution's id deterministic; random when empty.
+	Seed string
+	// Env is added to the run's environment, as for a fork.
+	Env []string
+}
+
+// Continuation makes an agent CLI continue a session of its own at launch.
+type Continuation struct {
+	// Session is the CLI's session (Claude Code's session_id, Codex's
+	// thread id, Copilot CLI's session id).
+	Session string
+	// Fork branches a new session off it instead of continuing it.
+	Fork bool
+	// At is the CLI's id of the last message kept (Claude Code's message
+	// uuid); the whole session when empty.
+	At string
+}
+
+// continuer is a Driver that can start its CLI on a session of its own.
+type continuer interface {
+	Continue(c Continuation) error
+}
+
+// continueSession hands a continuation to a driver that takes one.
+func continueSession(d Driver, agent string, c Continuation) error {
+	cd, ok := d.(continuer)
+	if !ok {
+		return fmt.Errorf("%w: the %s agent cannot continue a session of its own", ErrBadLaunch, agent)
+	}
+	if c.Session == "" {
+		return fmt.Errorf("%w: a continuation needs the agent's session id", ErrBadLaunch)
+	}
+	if err := cd.Continue(c); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadLaunch, err)
+	}
+	return nil
+}
+
+// Native reports what an agent's CLI does itself: fork its session at a
+// message, resume its session. Everything else is reconstructed from the
+// journal.
+func Native(agent string) (fork, resume bool) {
+	switch agent {
+	case "claude-code":
+		return true, true
+	case "codex", "copilot":
+		// codex exec and copilot -p resume a session whole; neither forks
+		// one (codex fork is the interactive TUI's) nor cuts it at a turn.
+		return false, true
+	}
+	return false, false
+}
+
+// Fork launches a new execution that branches off req.Parent after its
+// record req.At: its header links there (forkedFrom, with that record's
+// event id), it runs the parent's agent with the parent's command, shape
+// and posture, and its agent gets the conversation up to there, from its
+// CLI (Claude Code forks its own session at the last message) or retold
+// in its first message. Nothing is written when the fork cannot be made.
+func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Reference, error) {
+	pref, err := rt.cfg.Store.Lookup(ctx, req.Parent)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
+	}
+	if req.At == 0 || req.At > pref.LastSequence {
+		return eventstore.Reference{}, fmt.Errorf("%w: at %d is not a sequence of %s (want 1 to %d)", ErrBadFork, req.At, req.Parent, pref.LastSequence)
+	}
+	mode := req.Workspace
+	if mode == "" {
+		mode = workspace.ModeKeep
+	}
+	if _, err := workspace.ParseMode(string(mode)); err != nil {
+		return eventstore.Reference{}, fmt.Errorf("%w: %w", ErrBadFork, err)
+	}
+	h, conv, err := rt.conversation(ctx, pref, req.At)
+	if err != nil {
+		return eventstore.Reference{}, err
+	}
+	st, err := ReplayLineage(ctx, rt.cfg.Store, pref)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
+	}
+	running := rt.Done(pref.AgentExecutionID) != nil || !st.Lifecycle.Final()
+
+	link := &eventstore.ForkLink{JournalID: pref.JournalID, AgentExecutionID: pref.AgentExecutionID, Sequence: req.At}
+	if link.EventID, err = eventstore.EventID(conv.at); err != nil {
+		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
+	}
+	launch := LaunchRequest{OwnerEntity: pref.OwnerEntity, OwnerID: pref.OwnerID, Agent: h.AgentID, Command: h.Command,
+		Posture: h.ProtocolDescriptor.Posture, Shape: h.ProtocolDescriptor.SessionShape, Env: req.Env, ForkedFrom: link}
+	nativeFork, _ := Native(h.AgentID)
+	switch {
+	case nativeFork && conv.message != "":
+		// The CLI's session holds only completed messages: one cut in the
+		// middle of a turn still running would lose what the turn does
+		// next, and a tool call cut from its result is no conversation.
+		if running && req.At > conv.turnEnd {
+			return eventstore.Reference{}, fmt.Errorf("%w: %s forks its session at the end of a turn, and %s is running a turn after sequence %d: fork at sequence %d or before, or when the turn has ended",
+				ErrBadFork, h.AgentID, req.Parent, conv.turnEnd, conv.turnEnd)
+		}
+		link.History = eventstore.HistoryNative
+		launch.Continue = &Continuation{Session: conv.msgSession, Fork: true, At: conv.message}
+		launch.Prompt = req.Prompt
+	default:
+		if strings.TrimSpace(req.Prompt) == "" {
+			return eventstore.Reference{}, fmt.Errorf("%w: a fork of %s gets the conversation up to sequence %d retold in its first message, which needs a prompt to follow it (give one)",
+				ErrBadFork, h.AgentID, req.At)
+		}
+		link.History = eventstore.HistoryReconstructed
+		launch.Prompt = retell(conv.turns, req.Parent, req.At, req.Prompt)
+	}
+
+	launch.Seed = req.Seed
+	if launch.Seed == "" {
+		launch.Seed = randomHex(8)
+	}
+	id, err := eventstore.NewAgentExecutionID(pref.OwnerEntity, pref.OwnerID, launch.Seed)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
+	}
+	if _, err := rt.cfg.Store.Lookup(ctx, id); err == nil {
+		return eventstore.Reference{}, fmt.Errorf("%w: execution %s already exists (fork with another seed, or with none)", ErrBadFork, id)
+	}
+	dir, cleanup, err := rt.forkDir(ctx, mode, h.WorkingDirectory, pref.AgentExecutionID, req.At, id)
+	if err != nil {
+		return eventstore.Reference{}, err
+	}
+	launch.Dir = dir
+	ref, err := rt.Launch(ctx, launch)
+	if err != nil && ref.JournalID == "" {
+		cleanup()
+	}
+	return ref, err
+}
+
+// forkDir gives a fork its working directory by mode, and says how to
+// undo it if the fork is not launched.
+func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, parent string, at uint64, fork string) (string, func(), error) {
+	none := func() {}
+	if mode == workspace.ModeKeep {
+		dir, err := workspace.Restore(ctx, mode, parentDir, "", "")
+		if err != nil {
+			return "", none, fmt.Errorf("%w: %w", ErrBadFork, err)
+		}
+		return dir, none, nil
+	}
+	if rt.cfg.WorkspaceDir == "" {
+		return "", none, fmt.Errorf("%w: this runtime has no directory for forks' workspaces, so a fork can only keep its parent's directory (workspace keep)", ErrBadFork)
+	}
+	dst, err := workspace.WorktreeDir(rt.cfg.WorkspaceDir, fork)
+	if err != nil {
+		return "", none, fmt.Errorf("fork: %w", err)
+	}
+	var snapshot string
+	if mode == workspace.ModeSnapshot {
+		snaps, err := workspace.List(ctx, parentDir, parent)
+		if errors.Is(err, workspace.ErrNotGit) {
+			return "", none, fmt.Errorf("%w: %s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", ErrBadFork, parentDir)
+		}
+		if err != nil {
+			return "", none, fmt.Errorf("fork: %w", err)
+		}
+		for _, s := range snaps {
+			if s.Sequence <= at {
+				snapshot = s.Name
+			}
+		}
+		if snapshot == "" {
+			return "", none, fmt.Errorf("%w: %s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", ErrBadFork, parent, at)
+		}
+	}
+	dir, err := workspace.Restore(ctx, mode, parentDir, snapshot, dst)
+	if errors.Is(err, workspace.ErrSnapshotMissing) || errors.Is(err, workspace.ErrNotGit) {
+		return "", none, fmt.Errorf("%w: %w", ErrBadFork, err)
+	}
+	if err != nil {
+		return "", none, fmt.Errorf("fork: %w", err)
+	}
+	root := workspace.WorktreeRoot(rt.cfg.WorkspaceDir)
+	return dir, func() {
+		if mode == workspace.ModeSnapshot {
+			_ = workspace.RemoveWorktree(context.WithoutCancel(ctx), root, dir)
+			return
+		}
+		_ = os.Remove(dir)
+	}, nil
+}
+
+// Resume launches a new run of an execution's session: a new execution
+// whose header resumes it and keeps its sessionId, in its directory, with
+// its agent and settings. The agent's CLI resumes its own session when it
+// can (Claude Code, Codex, Copilot CLI); otherwise its first message retells
+// the session's conversation. The resumed execution is left as it is.
+func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Reference, error) {
+	ref, err := rt.cfg.Store.Lookup(ctx, req.Execution)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
+	}
+	st, err := ReplayLineage(ctx, rt.cfg.Store, ref)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
+	}
+	if rt.Done(ref.AgentExecutionID) != nil || !st.Lifecycle.Final() {
+		// Two processes on one session would interleave it.
+		return eventstore.Reference{}, fmt.Errorf("%w: %s is still running (lifecycle %s): stop it before resuming its session, or fork it", ErrBadFork, req.Execution, st.Lifecycle)
+	}
+	h, conv, err := rt.conversation(ctx, ref, ref.LastSequence)
+	if err != nil {
+		return eventstore.Reference{}, err
+	}
+	link := &eventstore.ResumeLink{AgentExecutionID: ref.AgentExecutionID, JournalID: ref.JournalID}
+	launch := LaunchRequest{OwnerEntity: ref.OwnerEntity, OwnerID: ref.OwnerID, Seed: req.Seed, Agent: h.AgentID, Command: h.Command,
+		Posture: h.ProtocolDescriptor.Posture, Shape: h.ProtocolDescriptor.SessionShape, Dir: h.WorkingDirectory, Env: req.Env,
+		Resumes: link, SessionID: h.Session()}
+	if _, native := Native(h.AgentID); native && conv.session != "" {
+		link.History = eventstore.HistoryNative
+		launch.Continue = &Continuation{Session: conv.session}
+		launch.Prompt = req.Prompt
+	} else {
+		if strings.TrimSpace(req.Prompt) == "" {
+			return eventstore.Reference{}, fmt.Errorf("%w: a resumed %s gets its session's conversation retold in its first message, which needs a prompt to follow it (give one)",
+				ErrBadFork, h.AgentID)
+		}
+		link.History = eventstore.HistoryReconstructed
+		launch.Prompt = retell(conv.turns, req.Execution, ref.LastSequence, req.Prompt)
+	}
+	return rt.Launch(ctx, launch)
+}
+
+// turn is one message of a conversation as the journal holds it.
+type turn struct {
+	user bool
+	text string
+}
+
+// past is what the journals say of a conversation up to a point.
+type past struct {
+	turns []turn
+	// session is the last session the CLI named; msgSession and message
+	// are its ids of the last agent message: the session that holds it
+	// and its own id.
+	session, msgSession, message string
+	// at is the record at the point; turnEnd the sequence of the last
+	// turn end at or before it, in the execution's own journal.
+	at      eventstore.Record
+	turnEnd uint64
+}
+
+// conversation reads an execution's conversation up to sequence upTo of
+// its own journal, with what came before it: a fork's parent up to the
+// fork point, a resumed run's whole session before it.
+func (rt *Runtime) conversation(ctx context.Context, ref eventstore.Reference, upTo uint64) (*eventstore.Header, *past, error) {
+	c := &past{}
+	h, err := c.read(ctx, rt.cfg.Store, ref, upTo, 0, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.at == nil || c.at.RecordBase().Sequence != upTo {
+		return nil, nil, fmt.Errorf("%w: %s has no record at sequence %d", ErrBadFork, ref.AgentExecutionID, upTo)
+	}
+	return h, c, nil
+}
+
+func (c *past) read(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64, depth int, own bool) (*eventstore.Header, error) {
+	if depth > MaxForkDepth {
+		return nil, fmt.Errorf("%w: more than %d forks or resumes deep at %s", ErrLineage, MaxForkDepth, ref.AgentExecutionID)
+	}
+	var h *eventstore.Header
+	ends := 0
+	for e, err := range src.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		r := e.Record
+		seq := r.RecordBase().Sequence
+		if seq > upTo {
+			break
+		}
+		if own {
+			c.at = r
+		}
+		switch r := r.(type) {
+		case *eventstore.Header:
+			h = r
+			if err := c.before(ctx, src, r, depth); err != nil {
+				return nil, err
+			}
+		case *eventstore.MessageAccepted:
+			if r.MessageType != "prompt" && r.MessageType != "answer" {
+				continue
+			}
+			text := messageText(r)
+			if h != nil && r.MessageID == "prompt" && retold(h) {
+				// A retelling's own first message: what came before it
+				// is read from its links, not from the retelling.
+				if _, after, ok := strings.Cut(text, retellNext); ok {
+					text = after
+				}
+			}
+			c.turns = append(c.turns, turn{user: true, text: text})
+		case *eventstore.Observation:
+			m, ok := signalPayload(r).(*eventstore.MessageSignal)
+			if !ok || m.Text == "" {
+				continue
+			}
+			c.turns = append(c.turns, turn{text: m.Text})
+			if n := r.Native; n != nil && n.SessionID != "" && n.MessageID != "" {
+				c.msgSession, c.message = n.SessionID, n.MessageID
+			}
+		case *eventstore.StateChanged:
+			if own && r.RecordID == eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, fmt.Sprintf("turn:%d:end", ends+1)) {
+				ends++
+				c.turnEnd = seq
+			}
+		}
+		if o, ok := r.(*eventstore.Observation); ok && o.Native != nil && o.Native.SessionID != "" {
+			// The session a resume continues: the last one the CLI named.
+			c.session = o.Native.SessionID
+		}
+	}
+	if h == nil {
+		return nil, fmt.Errorf("%s: %w", ref, ErrNoHeader)
+	}
+	return h, nil
+}
+
+// before reads what a header's links put before the journal: the parent up
+// to the fork point, or the whole run resumed.
+func (c *past) before(ctx context.Context, src JournalSource, h *eventstore.Header, depth int) error {
+	var id string
+	upTo := uint64(math.MaxUint64)
+	switch {
+	case h.ForkedFrom != nil:
+		id, upTo = h.ForkedFrom.AgentExecutionID, h.ForkedFrom.Sequence
+	case h.Resumes != nil:
+		id = h.Resumes.AgentExecutionID
+	default:
+		return nil
+	}
+	ref, err := src.Lookup(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%w: %s links to %s: %w", ErrLineage, h.AgentExecutionID, id, err)
+	}
+	_, err = c.read(ctx, src, ref, upTo, depth+1, false)
+	return err
+}
+
+// retold reports whether a journal's first prompt retells its history.
+func retold(h *eventstore.Header) bool {
+	return (h.ForkedFrom != nil && h.ForkedFrom.History == eventstore.HistoryReconstructed) ||
+		(h.Resumes != nil && h.Resumes.History == eventstore.HistoryReconstructed)
+}
+
+// retellNext ends a retelling: the new prompt follows it.
+const retellNext = "\n\nThe conversation continues with this message:\n"
+
+// retell is the first message of an agent that gets its history from the
+// journal: the conversation so far, then the new prompt.
+func retell(turns []turn, from string, at uint64, prompt string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This continues an earlier conversation (agent execution %s, up to journal sequence %d), retold from its journal: the prompts, answers and the agent's messages, in order; tool calls and their results are not included.\n", from, at)
+	for _, t := range turns {
+		role := "agent"
+		if t.user {
+			role = "user"
+		}
+		fmt.Fprintf(&b, "\n<%s>\n%s\n</%s>\n", role, t.text, role)
+	}
+	b.WriteString(retellNext)
+	b.WriteString(prompt)
+	return b.String()
+}
+
+// ReplayLineageTo is ReplayLineage of an execution's records up to its own
+// sequence upTo: a fork's prefix, then its own records to there.
+func ReplayLineageTo(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64) (*State, error) {
+	s, _, err := replayLineage(ctx, src, ref, upTo, nil)
+	return s, err
+}

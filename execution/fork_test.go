@@ -1,0 +1,311 @@
+package execution_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/workspace"
+)
+
+const (
+	answer1 = `signal:{"type":"message","payload":{"text":"answer one"}}`
+	answer2 = `signal:{"type":"message","payload":{"text":"answer two"}}`
+)
+
+// newForkRig is a rig whose runtime has a directory for forks' workspaces.
+func newForkRig(t *testing.T) (*rig, string) {
+	t.Helper()
+	r := newRig(t, 5*time.Second)
+	dataDir := t.TempDir()
+	rt := execution.NewRuntime(execution.Config{Store: r.store, StopGrace: 5 * time.Second, WorkspaceDir: dataDir})
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	r.rt = rt
+	return r, dataDir
+}
+
+// twoTurns runs a generic fixture conversation of two turns in dir: prompt
+// one, answer one, prompt two, answer two; it returns the parent and the
+// sequence of answer one.
+func twoTurns(t *testing.T, r *rig, dir string) (eventstore.Reference, uint64) {
+	t.Helper()
+	ctx := context.Background()
+	ref, err := r.rt.Launch(ctx, execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1", Agent: "generic",
+		Command: []string{r.agent, "echo:1", answer1, "echo:1", answer2}, Prompt: "prompt one", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at uint64
+	waitFor(t, func() bool {
+		at = seqOfMessage(t, r, ref, "answer one")
+		return at > 0
+	})
+	payload, _ := json.Marshal(map[string]string{"text": "prompt two"})
+	if _, err := r.rt.SendMessage(ctx, ref.AgentExecutionID, execution.SendMessageInput{Type: "prompt", Source: eventstore.SourceOperator, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("parent lifecycle %s, want completed", st.Lifecycle)
+	}
+	if seqOfMessage(t, r, ref, "answer two") == 0 {
+		t.Fatal("the parent's second answer is not in its journal")
+	}
+	ref, err = r.store.Lookup(ctx, ref.AgentExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, at
+}
+
+// seqOfMessage is the sequence of the agent message with text, 0 if none.
+func seqOfMessage(t *testing.T, r *rig, ref eventstore.Reference, text string) uint64 {
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+			if m, ok := o.Signal.Payload.(*eventstore.MessageSignal); ok && m.Text == text {
+				return o.Sequence
+			}
+		}
+	}
+	return 0
+}
+
+func firstPrompt(t *testing.T, r *rig, ref eventstore.Reference) string {
+	t.Helper()
+	for _, rec := range r.records(t, ref) {
+		if m, ok := rec.(*eventstore.MessageAccepted); ok && m.MessageType == "prompt" {
+			var p struct{ Text string }
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			return p.Text
+		}
+	}
+	t.Fatalf("%s has no prompt", ref.AgentExecutionID)
+	return ""
+}
+
+func header(t *testing.T, r *rig, ref eventstore.Reference) *eventstore.Header {
+	t.Helper()
+	h, ok := r.records(t, ref)[0].(*eventstore.Header)
+	if !ok {
+		t.Fatalf("%s starts without a header", ref.AgentExecutionID)
+	}
+	return h
+}
+
+// inOrder reports whether every part is in s, in the order given.
+func inOrder(s string, parts ...string) bool {
+	for _, p := range parts {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
+func TestForkReconstructed(t *testing.T) {
+	r, dataDir := newForkRig(t)
+	ctx := context.Background()
+	parent, at := twoTurns(t, r, t.TempDir())
+
+	ref, err := r.rt.Fork(ctx, execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: workspace.ModeDiscard, Prompt: "prompt three"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.rt.Stop(ctx, ref.AgentExecutionID)
+	h := header(t, r, ref)
+	atRecord := r.records(t, parent)[at-1]
+	eid, _ := eventstore.EventID(atRecord)
+	want := eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: at, EventID: eid, History: eventstore.HistoryReconstructed}
+	if h.ForkedFrom == nil || *h.ForkedFrom != want {
+		t.Fatalf("forkedFrom %+v, want %+v", h.ForkedFrom, want)
+	}
+	if ph := header(t, r, parent); !slices.Equal(h.Command, ph.Command) || h.AgentID != ph.AgentID || len(h.Command) == 0 {
+		t.Errorf("fork runs %s %q, want the parent's %s %q", h.AgentID, h.Command, ph.AgentID, ph.Command)
+	}
+	if want := filepath.Join(workspace.WorktreeRoot(dataDir), ref.AgentExecutionID); h.WorkingDirectory != want {
+		t.Errorf("fork's directory %s, want a new one %s", h.WorkingDirectory, want)
+	}
+	if entries, err := os.ReadDir(h.WorkingDirectory); err != nil || len(entries) != 0 {
+		t.Errorf("fork's directory: %v entries, %v; want empty", len(entries), err)
+	}
+	// What the agent got: the conversation up to the fork point, then
+	// the new prompt, and nothing after the point.
+	got := firstPrompt(t, r, ref)
+	if !inOrder(got, "prompt one", "answer one", "prompt three") || strings.Contains(got, "prompt two") || strings.Contains(got, "answer two") {
+		t.Errorf("fork's first message:\n%s\nwant prompt one, answer one, prompt three and nothing of turn two", got)
+	}
+	// The fork holds only its own records; replay through the link shows
+	// the prefix.
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && rec.RecordBase().Sequence < 3 {
+			t.Errorf("fork's journal copies a parent record: %+v", rec.RecordBase())
+		}
+	}
+	st, err := execution.ReplayLineage(ctx, r.store, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inherited []string
+	for _, it := range st.Timeline {
+		if it.Inherited && (it.Kind == execution.ItemMessage || it.Kind == execution.ItemChat) {
+			inherited = append(inherited, it.Text)
+		}
+	}
+	if !slices.Equal(inherited, []string{"prompt one", "answer one"}) {
+		t.Errorf("inherited timeline %q, want [prompt one answer one]", inherited)
+	}
+}
+
+func TestResumeReconstructed(t *testing.T) {
+	r, _ := newForkRig(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	parent, _ := twoTurns(t, r, dir)
+	before := header(t, r, parent)
+	ref, err := r.rt.Resume(ctx, execution.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "prompt three"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.rt.Stop(ctx, ref.AgentExecutionID)
+	h := header(t, r, ref)
+	if h.Resumes == nil || h.Resumes.AgentExecutionID != parent.AgentExecutionID || h.Resumes.History != eventstore.HistoryReconstructed {
+		t.Fatalf("resumes %+v, want %s reconstructed", h.Resumes, parent.AgentExecutionID)
+	}
+	if h.SessionID != before.Session() || h.WorkingDirectory != dir || ref.AgentExecutionID == parent.AgentExecutionID {
+		t.Errorf("resume: session %s dir %s id %s; want session %s, dir %s, a new id", h.SessionID, h.WorkingDirectory, ref.AgentExecutionID, before.Session(), dir)
+	}
+	if got := firstPrompt(t, r, ref); !inOrder(got, "prompt one", "answer one", "prompt two", "answer two", "prompt three") {
+		t.Errorf("resumed run's first message:\n%s\nwant the whole session then prompt three", got)
+	}
+	if st := r.replay(t, parent); st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Errorf("resumed execution's lifecycle %s, want it untouched (completed)", st.Lifecycle)
+	}
+}
+
+func TestForkBadInput(t *testing.T) {
+	r, dataDir := newForkRig(t)
+	ctx := context.Background()
+	plain := t.TempDir()
+	parent, at := twoTurns(t, r, plain)
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("one"), 0o600)
+	inRepo, atRepo := twoTurns(t, r, repo)
+	if _, err := workspace.Snapshot(ctx, repo, inRepo.AgentExecutionID, atRepo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspace.Prune(ctx, repo, workspace.Filter{ExecutionID: inRepo.AgentExecutionID}); err != nil {
+		t.Fatal(err)
+	}
+	running, err := r.rt.Launch(ctx, execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1", Agent: "generic",
+		Command: []string{r.agent, "wait"}, Dir: plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.rt.Stop(ctx, running.AgentExecutionID)
+
+	journals := func() []string {
+		all, err := r.store.Journals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, j := range all {
+			ids = append(ids, j.AgentExecutionID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	before := journals()
+	for _, tc := range []struct {
+		name   string
+		fork   *execution.ForkRequest
+		resume *execution.ResumeRequest
+		is     error
+		says   string
+	}{
+		{name: "past the end", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: parent.LastSequence + 1, Prompt: "p"},
+			is: execution.ErrBadFork, says: "want 1 to"},
+		{name: "sequence zero", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, Prompt: "p"}, is: execution.ErrBadFork, says: "want 1 to"},
+		{name: "no such journal", fork: &execution.ForkRequest{Parent: "ae-00000000000000000000000000", At: 1, Prompt: "p"}, is: eventstore.ErrJournalNotFound},
+		{name: "unknown workspace mode", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: "copy", Prompt: "p"},
+			is: execution.ErrBadFork, says: "keep, snapshot, discard"},
+		{name: "snapshot of a plain directory", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: workspace.ModeSnapshot, Prompt: "p"},
+			is: execution.ErrBadFork, says: "keep or discard"},
+		{name: "pruned snapshot", fork: &execution.ForkRequest{Parent: inRepo.AgentExecutionID, At: atRepo, Workspace: workspace.ModeSnapshot, Prompt: "p"},
+			is: execution.ErrBadFork, says: "pruned"},
+		{name: "reconstructed without a prompt", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at},
+			is: execution.ErrBadFork, says: "needs a prompt"},
+		{name: "resume of a running execution", resume: &execution.ResumeRequest{Execution: running.AgentExecutionID, Prompt: "p"},
+			is: execution.ErrBadFork, says: "still running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.fork != nil {
+				_, err = r.rt.Fork(ctx, *tc.fork)
+			} else {
+				_, err = r.rt.Resume(ctx, *tc.resume)
+			}
+			if !errors.Is(err, tc.is) || !strings.Contains(fmtErr(err), tc.says) {
+				t.Fatalf("got %v, want %v saying %q", err, tc.is, tc.says)
+			}
+		})
+	}
+	if after := journals(); !slices.Equal(after, before) {
+		t.Errorf("journals after refused forks %v, want unchanged %v", after, before)
+	}
+	if entries, _ := os.ReadDir(workspace.WorktreeRoot(dataDir)); len(entries) != 0 {
+		t.Errorf("refused forks left %d directories in %s", len(entries), workspace.WorktreeRoot(dataDir))
+	}
+}
+
+func TestForkSnapshotWorkspace(t *testing.T) {
+	r, _ := newForkRig(t)
+	ctx := context.Background()
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("at the fork point"), 0o600)
+	parent, at := twoTurns(t, r, repo)
+	if _, err := workspace.Snapshot(ctx, repo, parent.AgentExecutionID, at); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("later"), 0o600)
+	ref, err := r.rt.Fork(ctx, execution.ForkRequest{Parent: parent.AgentExecutionID, At: parent.LastSequence, Workspace: workspace.ModeSnapshot, Prompt: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.rt.Stop(ctx, ref.AgentExecutionID)
+	dir := header(t, r, ref).WorkingDirectory
+	if got, err := os.ReadFile(filepath.Join(dir, "f.txt")); err != nil || string(got) != "at the fork point" {
+		t.Errorf("fork's f.txt %q (%v), want the snapshot's %q", got, err, "at the fork point")
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
