@@ -1,0 +1,196 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// lineageJournal writes a journal of id with prompts, forking parent
+// after seq when parent is set.
+func lineageJournal(t *testing.T, s eventstore.Store, id string, parent *eventstore.Reference, seq uint64, prompts ...string) eventstore.Reference {
+	t.Helper()
+	ctx := context.Background()
+	ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &eventstore.Header{AgentID: "generic", WorkingDirectory: "/work/repo", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+	if parent != nil {
+		h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: eventIDAt(t, s, *parent, seq)}
+	}
+	if ref, err = s.EnsureJournal(ctx, ref, h); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range prompts {
+		m := &eventstore.MessageAccepted{MessageID: fmt.Sprintf("%s-m%d", id, i), Source: eventstore.SourceOperator, MessageType: "prompt",
+			Payload: []byte(fmt.Sprintf(`{"text":%q}`, p)), MutatesContext: true}
+		if _, err := s.Append(ctx, ref, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &eventstore.ActivityUpdated{Base: eventstore.Base{RecordID: eventstore.RecordID(ref.JournalID, eventstore.KindActivity, "t1")},
+		ToolCall: &eventstore.ToolCall{ID: "t1", Name: "Bash", Status: eventstore.ToolCallStarted}}
+	if _, err := s.Append(ctx, ref, a); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func eventIDAt(t *testing.T, s eventstore.Store, ref eventstore.Reference, seq uint64) string {
+	t.Helper()
+	for e, err := range s.ReadJournal(context.Background(), ref, seq) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := eventstore.EventID(e.Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	t.Fatalf("%s has no sequence %d", ref, seq)
+	return ""
+}
+
+func TestLineageRoutes(t *testing.T) {
+	t.Parallel()
+	st := apitest.Start(t, apitest.Options{})
+	root := lineageJournal(t, st.Store, "lin-root", nil, 0, "one", "two")
+	f1 := lineageJournal(t, st.Store, "lin-f1", &root, 2, "fork")
+	lineageJournal(t, st.Store, "lin-f2", &f1, 3, "fork of fork")
+	lineageJournal(t, st.Store, "lin-f1b", &root, 3)
+
+	resp, err := http.Get(st.HTTP.URL + "/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := libopenapi.NewDocument(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	get := func(path string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, st.HTTP.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+apitest.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		if ok, errs := v.ValidateHttpResponse(req, resp); !ok {
+			t.Errorf("GET %s: the answer does not match openapi.yaml: %v", path, errs)
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
+	}
+
+	code, _, body := get("/v1/executions/lin-f1/lineage")
+	if code != http.StatusOK {
+		t.Fatalf("lineage: %d %s", code, body)
+	}
+	var lin struct {
+		Root      string
+		Ancestors []struct{ ExecutionID, Relation string }
+		Tree      struct {
+			ExecutionID string
+			Children    []struct {
+				ExecutionID string
+				Current     bool
+				Children    []struct{ ExecutionID string }
+			}
+		}
+		History []struct {
+			ExecutionID string
+			Sequence    uint64
+			EventID     string
+			Inherited   bool
+		}
+		ToolCalls []struct{ CallID, Status string }
+		Snapshots struct{ Resource string }
+	}
+	if err := json.Unmarshal([]byte(body), &lin); err != nil {
+		t.Fatal(err)
+	}
+	if lin.Root != "lin-root" || len(lin.Ancestors) != 1 || lin.Ancestors[0].ExecutionID != "lin-root" || lin.Ancestors[0].Relation != "fork" {
+		t.Errorf("lineage of lin-f1: root %q ancestors %+v, want lin-root by fork", lin.Root, lin.Ancestors)
+	}
+	if c := lin.Tree.Children; len(c) != 2 || c[0].ExecutionID != "lin-f1" || !c[0].Current || c[1].ExecutionID != "lin-f1b" || c[1].Current ||
+		len(c[0].Children) != 1 || c[0].Children[0].ExecutionID != "lin-f2" {
+		t.Errorf("tree: got %+v, want lin-root > [lin-f1 (current) > lin-f2, lin-f1b]", lin.Tree)
+	}
+	// root 1..2 inherited, then f1's own 1..3.
+	if h := lin.History; len(h) != 5 || !h[0].Inherited || h[0].ExecutionID != "lin-root" || !h[1].Inherited || h[2].Inherited || h[2].ExecutionID != "lin-f1" ||
+		h[1].EventID != eventIDAt(t, st.Store, root, 2) {
+		t.Errorf("history: got %+v, want root's 1 and 2 inherited, then lin-f1's 1..3", h)
+	}
+	if len(lin.ToolCalls) != 1 || lin.ToolCalls[0].CallID != "t1" || lin.ToolCalls[0].Status != "started" || lin.Snapshots.Resource != "/work/repo" {
+		t.Errorf("tool calls %+v, snapshots of %q; want t1 started, /work/repo", lin.ToolCalls, lin.Snapshots.Resource)
+	}
+
+	code, ctype, body := get("/v1/graph?execution=lin-f2&format=dot")
+	if code != http.StatusOK || !strings.HasPrefix(ctype, "text/vnd.graphviz") || !strings.HasPrefix(body, "digraph agentjournal {") ||
+		!strings.Contains(body, `"run:lin-f2" -> "`+eventIDAt(t, st.Store, f1, 3)+`" [label="FORKED_FROM"];`) {
+		t.Errorf("graph as DOT: %d %s\n%s", code, ctype, body)
+	}
+	code, _, body = get("/v1/graph")
+	var g struct{ Nodes, Edges []json.RawMessage }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &g) != nil || len(g.Nodes) == 0 || !strings.Contains(body, `"kind":"DERIVED_FROM"`) {
+		t.Errorf("graph of all: %d %.300s", code, body)
+	}
+
+	id := eventIDAt(t, st.Store, root, 2)
+	for _, q := range []string{"", "?execution=lin-f2"} {
+		code, _, body = get("/v1/events/" + id + "/origin" + q)
+		if code != http.StatusOK || !strings.Contains(body, `"executionId":"lin-root"`) || !strings.Contains(body, `"sequence":2`) {
+			t.Errorf("origin%s: %d %s, want lin-root sequence 2", q, code, body)
+		}
+	}
+
+	for _, c := range []struct {
+		name, path string
+		code       int
+		want       string
+	}{
+		{"bad format", "/v1/graph?format=svg", 400, "want one of: json, dot"},
+		{"unknown execution in graph", "/v1/graph?execution=nope", 404, `no execution \"nope\"`},
+		{"hostile execution in graph", "/v1/graph?execution=" + url.QueryEscape("a.b>*/.."), 404, "no execution"},
+		{"unknown parameter", "/v1/graph?exec=x", 400, "want one of: execution, format"},
+		{"unknown lineage", "/v1/executions/nope/lineage", 404, "nope"},
+		{"bad at", "/v1/executions/lin-f1/lineage?at=yesterday", 400, "RFC 3339"},
+		{"bad event id", "/v1/events/sha1:abc/origin", 400, "want sha256: and 64 lowercase hex digits"},
+		{"unknown event id", "/v1/events/sha256:" + strings.Repeat("0", 64) + "/origin", 404, "no record"},
+		{"event inside the lineage", "/v1/events/" + eventIDAt(t, st.Store, root, 3) + "/origin?execution=lin-f1b", 200, `"executionId":"lin-root"`},
+		{"event past the fork point", "/v1/events/" + eventIDAt(t, st.Store, root, 4) + "/origin?execution=lin-f1b", 404, "no record of lin-f1b"},
+	} {
+		code, _, body := get(c.path)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("%s: got %d %s, want %d with %q", c.name, code, body, c.code, c.want)
+		}
+	}
+}
