@@ -125,6 +125,11 @@ type Config struct {
 	// LeaveRunning makes Close leave supervised agents running, for the
 	// next runtime to attach to, instead of stopping them.
 	LeaveRunning bool
+	// Snapshots, when true, snapshots the working directory of every
+	// execution it launches that is inside a git work tree, before its
+	// first turn and at each turn boundary (snapshots.go). Off when false;
+	// the daemon and the run command turn it on unless --snapshots=off.
+	Snapshots bool
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -233,6 +238,9 @@ type process struct {
 	outputMu  sync.Mutex
 	output    *outputlog.Writer
 	outputOff bool
+
+	// snaps takes the workspace snapshots; nil when they are off.
+	snaps *snapshots
 }
 
 // child is one process of an execution, on pipes or on a terminal lane.
@@ -472,6 +480,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if interactive {
 		p.source = eventstore.ObservedPTY
 	}
+	rt.startSnapshots(p)
 	startErr := rt.markHosted(ref)
 	if startErr == nil && rt.takeOver(p, interactive) {
 		startErr = rt.writeLaunchInfo(p, req)
@@ -1107,6 +1116,7 @@ func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
 			rt.cfg.Logger.Error("record turn end", "execution", p.ref.AgentExecutionID, "err", err)
 		}
 	}
+	rt.snapshotLater(p, fmt.Sprintf("turn-%d", n))
 }
 
 func signalPayload(o *eventstore.Observation) eventstore.SignalPayload {
@@ -1147,6 +1157,7 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 		// message.
 		return
 	}
+	rt.snapshotNow(p, "exit")
 	st := &eventstore.StateChanged{}
 	switch {
 	case e.lost:
@@ -1477,6 +1488,9 @@ func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.Messag
 	default:
 	}
 	c := p.current()
+	if m.MessageType == "prompt" {
+		rt.snapshotSettled(p)
+	}
 	if !p.driver.TurnsOnStdin() && m.MessageType == "prompt" {
 		return rt.startTurn(ctx, p, c, m, d)
 	}
