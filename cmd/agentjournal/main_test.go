@@ -101,7 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
-		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, rebuild, bench, help"}},
+		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, graph, lineage, rebuild, bench, help"}},
 		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-secret-file, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},
@@ -118,6 +118,13 @@ func TestUsageErrors(t *testing.T) {
 		{"log missing value", []string{"log", "--limit"}, []string{"needs an argument: --limit"}},
 		{"demo bad owner", []string{"demo", "--owner", "Nobody/x"}, []string{`--owner "Nobody/x"`, "Task", "ENTITY/ID"}},
 		{"demo owner without id", []string{"demo", "--owner", "Task"}, []string{"want ENTITY/ID"}},
+		{"graph without subcommand", []string{"graph"}, []string{"graph: missing subcommand", "want one of: export"}},
+		{"unknown graph subcommand", []string{"graph", "draw"}, []string{`unknown subcommand "draw"`, "export"}},
+		{"graph bad format", []string{"graph", "export", "--format", "svg"}, []string{`--format "svg"`, "json, dot"}},
+		{"lineage without id", []string{"lineage"}, []string{"lineage: missing ID"}},
+		{"lineage two ids", []string{"lineage", "a", "b"}, []string{"too many arguments", "want one ID"}},
+		{"lineage bad at", []string{"lineage", "a", "--at", "noon"}, []string{`--at "noon"`, "RFC 3339"}},
+		{"lineage bad event", []string{"lineage", "--event", "sha1:x"}, []string{"--event", "want sha256: and 64 lowercase hex digits"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

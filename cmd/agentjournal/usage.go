@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -51,6 +51,10 @@ func newCommand(name string, env *Env) Command {
 		return &LogCommand{env: env}
 	case "replay":
 		return &ReplayCommand{env: env}
+	case "graph":
+		return &GraphCommand{env: env}
+	case "lineage":
+		return &LineageCommand{env: env}
 	case "ls":
 		return &LsCommand{env: env}
 	case "show":
@@ -111,6 +115,8 @@ Commands:
   journal import FILE   load a journal from a JSONL file
   log                   print the global log: every journal, in log order
   replay ID             rebuild an execution's state from its journal, as of any sequence
+  graph export [ID...]  write the agent DAG of the journals as JSON or Graphviz DOT
+  lineage ID            an execution's forks and resumes, history, tool calls and snapshots
   rebuild               rebuild the read models from the log, with progress
   bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
