@@ -174,7 +174,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		recs = append(recs, e.Record)
 		offsets = append(offsets, e.Offset)
 	}
-	st, err := execution.Replay(recs)
+	// A fork's state holds its parent's prefix, read through its link.
+	st, err := execution.ReplayLineageTo(r.Context(), s.cfg.Store, ref, to)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", ref, err)
 	}

@@ -260,6 +260,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
 	s.handle("POST /v1/executions/{id}/token", fullToken, s.mintToken)
 	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)
+	s.handle("POST /v1/executions/{id}/fork", fullToken, s.fork)
+	s.handle("POST /v1/executions/{id}/resume", fullToken, s.resume)
 	s.handle("POST /v1/executions/{id}/observations", ownExecution, s.recordObservation)
 
 	s.handle("POST /v1/executions/{id}/terminal", fullToken, s.openTerminal)

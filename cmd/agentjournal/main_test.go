@@ -101,7 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
-		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, graph, lineage, rebuild, bench, help"}},
+		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, fork, resume, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, graph, lineage, rebuild, bench, help"}},
 		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-secret-file, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},
@@ -118,6 +118,10 @@ func TestUsageErrors(t *testing.T) {
 		{"log missing value", []string{"log", "--limit"}, []string{"needs an argument: --limit"}},
 		{"demo bad owner", []string{"demo", "--owner", "Nobody/x"}, []string{`--owner "Nobody/x"`, "Task", "ENTITY/ID"}},
 		{"demo owner without id", []string{"demo", "--owner", "Task"}, []string{"want ENTITY/ID"}},
+		{"fork without at", []string{"fork", "ae-x"}, []string{"missing --at SEQ", "1 or more"}},
+		{"fork without id", []string{"fork", "--at", "3"}, []string{"fork: missing ID"}},
+		{"fork bad workspace", []string{"fork", "ae-x", "--at", "3", "--workspace", "copy"}, []string{`--workspace "copy"`, "keep, snapshot, discard"}},
+		{"resume without id", []string{"resume"}, []string{"resume: missing ID"}},
 		{"graph without subcommand", []string{"graph"}, []string{"graph: missing subcommand", "want one of: export"}},
 		{"unknown graph subcommand", []string{"graph", "draw"}, []string{`unknown subcommand "draw"`, "export"}},
 		{"graph bad format", []string{"graph", "export", "--format", "svg"}, []string{`--format "svg"`, "json, dot"}},

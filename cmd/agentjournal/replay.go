@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -66,7 +67,12 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 		for i, e := range entries {
 			records[i] = e.Record
 		}
-		st, err := execution.Replay(records)
+		// A fork's state holds its parent's prefix, read through its link.
+		upTo := uint64(math.MaxUint64)
+		if *toSeq > 0 {
+			upTo = *toSeq
+		}
+		st, err := execution.ReplayLineageTo(ctx, s, ref, upTo)
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", id, err)
 		}

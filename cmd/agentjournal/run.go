@@ -646,16 +646,10 @@ func awaitDecisions(ctx context.Context, s eventstore.Store, ref eventstore.Refe
 	}
 }
 
-// replayJournal folds the journal of ref into the execution's state.
+// replayJournal folds the journal of ref into the execution's state, a
+// fork's through its link.
 func replayJournal(ctx context.Context, s eventstore.Store, ref eventstore.Reference) (*execution.State, error) {
-	var records []eventstore.Record
-	for e, err := range s.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			return nil, err
-		}
-		records = append(records, e.Record)
-	}
-	st, err := execution.Replay(records)
+	st, err := execution.ReplayLineage(ctx, s, ref)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
 	}

@@ -281,6 +281,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
 		OutputDir:    d.env.outputDir(),
 		HostDir:      d.env.hostedDir(),
+		WorkspaceDir: d.env.DataDir,
 		Processed:    views.ProcessedID,
 		LaunchEnv:    ep.launchEnv})
 	d.onClose(func() error {

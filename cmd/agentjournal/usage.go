@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -27,6 +27,10 @@ func newCommand(name string, env *Env) Command {
 		return &ServeCommand{env: env}
 	case "launch":
 		return &LaunchCommand{env: env}
+	case "fork":
+		return &ForkCommand{env: env}
+	case "resume":
+		return &ResumeCommand{env: env}
 	case "send":
 		return &SendCommand{env: env}
 	case "observe":

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/workspace"
+)
+
+// forkInput is the body of a fork.
+type forkInput struct {
+	// At is the parent's journal sequence the fork branches after.
+	At uint64 `json:"at"`
+	// Workspace is keep (the default), snapshot or discard.
+	Workspace string `json:"workspace,omitempty"`
+	Prompt    string `json:"prompt,omitempty"`
+	Seed      string `json:"seed,omitempty"`
+	// Env is added to the new execution's environment: the parent's is
+	// not journaled.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// resumeInput is the body of a resume.
+type resumeInput struct {
+	Prompt string            `json:"prompt,omitempty"`
+	Seed   string            `json:"seed,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+}
+
+var workspaceModes = []string{string(workspace.ModeKeep), string(workspace.ModeSnapshot), string(workspace.ModeDiscard)}
+
+func checkEnv(env map[string]string) ([]string, error) {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, invalidField("env."+k, nil, "not an environment variable (want a name without = and a value without NUL)")
+		}
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// fork: POST /v1/executions/{id}/fork, a new execution that branches off
+// this one after its record at; answered as a launch is.
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in forkInput
+	if err := s.decodeBody(w, r, &in, false); err != nil {
+		return err
+	}
+	switch {
+	case in.At == 0:
+		return invalidField("at", nil, "required: the parent's journal sequence the fork branches after (1 or more)")
+	case in.Workspace != "" && !slices.Contains(workspaceModes, in.Workspace):
+		return invalidField("workspace", workspaceModes, "%q is not accepted", in.Workspace)
+	case len(in.Seed) > eventstore.MaxIDLength:
+		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
+	}
+	env, err := checkEnv(in.Env)
+	if err != nil {
+		return err
+	}
+	parent, err := s.lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	// Once begun, a fork completes even if the client goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	ref, err := s.cfg.Runtime.Fork(ctx, execution.ForkRequest{Parent: parent.AgentExecutionID, At: in.At,
+		Workspace: workspace.Mode(in.Workspace), Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	if err != nil {
+		return s.continueError(ctx, ref, err, "at")
+	}
+	return s.launched(w, r, ref)
+}
+
+// resume: POST /v1/executions/{id}/resume, a new run of this execution's
+// session; answered as a launch is.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in resumeInput
+	if err := s.decodeBody(w, r, &in, true); err != nil {
+		return err
+	}
+	if len(in.Seed) > eventstore.MaxIDLength {
+		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
+	}
+	env, err := checkEnv(in.Env)
+	if err != nil {
+		return err
+	}
+	resumed, err := s.lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	ref, err := s.cfg.Runtime.Resume(ctx, execution.ResumeRequest{Execution: resumed.AgentExecutionID, Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	if err != nil {
+		return s.continueError(ctx, ref, err, "prompt")
+	}
+	return s.launched(w, r, ref)
+}
+
+// continueError words a fork or resume that failed: refused input is a 400
+// (a running execution a 409) with nothing written; a launch that failed
+// after its header is answered as a failed launch.
+func (s *Server) continueError(ctx context.Context, ref eventstore.Reference, err error, field string) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return notFound("%v", err)
+	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "still running"):
+		return conflict("%v", err)
+	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "workspace"):
+		return invalidField("workspace", workspaceModes, "%v", err)
+	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "prompt"):
+		return invalidField("prompt", nil, "%v", err)
+	case errors.Is(err, execution.ErrBadFork), errors.Is(err, execution.ErrBadLaunch):
+		return invalidField(field, nil, "%v", err)
+	case ref.JournalID == "":
+		return fmt.Errorf("%w; nothing was recorded", err)
+	}
+	return s.failedLaunch(ctx, ref, err)
+}
+
+// launched answers a launch, a fork or a resume with the new execution.
+func (s *Server) launched(w http.ResponseWriter, r *http.Request, ref eventstore.Reference) error {
+	st, err := s.replayState(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	s.settle(r.Context())
+	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
+	writeJSON(w, http.StatusCreated, launchResult{Reference: st.Journal, State: executionView{State: st, Live: s.live(ref.AgentExecutionID)}})
+	return nil
+}
