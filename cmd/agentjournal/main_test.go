@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	// A run in this process never asks at the terminal of whoever runs
 	// the tests; TestRunAsksAtTheTerminal gives a run a terminal of its own.
 	ttyPath = ""
+	// Agents of these tests run in this package's directory, inside the
+	// product's own repository: only tests that ask snapshot, in their own.
+	defaultSnapshots = false
 	os.Exit(m.Run())
 }
 
@@ -101,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
-		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, fork, resume, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, graph, lineage, rebuild, bench, help"}},
+		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, fork, resume, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, journal, log, replay, graph, lineage, snapshots, rebuild, bench, help"}},
 		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-secret-file, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},

@@ -49,6 +49,8 @@ const (
 // decides on its observations in the same process.
 type RunCommand struct {
 	env *Env
+	// snapshots is --snapshots, for the runtime run builds.
+	snapshots bool
 }
 
 var runSpec = cmdSpec{
@@ -152,6 +154,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
 	permissions := fs.String("permissions", permissionsAsk, "answer the agent's permission requests and questions: `MODE` ask (at the controlling terminal, or deny without one), deny or allow")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
+	snapshots := snapshotsFlag(fs)
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 
@@ -217,6 +220,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
+		c.snapshots = bool(*snapshots)
 		return c.run(ctx, s, req, *grace, *permissions)
 	})
 }
@@ -298,7 +302,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 	cfg := execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
 		OutputDir: c.env.outputDir(), Processed: views.ProcessedID, LaunchEnv: ep.launchEnv,
-		OnInputRequest: answer}
+		OnInputRequest: answer, Snapshots: c.snapshots}
 	var display *marker.DisplayWriter
 	if keys != nil {
 		// The agent's terminal is the user's: its bytes as they come, but

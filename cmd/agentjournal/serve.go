@@ -92,6 +92,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	clusterName := fs.String("cluster-name", "", "make the embedded NATS a node of the cluster `NAME` (with --cluster-listen and --routes)")
 	clusterListen := fs.String("cluster-listen", "", "accept routes from the other cluster nodes at `ADDR` (host:port)")
 	routes := fs.String("routes", "", "the cluster nodes' route `URLS`, comma-separated nats-route://host:port (this node's own may be listed)")
+	snapshots := snapshotsFlag(fs)
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
@@ -129,6 +130,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote, leaveAgents: *onStop == "leave"}
+	d.snapshots = bool(*snapshots)
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
 }
 
@@ -203,11 +205,13 @@ func loopback(host string) bool {
 
 // daemon holds the parts of a running daemon, closed in reverse order.
 type daemon struct {
-	env      *Env
-	logger   *slog.Logger
-	grace    time.Duration
-	cluster  bus.ClusterConfig
-	replicas int
+	env    *Env
+	logger *slog.Logger
+	grace  time.Duration
+	// snapshots turns on the runtime's workspace snapshots (--snapshots).
+	snapshots bool
+	cluster   bus.ClusterConfig
+	replicas  int
 	// allowRemote accepts NATS listeners other hosts can reach.
 	allowRemote bool
 	// leaveAgents leaves supervised agents running when the daemon stops.
@@ -282,6 +286,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		OutputDir:    d.env.outputDir(),
 		HostDir:      d.env.hostedDir(),
 		WorkspaceDir: d.env.DataDir,
+		Snapshots:    d.snapshots,
 		Processed:    views.ProcessedID,
 		LaunchEnv:    ep.launchEnv})
 	d.onClose(func() error {

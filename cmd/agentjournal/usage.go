@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -65,6 +65,8 @@ func newCommand(name string, env *Env) Command {
 		return &ShowCommand{env: env}
 	case "timeline":
 		return &TimelineCommand{env: env}
+	case "snapshots":
+		return &SnapshotsCommand{env: env}
 	case "rebuild":
 		return &RebuildCommand{env: env}
 	case "bench":
@@ -121,6 +123,7 @@ Commands:
   replay ID             rebuild an execution's state from its journal, as of any sequence
   graph export [ID...]  write the agent DAG of the journals as JSON or Graphviz DOT
   lineage ID            an execution's forks and resumes, history, tool calls and snapshots
+  snapshots ls|prune    list or delete the workspace snapshots of executions' git work trees
   rebuild               rebuild the read models from the log, with progress
   bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
