@@ -72,6 +72,10 @@ func TestLineageRoutes(t *testing.T) {
 	f1 := lineageJournal(t, st.Store, "lin-f1", &root, 2, "fork")
 	lineageJournal(t, st.Store, "lin-f2", &f1, 3, "fork of fork")
 	lineageJournal(t, st.Store, "lin-f1b", &root, 3)
+	snap := &eventstore.SnapshotCreated{Resource: "/work/repo", Ref: "refs/agentjournal/lin-root/4", Commit: strings.Repeat("c", 40), Tree: strings.Repeat("d", 40), AtSequence: 4}
+	if _, err := st.Store.Append(context.Background(), root, snap); err != nil {
+		t.Fatal(err)
+	}
 
 	resp, err := http.Get(st.HTTP.URL + "/v1/openapi.yaml")
 	if err != nil {
@@ -132,7 +136,10 @@ func TestLineageRoutes(t *testing.T) {
 			Inherited   bool
 		}
 		ToolCalls []struct{ CallID, Status string }
-		Snapshots struct{ Resource string }
+		Snapshots struct {
+			Resource string
+			Items    []struct{ Ref, ExecutionID string }
+		}
 	}
 	if err := json.Unmarshal([]byte(body), &lin); err != nil {
 		t.Fatal(err)
@@ -149,8 +156,13 @@ func TestLineageRoutes(t *testing.T) {
 		h[1].EventID != eventIDAt(t, st.Store, root, 2) {
 		t.Errorf("history: got %+v, want root's 1 and 2 inherited, then lin-f1's 1..3", h)
 	}
-	if len(lin.ToolCalls) != 1 || lin.ToolCalls[0].CallID != "t1" || lin.ToolCalls[0].Status != "started" || lin.Snapshots.Resource != "/work/repo" {
-		t.Errorf("tool calls %+v, snapshots of %q; want t1 started, /work/repo", lin.ToolCalls, lin.Snapshots.Resource)
+	if len(lin.ToolCalls) != 1 || lin.ToolCalls[0].CallID != "t1" || lin.ToolCalls[0].Status != "started" || lin.Snapshots.Resource != "/work/repo" ||
+		len(lin.Snapshots.Items) != 1 || lin.Snapshots.Items[0].Ref != snap.Ref || lin.Snapshots.Items[0].ExecutionID != "lin-root" {
+		t.Errorf("tool calls %+v, snapshots %+v; want t1 started, lin-root's snapshot of /work/repo", lin.ToolCalls, lin.Snapshots)
+	}
+	code, _, body = get("/v1/executions/lin-f1/lineage?at=2001-01-01T00:00:00Z")
+	if code != http.StatusOK || !strings.Contains(body, `"items":[]`) {
+		t.Errorf("snapshots as of 2001: %d %s, want none", code, body)
 	}
 
 	code, ctype, body := get("/v1/graph?execution=lin-f2&format=dot")

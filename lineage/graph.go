@@ -3,7 +3,6 @@ package lineage
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -90,13 +89,6 @@ const (
 	EventInterruption     EventKind = "interruption"
 	EventSnapshotCreated  EventKind = "snapshot_created"
 	EventRestoreAttempted EventKind = "restore_attempted"
-)
-
-// The workspace lifecycle's record kinds, matched by name: the graph takes
-// them as soon as the record registry does, whichever spelling it uses.
-var (
-	snapshotKinds = []eventstore.Kind{"snapshot_created", "snapshot.created"}
-	restoreKinds  = []eventstore.Kind{"restore_attempted", "restore.attempted"}
 )
 
 // Relation says how a run derives from another.
@@ -284,11 +276,9 @@ func EventKindOf(r eventstore.Record) EventKind {
 		}
 	case *eventstore.Interruption:
 		return EventInterruption
-	}
-	switch {
-	case slices.Contains(snapshotKinds, r.Kind()):
+	case *eventstore.SnapshotCreated:
 		return EventSnapshotCreated
-	case slices.Contains(restoreKinds, r.Kind()):
+	case *eventstore.RestoreAttempted:
 		return EventRestoreAttempted
 	}
 	return ""
@@ -365,7 +355,6 @@ func (b *builder) addJournal(ctx context.Context, src Source, ref eventstore.Ref
 	exec := ref.AgentExecutionID
 	run := RunNodeID(exec)
 	var (
-		workdir   string
 		tools     = map[string]string{} // call id → tool node
 		byMessage = map[string]string{} // message id → event id of its acceptance
 		byRequest = map[string]string{} // input request id → event id that opened it
@@ -377,7 +366,6 @@ func (b *builder) addJournal(ctx context.Context, src Source, ref eventstore.Ref
 		b.edge(Edge{Kind: RunHasEvent, From: run, To: e.id, Seq: base.Sequence})
 		switch r := e.rec.(type) {
 		case *eventstore.Header:
-			workdir = r.WorkingDirectory
 			b.addRun(r)
 		case *eventstore.MessageAccepted:
 			if _, ok := byMessage[r.MessageID]; !ok {
@@ -395,8 +383,10 @@ func (b *builder) addJournal(ctx context.Context, src Source, ref eventstore.Ref
 			}
 		case *eventstore.Interruption:
 			b.addInterruption(run, e, r, byMessage, byRequest)
-		default:
-			b.addWorkspaceRecord(e, workdir)
+		case *eventstore.SnapshotCreated:
+			b.addSnapshot(e, r)
+		case *eventstore.RestoreAttempted:
+			b.addRestore(e, r)
 		}
 	}
 	return nil
@@ -469,86 +459,34 @@ func (b *builder) addInterruption(run string, e event, r *eventstore.Interruptio
 	}
 }
 
-// workspaceRecord is what the graph reads of a snapshot_created or
-// restore_attempted record, by field name.
-type workspaceRecord struct {
-	snapshot string
-	resource string
-	outcome  string
+// addSnapshot adds a snapshot, named by its ref, and the working
+// directory it is of.
+func (b *builder) addSnapshot(e event, r *eventstore.SnapshotCreated) {
+	snap := SnapshotNodeID(r.Ref)
+	b.node(Node{ID: snap, Kind: NodeSnapshot, Label: r.Ref, ExecutionID: r.AgentExecutionID, At: r.OccurredAt,
+		Attrs: map[string]string{"ref": r.Ref, "commit": r.Commit, "atSequence": strconv.FormatUint(r.AtSequence, 10)}})
+	b.resource(r.Resource)
+	b.edge(Edge{Kind: SnapshotOf, From: snap, To: ResourceNodeID(r.Resource), Attrs: map[string]string{"event": e.id}})
 }
 
-// readWorkspaceRecord reads a workspace lifecycle record's fields by name
-// from its JSON, so the graph does not depend on its Go type. The names
-// are spec 002's (snapshotRef, resourceRef, newResourceRef, outcome) and
-// the journal's usual spellings of them.
-func readWorkspaceRecord(r eventstore.Record, restore bool) (workspaceRecord, bool) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return workspaceRecord{}, false
+// addRestore links a snapshot to the directory a fork restored it into.
+// A restore that made no directory from a snapshot (keep, discard, or one
+// that failed) has no such edge: its record says what happened.
+func (b *builder) addRestore(e event, r *eventstore.RestoreAttempted) {
+	if r.SnapshotRef == "" || r.RestoredTo == "" {
+		return
 	}
-	var m map[string]any
-	if json.Unmarshal(data, &m) != nil {
-		return workspaceRecord{}, false
+	snap := SnapshotNodeID(r.SnapshotRef)
+	if _, ok := b.nodes[snap]; !ok {
+		b.node(Node{ID: snap, Kind: NodeSnapshot, Label: r.SnapshotRef, Attrs: map[string]string{"ref": r.SnapshotRef}, External: true})
 	}
-	resourceFields := []string{"resourceRef", "resource", "workingDirectory", "directory", "path"}
-	if restore {
-		resourceFields = append([]string{"newResourceRef", "target", "targetDirectory"}, resourceFields...)
-	}
-	w := workspaceRecord{
-		snapshot: firstField(m, "snapshotRef", "snapshot", "ref", "commit"),
-		resource: firstField(m, resourceFields...),
-		outcome:  firstField(m, "outcome", "status"),
-	}
-	return w, w.snapshot != ""
+	b.resource(r.RestoredTo)
+	b.edge(Edge{Kind: RestoresTo, From: snap, To: ResourceNodeID(r.RestoredTo),
+		Attrs: map[string]string{"event": e.id, "outcome": string(r.Outcome), "mode": string(r.Mode)}})
 }
 
-// firstField returns the first of the fields that holds a string, or an
-// object naming one by id, ref, path or uri.
-func firstField(m map[string]any, fields ...string) string {
-	for _, f := range fields {
-		switch v := m[f].(type) {
-		case string:
-			if v != "" {
-				return v
-			}
-		case map[string]any:
-			if s := firstField(v, "ref", "id", "path", "uri", "name"); s != "" {
-				return s
-			}
-		}
-	}
-	return ""
-}
-
-// addWorkspaceRecord adds a snapshot and the resource it is of, or the
-// resource a restore made from a snapshot.
-func (b *builder) addWorkspaceRecord(e event, workdir string) {
-	kind := EventKindOf(e.rec)
-	if kind != EventSnapshotCreated && kind != EventRestoreAttempted {
-		return
-	}
-	w, ok := readWorkspaceRecord(e.rec, kind == EventRestoreAttempted)
-	if !ok {
-		return
-	}
-	if w.resource == "" {
-		w.resource = workdir
-	}
-	snap := SnapshotNodeID(w.snapshot)
-	b.node(Node{ID: snap, Kind: NodeSnapshot, Label: w.snapshot, ExecutionID: e.rec.RecordBase().AgentExecutionID,
-		At: e.rec.RecordBase().OccurredAt, Attrs: map[string]string{"ref": w.snapshot}})
-	if w.resource == "" {
-		return
-	}
-	res := ResourceNodeID(w.resource)
-	b.node(Node{ID: res, Kind: NodeResource, Label: w.resource, Attrs: map[string]string{"resourceKind": "file", "path": w.resource}})
-	attrs := map[string]string{"event": e.id}
-	if w.outcome != "" {
-		attrs["outcome"] = w.outcome
-	}
-	if kind == EventSnapshotCreated {
-		b.edge(Edge{Kind: SnapshotOf, From: snap, To: res, Attrs: attrs})
-	} else {
-		b.edge(Edge{Kind: RestoresTo, From: snap, To: res, Attrs: attrs})
-	}
+// resource adds a working directory's node; spec 002 calls it a file
+// resource.
+func (b *builder) resource(path string) {
+	b.node(Node{ID: ResourceNodeID(path), Kind: NodeResource, Label: path, Attrs: map[string]string{"resourceKind": "file", "path": path}})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -99,13 +100,17 @@ func writeFamily(t testing.TB, s eventstore.Store) family {
 	// root: 1 header, 2 m1, 3 c1 started, 4 c1 succeeded, 5 m2, 6 c2 started, 7 c2 failed
 	f.root = journal(t, s, "root", header("claude"), msg("m1"), tool("c1", "Bash", eventstore.ToolCallStarted),
 		tool("c1", "Bash", eventstore.ToolCallSucceeded), msg("m2"), tool("c2", "Edit", eventstore.ToolCallStarted),
-		&eventstore.ActivityUpdated{ToolCall: &eventstore.ToolCall{ID: "c2", Name: "Edit", Status: eventstore.ToolCallFailed, Error: "no such file"}})
+		&eventstore.ActivityUpdated{ToolCall: &eventstore.ToolCall{ID: "c2", Name: "Edit", Status: eventstore.ToolCallFailed, Error: "no such file"}},
+		// 8: the work tree after 7.
+		&eventstore.SnapshotCreated{Resource: "/work/repo", Ref: "refs/agentjournal/root/7", Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40), AtSequence: 7, Files: 3})
 	// f1 forks after c1 started: 1 header, 2 m3
 	f.f1 = journal(t, s, "f1", forkOf(t, s, f.root, 3), msg("m3"))
 	// f2 forks f1 after m3, and is interrupted while m4 runs.
 	f.f2 = journal(t, s, "f2", forkOf(t, s, f.f1, 2), msg("m4"),
 		&eventstore.Interruption{Reason: eventstore.InterruptCrash, Detail: "signal: killed", Turn: 1, MessageID: "m4"})
-	f.f1b = journal(t, s, "f1b", forkOf(t, s, f.root, 5), msg("m5"))
+	f.f1b = journal(t, s, "f1b", forkOf(t, s, f.root, 5), msg("m5"),
+		&eventstore.RestoreAttempted{Resource: "/work/repo", Mode: eventstore.RestoreSnapshot, SnapshotRef: "refs/agentjournal/root/7",
+			SnapshotCommit: strings.Repeat("a", 40), Outcome: eventstore.RestoreRestored, RestoredTo: "/work/f1b"})
 	// r1 resumes root in its session; canceled between turns.
 	rh := header("claude")
 	rh.SessionID = "root"
@@ -214,6 +219,30 @@ func TestGraphOfForksResumesToolsAndInterruptions(t *testing.T) {
 		if n.External {
 			t.Errorf("a graph of every journal has external node %+v", n)
 		}
+	}
+	snap := lineage.SnapshotNodeID("refs/agentjournal/root/7")
+	wantRes := []edge{ // in journal order: f1b before root
+		{lineage.RestoresTo, snap, lineage.ResourceNodeID("/work/f1b")},
+		{lineage.SnapshotOf, snap, lineage.ResourceNodeID("/work/repo")},
+	}
+	if d := cmp.Diff(wantRes, edgesOf(g, lineage.SnapshotOf, lineage.RestoresTo), cmp.AllowUnexported(edge{})); d != "" {
+		t.Errorf("snapshot edges (-want +got):\n%s", d)
+	}
+	if n, _ := g.Node(ev(f.root, 8)); n.EventKind != lineage.EventSnapshotCreated {
+		t.Errorf("snapshot.created is %q, want snapshot_created", n.EventKind)
+	}
+	if n, _ := g.Node(ev(f.f1b, 3)); n.EventKind != lineage.EventRestoreAttempted {
+		t.Errorf("restore.attempted is %q, want restore_attempted", n.EventKind)
+	}
+	taken, _ := g.Node(snap)
+	if got := g.SnapshotsOf("/work/repo", time.Time{}); len(got) != 1 || got[0].Ref != "refs/agentjournal/root/7" || got[0].ExecutionID != "root" || got[0].EventID != ev(f.root, 8) {
+		t.Errorf("snapshots of /work/repo now: got %+v, want root's after 7", got)
+	}
+	if got := g.SnapshotsOf("/work/repo", taken.At.Add(-time.Nanosecond)); len(got) != 0 {
+		t.Errorf("snapshots of /work/repo before the first was taken: got %+v, want none", got)
+	}
+	if got := g.SnapshotsOf("/elsewhere", time.Time{}); len(got) != 0 {
+		t.Errorf("snapshots of another directory: got %+v, want none", got)
 	}
 
 	// A graph of one fork names its parent's run and pinned record as

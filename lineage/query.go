@@ -320,14 +320,14 @@ func lineageEvents(ctx context.Context, src Source, ref eventstore.Reference, up
 	return append(prefix, own...), nil
 }
 
-// Snapshot is a snapshot of a resource, as a snapshot_created record made
-// it.
+// Snapshot is a snapshot of a resource, as a snapshot.created record made
+// it: its ref and commit, the execution that took it and its record.
 type Snapshot struct {
 	Ref         string    `json:"ref"`
+	Commit      string    `json:"commit"`
 	Resource    string    `json:"resource"`
 	ExecutionID string    `json:"executionId"`
 	EventID     string    `json:"eventId"`
-	Outcome     string    `json:"outcome,omitempty"`
 	At          time.Time `json:"at"`
 }
 
@@ -342,10 +342,10 @@ func (g *Graph) SnapshotsOf(resource string, t time.Time) []Snapshot {
 			continue
 		}
 		n, ok := g.Node(e.From)
-		if !ok || (!t.IsZero() && n.At.After(t)) || (e.Attrs["outcome"] != "" && e.Attrs["outcome"] != "ok") {
+		if !ok || (!t.IsZero() && n.At.After(t)) {
 			continue
 		}
-		out = append(out, Snapshot{Ref: n.Attrs["ref"], Resource: resource, ExecutionID: n.ExecutionID, EventID: e.Attrs["event"], Outcome: e.Attrs["outcome"], At: n.At})
+		out = append(out, Snapshot{Ref: n.Attrs["ref"], Commit: n.Attrs["commit"], Resource: resource, ExecutionID: n.ExecutionID, EventID: e.Attrs["event"], At: n.At})
 	}
 	slices.SortStableFunc(out, func(a, b Snapshot) int { return b.At.Compare(a.At) })
 	return out
