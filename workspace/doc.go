@@ -15,8 +15,8 @@
 // with a cleaned environment; callers speak of directories, executions,
 // sequences and commits.
 //
-// The package does not write journal records (snapshot_created,
-// restore_attempted) and does not decide when a turn ends: the runtime
+// The package does not write journal records (snapshot.created,
+// restore.attempted) and does not decide when a turn ends: the runtime
 // calls Snapshot at its turn boundaries and turns ErrNotGit into a snapshot
 // or restore outcome of "unsupported".
 package workspace
