@@ -154,6 +154,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"fork at sequence 0", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 0, "eventId": zeroEventID}), "forkedFrom.sequence", "1 or more"},
 		{"fork without event id", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2, "eventId": "abc"}), "forkedFrom.eventId", "sha256:<64 lowercase hex>"},
 		{"fork of itself", KindHeader, set("forkedFrom", map[string]any{"journalId": testRef.JournalID, "agentExecutionId": "ae-1", "sequence": 2, "eventId": zeroEventID}), "forkedFrom.journalId", "cannot fork itself"},
+		{"fork with an unknown history", KindHeader, set("forkedFrom", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2, "eventId": zeroEventID, "history": "exact"}), "forkedFrom.history", "native, reconstructed"},
 		{"resume without session", KindHeader, set("resumes", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0"}), "sessionId", "required"},
 		{"resume link unknown field", KindHeader, set("resumes", map[string]any{"journalId": parentJournal, "agentExecutionId": "ae-0", "sequence": 2}), "resumes.sequence", "agentExecutionId"},
 		{"fork and resume", KindHeader, func(m map[string]any) {
