@@ -125,7 +125,14 @@ func (h handler) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest
 	ts.mu.Unlock()
 
 	t := &term{limit: limit, done: make(chan struct{})}
-	t.cmd = exec.Command(p.Command, p.Args...)
+	if len(p.Args) == 0 {
+		// A command without args is a command line, as agents send what
+		// their model wrote for a shell (claude-code-acp does): a shell
+		// runs it.
+		t.cmd = exec.Command("/bin/sh", "-c", p.Command)
+	} else {
+		t.cmd = exec.Command(p.Command, p.Args...)
+	}
 	t.cmd.Dir = dir
 	t.cmd.Env = os.Environ()
 	for _, e := range p.Env {

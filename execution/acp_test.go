@@ -400,6 +400,7 @@ func TestACPTerminalRunsInTheWorkingDirectory(t *testing.T) {
 		"runin " + filepath.Join(dir, "sub") + " sh s.sh",
 		"runkill sleep 60",
 		"runin " + t.TempDir() + " pwd",
+		"runline echo one && echo two | tr a-z A-Z",
 		"say done",
 	}, "\n")
 	ref := r.launchACP(t, dir, eventstore.ShapeConversation, script)
@@ -413,9 +414,9 @@ func TestACPTerminalRunsInTheWorkingDirectory(t *testing.T) {
 		fmt.Sprintf("ran: exit 0: %q", real+"\n"),
 		fmt.Sprintf("ran: exit 4: %q", filepath.Join(real, "sub")+"\nto stderr\n"),
 	}
-	if len(msgs) != 5 || msgs[0] != want[0] || msgs[1] != want[1] || !strings.HasPrefix(msgs[2], "ran: signal killed") ||
-		!strings.Contains(msgs[3], "terminal error") || msgs[4] != "done" {
-		t.Fatalf("messages %q, want %q, a killed command, a refused directory and done", msgs, want)
+	if len(msgs) != 6 || msgs[0] != want[0] || msgs[1] != want[1] || !strings.HasPrefix(msgs[2], "ran: signal killed") ||
+		!strings.Contains(msgs[3], "terminal error") || msgs[4] != fmt.Sprintf("ran line: %q", "one\nTWO\n") || msgs[5] != "done" {
+		t.Fatalf("messages %q, want %q, a killed command, a refused directory, a command line and done", msgs, want)
 	}
 	var commands []string
 	for _, rec := range r.records(t, ref) {
