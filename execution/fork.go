@@ -165,11 +165,13 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 	if _, err := rt.cfg.Store.Lookup(ctx, id); err == nil {
 		return eventstore.Reference{}, fmt.Errorf("%w: execution %s already exists (fork with another seed, or with none)", ErrBadFork, id)
 	}
-	dir, cleanup, err := rt.forkDir(ctx, mode, h.WorkingDirectory, pref.AgentExecutionID, req.At, id)
+	dir, snap, cleanup, err := rt.forkDir(ctx, mode, h.WorkingDirectory, pref.AgentExecutionID, req.At, id)
 	if err != nil {
 		return eventstore.Reference{}, err
 	}
 	launch.Dir = dir
+	launch.Restored = &eventstore.RestoreAttempted{Resource: h.WorkingDirectory, Mode: eventstore.RestoreMode(mode),
+		SnapshotRef: snap.Name, SnapshotCommit: snap.Commit, Outcome: eventstore.RestoreRestored, RestoredTo: dir}
 	ref, err := rt.Launch(ctx, launch)
 	if err != nil && ref.JournalID == "" {
 		cleanup()
@@ -179,49 +181,49 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 
 // forkDir gives a fork its working directory by mode, and says how to
 // undo it if the fork is not launched.
-func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, parent string, at uint64, fork string) (string, func(), error) {
+func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, parent string, at uint64, fork string) (string, workspace.Ref, func(), error) {
 	none := func() {}
+	var snapshot workspace.Ref
 	if mode == workspace.ModeKeep {
 		dir, err := workspace.Restore(ctx, mode, parentDir, "", "")
 		if err != nil {
-			return "", none, fmt.Errorf("%w: %w", ErrBadFork, err)
+			return "", snapshot, none, fmt.Errorf("%w: %w", ErrBadFork, err)
 		}
-		return dir, none, nil
+		return dir, snapshot, none, nil
 	}
 	if rt.cfg.WorkspaceDir == "" {
-		return "", none, fmt.Errorf("%w: this runtime has no directory for forks' workspaces, so a fork can only keep its parent's directory (workspace keep)", ErrBadFork)
+		return "", snapshot, none, fmt.Errorf("%w: this runtime has no directory for forks' workspaces, so a fork can only keep its parent's directory (workspace keep)", ErrBadFork)
 	}
 	dst, err := workspace.WorktreeDir(rt.cfg.WorkspaceDir, fork)
 	if err != nil {
-		return "", none, fmt.Errorf("fork: %w", err)
+		return "", snapshot, none, fmt.Errorf("fork: %w", err)
 	}
-	var snapshot string
 	if mode == workspace.ModeSnapshot {
 		snaps, err := workspace.List(ctx, parentDir, parent)
 		if errors.Is(err, workspace.ErrNotGit) {
-			return "", none, fmt.Errorf("%w: %s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", ErrBadFork, parentDir)
+			return "", snapshot, none, fmt.Errorf("%w: %s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", ErrBadFork, parentDir)
 		}
 		if err != nil {
-			return "", none, fmt.Errorf("fork: %w", err)
+			return "", snapshot, none, fmt.Errorf("fork: %w", err)
 		}
 		for _, s := range snaps {
 			if s.Sequence <= at {
-				snapshot = s.Name
+				snapshot = s
 			}
 		}
-		if snapshot == "" {
-			return "", none, fmt.Errorf("%w: %s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", ErrBadFork, parent, at)
+		if snapshot.Name == "" {
+			return "", snapshot, none, fmt.Errorf("%w: %s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", ErrBadFork, parent, at)
 		}
 	}
-	dir, err := workspace.Restore(ctx, mode, parentDir, snapshot, dst)
+	dir, err := workspace.Restore(ctx, mode, parentDir, snapshot.Name, dst)
 	if errors.Is(err, workspace.ErrSnapshotMissing) || errors.Is(err, workspace.ErrNotGit) {
-		return "", none, fmt.Errorf("%w: %w", ErrBadFork, err)
+		return "", snapshot, none, fmt.Errorf("%w: %w", ErrBadFork, err)
 	}
 	if err != nil {
-		return "", none, fmt.Errorf("fork: %w", err)
+		return "", snapshot, none, fmt.Errorf("fork: %w", err)
 	}
 	root := workspace.WorktreeRoot(rt.cfg.WorkspaceDir)
-	return dir, func() {
+	return dir, snapshot, func() {
 		if mode == workspace.ModeSnapshot {
 			_ = workspace.RemoveWorktree(context.WithoutCancel(ctx), root, dir)
 			return

@@ -291,6 +291,13 @@ func TestForkSnapshotWorkspace(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(dir, "f.txt")); err != nil || string(got) != "at the fork point" {
 		t.Errorf("fork's f.txt %q (%v), want the snapshot's %q", got, err, "at the fork point")
 	}
+	// The restore is journaled right after the header: which snapshot,
+	// from which directory, to which.
+	ra, ok := r.records(t, ref)[1].(*eventstore.RestoreAttempted)
+	if !ok || ra.Mode != eventstore.RestoreMode(workspace.ModeSnapshot) || ra.Outcome != eventstore.RestoreRestored ||
+		ra.Resource != repo || ra.RestoredTo != dir || !strings.HasPrefix(ra.SnapshotRef, "refs/agentjournal/"+parent.AgentExecutionID+"/") || ra.SnapshotCommit == "" {
+		t.Errorf("the fork's second record is %+v, want its snapshot restore from %s to %s", r.records(t, ref)[1], repo, dir)
+	}
 }
 
 func fmtErr(err error) string {

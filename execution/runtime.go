@@ -159,6 +159,9 @@ type LaunchRequest struct {
 	// Continue makes the agent CLI continue one of its own sessions:
 	// resume it, or fork it at a message.
 	Continue *Continuation
+	// Restored is how a fork got its working directory, journaled right
+	// after the header.
+	Restored *eventstore.RestoreAttempted
 }
 
 // Runtime launches agent processes and keeps their journals: header first,
@@ -457,6 +460,13 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes}
 	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
 		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
+	}
+	if r := req.Restored; r != nil {
+		r.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindRestore, eventstore.NaturalKey(r))
+		if _, err := rt.cfg.Store.Append(ctx, ref, r); err != nil {
+			rt.failLaunch(ref, "the workspace restore was not recorded: "+err.Error())
+			return ref, fmt.Errorf("launch %s: %w", ref.AgentExecutionID, err)
+		}
 	}
 
 	nonce, err := marker.NewNonce()
