@@ -51,6 +51,11 @@
   // Lifecycles after which the outcome is shown beside the output.
   const ENDED = new Set(['completed', 'failed', 'cancelled', 'terminated']);
   const FAILED = new Set(['failed', 'terminated']);
+  // The agents whose CLI forks or resumes its own session (docs/fork.md);
+  // any other gets a retelling of the journal, which a prompt must follow.
+  const NATIVE_FORK = new Set(['claude-code']);
+  const NATIVE_RESUME = new Set(['claude-code', 'codex', 'copilot']);
+  const WORKSPACES = ['keep', 'snapshot', 'discard'];
 
   const $ = (id) => document.getElementById(id);
 
@@ -251,6 +256,8 @@
   function onEvent(name, data) {
     if (name === 'data.changed' && data.state) list.update(data.state);
     if (detail.id && data.executionId === detail.id) detail.changed(name);
+    // A new execution may be a fork or a resume in the open one's tree.
+    if (detail.id && name === 'execution.started') detail.lineageChanged();
   }
 
   function onTerminalEvent(data) {
@@ -365,6 +372,22 @@
     }
     if (word !== null) words.push(word);
     return words;
+  }
+
+  function executionHref(id) {
+    return '#/executions/' + encodeURIComponent(id);
+  }
+
+  // linkOf is how an execution derives from another, from its state (the
+  // header's link): {relation, parent, sequence, history}, or null.
+  function linkOf(st) {
+    if (!st) return null;
+    if (st.forkedFrom) {
+      const f = st.forkedFrom;
+      return {relation: 'fork', parent: f.agentExecutionId, sequence: f.sequence, history: f.history || ''};
+    }
+    if (st.resumes) return {relation: 'resume', parent: st.resumes.agentExecutionId, history: st.resumes.history || ''};
+    return null;
   }
 
   // ---- views ----
@@ -544,9 +567,15 @@
     output: [], // the last plain output lines
     outputFollow: null, // the AbortController of the follow stream
     outputDone: false, // output holds every line of an ended execution
+    inherited: null, // a fork's items from its parents' prefix, once read
+    lineage: null, // {data: the lineage route's answer, links: Map id → linkOf}
+    lineageAsk: 0, // the newest lineage read asked for
+    lineageTimer: null,
+    forking: null, // the item the fork form is open on: {executionId, sequence, key}
 
     async open(id) {
-      if (this.id !== id) {
+      const fresh = this.id !== id;
+      if (fresh) {
         this.close();
         this.id = id;
         this.items = new Map();
@@ -561,10 +590,21 @@
         for (const b of ['prompt-error', 'answer-error', 'exec-error', 'terminal-error', 'output-error']) clearError($(b));
         $('prompt-result').textContent = '';
         $('answer-result').textContent = '';
+        this.inherited = null;
+        this.lineage = null;
+        $('lineage-card').hidden = true;
+        $('lineage-tree').replaceChildren();
+        clearError($('lineage-error'));
+        $('exec-link').hidden = true;
+        $('resume-card').hidden = true;
+        $('resume-prompt').value = '';
+        clearError($('resume-error'));
+        this.closeFork(false);
       }
       showView('execution-view');
       $('exec-id').textContent = id;
       await this.refresh();
+      if (fresh && id === this.id) this.loadLineage();
     },
 
     close() {
@@ -574,6 +614,8 @@
       this.terminal = null;
       this.liveRecords = null;
       clearTimeout(this.refreshTimer);
+      clearTimeout(this.lineageTimer);
+      this.lineageAsk++;
       clearInterval(this.pollTimer);
       this.pollTimer = null;
       if (this.player) this.player.stop();
@@ -607,6 +649,7 @@
         if (id !== this.id) return;
         clearError($('exec-error'));
         this.state = state;
+        if (state.forkedFrom && this.inherited === null) this.loadInherited();
         for (const it of page.items) this.items.set(it.sequence, it);
         if (this.older === null && page.next !== null) this.older = page.next;
         this.render();
@@ -637,9 +680,30 @@
     },
 
     // shown is what the view shows: the live state, or the replayed one.
+    // A fork's inherited items come first, once its own are all loaded.
     shown() {
       if (this.tt) return {state: this.tt.data.state, items: this.tt.data.state.timeline || [], live: false};
-      return {state: this.state, items: [...this.items.values()].sort((a, b) => a.sequence - b.sequence), live: true};
+      const own = [...this.items.values()].sort((a, b) => a.sequence - b.sequence);
+      const inherited = this.older === null && this.inherited ? this.inherited : [];
+      return {state: this.state, items: inherited.concat(own), live: true};
+    },
+
+    // loadInherited reads a fork's inherited items: the timeline route
+    // pages a fork's own items only, and the replay folds the parents'
+    // prefix in at the fork's header. The prefix never changes.
+    async loadInherited() {
+      const id = this.id;
+      this.inherited = [];
+      try {
+        const data = await api('GET', `/v1/executions/${encodeURIComponent(id)}/replay?toSeq=1&limit=0`);
+        if (id !== this.id) return;
+        this.inherited = (data.state.timeline || []).filter((it) => it.inherited);
+        this.render();
+      } catch (err) {
+        if (id !== this.id) return;
+        this.inherited = null;
+        showError($('exec-error'), err);
+      }
     },
 
     render() {
@@ -654,6 +718,8 @@
       $('exec-running').className = 'badge ' + (running ? 'running-yes' : 'running-no');
       $('exec-owner').textContent = `${state.ownerEntity}/${state.ownerId} · agent ${state.agentId} · ${state.posture || 'structured-headless'}`;
       $('exec-stop').hidden = !running;
+      this.renderLink();
+      this.renderResume(running);
 
       $('tt-banner').hidden = live;
       $('tt-banner-seq').textContent = live ? '' : String(this.tt.seq);
@@ -675,6 +741,11 @@
       const box = $('timeline-box');
       const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
       const open = live ? this.state.currentInputRequestId : '';
+      // The fork form lives in its item: drawing the items again moves it
+      // to the new one, keeping what was typed and where the focus was.
+      const form = $('fork-form');
+      const focused = form.contains(document.activeElement) ? document.activeElement : null;
+      const caret = focused && focused.tagName === 'INPUT' ? [focused.selectionStart, focused.selectionEnd] : null;
       $('timeline').replaceChildren(...items.map((it) => {
         const meta = [];
         if (it.source) meta.push(it.source);
@@ -683,12 +754,21 @@
         if (it.action) meta.push(it.action);
         if (it.messageId) meta.push(it.messageId);
         const label = it.kind === 'needs-input' && it.requestId === open && open ? 'open' : '';
-        return el('li', {class: `item kind-${it.kind}` + (it.source === 'operator' ? ' from-operator' : ''), 'data-seq': it.sequence, 'data-kind': it.kind},
+        // An inherited item is its parent's record: a fork from it
+        // branches off that execution, after that sequence.
+        const holder = it.inherited && it.executionId ? it.executionId : this.id;
+        const key = `${holder}:${it.sequence}:${it.id}`;
+        return el('li', {class: `item kind-${it.kind}` + (it.source === 'operator' ? ' from-operator' : '') + (it.inherited ? ' inherited' : ''),
+          'data-seq': it.sequence, 'data-kind': it.kind, 'data-execution': holder, 'data-key': key},
           el('div', {class: 'item-head'},
             el('span', {class: 'seq'}, '#' + it.sequence),
             el('span', {class: 'kind'}, it.kind.replace(/-/g, ' ')),
             label && el('span', {class: 'badge attention-awaiting-operator'}, label),
-            el('time', {datetime: it.at, title: it.at}, when(it.at))),
+            it.inherited && el('a', {class: 'from', href: executionHref(holder), title: 'inherited from the parent\'s prefix'}, 'from ' + holder),
+            el('time', {datetime: it.at, title: it.at}, when(it.at)),
+            el('button', {type: 'button', class: 'fork-here quiet', title: `Fork a new execution after record #${it.sequence} of ${holder}`,
+              'aria-label': `Fork here: after record #${it.sequence} of ${holder}`, 'aria-expanded': this.forking && this.forking.key === key ? 'true' : 'false',
+              onclick: () => this.openFork(holder, it.sequence, key)}, 'Fork here')),
           it.kind === 'chat' ? markdown(it.text) : el('div', {class: 'item-text'}, it.text),
           detailOf('Reason', it.reason !== it.text && it.reason),
           detailOf('Needs', it.needs),
@@ -697,7 +777,196 @@
       }));
       $('timeline-older').hidden = !live || this.older === null;
       if (!items.length) $('timeline').append(el('li', {class: 'muted'}, 'No timeline items yet.'));
-      if (atBottom || !live) box.scrollTop = box.scrollHeight;
+      this.placeFork();
+      if (focused && form.contains(focused)) {
+        focused.focus({preventScroll: true});
+        if (caret) focused.setSelectionRange(...caret);
+      }
+      if (!this.forking && (atBottom || !live)) box.scrollTop = box.scrollHeight;
+    },
+
+    // ---- fork here ----
+
+    // openFork opens the fork form on a timeline item: a fork of execution
+    // after its record at sequence.
+    openFork(executionId, sequence, key) {
+      if (this.forking && this.forking.key === key) {
+        this.closeFork(true);
+        return;
+      }
+      this.forking = {executionId, sequence, key};
+      $('fork-target').textContent = `A new execution that branches off ${executionId} after record #${sequence}.`;
+      $('fork-workspace').value = 'keep';
+      $('fork-prompt').value = '';
+      for (const f of document.querySelectorAll('#fork-form [aria-invalid]')) f.removeAttribute('aria-invalid');
+      clearError($('fork-error'));
+      const agent = this.state ? this.state.agentId : '';
+      const native = NATIVE_FORK.has(agent);
+      $('fork-prompt').placeholder = native ? 'optional: sent after the forked session' : 'required: it follows the retelling';
+      $('fork-note').textContent = native
+        ? `${agent} forks its own session at the point; with no assistant message before it, the history is retold and a prompt is needed.`
+        : `${agent || 'This agent'} cannot fork its session: the new one gets the conversation up to the point retold from the journal, then this prompt.`;
+      this.renderTimeline(this.shown().items, !this.tt);
+      $('fork-prompt').focus();
+    },
+
+    // closeFork closes the fork form; back gives the focus to the item's
+    // button, as a keyboard user left it.
+    closeFork(back) {
+      const was = this.forking;
+      this.forking = null;
+      const form = $('fork-form');
+      form.hidden = true;
+      $('timeline-box').after(form);
+      if (!was) return;
+      const li = this.forkItem(was.key);
+      const button = li && li.querySelector('.fork-here');
+      if (button) button.setAttribute('aria-expanded', 'false');
+      if (back && button) button.focus();
+    },
+
+    forkItem(key) {
+      return [...$('timeline').children].find((li) => li.dataset.key === key) || null;
+    },
+
+    // placeFork puts the open fork form in its item, or closes it when the
+    // item is no longer shown (time travel to before it).
+    placeFork() {
+      if (!this.forking) return;
+      const li = this.forkItem(this.forking.key);
+      if (!li) {
+        this.closeFork(false);
+        return;
+      }
+      li.append($('fork-form'));
+      $('fork-form').hidden = false;
+    },
+
+    async submitFork() {
+      const f = this.forking;
+      if (!f) return;
+      clearError($('fork-error'));
+      for (const c of document.querySelectorAll('#fork-form [aria-invalid]')) c.removeAttribute('aria-invalid');
+      const body = {at: f.sequence, workspace: $('fork-workspace').value};
+      if ($('fork-prompt').value.trim()) body.prompt = $('fork-prompt').value;
+      $('fork-submit').disabled = true;
+      try {
+        const res = await api('POST', `/v1/executions/${encodeURIComponent(f.executionId)}/fork`, body);
+        if (this.forking === f) this.closeFork(false);
+        location.hash = executionHref(res.reference.agentExecutionId);
+      } catch (err) {
+        if (this.forking !== f) return;
+        showError($('fork-error'), err);
+        const field = {workspace: 'fork-workspace', prompt: 'fork-prompt'}[err.field];
+        if (field) $(field).setAttribute('aria-invalid', 'true');
+      } finally {
+        $('fork-submit').disabled = false;
+      }
+    },
+
+    // ---- lineage ----
+
+    // renderLink shows, in the head, the execution this one was forked
+    // from or resumes.
+    renderLink() {
+      const l = linkOf(this.state);
+      $('exec-link').hidden = !l;
+      if (!l) return;
+      $('exec-link').replaceChildren(
+        l.relation === 'fork' ? 'Forked from ' : 'Resumes ',
+        el('a', {href: executionHref(l.parent), 'data-id': l.parent}, l.parent),
+        l.relation === 'fork' ? el('span', {class: 'at'}, ` at #${l.sequence}`) : '',
+        l.history ? ` · history ${l.history}` : '');
+    },
+
+    lineageChanged() {
+      clearTimeout(this.lineageTimer);
+      this.lineageTimer = setTimeout(() => this.loadLineage(), 300);
+    },
+
+    // loadLineage reads the execution's fork tree, and the link of each
+    // execution between it and the root: how each derives from the one
+    // above, with its history, is in its own header.
+    async loadLineage() {
+      const id = this.id;
+      const ask = ++this.lineageAsk;
+      try {
+        const lin = await api('GET', `/v1/executions/${encodeURIComponent(id)}/lineage`);
+        const between = lin.ancestors.slice(0, -1).map((s) => s.executionId);
+        const states = await Promise.all(between.map((a) => api('GET', `/v1/executions/${encodeURIComponent(a)}`).catch(() => null)));
+        if (ask !== this.lineageAsk || id !== this.id) return;
+        const links = new Map();
+        states.forEach((st, i) => links.set(between[i], linkOf(st)));
+        this.lineage = {data: lin, links};
+        clearError($('lineage-error'));
+        this.renderLineage();
+      } catch (err) {
+        if (ask !== this.lineageAsk || id !== this.id) return;
+        $('lineage-card').hidden = false;
+        showError($('lineage-error'), err);
+      }
+    },
+
+    // renderLineage draws the fork tree from the root: the ancestors down
+    // to this execution, marked, and the forks and resumes below it; an
+    // execution that derives from none and has none is left without it.
+    renderLineage() {
+      const lin = this.lineage && this.lineage.data;
+      if (!lin || !lin.tree) return;
+      const links = this.lineage.links;
+      links.set(lin.executionId, linkOf(this.state));
+      const above = new Set(lin.ancestors.map((s) => s.executionId));
+      const node = (n, below) => {
+        const role = n.current ? 'current' : above.has(n.executionId) ? 'ancestor' : below ? 'descendant' : 'branch';
+        const l = links.get(n.executionId);
+        let how = '';
+        if (n.relation === 'fork') how = `forked at #${n.sequence}`;
+        else if (n.relation === 'resume') how = 'resumed';
+        if (how && l && l.history) how += ` · history ${l.history}`;
+        return el('li', {class: `lin-node lin-${role}`, 'data-id': n.executionId, 'data-role': role},
+          el('div', {class: 'lin-entry'},
+            el('a', {href: executionHref(n.executionId), 'aria-current': n.current ? 'page' : null}, n.executionId),
+            how && el('span', {class: 'lin-how muted'}, how),
+            n.current && el('span', {class: 'badge lin-here'}, 'this execution'),
+            role === 'ancestor' && el('span', {class: 'lin-role muted'}, n.executionId === lin.root ? 'root' : 'ancestor')),
+          n.children.length ? el('ul', {}, n.children.map((c) => node(c, below || n.current))) : null);
+      };
+      $('lineage-tree').replaceChildren(node(lin.tree, false));
+      $('lineage-card').dataset.execution = lin.executionId;
+      const alone = !lin.ancestors.length && !lin.tree.children.length;
+      $('lineage-card').hidden = alone && $('lineage-error').hidden;
+    },
+
+    // ---- resume ----
+
+    // renderResume offers a resume of an execution that has ended.
+    renderResume(running) {
+      const st = this.state;
+      const show = ENDED.has(st.lifecycle) && !running;
+      $('resume-card').hidden = !show;
+      if (!show) return;
+      const native = NATIVE_RESUME.has(st.agentId);
+      $('resume-note').textContent = native
+        ? `A new run of this execution's session: ${st.agentId} resumes it itself. The prompt is optional.`
+        : `A new run of this execution's session: ${st.agentId} cannot resume it, so it is retold from the journal and a prompt must follow.`;
+      $('resume-prompt').placeholder = native ? 'optional' : 'required: it follows the retelling';
+    },
+
+    async submitResume() {
+      const id = this.id;
+      clearError($('resume-error'));
+      const body = {};
+      if ($('resume-prompt').value.trim()) body.prompt = $('resume-prompt').value;
+      $('resume-submit').disabled = true;
+      try {
+        const res = await api('POST', `/v1/executions/${encodeURIComponent(id)}/resume`, body);
+        if (id === this.id) $('resume-prompt').value = '';
+        location.hash = executionHref(res.reference.agentExecutionId);
+      } catch (err) {
+        if (id === this.id) showError($('resume-error'), err);
+      } finally {
+        $('resume-submit').disabled = false;
+      }
     },
 
     // choicesOf shows a question's choices: buttons that answer with one
@@ -1365,6 +1634,21 @@
       }
     });
     $('timeline-older').addEventListener('click', () => detail.loadOlder());
+    $('fork-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      detail.submitFork();
+    });
+    $('fork-cancel').addEventListener('click', () => detail.closeFork(true));
+    $('fork-form').addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        detail.closeFork(true);
+      }
+    });
+    $('resume-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      detail.submitResume();
+    });
     $('answer-form').addEventListener('submit', (e) => {
       e.preventDefault();
       detail.answer($('answer-text').value, $('answer-request').textContent);
