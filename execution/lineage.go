@@ -104,7 +104,7 @@ func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Refere
 			if err != nil {
 				return nil, nil, fmt.Errorf("replay the prefix of fork %s: %w", ref.AgentExecutionID, err)
 			}
-			if err := s.Inherit(parent); err != nil {
+			if err := s.adopt(parent); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -123,8 +123,8 @@ func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Refere
 // came from) and plan. ReplayPrefix gives the parent's state, checked
 // against the link.
 func (s *State) Inherit(parent *State) error {
-	if s.ForkedFrom == nil || parent.ID != s.ForkedFrom.AgentExecutionID {
-		return fmt.Errorf("%w: %s is not a fork of %s", ErrLineage, s.ID, parent.ID)
+	if err := s.checkParent(parent); err != nil {
+		return err
 	}
 	inherited := make([]TimelineItem, 0, len(parent.Timeline)+len(s.Timeline))
 	for _, it := range parent.Timeline {
@@ -136,6 +136,35 @@ func (s *State) Inherit(parent *State) error {
 	}
 	s.Timeline = append(inherited, s.Timeline...)
 	s.Plan = slices.Clone(parent.Plan)
+	s.Lineage = append([]string{parent.ID}, parent.Lineage...)
+	return nil
+}
+
+func (s *State) checkParent(parent *State) error {
+	if s.ForkedFrom == nil || parent.ID != s.ForkedFrom.AgentExecutionID {
+		return fmt.Errorf("%w: %s is not a fork of %s", ErrLineage, s.ID, parent.ID)
+	}
+	return nil
+}
+
+// adopt is Inherit of a parent state that nothing else holds: the parent's
+// timeline becomes the fork's, marked in place. Inherit copies the whole
+// prefix, so a chain of forks copied every ancestor's items again at every
+// level, quadratic in its depth; adopt marks only the parent's own items
+// (the ones it inherited are marked already, and come first) and appends.
+func (s *State) adopt(parent *State) error {
+	if err := s.checkParent(parent); err != nil {
+		return err
+	}
+	tl := parent.Timeline
+	for i := len(tl) - 1; i >= 0 && !tl[i].Inherited; i-- {
+		tl[i].Inherited = true
+		if tl[i].ExecutionID == "" {
+			tl[i].ExecutionID = parent.ID
+		}
+	}
+	s.Timeline = append(tl, s.Timeline...)
+	s.Plan = parent.Plan
 	s.Lineage = append([]string{parent.ID}, parent.Lineage...)
 	return nil
 }

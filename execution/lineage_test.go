@@ -12,7 +12,25 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/google/go-cmp/cmp"
 )
+
+// replayOwn folds a journal's own records alone.
+func replayOwn(t *testing.T, s eventstore.Store, ref eventstore.Reference) *execution.State {
+	t.Helper()
+	var recs []eventstore.Record
+	for e, err := range s.ReadJournal(context.Background(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, e.Record)
+	}
+	st, err := execution.Replay(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
 
 func msg(id, text string) *eventstore.MessageAccepted {
 	return &eventstore.MessageAccepted{MessageID: id, Source: eventstore.SourceOperator, MessageType: "prompt",
@@ -96,6 +114,23 @@ func TestReplayLineageForkOfAFork(t *testing.T) {
 	if *st.Usage.InputTokens != 1 || *st.Usage.OutputTokens != 1 {
 		t.Fatalf("usage %d/%d, want only its own 1/1", *st.Usage.InputTokens, *st.Usage.OutputTokens)
 	}
+	// Folding the chain in place gives what the public Inherit gives: the
+	// grandchild's own records on the prefix ReplayPrefix folds.
+	prefix, err := execution.ReplayPrefix(ctx, s, st.ForkedFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byInherit := replayOwn(t, s, grand)
+	if err := byInherit.Inherit(prefix); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(byInherit.Timeline, st.Timeline); diff != "" {
+		t.Fatalf("timeline differs from Inherit's (-Inherit +ReplayLineage):\n%s", diff)
+	}
+	if fmt.Sprint(byInherit.Lineage) != fmt.Sprint(st.Lineage) || !cmp.Equal(byInherit.Plan, st.Plan) {
+		t.Fatalf("lineage %v plan %+v, want Inherit's %v %+v", st.Lineage, st.Plan, byInherit.Lineage, byInherit.Plan)
+	}
+
 	// Replayed alone, the fork has only its own records.
 	var own []eventstore.Record
 	for e, err := range s.ReadJournal(ctx, grand, 1) {
