@@ -66,6 +66,8 @@ var internTable = []string{
 	"plan",
 	// added later: the interruption record and its timeline item
 	"interruption.recorded", "interruption",
+	// added later: workspace snapshot and restore records
+	"snapshot.created", "restore.attempted",
 }
 
 var internIndex = func() map[string]uint64 {

@@ -86,7 +86,7 @@ func TestMarkerEquivalence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(markerState, mcpState,
-		cmpopts.IgnoreFields(execution.State{}, "ID", "Journal", "CreatedAt", "UpdatedAt", "ProcessedObservations", "Decisions"),
+		cmpopts.IgnoreFields(execution.State{}, "ID", "SessionID", "Journal", "CreatedAt", "UpdatedAt", "ProcessedObservations", "Decisions"),
 		cmpopts.IgnoreFields(execution.Latest{}, "At"),
 		cmpopts.IgnoreFields(execution.TimelineItem{}, "ID", "At", "Source", "ObservationID"),
 	); diff != "" {

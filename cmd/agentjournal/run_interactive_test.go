@@ -148,20 +148,28 @@ func (r *ptyRun) text() string {
 	return r.screen.String()
 }
 
+// exitedReadWait is how long the screen is read after run exited.
+const exitedReadWait = 5 * time.Second
+
 // waitFor waits until cond holds for the screen.
 func (r *ptyRun) waitFor(what string, cond func(screen string) bool) {
 	r.t.Helper()
 	deadline := time.Now().Add(runProcWait)
+	exited := false
 	for !cond(r.text()) {
 		select {
 		case <-r.exited:
-			if cond(r.text()) {
-				return
+			if !exited {
+				// What run wrote last may still be on its way through the
+				// terminal: read on a little before calling it missing.
+				exited, deadline = true, time.Now().Add(exitedReadWait)
 			}
-			r.t.Fatalf("run exited before %s", what)
 		default:
 		}
 		if time.Now().After(deadline) {
+			if exited {
+				r.t.Fatalf("run exited before %s", what)
+			}
 			r.t.Fatalf("waited %s for %s", runProcWait, what)
 		}
 		time.Sleep(20 * time.Millisecond)
