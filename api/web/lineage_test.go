@@ -213,7 +213,13 @@ func TestForkHere(t *testing.T) {
 	if first := eval[string](t, b, `document.querySelector('#timeline li.item').className`); !strings.Contains(first, "inherited") {
 		t.Errorf("the fork's first item is %q, want an inherited one", first)
 	}
-	b.do(t, chromedp.Click(chromedp.CSS("#timeline li.item.inherited .fork-here")), typeKeys("from the start"), chromedp.Click(chromedp.CSS("#fork-submit")))
+	// Once the fork has ended its timeline stops being redrawn under the
+	// clicks.
+	s.ended(t, fork)
+	b.waitFor(t, 20*time.Second, "the fork's end", `document.getElementById('exec-lifecycle').textContent === 'completed'`)
+	b.do(t, chromedp.Click(chromedp.CSS("#timeline li.item.inherited .fork-here")))
+	b.waitFor(t, 10*time.Second, "the form in the inherited item", `document.activeElement.id === 'fork-prompt' && document.getElementById('fork-form').closest('li.inherited') !== null`)
+	b.do(t, typeKeys("from the start"), chromedp.Click(chromedp.CSS("#fork-submit")))
 	b.waitFor(t, 20*time.Second, "the second fork's view", fmt.Sprintf(
 		`!['#/executions/%s', '#/executions/%s'].includes(location.hash) && document.getElementById('exec-link').textContent.startsWith('Forked from ')`, parent, fork))
 	again := eval[string](t, b, `decodeURIComponent(location.hash.slice('#/executions/'.length))`)
