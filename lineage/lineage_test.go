@@ -85,7 +85,8 @@ func eventAt(t testing.TB, s eventstore.Store, ref eventstore.Reference, seq uin
 
 func forkOf(t testing.TB, s eventstore.Store, parent eventstore.Reference, seq uint64) *eventstore.Header {
 	h := header("claude")
-	h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: eventAt(t, s, parent, seq)}
+	h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: eventAt(t, s, parent, seq),
+		History: eventstore.HistoryNative}
 	return h
 }
 
@@ -281,8 +282,8 @@ func TestAncestryDescendantsAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAnc := []lineage.Step{
-		{ExecutionID: "f1", JournalID: f.f1.JournalID, Relation: lineage.RelationFork, Sequence: 2, EventID: ev(f.f1, 2)},
-		{ExecutionID: "root", JournalID: f.root.JournalID, Relation: lineage.RelationFork, Sequence: 3, EventID: ev(f.root, 3)},
+		{ExecutionID: "f1", JournalID: f.f1.JournalID, Relation: lineage.RelationFork, Sequence: 2, EventID: ev(f.f1, 2), History: eventstore.HistoryNative},
+		{ExecutionID: "root", JournalID: f.root.JournalID, Relation: lineage.RelationFork, Sequence: 3, EventID: ev(f.root, 3), History: eventstore.HistoryNative},
 	}
 	if d := cmp.Diff(wantAnc, anc); d != "" {
 		t.Errorf("ancestry of f2 (-want +got):\n%s", d)
@@ -303,7 +304,11 @@ func TestAncestryDescendantsAndHistory(t *testing.T) {
 	draw = func(n *lineage.TreeNode, depth int) string {
 		s := strings.Repeat("  ", depth) + n.ExecutionID
 		if n.Relation != "" {
-			s += fmt.Sprintf(" (%s@%d)", n.Relation, n.Sequence)
+			s += fmt.Sprintf(" (%s@%d", n.Relation, n.Sequence)
+			if n.History != "" {
+				s += " " + string(n.History)
+			}
+			s += ")"
 		}
 		if n.Current {
 			s += " *"
@@ -314,7 +319,7 @@ func TestAncestryDescendantsAndHistory(t *testing.T) {
 		}
 		return s
 	}
-	wantTree := "root\n  f1 (fork@3) *\n    f2 (fork@2)\n  f1b (fork@5)\n  r1 (resume@0)\n"
+	wantTree := "root\n  f1 (fork@3 native) *\n    f2 (fork@2 native)\n  f1b (fork@5 native)\n  r1 (resume@0)\n"
 	if got := draw(fam.Tree, 0); got != wantTree {
 		t.Errorf("tree:\ngot\n%s\nwant\n%s", got, wantTree)
 	}

@@ -23,6 +23,9 @@ type Step struct {
 	// after.
 	Sequence uint64 `json:"sequence,omitempty"`
 	EventID  string `json:"eventId,omitempty"`
+	// History says how the deriving execution's agent got the
+	// conversation: native or reconstructed.
+	History eventstore.History `json:"history,omitempty"`
 }
 
 // link returns how a header derives from another execution, if it does.
@@ -30,9 +33,9 @@ func link(h *eventstore.Header) (Step, bool) {
 	switch {
 	case h.ForkedFrom != nil:
 		f := h.ForkedFrom
-		return Step{ExecutionID: f.AgentExecutionID, JournalID: f.JournalID, Relation: RelationFork, Sequence: f.Sequence, EventID: f.EventID}, true
+		return Step{ExecutionID: f.AgentExecutionID, JournalID: f.JournalID, Relation: RelationFork, Sequence: f.Sequence, EventID: f.EventID, History: f.History}, true
 	case h.Resumes != nil:
-		return Step{ExecutionID: h.Resumes.AgentExecutionID, JournalID: h.Resumes.JournalID, Relation: RelationResume}, true
+		return Step{ExecutionID: h.Resumes.AgentExecutionID, JournalID: h.Resumes.JournalID, Relation: RelationResume, History: h.Resumes.History}, true
 	}
 	return Step{}, false
 }
@@ -71,11 +74,13 @@ func Ancestry(ctx context.Context, src Source, executionID string) ([]Step, erro
 
 // Child is an execution that derives from another: a fork or a resume.
 type Child struct {
-	ExecutionID string    `json:"executionId"`
-	Relation    Relation  `json:"relation"`
-	Sequence    uint64    `json:"sequence,omitempty"`
-	EventID     string    `json:"eventId,omitempty"`
-	At          time.Time `json:"at"`
+	ExecutionID string   `json:"executionId"`
+	Relation    Relation `json:"relation"`
+	Sequence    uint64   `json:"sequence,omitempty"`
+	EventID     string   `json:"eventId,omitempty"`
+	// History is the child's: native or reconstructed.
+	History eventstore.History `json:"history,omitempty"`
+	At      time.Time          `json:"at"`
 }
 
 // Index maps each execution to the executions that derive from it; the
@@ -95,7 +100,7 @@ func (x *Index) Add(h *eventstore.Header) {
 	if !ok {
 		return
 	}
-	c := Child{ExecutionID: h.AgentExecutionID, Relation: up.Relation, Sequence: up.Sequence, EventID: up.EventID, At: h.OccurredAt}
+	c := Child{ExecutionID: h.AgentExecutionID, Relation: up.Relation, Sequence: up.Sequence, EventID: up.EventID, History: up.History, At: h.OccurredAt}
 	if _, dup := x.parent[c.ExecutionID]; dup {
 		return
 	}
@@ -154,6 +159,8 @@ type TreeNode struct {
 	Relation    Relation `json:"relation,omitempty"`
 	Sequence    uint64   `json:"sequence,omitempty"`
 	EventID     string   `json:"eventId,omitempty"`
+	// History says how this execution's agent got the conversation.
+	History eventstore.History `json:"history,omitempty"`
 	// Current marks the execution the tree was asked for.
 	Current  bool        `json:"current,omitempty"`
 	Children []*TreeNode `json:"children"`
@@ -175,7 +182,7 @@ func (x *Index) Tree(root, current string) *TreeNode {
 			if seen[c.ExecutionID] {
 				continue
 			}
-			k := &TreeNode{ExecutionID: c.ExecutionID, Relation: c.Relation, Sequence: c.Sequence, EventID: c.EventID}
+			k := &TreeNode{ExecutionID: c.ExecutionID, Relation: c.Relation, Sequence: c.Sequence, EventID: c.EventID, History: c.History}
 			n.Children = append(n.Children, k)
 			walk(k, depth+1)
 		}
@@ -184,7 +191,7 @@ func (x *Index) Tree(root, current string) *TreeNode {
 	if p, ok := x.parent[root]; ok {
 		for _, c := range x.children[p] {
 			if c.ExecutionID == root {
-				t.Relation, t.Sequence, t.EventID = c.Relation, c.Sequence, c.EventID
+				t.Relation, t.Sequence, t.EventID, t.History = c.Relation, c.Sequence, c.EventID, c.History
 			}
 		}
 	}
