@@ -23,10 +23,13 @@ const scanBatchSize = 64
 // scanBatch is a run of messages decoded together by one worker.
 type scanBatch struct {
 	offsets []uint64
-	data    [][]byte
-	records []Record
-	errs    []error
-	err     error // the read ended after this batch
+	// subjects name each message's journal, for a reader of several that
+	// must place a record even when it does not decode.
+	subjects []string
+	data     [][]byte
+	records  []Record
+	errs     []error
+	err      error // the read ended after this batch
 	// flush ends a batch of Follow: it filled one, or caught up.
 	flush bool
 	done  chan struct{}
@@ -146,6 +149,7 @@ func fetchChunks(ctx context.Context, msgs jetstream.MessagesContext, what strin
 				offset, pending = meta.Sequence.Stream, meta.NumPending
 			}
 			b.offsets = append(b.offsets, offset)
+			b.subjects = append(b.subjects, m.Subject())
 			b.data = append(b.data, m.Data())
 			if b.flush, done = mark(offset, pending); b.flush || done {
 				break

@@ -53,6 +53,25 @@ func TestJetStreamStoreContract(t *testing.T) {
 			b2 := fixtures.StartNATSAt(t, dir)
 			return openJetStream(t, b2)
 		},
+		Undecodable: func(t *testing.T, s eventstore.Store, ref eventstore.Reference) eventstore.Store {
+			mu.Lock()
+			b := buses[s]
+			mu.Unlock()
+			head, err := s.Head(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subj, err := ref.Subject("journal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A field no record has: strict decoding refuses it.
+			bad := fmt.Sprintf(`{"type":"message.accepted","sequence":%d,"bogus":1}`, head.LastSequence+1)
+			if _, err := b.JetStream().Publish(context.Background(), subj, []byte(bad)); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
 	})
 }
 

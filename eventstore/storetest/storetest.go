@@ -22,6 +22,10 @@ type Factory struct {
 	Reopen func(t *testing.T, s eventstore.Store) eventstore.Store
 	// MaxRecordSize is the limit the opened store enforces.
 	MaxRecordSize int
+	// Undecodable writes to ref's journal, past the store as damage or a
+	// foreign writer would, a record that does not decode as its next
+	// sequence, and returns the store to go on with (s, or s reopened).
+	Undecodable func(t *testing.T, s eventstore.Store, ref eventstore.Reference) eventstore.Store
 }
 
 // Run runs the contract suite.
@@ -44,6 +48,8 @@ func Run(t *testing.T, f Factory) {
 		{"ClosedStore", testClosed},
 		{"ForkAndResumeLinks", testForkAndResumeLinks},
 		{"InterruptionRecord", testInterruptionRecord},
+		{"ReadJournals", testReadJournals},
+		{"ReadJournalsUndecodable", testReadJournalsUndecodable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })
