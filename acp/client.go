@@ -26,7 +26,8 @@ var (
 	// ErrBusy reports a prompt while another prompt's turn runs: ACP has
 	// one turn at a time per session.
 	ErrBusy = errors.New("acp: a turn is running")
-	// ErrNoSession reports a prompt before session/new succeeded.
+	// ErrNoSession reports a prompt before session/new or session/load
+	// succeeded.
 	ErrNoSession = errors.New("acp: no session")
 )
 
@@ -112,9 +113,25 @@ func (c *Client) Feed(line []byte) {
 	_, _ = c.in.Write(buf)
 }
 
+// Capabilities are what an agent's initialize response offers that the
+// client acts on.
+type Capabilities struct {
+	// LoadSession: the agent takes session/load, replaying the session's
+	// history as session/update notifications before it answers.
+	LoadSession bool
+}
+
 // Open runs the handshake: initialize, then session/new in dir. It
 // returns the session id.
 func (c *Client) Open(ctx context.Context) (string, error) {
+	if _, err := c.Initialize(ctx); err != nil {
+		return "", err
+	}
+	return c.NewSession(ctx)
+}
+
+// Initialize sends initialize and returns what the agent offers.
+func (c *Client) Initialize(ctx context.Context) (Capabilities, error) {
 	ini, err := c.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{
@@ -124,11 +141,16 @@ func (c *Client) Open(ctx context.Context) (string, error) {
 		ClientInfo: &sdk.Implementation{Name: "agentjournal", Version: "1"},
 	})
 	if err != nil {
-		return "", fmt.Errorf("initialize: %w", describe(ctx, err))
+		return Capabilities{}, fmt.Errorf("initialize: %w", describe(ctx, err))
 	}
 	if ini.ProtocolVersion != sdk.ProtocolVersionNumber {
-		return "", fmt.Errorf("initialize: the agent speaks protocol version %d, this client %d", ini.ProtocolVersion, sdk.ProtocolVersionNumber)
+		return Capabilities{}, fmt.Errorf("initialize: the agent speaks protocol version %d, this client %d", ini.ProtocolVersion, sdk.ProtocolVersionNumber)
 	}
+	return Capabilities{LoadSession: ini.AgentCapabilities.LoadSession}, nil
+}
+
+// NewSession sends session/new in dir and returns the session id.
+func (c *Client) NewSession(ctx context.Context) (string, error) {
 	s, err := c.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: c.cfg.Dir, McpServers: []sdk.McpServer{}})
 	if err != nil {
 		return "", fmt.Errorf("session/new: %w", describe(ctx, err))
@@ -137,6 +159,21 @@ func (c *Client) Open(ctx context.Context) (string, error) {
 	c.session = string(s.SessionId)
 	c.mu.Unlock()
 	return string(s.SessionId), nil
+}
+
+// LoadSession sends session/load of session in dir, for an agent whose
+// initialize offered it. The agent replays the session's history as
+// session/update notifications before it answers; prompts then continue
+// that session.
+func (c *Client) LoadSession(ctx context.Context, session string) error {
+	_, err := c.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(session), Cwd: c.cfg.Dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return fmt.Errorf("session/load %s: %w", session, describe(ctx, err))
+	}
+	c.mu.Lock()
+	c.session = session
+	c.mu.Unlock()
+	return nil
 }
 
 // describe names a timeout as such: the SDK reports a context's end as an

@@ -3,6 +3,7 @@ package execution
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,6 +44,12 @@ type conversation struct {
 	// endTurn ends the running turn when its end will not come from the
 	// agent's output (the prompt failed).
 	endTurn func(failed bool, reason string)
+	// status records a status observation of the driver's own: how the
+	// session was continued.
+	status func(phase, summary string)
+	// loading tells the parser of the session/load request id (its JSON
+	// text) for session, before the request goes out.
+	loading func(id, session string)
 }
 
 func conversing(d Driver) bool {
@@ -76,6 +83,21 @@ func (rt *Runtime) converse(p *process, c *child) {
 			defer c.parseMu.Unlock()
 			rt.turnEnded(p, c, provider.TurnEnd{Failed: failed, Reason: reason})
 		},
+		status: func(phase, summary string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
+				Source: p.source, Confidence: eventstore.ConfidenceHigh, Signal: eventstore.NewSignal(&eventstore.StatusSignal{
+					Phase: phase, Summary: clipReason(summary)})})
+		},
+		loading: func(id, session string) {
+			// Not under parseMu: the request is written from the
+			// client's goroutine, which a delivery under parseMu may
+			// wait for. The parser guards its load state itself.
+			if l, ok := c.parser.(interface{ Loading(id, session string) }); ok {
+				l.Loading(id, session)
+			}
+		},
 	})
 }
 
@@ -94,6 +116,9 @@ const (
 	codeACPHandshake = "acp-handshake"
 	// codeACPPrompt: session/prompt failed or its response never came.
 	codeACPPrompt = "acp-prompt"
+	// codeACPLoad: session/load of the session resumed failed; a new
+	// session gets the conversation retold instead.
+	codeACPLoad = "acp-load"
 	// codeACPRefused: the client refused a request of the agent (a path
 	// outside the working directory, a terminal it does not offer).
 	codeACPRefused = "acp-refused"
@@ -170,6 +195,11 @@ type acpDriver struct {
 	pending map[string]*acpPending
 	// sent is told when a session/prompt request was written.
 	sent *acpSent
+	// cont is the session a resume continues; nil for a new one.
+	cont *Continuation
+	// retelling goes ahead of the first prompt when the agent could not
+	// continue cont's session (retell).
+	retelling string
 }
 
 // acpSent follows one session/prompt request out.
@@ -184,7 +214,22 @@ type acpPending struct {
 	answer  chan string
 }
 
-var _ conversant = (*acpDriver)(nil)
+var (
+	_ conversant = (*acpDriver)(nil)
+	_ continuer  = (*acpDriver)(nil)
+)
+
+// Continue makes the handshake load c's session (session/load) when the
+// agent offers it, and otherwise start a new one that gets c.Retelling
+// ahead of the first prompt. A fork is never native: session/fork is
+// unstable in the protocol and forks a whole session, not at a message.
+func (d *acpDriver) Continue(c Continuation) error {
+	if c.Fork {
+		return fmt.Errorf("the %s agent does not fork a session of its own", d.adapter.id)
+	}
+	d.cont = &c
+	return nil
+}
 
 func (d *acpDriver) Start(string, string) (string, []string, error) {
 	if d.adapter.program == "" {
@@ -224,7 +269,7 @@ func (d *acpDriver) Converse(conv conversation) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), acpTimeout)
 		defer cancel()
-		_, err := client.Open(ctx)
+		err := d.open(ctx, client)
 		if err != nil {
 			err = fmt.Errorf("the ACP handshake failed: %w", err)
 			d.note(codeACPHandshake, err.Error())
@@ -236,9 +281,56 @@ func (d *acpDriver) Converse(conv conversation) {
 	}()
 }
 
+// open runs the handshake: initialize, then session/load of the session
+// resumed when the agent offers it, else session/new.
+func (d *acpDriver) open(ctx context.Context, client *acp.Client) error {
+	caps, err := client.Initialize(ctx)
+	if err != nil {
+		return err
+	}
+	c := d.cont
+	if c == nil {
+		_, err := client.NewSession(ctx)
+		return err
+	}
+	why := "its initialize does not offer session/load"
+	if caps.LoadSession {
+		err := client.LoadSession(ctx, c.Session)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		d.note(codeACPLoad, err.Error())
+		why = "session/load failed: " + err.Error()
+	}
+	if _, err := client.NewSession(ctx); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.retelling = c.Retelling
+	status := d.conv.status
+	d.mu.Unlock()
+	// The header, written before the handshake, says native: this record
+	// is what happened instead.
+	status(provider.PhaseACPHistoryReconstructed, fmt.Sprintf("the ACP agent does not continue its session %s (%s): a new session gets the conversation retold from the journal ahead of its first prompt, so this run's history is reconstructed, not native", c.Session, why))
+	return nil
+}
+
 // write writes to the agent and tells a prompt waiting to know that its
 // request went out.
 func (d *acpDriver) write(b []byte) error {
+	if bytes.Contains(b, []byte(`"method":"session/load"`)) {
+		// Before the request goes out, so the parser knows the replay
+		// that answers it.
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				SessionID string `json:"sessionId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &req) == nil && len(req.ID) > 0 {
+			d.conv.loading(string(req.ID), req.Params.SessionID)
+		}
+	}
 	err := d.conv.write(b)
 	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
 		d.mu.Lock()
@@ -410,6 +502,11 @@ func (d *acpDriver) prompt(client *acp.Client, text string) ([]byte, bool, error
 	done := make(chan error, 1)
 	d.mu.Lock()
 	d.sent = sent
+	if d.retelling != "" {
+		// The session's conversation, retold, ends where the prompt
+		// follows (retellNext).
+		text, d.retelling = d.retelling+text, ""
+	}
 	d.mu.Unlock()
 	go func() {
 		_, err := client.Prompt(context.Background(), text)

@@ -58,6 +58,12 @@ type Continuation struct {
 	// At is the CLI's id of the last message kept (Claude Code's message
 	// uuid); the whole session when empty.
 	At string
+	// Retelling is the conversation retold from the journal (retell,
+	// ending where the prompt follows), for an agent that says only at its
+	// handshake whether it can continue the session (an ACP agent without
+	// session/load): it starts a new session instead and gets the
+	// retelling ahead of its first prompt.
+	Retelling string
 }
 
 // continuer is a Driver that can start its CLI on a session of its own.
@@ -84,6 +90,13 @@ func continueSession(d Driver, agent string, c Continuation) error {
 // message, resume its session. Everything else is reconstructed from the
 // journal.
 func Native(agent string) (fork, resume bool) {
+	if _, ok := acpAdapterFor(agent); ok {
+		// An ACP agent resumes with session/load when its initialize
+		// offers it, and otherwise falls back to the retelling (the
+		// handshake records which). session/fork is unstable in the
+		// protocol and forks a whole session, never at a message.
+		return false, true
+	}
 	switch agent {
 	case "claude-code":
 		return true, true
@@ -235,8 +248,9 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 // Resume launches a new run of an execution's session: a new execution
 // whose header resumes it and keeps its sessionId, in its directory, with
 // its agent and settings. The agent's CLI resumes its own session when it
-// can (Claude Code, Codex, Copilot CLI); otherwise its first message retells
-// the session's conversation. The resumed execution is left as it is.
+// can (Claude Code, Codex, Copilot CLI, an ACP agent offering
+// session/load); otherwise its first message retells the session's
+// conversation. The resumed execution is left as it is.
 func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Reference, error) {
 	ref, err := rt.cfg.Store.Lookup(ctx, req.Execution)
 	if err != nil {
@@ -262,6 +276,9 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 		link.History = eventstore.HistoryNative
 		launch.Continue = &Continuation{Session: conv.session}
 		launch.Prompt = req.Prompt
+		if _, ok := acpAdapterFor(h.AgentID); ok {
+			launch.Continue.Retelling = retell(conv.turns, req.Execution, ref.LastSequence, "")
+		}
 	} else {
 		if strings.TrimSpace(req.Prompt) == "" {
 			return eventstore.Reference{}, fmt.Errorf("%w: a resumed %s gets its session's conversation retold in its first message, which needs a prompt to follow it (give one)",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentjournal/agentjournal/acp"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -31,6 +32,63 @@ type acpParser struct {
 	textID  string // the messageId of the held chunks
 	last    string // the kind of the last update
 	message string // the last message reported in this turn
+
+	// loadMu guards the session/load in flight, which the client names
+	// from its own goroutine (Loading) while Parse reads the agent's
+	// lines: its JSON-RPC id and session, and the updates it replayed.
+	loadMu      sync.Mutex
+	loadID      string
+	loadSession string
+	replayed    int
+}
+
+// Phases of the status observations the ACP client records about its
+// session. Persisted: never rename one.
+const (
+	// PhaseACPSessionLoaded: the agent loaded the session resumed
+	// (session/load); the history it replayed was not journaled again.
+	PhaseACPSessionLoaded = "acp-session-loaded"
+	// PhaseACPHistoryReconstructed: the agent does not load sessions, so
+	// a new one got the conversation retold ahead of its first prompt.
+	PhaseACPHistoryReconstructed = "acp-history-reconstructed"
+)
+
+// Loading tells the parser that the client sent session/load of session
+// as JSON-RPC request id (its JSON text). Until the response to it, the
+// session's updates are the agent replaying its history: the resumed
+// execution's journal holds them already, so they are counted, not
+// journaled.
+func (p *acpParser) Loading(id, session string) {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	p.loadID, p.loadSession, p.replayed = id, session, 0
+}
+
+// replay reads a line while a session/load is in flight: it reports
+// whether the line was the load's (a replayed update, the response).
+func (p *acpParser) replay(m acp.Message) bool {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	switch {
+	case p.loadID == "":
+		return false
+	case m.Update != nil && m.Update.Session == p.loadSession:
+		p.replayed++
+		return true
+	case m.Method != "" || m.ID != p.loadID:
+		return false
+	}
+	session, n := p.loadSession, p.replayed
+	p.loadID, p.loadSession, p.replayed = "", "", 0
+	if m.Error != nil {
+		// Diagnosed as any error answer is; the client reports the
+		// failed load.
+		return false
+	}
+	p.learnSession(session, "")
+	p.observe(&eventstore.StatusSignal{Phase: PhaseACPSessionLoaded,
+		Summary: fmt.Sprintf("loaded the ACP session %s (session/load); the %d updates it replayed are not journaled again: the resumed execution's journal holds them", clip(session, maxKeyBytes), n)})
+	return true
 }
 
 var _ Flusher = (*acpParser)(nil)
@@ -60,6 +118,9 @@ func (p *acpParser) Parse(line []byte) []Event {
 		} else {
 			p.badEvent(fmt.Sprintf("%s: %v", clip(p.lineType, maxTypeBytes), err))
 		}
+		return p.finish()
+	}
+	if p.replay(m) {
 		return p.finish()
 	}
 	if m.Update == nil || m.Update.Kind != acp.UpdateAgentMessage {
