@@ -69,8 +69,8 @@ const (
 	// InterruptSystemRestart: the daemon died; recovery found the run
 	// without a process.
 	InterruptSystemRestart InterruptionReason = "system_restart"
-	// InterruptTimeout: a time limit ended the run. Reserved: the runtime
-	// has no run time limit yet, so nothing writes it.
+	// InterruptTimeout: the run's time limit (the header's timeoutMs)
+	// passed and the runtime stopped it.
 	InterruptTimeout InterruptionReason = "timeout"
 	// InterruptCanceled: an operator stopped the run.
 	InterruptCanceled InterruptionReason = "canceled"

@@ -66,6 +66,10 @@ type Header struct {
 	// program and its arguments), absent for a CLI run as its adapter's
 	// default program: a fork or a resume runs the same.
 	Command []string `json:"command,omitempty"`
+	// TimeoutMs is the run's time limit in milliseconds, measured from
+	// the launch; absent when the run has none. A fork or a resume has
+	// its own, and none unless its launch gave one.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// SessionID is the AgentSession the execution belongs to: the
 	// execution's own id for a new session, the resumed execution's
 	// session for a resume. Absent on journals written before it existed,

@@ -76,7 +76,7 @@ func WriteReference(w io.Writer) error {
 		{"message descriptor portability", joinValues(portabilities)},
 		{"protocolDescriptor signalTransports", joinValues(signalTransports)},
 		{"transportState structuredLane", joinValues(structuredLanes)},
-		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout` is reserved: the runtime has no run time limit yet)"},
+		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout`: the header's `timeoutMs` passed and the runtime stopped the run)"},
 		{"restore.attempted mode", joinValues(RestoreModes)},
 		{"restore.attempted outcome", joinValues(RestoreOutcomes)},
 	} {
@@ -94,6 +94,7 @@ func WriteReference(w io.Writer) error {
 		{"forkedFrom", "`{journalId, agentExecutionId, sequence, eventId}`: the fork inherits the parent's records 1…sequence; `eventId` is the event id of the parent record at `sequence` (≥ 1). The fork's journal holds only its own records. `history` (optional): `native` when the agent CLI forked its own session at the point, `reconstructed` when the fork's first message retells the journal's conversation up to it"},
 		{"resumes", "`{agentExecutionId, journalId}`: the execution this run continues; `sessionId` is required and must be the resumed execution's session. Not with `forkedFrom`: a fork starts a new session. `history` (optional): `native` or `reconstructed`, as for a fork"},
 		{"command", "the agent's command line as the launch gave it, absent for a CLI run as its adapter's default program; a fork or a resume runs the same"},
+		{"timeoutMs", "the run's time limit in milliseconds from the launch, absent for none; when it passes the runtime stops the run as a stop does and records `interruption.recorded` with reason `timeout`. A fork or a resume does not inherit it: it has one only if its own launch gives one"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
 	}

@@ -229,6 +229,9 @@ func (r *Header) validate(p *problems) {
 	}
 	p.id("agentId", r.AgentID)
 	r.validateLinks(p)
+	if r.TimeoutMs < 0 {
+		p.add("timeoutMs", fmt.Sprintf("%d: want a positive number of milliseconds, or none for no time limit", r.TimeoutMs))
+	}
 	r.ProtocolDescriptor.validate(p, "protocolDescriptor")
 	if r.TransportState != nil {
 		r.TransportState.validate(p, "transportState")

@@ -153,13 +153,18 @@ func (rt *Runtime) interrupted(p *process, reason eventstore.InterruptionReason,
 }
 
 // interruptionOf says whether a process's end interrupted its run, and why:
-// its supervisor lost (system_restart), a stop by the daemon shutting down
-// (shutdown) or by the operator (canceled), or a signal nobody here sent
-// (crash). An agent that exits by itself, even failing, interrupted nothing.
-func interruptionOf(e exit, stopping, killed, shutdown bool) (eventstore.InterruptionReason, bool) {
+// its supervisor lost (system_restart), a stop by its time limit (timeout),
+// by the daemon shutting down (shutdown) or by the operator (canceled), or
+// a signal nobody here sent (crash). An agent that exits by itself, even
+// failing, interrupted nothing.
+func interruptionOf(e exit, stopping, killed, shutdown, timedOut bool) (eventstore.InterruptionReason, bool) {
 	switch {
 	case e.lost:
 		return eventstore.InterruptSystemRestart, true
+	case timedOut:
+		// Even a clean exit after its input closed: the limit, not the
+		// agent, ended the run.
+		return eventstore.InterruptTimeout, true
 	case (stopping || killed) && shutdown:
 		return eventstore.InterruptShutdown, true
 	case stopping || killed:

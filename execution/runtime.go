@@ -162,6 +162,11 @@ type LaunchRequest struct {
 	// Restored is how a fork got its working directory, journaled right
 	// after the header.
 	Restored *eventstore.RestoreAttempted
+	// Timeout is the run's time limit from the launch, recorded in the
+	// header; when it passes the run is stopped as Stop stops it, and
+	// its end recorded as an interruption (timeout). None when 0; at most
+	// MaxTimeout.
+	Timeout time.Duration
 }
 
 // Runtime launches agent processes and keeps their journals: header first,
@@ -230,6 +235,10 @@ type process struct {
 	leaving  bool   // Close leaves the execution to the next runtime: nothing more is recorded here
 	shutdown bool   // Close stops it: the daemon is shutting down, not the operator stopping it
 	ended    bool
+	// limit is the timer of the run's time limit, and timedOut the limit
+	// once it passed and stopped the run (timeout.go).
+	limit    *time.Timer
+	timedOut time.Duration
 	// sessionID is the provider session the CLI named, which the next
 	// turn resumes.
 	sessionID string
@@ -394,6 +403,9 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if err != nil {
 		return eventstore.Reference{}, err
 	}
+	if err := checkTimeout(req.Timeout); err != nil {
+		return eventstore.Reference{}, err
+	}
 	driver := adapter.NewDriver(req.Command, shape)
 	var session string
 	if req.Continue != nil {
@@ -457,7 +469,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	}
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
 		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: dir,
-		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes}
+		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout)}
 	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
 		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
 	}
@@ -520,6 +532,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	if !startNow {
 		rt.register(p)
 	}
+	rt.armTimeout(p, time.Duration(header.TimeoutMs)*time.Millisecond)
 	if shape == eventstore.ShapeConversation && req.Prompt == "" {
 		// Nothing to do until the operator says what.
 		p.mu.Lock()
@@ -1158,7 +1171,7 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	p.mu.Lock()
 	p.child = nil
 	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
-	shutdown := p.shutdown
+	shutdown, limit := p.shutdown, p.timedOut
 	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
 	leaving := p.leaving
 	p.mu.Unlock()
@@ -1187,8 +1200,17 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	default:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
 	}
-	if reason, ok := interruptionOf(e, stopping, killed, shutdown); ok {
-		rt.interrupted(p, reason, e.desc)
+	// A run its time limit stopped says so, whichever way it ended.
+	timedOut := limit > 0 && (stopping || killed || closing)
+	if timedOut {
+		st.Reason = timedOutReason(limit) + "; " + strings.TrimPrefix(st.Reason, "stopped by the operator; ")
+	}
+	if reason, ok := interruptionOf(e, stopping, killed, shutdown, timedOut); ok {
+		detail := e.desc
+		if timedOut {
+			detail = timedOutReason(limit) + " (" + e.desc + ")"
+		}
+		rt.interrupted(p, reason, detail)
 	}
 	rt.end(p, st)
 }
@@ -1202,6 +1224,7 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	}
 	p.ended = true
 	p.mu.Unlock()
+	p.stopLimit()
 	st.Attention, st.Activity, st.CurrentInputRequestID = eventstore.AttentionNone, eventstore.ActivityIdle, eventstore.ClearInputRequest()
 	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
 		// The file stays: Recover ends the journal after a restart.
@@ -1251,6 +1274,12 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("stop %s: %w", id, ErrNotRunning)
 	}
+	return rt.stop(ctx, p)
+}
+
+// stop ends a live execution as Stop says; its time limit stops it the
+// same way.
+func (rt *Runtime) stop(ctx context.Context, p *process) error {
 	t := time.NewTimer(rt.cfg.StopGrace)
 	defer t.Stop()
 	p.mu.Lock()
@@ -1263,7 +1292,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	}
 	p.mu.Unlock()
 	if c == nil {
-		rt.end(p, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted, Reason: "stopped by the operator between turns"})
+		rt.endBetweenTurns(p)
 		return nil
 	}
 	if graceful {
@@ -1326,6 +1355,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		p.leaving = true
 		c := p.child
 		p.mu.Unlock()
+		p.stopLimit()
 		if c != nil && c.sup == nil {
 			// A turn's process is this one's child, and its output would
 			// go with it: it ends, and the next runtime records the turn
