@@ -29,6 +29,16 @@ type JournalSource interface {
 
 var _ JournalSource = (eventstore.Store)(nil)
 
+// ChainSource is a JournalSource that reads a fork's chain of journals in
+// one read. Both stores implement it; replay falls back to a read per
+// journal for a source that does not.
+type ChainSource interface {
+	JournalSource
+	eventstore.JournalsReader
+}
+
+var _ ChainSource = (*eventstore.JetStreamStore)(nil)
+
 // ReplayLineage folds an execution's state through its fork links: for a
 // fork, the parent's records up to the fork's sequence (the parent's own
 // prefix resolved the same way, recursively), then the fork's own records.
@@ -42,22 +52,148 @@ func ReplayLineage(ctx context.Context, src JournalSource, ref eventstore.Refere
 	return s, err
 }
 
+// replayLineage folds ref's lineage up to its sequence upTo and returns the
+// state and the last record folded.
+func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64, chain []string) (*State, eventstore.Record, error) {
+	l := &lineageReader{src: src}
+	to := upTo
+	if to == math.MaxUint64 {
+		to = 0
+	}
+	l.prefetch(ctx, ref, to)
+	return l.replayLineage(ctx, ref, upTo, chain)
+}
+
 // ReplayPrefix folds the state a fork inherits from its link: the linked
 // journal's lineage up to the link's sequence, after checking that the
 // record there is the one the link pins by its event id.
 func ReplayPrefix(ctx context.Context, src JournalSource, link *eventstore.ForkLink) (*State, error) {
-	return replayPrefix(ctx, src, link, nil)
+	l := &lineageReader{src: src}
+	if ref, err := src.Lookup(ctx, link.AgentExecutionID); err == nil && ref.JournalID == link.JournalID {
+		l.refs = map[string]eventstore.Reference{link.AgentExecutionID: ref}
+		l.prefetch(ctx, ref, link.Sequence)
+	}
+	return l.replayPrefix(ctx, link, nil)
 }
 
-func replayPrefix(ctx context.Context, src JournalSource, link *eventstore.ForkLink, chain []string) (*State, error) {
-	ref, err := src.Lookup(ctx, link.AgentExecutionID)
+// lineageReader reads the journals of a lineage: from what prefetch read
+// of the whole chain in one read, else journal by journal.
+type lineageReader struct {
+	src JournalSource
+	// refs are the parents already looked up, by execution id.
+	refs map[string]eventstore.Reference
+	// entries are the chain's records already read, by journal id, each
+	// journal up to its bound.
+	entries map[string][]eventstore.Entry
+}
+
+// prefetch reads the chain of journals from ref up through its fork links
+// in one ReadJournals, when the source has it: a read per journal costs a
+// request and a consumer set up each, more than the records of a short
+// journal. The chain is resolved first, header by header (one request
+// each) with a Lookup per parent. It only reads: on anything out of the
+// ordinary (a missing or mismatched parent, a cycle, a chain too deep, a
+// read error) it keeps nothing, and the fold reads journal by journal,
+// which checks every link and says what is wrong as it always has.
+func (l *lineageReader) prefetch(ctx context.Context, ref eventstore.Reference, to uint64) {
+	cs, ok := l.src.(ChainSource)
+	if !ok {
+		return
+	}
+	ref.JournalID = journalID(ref)
+	bounds := []eventstore.JournalBound{{Ref: ref, To: to}}
+	refs := map[string]eventstore.Reference{}
+	for cur := ref; ; {
+		h, err := cs.JournalHeader(ctx, cur)
+		if err != nil {
+			return
+		}
+		link := h.ForkedFrom
+		if link == nil {
+			break
+		}
+		if len(bounds) > MaxForkDepth {
+			return
+		}
+		parent, ok := l.refs[link.AgentExecutionID]
+		if !ok {
+			if parent, err = cs.Lookup(ctx, link.AgentExecutionID); err != nil {
+				return
+			}
+		}
+		if parent.JournalID != link.JournalID || slices.ContainsFunc(bounds, func(b eventstore.JournalBound) bool { return b.Ref.JournalID == link.JournalID }) {
+			return
+		}
+		refs[link.AgentExecutionID] = parent
+		bounds = append(bounds, eventstore.JournalBound{Ref: parent, To: link.Sequence})
+		cur = parent
+	}
+	if len(bounds) == 1 {
+		// Not a fork: ReadJournal is one read already.
+		return
+	}
+	entries := make(map[string][]eventstore.Entry, len(bounds))
+	for _, b := range bounds {
+		entries[b.Ref.JournalID] = nil
+	}
+	for e, err := range cs.ReadJournals(ctx, bounds) {
+		if err != nil {
+			return
+		}
+		id := e.Record.RecordBase().JournalID
+		if _, ok := entries[id]; !ok {
+			return
+		}
+		entries[id] = append(entries[id], e)
+	}
+	for id, r := range refs {
+		if l.refs == nil {
+			l.refs = map[string]eventstore.Reference{}
+		}
+		l.refs[id] = r
+	}
+	l.entries = entries
+}
+
+// journalID is the id of ref's journal, which a caller's reference may
+// leave out.
+func journalID(ref eventstore.Reference) string {
+	if ref.JournalID != "" {
+		return ref.JournalID
+	}
+	return eventstore.JournalIDFor(ref.OwnerEntity, ref.OwnerID, ref.AgentExecutionID)
+}
+
+func (l *lineageReader) lookup(ctx context.Context, id string) (eventstore.Reference, error) {
+	if ref, ok := l.refs[id]; ok {
+		return ref, nil
+	}
+	return l.src.Lookup(ctx, id)
+}
+
+func (l *lineageReader) read(ctx context.Context, ref eventstore.Reference) iter.Seq2[eventstore.Entry, error] {
+	es, ok := l.entries[journalID(ref)]
+	if !ok {
+		return l.src.ReadJournal(ctx, ref, 1)
+	}
+	return func(yield func(eventstore.Entry, error) bool) {
+		for _, e := range es {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (l *lineageReader) replayPrefix(ctx context.Context, link *eventstore.ForkLink, chain []string) (*State, error) {
+	ref, err := l.lookup(ctx, link.AgentExecutionID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: parent %s: %w", ErrLineage, link.AgentExecutionID, err)
 	}
 	if ref.JournalID != link.JournalID {
 		return nil, fmt.Errorf("%w: parent %s has journal %s, the link names %s", ErrLineage, link.AgentExecutionID, ref.JournalID, link.JournalID)
 	}
-	parent, last, err := replayLineage(ctx, src, ref, link.Sequence, chain)
+	parent, last, err := l.replayLineage(ctx, ref, link.Sequence, chain)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +212,7 @@ func replayPrefix(ctx context.Context, src JournalSource, link *eventstore.ForkL
 
 // replayLineage folds ref's lineage up to sequence upTo and returns the
 // state and the last record folded.
-func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64, chain []string) (*State, eventstore.Record, error) {
+func (l *lineageReader) replayLineage(ctx context.Context, ref eventstore.Reference, upTo uint64, chain []string) (*State, eventstore.Record, error) {
 	if slices.Contains(chain, ref.JournalID) {
 		return nil, nil, fmt.Errorf("%w: a fork cycle: %v links back to %s", ErrLineage, append(chain, ref.JournalID), ref.JournalID)
 	}
@@ -86,7 +222,7 @@ func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Refere
 	chain = append(slices.Clip(chain), ref.JournalID)
 	s := &State{}
 	var last eventstore.Record
-	for e, err := range src.ReadJournal(ctx, ref, 1) {
+	for e, err := range l.read(ctx, ref) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", ref, err)
 		}
@@ -100,7 +236,7 @@ func replayLineage(ctx context.Context, src JournalSource, ref eventstore.Refere
 		}
 		s.Timeline = append(s.Timeline, items...)
 		if h, ok := r.(*eventstore.Header); ok && h.ForkedFrom != nil {
-			parent, err := replayPrefix(ctx, src, h.ForkedFrom, chain)
+			parent, err := l.replayPrefix(ctx, h.ForkedFrom, chain)
 			if err != nil {
 				return nil, nil, fmt.Errorf("replay the prefix of fork %s: %w", ref.AgentExecutionID, err)
 			}

@@ -219,7 +219,21 @@ func (m memJournals) link(t *testing.T, id string, seq uint64) *eventstore.ForkL
 }
 
 func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
+	// Through a source that reads journal by journal, and through one that
+	// reads the chain at once: the same checks, the same errors.
+	for _, name := range []string{"per journal", "chain"} {
+		t.Run(name, func(t *testing.T) { testBrokenLinks(t, name == "chain") })
+	}
+}
+
+func testBrokenLinks(t *testing.T, chain bool) {
 	ctx := context.Background()
+	src := func(m memJournals) execution.JournalSource {
+		if chain {
+			return memChain{m}
+		}
+		return m
+	}
 	t.Run("cycle", func(t *testing.T) {
 		m := memJournals{}
 		m.add(t, "a", nil, 2)
@@ -227,7 +241,7 @@ func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
 		// a is rewritten to fork from b: a cycle no store would accept.
 		m.add(t, "a", m.link(t, "b", 2), 2)
 		ref, _ := m.Lookup(ctx, "b")
-		_, err := execution.ReplayLineage(ctx, m, ref)
+		_, err := execution.ReplayLineage(ctx, src(m), ref)
 		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "cycle") {
 			t.Fatalf("got %v, want ErrLineage naming a cycle", err)
 		}
@@ -239,7 +253,7 @@ func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
 		for i := 1; i <= execution.MaxForkDepth+2; i++ {
 			ref = m.add(t, fmt.Sprintf("j%d", i), m.link(t, fmt.Sprintf("j%d", i-1), 2), 1)
 		}
-		_, err := execution.ReplayLineage(ctx, m, ref)
+		_, err := execution.ReplayLineage(ctx, src(m), ref)
 		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "forks deep") {
 			t.Fatalf("got %v, want ErrLineage saying how deep", err)
 		}
@@ -250,7 +264,7 @@ func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
 		link := m.link(t, "a", 3)
 		link.Sequence = 2
 		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, m, ref)
+		_, err := execution.ReplayLineage(ctx, src(m), ref)
 		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "pins") {
 			t.Fatalf("got %v, want ErrLineage saying the record is not the pinned one", err)
 		}
@@ -261,7 +275,7 @@ func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
 		link := m.link(t, "a", 3)
 		m.add(t, "a", nil, 1)
 		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, m, ref)
+		_, err := execution.ReplayLineage(ctx, src(m), ref)
 		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "before the fork's 3") {
 			t.Fatalf("got %v, want ErrLineage saying the parent is too short", err)
 		}
@@ -272,9 +286,162 @@ func TestReplayLineageRefusesBrokenLinks(t *testing.T) {
 		link := m.link(t, "a", 2)
 		delete(m, "a")
 		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, m, ref)
+		_, err := execution.ReplayLineage(ctx, src(m), ref)
 		if !errors.Is(err, execution.ErrLineage) || !errors.Is(err, eventstore.ErrJournalNotFound) {
 			t.Fatalf("got %v, want ErrLineage wrapping ErrJournalNotFound", err)
 		}
 	})
+}
+
+// memChain is memJournals read the way a ChainSource is: headers alone,
+// then every journal of the chain at once.
+type memChain struct{ memJournals }
+
+func (m memChain) JournalHeader(_ context.Context, ref eventstore.Reference) (*eventstore.Header, error) {
+	rs := m.memJournals[ref.AgentExecutionID]
+	if len(rs) == 0 {
+		return nil, eventstore.ErrJournalNotFound
+	}
+	h, ok := rs[0].(*eventstore.Header)
+	if !ok {
+		return nil, fmt.Errorf("%s: no header", ref)
+	}
+	return h, nil
+}
+
+func (m memChain) ReadJournals(_ context.Context, bounds []eventstore.JournalBound) iter.Seq2[eventstore.Entry, error] {
+	return func(yield func(eventstore.Entry, error) bool) {
+		for _, b := range bounds {
+			for _, r := range m.memJournals[b.Ref.AgentExecutionID] {
+				if (b.To == 0 || r.RecordBase().Sequence <= b.To) && !yield(eventstore.Entry{Record: r}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// countingSource counts the reads a replay makes of a real store.
+type countingSource struct {
+	execution.ChainSource
+	journals, chains int
+}
+
+func (c *countingSource) ReadJournal(ctx context.Context, ref eventstore.Reference, from uint64) iter.Seq2[eventstore.Entry, error] {
+	c.journals++
+	return c.ChainSource.ReadJournal(ctx, ref, from)
+}
+
+func (c *countingSource) ReadJournals(ctx context.Context, bounds []eventstore.JournalBound) iter.Seq2[eventstore.Entry, error] {
+	c.chains++
+	return c.ChainSource.ReadJournals(ctx, bounds)
+}
+
+// perJournal hides a store's ReadJournals: replay reads journal by journal.
+type perJournal struct{ execution.JournalSource }
+
+// A chain of forks is read in one ReadJournals from either store, and
+// folds to the state that reading journal by journal gives, records of
+// the parents past each fork point (written after the fork) left out.
+func TestReplayLineageReadsTheChainAtOnce(t *testing.T) {
+	ctx := context.Background()
+	stores := map[string]func(t *testing.T) interface {
+		eventstore.Store
+		execution.ChainSource
+	}{
+		"jetstream": func(t *testing.T) interface {
+			eventstore.Store
+			execution.ChainSource
+		} {
+			s := openStore(t, fixtures.StartNATS(t))
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"file": func(t *testing.T) interface {
+			eventstore.Store
+			execution.ChainSource
+		} {
+			s, err := eventstore.OpenFile(eventstore.DefaultFileConfig(t.TempDir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			add := func(ref eventstore.Reference, rs ...eventstore.Record) {
+				for _, r := range rs {
+					if _, err := s.Append(ctx, ref, r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			newJournal := func(id string, h *eventstore.Header) eventstore.Reference {
+				ref, err := eventstore.NewReference(eventstore.OwnerTask, "t-1", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h == nil {
+					h = &eventstore.Header{AgentID: "generic", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+				}
+				if ref, err = s.EnsureJournal(ctx, ref, h); err != nil {
+					t.Fatal(err)
+				}
+				return ref
+			}
+			parent := newJournal("parent", nil)
+			add(parent, msg("p1", "one"), plan("pp", "plan"), msg("p2", "two"))
+			fork := newJournal("fork", forkHeader(t, s, parent, 4))
+			add(fork, msg("f1", "fork one"))
+			add(parent, msg("p3", "parent after the fork"))
+			grand := newJournal("grand", forkHeader(t, s, fork, 2))
+			add(fork, msg("f2", "fork after its fork"))
+			add(grand, msg("g1", "grand one"), usage("gu", 1, 1))
+			add(parent, msg("p4", "parent later still"))
+
+			c := &countingSource{ChainSource: s}
+			st, err := execution.ReplayLineage(ctx, c, grand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.journals != 0 || c.chains != 1 {
+				t.Fatalf("%d ReadJournal and %d ReadJournals, want the chain read once", c.journals, c.chains)
+			}
+			want := []string{"one (from parent)", "two (from parent)", "fork one (from fork)", "grand one"}
+			if got := texts(st.Timeline); !cmp.Equal(got, want) {
+				t.Fatalf("timeline %q, want %q", got, want)
+			}
+			byJournal, err := execution.ReplayLineage(ctx, perJournal{s}, grand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(byJournal, st); diff != "" {
+				t.Fatalf("state differs from the one read journal by journal (-per journal +chain):\n%s", diff)
+			}
+			// The prefix alone, and a journal that is no fork, read the same.
+			for _, f := range []func(execution.JournalSource) (*execution.State, error){
+				func(src execution.JournalSource) (*execution.State, error) {
+					return execution.ReplayPrefix(ctx, src, st.ForkedFrom)
+				},
+				func(src execution.JournalSource) (*execution.State, error) {
+					return execution.ReplayLineage(ctx, src, parent)
+				},
+			} {
+				a, err := f(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := f(perJournal{s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(b, a); diff != "" {
+					t.Fatalf("state differs (-per journal +chain):\n%s", diff)
+				}
+			}
+		})
+	}
 }
