@@ -198,6 +198,27 @@ type launchInput struct {
 	// daemon's when empty.
 	Dir string            `json:"dir,omitempty"`
 	Env map[string]string `json:"env,omitempty"`
+	// Timeout is the run's time limit, a duration such as 90s, 30m or 2h;
+	// none when empty.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// timeoutAccepted says what a launch's timeout may be.
+const timeoutAccepted = "want a duration such as 90s, 30m or 2h, more than 0 and at most 168h (7 days)"
+
+// timeout is the launch's time limit, 0 for none.
+func (in *launchInput) timeout() (time.Duration, error) {
+	if in.Timeout == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(in.Timeout)
+	switch {
+	case err != nil:
+		return 0, invalidField("timeout", nil, "%q is not a duration (%s)", in.Timeout, timeoutAccepted)
+	case d <= 0 || d > execution.MaxTimeout:
+		return 0, invalidField("timeout", nil, "%q is out of range (%s)", in.Timeout, timeoutAccepted)
+	}
+	return d, nil
 }
 
 func (in *launchInput) validate() error {
@@ -271,6 +292,10 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
+	timeout, err := in.timeout()
+	if err != nil {
+		return err
+	}
 	if in.Posture != "" && in.Posture != eventstore.PostureStructuredHeadless && s.cfg.Terminals == nil {
 		return conflict("posture %s needs a terminal lane, and this daemon runs none (launch with posture %s)", in.Posture, eventstore.PostureStructuredHeadless)
 	}
@@ -291,7 +316,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ref, err := s.cfg.Runtime.Launch(ctx, execution.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
-		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(),
+		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(), Timeout: timeout,
 	})
 	if err != nil {
 		if errors.Is(err, execution.ErrBadLaunch) {
