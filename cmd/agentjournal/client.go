@@ -146,7 +146,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -172,6 +172,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
+	limit := fs.Duration("timeout", 0, "have the daemon stop the agent once it has run `DURATION` (e.g. 30m, at most 168h), as stop does, with the journal recording interruption.recorded, reason timeout; 0 for no limit")
 	shape := fs.String("shape", "", "the session `SHAPE` of claude-code, codex and copilot: conversation (the default: after each result the agent waits for the next message) or one-shot (the execution ends with the first result)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 
@@ -201,6 +202,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if *shape != "" && !slices.Contains(eventstore.SessionShapes, eventstore.SessionShape(*shape)) {
 		return launchSpec.usageErr(fs, "--shape %q: want one of %s, %s", *shape, eventstore.ShapeConversation, eventstore.ShapeOneShot)
 	}
+	if *limit < 0 || *limit > execution.MaxTimeout {
+		return launchSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
+	}
 	req := client.LaunchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
 	for _, kv := range env {
@@ -212,6 +216,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
+	}
+	if *limit > 0 {
+		req.Timeout = limit.String()
 	}
 
 	cl, err := c.env.daemon(ctx)

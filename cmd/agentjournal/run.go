@@ -55,7 +55,7 @@ type RunCommand struct {
 
 var runSpec = cmdSpec{
 	Name: "run",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] [--timeout DURATION] -- CMD ARGS...",
 	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
 journal gets the header first, then the prompt (a prompt the journal refuses
 fails the run before the agent starts), the lifecycle, the prompt's delivery,
@@ -129,7 +129,9 @@ may be running theirs.
 
 Ctrl-C (or SIGTERM) stops the agent, Ctrl-] on an interactive terminal:
 SIGTERM to its process group, then SIGKILL after --grace. The journal records
-cancelled, or terminated when the agent had to be killed.
+cancelled, or terminated when the agent had to be killed. With --timeout the
+agent is stopped the same way once it has run that long, and the journal
+records interruption.recorded with reason timeout before its end.
 
 When the agent has ended and the policy has decided its last observations
 (waiting at most 5s), run prints the execution's state replayed from the
@@ -154,6 +156,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
 	permissions := fs.String("permissions", permissionsAsk, "answer the agent's permission requests and questions: `MODE` ask (at the controlling terminal, or deny without one), deny or allow")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
+	limit := fs.Duration("timeout", 0, "stop the agent once it has run `DURATION` (e.g. 30m, at most 168h): as Ctrl-C does, with the journal recording interruption.recorded, reason timeout; 0 for no limit")
 	snapshots := snapshotsFlag(fs)
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
@@ -196,6 +199,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *grace <= 0 {
 		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
 	}
+	if *limit < 0 || *limit > execution.MaxTimeout {
+		return runSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
+	}
 	if *permissions != permissionsAsk && *permissions != eventstore.AnswerDeny && *permissions != eventstore.AnswerAllow {
 		return runSpec.usageErr(fs, "--permissions %q: want %s, %s or %s", *permissions, permissionsAsk, eventstore.AnswerDeny, eventstore.AnswerAllow)
 	}
@@ -218,7 +224,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		workDir = abs
 	}
 	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env}
+		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env, Timeout: *limit}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
 		c.snapshots = bool(*snapshots)
 		return c.run(ctx, s, req, *grace, *permissions)
