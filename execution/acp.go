@@ -48,8 +48,10 @@ type conversation struct {
 	// session was continued.
 	status func(phase, summary string)
 	// loading tells the parser of the session/load request id (its JSON
-	// text) for session, before the request goes out.
-	loading func(id, session string)
+	// text) for session, before the request goes out; prompting that a
+	// session/prompt is about to go out, which ends the replay.
+	loading   func(id, session string)
+	prompting func()
 }
 
 func conversing(d Driver) bool {
@@ -96,6 +98,11 @@ func (rt *Runtime) converse(p *process, c *child) {
 			// wait for. The parser guards its load state itself.
 			if l, ok := c.parser.(interface{ Loading(id, session string) }); ok {
 				l.Loading(id, session)
+			}
+		},
+		prompting: func() {
+			if l, ok := c.parser.(interface{ Prompting() }); ok {
+				l.Prompting()
 			}
 		},
 	})
@@ -331,8 +338,12 @@ func (d *acpDriver) write(b []byte) error {
 			d.conv.loading(string(req.ID), req.Params.SessionID)
 		}
 	}
+	prompt := bytes.Contains(b, []byte(`"method":"session/prompt"`))
+	if prompt {
+		d.conv.prompting()
+	}
 	err := d.conv.write(b)
-	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+	if prompt {
 		d.mu.Lock()
 		sent := d.sent
 		d.sent = nil

@@ -33,12 +33,15 @@ type acpParser struct {
 	last    string // the kind of the last update
 	message string // the last message reported in this turn
 
-	// loadMu guards the session/load in flight, which the client names
-	// from its own goroutine (Loading) while Parse reads the agent's
-	// lines: its JSON-RPC id and session, and the updates it replayed.
+	// loadMu guards the replay of a loaded session, which the client
+	// announces from its own goroutine (Loading, Prompting) while Parse
+	// reads the agent's lines: the session/load's JSON-RPC id (until its
+	// response) and session, whether the replay may still run, and the
+	// updates replayed before the response.
 	loadMu      sync.Mutex
 	loadID      string
 	loadSession string
+	replaying   bool
 	replayed    int
 }
 
@@ -54,40 +57,52 @@ const (
 )
 
 // Loading tells the parser that the client sent session/load of session
-// as JSON-RPC request id (its JSON text). Until the response to it, the
-// session's updates are the agent replaying its history: the resumed
-// execution's journal holds them already, so they are counted, not
-// journaled.
+// as JSON-RPC request id (its JSON text). The session's updates from then
+// on are the agent replaying its history, which the resumed execution's
+// journal holds already: they are counted, not journaled. The replay ends
+// with the client's first prompt (Prompting), not with the load's
+// response: ACP has the agent replay before it answers, but Gemini CLI
+// answers first and replays after.
 func (p *acpParser) Loading(id, session string) {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
-	p.loadID, p.loadSession, p.replayed = id, session, 0
+	p.loadID, p.loadSession, p.replaying, p.replayed = id, session, true, 0
 }
 
-// replay reads a line while a session/load is in flight: it reports
-// whether the line was the load's (a replayed update, the response).
+// Prompting tells the parser that the client is sending a prompt: what
+// the agent sends from now on is this execution's.
+func (p *acpParser) Prompting() {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	p.replaying = false
+}
+
+// replay reads a line while a loaded session may still be replayed: it
+// reports whether the line was the load's (a replayed update, the
+// response).
 func (p *acpParser) replay(m acp.Message) bool {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	switch {
-	case p.loadID == "":
-		return false
-	case m.Update != nil && m.Update.Session == p.loadSession:
-		p.replayed++
+	case m.Update != nil && p.replaying && m.Update.Session == p.loadSession:
+		if p.loadID != "" {
+			p.replayed++
+		}
 		return true
-	case m.Method != "" || m.ID != p.loadID:
+	case p.loadID == "" || m.Method != "" || m.ID != p.loadID:
 		return false
 	}
 	session, n := p.loadSession, p.replayed
-	p.loadID, p.loadSession, p.replayed = "", "", 0
+	p.loadID = ""
 	if m.Error != nil {
-		// Diagnosed as any error answer is; the client reports the
-		// failed load.
+		// Diagnosed as any error answer is; the client starts a new
+		// session instead.
+		p.replaying = false
 		return false
 	}
 	p.learnSession(session, "")
 	p.observe(&eventstore.StatusSignal{Phase: PhaseACPSessionLoaded,
-		Summary: fmt.Sprintf("loaded the ACP session %s (session/load); the %d updates it replayed are not journaled again: the resumed execution's journal holds them", clip(session, maxKeyBytes), n)})
+		Summary: fmt.Sprintf("loaded the ACP session %s (session/load); the history it replays (%d updates before its answer) is not journaled again: the resumed execution's journal holds it", clip(session, maxKeyBytes), n)})
 	return true
 }
 
