@@ -100,6 +100,7 @@ func (s *State) applyHeader(h *eventstore.Header) {
 		Posture:               h.ProtocolDescriptor.Posture,
 		ProtocolDescriptor:    h.ProtocolDescriptor,
 		WorkingDirectory:      h.WorkingDirectory,
+		TimeoutMs:             h.TimeoutMs,
 		SessionID:             h.Session(),
 		ForkedFrom:            h.ForkedFrom,
 		Resumes:               h.Resumes,

@@ -55,6 +55,9 @@ type State struct {
 	TerminalAttached   bool                          `json:"terminalAttached"`
 	ProtocolDescriptor eventstore.ProtocolDescriptor `json:"protocolDescriptor"`
 	WorkingDirectory   string                        `json:"workingDirectory,omitempty"`
+	// TimeoutMs is the run's time limit from its header, in milliseconds
+	// from CreatedAt; 0 for none.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 
 	Journal eventstore.Reference `json:"journal"`
 

@@ -360,6 +360,7 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *Sta
 	rt.mu.Lock()
 	rt.live[ref.AgentExecutionID] = p
 	rt.mu.Unlock()
+	rt.rearmTimeout(p, st)
 	if err := rt.appendState(ref, fmt.Sprintf("attached:%d", time.Now().UnixNano()), &eventstore.StateChanged{
 		Lifecycle: eventstore.LifecycleRunning, Reason: fmt.Sprintf("attached after a restart of its host to the agent (process %d), which ran on meanwhile", h.AgentPID())}); err != nil {
 		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
@@ -439,6 +440,7 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 	rt.mu.Lock()
 	rt.live[ref.AgentExecutionID] = p
 	rt.mu.Unlock()
+	rt.rearmTimeout(p, st)
 	reason := "attached after a restart of its host; waiting for the next message"
 	if session != "" {
 		reason += ", which resumes session " + session

@@ -64,6 +64,23 @@ func (rt *Runtime) timeUp(p *process, limit time.Duration) {
 	}
 }
 
+// rearmTimeout starts the rest of a taken-over execution's time limit,
+// counted from its launch: a limit that passed while no host ran it stops
+// it at once.
+func (rt *Runtime) rearmTimeout(p *process, st *State) {
+	if st.TimeoutMs <= 0 {
+		return
+	}
+	limit := time.Duration(st.TimeoutMs) * time.Millisecond
+	left := max(limit-time.Since(st.CreatedAt), time.Millisecond)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.limit = time.AfterFunc(left, func() { rt.timeUp(p, limit) })
+}
+
 // stopLimit stops the execution's time limit; it is done with.
 func (p *process) stopLimit() {
 	p.mu.Lock()

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // TestAgentOutlivesItsDaemon: an agent keeps running while its daemon is
@@ -97,4 +100,45 @@ func TestAgentOutlivesItsDaemon(t *testing.T) {
 		problems := decisionProblems(d.records(t, id))
 		return len(problems) == 0, strings.Join(problems, "; ")
 	})
+}
+
+// TestTimeLimitOutlivesItsDaemon: an agent's time limit counts from its
+// launch across a restart of its daemon: the daemon that attaches to it
+// enforces what is left, and at once when the limit passed while no daemon
+// ran.
+func TestTimeLimitOutlivesItsDaemon(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, "limit", t.TempDir(), nil, "--on-stop=leave")
+	body := map[string]any{"ownerEntity": "Task", "ownerId": "t-limit", "agent": "generic", "timeout": "3s",
+		"command": []string{fixtures.AgentBinary(t), "say:started", "sleep:120s"}}
+	code, out, err := d.do("POST", "/v1/executions", body)
+	if err != nil || code != http.StatusCreated {
+		t.Fatalf("launch: %d %v %s", code, err, out)
+	}
+	var l struct {
+		Reference struct {
+			AgentExecutionID string `json:"agentExecutionId"`
+		} `json:"reference"`
+	}
+	if err := json.Unmarshal(out, &l); err != nil {
+		t.Fatal(err)
+	}
+	id := l.Reference.AgentExecutionID
+	d.stop()
+	// The limit passes while no daemon runs the agent.
+	time.Sleep(4 * time.Second)
+	d.restart()
+	pollUntil(t, procConvergeWait, "the execution ended by its time limit", func() (bool, string) {
+		st := d.state(t, id)
+		return st.Lifecycle == "cancelled" || st.Lifecycle == "terminated", st.Lifecycle
+	})
+	var interruptions []string
+	for _, r := range d.records(t, id) {
+		if r.Type == "interruption.recorded" {
+			interruptions = append(interruptions, r.Reason)
+		}
+	}
+	if !slices.Equal(interruptions, []string{"timeout"}) {
+		t.Errorf("interruptions %q, want one, timeout", interruptions)
+	}
 }
