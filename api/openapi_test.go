@@ -12,6 +12,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 
+	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/apitest"
 )
 
@@ -20,7 +21,7 @@ import (
 // errors included, against the document the server itself serves.
 func TestOpenAPIValidatesAnswers(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
+	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){withSearch(t)}})
 
 	resp, err := http.Get(s.HTTP.URL + "/v1/openapi.yaml") // no token: public
 	if err != nil {
@@ -118,10 +119,17 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	want("GET", "/v1/executions/"+id+"/replay?toSeq=2", "", 200)
 	want("GET", "/v1/log?limit=3", "", 200)
 	want("GET", "/v1/executions/"+id+"/terminal", "", 200)
+	for !strings.Contains(want("GET", "/v1/search?q=%22go+on%22&owner=Task/t-oa&since=1h&limit=5", "", 200), `"executionId"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the prompt never became searchable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	// Errors, in their one shape.
 	want("GET", "/v1/executions/ae-nosuch", "", 404)
 	want("GET", "/v1/executions?lifecycle=sleeping", "", 400)
+	want("GET", "/v1/search?q=", "", 400)
 	want("POST", "/v1/executions/"+id+"/terminal", "", 409)
 }
 

@@ -55,6 +55,12 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 		last = rebuildLine{Done: done, Total: total}
 		send(last)
 	})
+	if err == nil && s.cfg.Search != nil {
+		// The search index is a projection of the same log: rebuilt
+		// after the read models, before the last line, without progress
+		// lines of its own.
+		err = s.cfg.Search.Rebuild(r.Context(), s.cfg.Store, nil)
+	}
 	if err == nil {
 		var list []projections.Summary
 		if list, err = s.cfg.Views.List(projections.Filter{}); err == nil {

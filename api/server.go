@@ -17,6 +17,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/search"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -82,6 +83,9 @@ type Config struct {
 	// it the terminal routes answer that there is no lane.
 	Terminals *terminal.Registry
 	Views     *projections.DB
+	// Search is the full-text index GET /v1/search reads and the rebuild
+	// rebuilds; without it that route answers that there is none.
+	Search *search.Index
 	// RecordingDir is the directory the runtime writes terminal recordings
 	// to (execution.Config.RecordingDir), read by GET
 	// /v1/executions/{id}/terminal/recording. Empty means the daemon keeps
@@ -283,6 +287,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/journals/{id}", fullToken, s.readJournal)
 	s.handle("GET /v1/journals/{id}/entries", fullToken, s.journalEntries)
 	s.handle("POST /v1/projections/rebuild", fullToken, s.rebuild)
+	s.handle("GET /v1/search", fullToken, s.search)
 	s.handle("GET /v1/events", streamToken, s.events)
 
 	// The operator console: its page and assets are public; the page asks

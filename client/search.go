@@ -1,0 +1,49 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/agentjournal/agentjournal/search"
+)
+
+// SearchRequest is a full-text query; empty fields are not sent. Owner is
+// Entity or Entity/id; Since and Until are RFC 3339 times or durations
+// before now ("24h").
+type SearchRequest struct {
+	Query     string
+	Owner     string
+	Agent     string
+	Lifecycle string
+	Since     string
+	Until     string
+	Limit     int
+}
+
+// SearchResult is the answer of GET /v1/search: the best hits first and the
+// number of matches.
+type SearchResult struct {
+	Total uint64       `json:"total"`
+	Hits  []search.Hit `json:"hits"`
+}
+
+// Search runs a full-text query over every execution's texts.
+func (c *Client) Search(ctx context.Context, r SearchRequest) (*SearchResult, error) {
+	q := url.Values{}
+	q.Set("q", r.Query)
+	for k, v := range map[string]string{"owner": r.Owner, "agent": r.Agent, "lifecycle": r.Lifecycle, "since": r.Since, "until": r.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if r.Limit != 0 {
+		q.Set("limit", strconv.Itoa(r.Limit))
+	}
+	var out SearchResult
+	if err := c.do(ctx, http.MethodGet, "/v1/search", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
