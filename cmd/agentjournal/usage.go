@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "narrative", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -55,6 +55,8 @@ func newCommand(name string, env *Env) Command {
 		return &LogCommand{env: env}
 	case "replay":
 		return &ReplayCommand{env: env}
+	case "narrative":
+		return &NarrativeCommand{env: env}
 	case "graph":
 		return &GraphCommand{env: env}
 	case "lineage":
@@ -121,6 +123,7 @@ Commands:
   journal import FILE   load a journal from a JSONL file
   log                   print the global log: every journal, in log order
   replay ID             rebuild an execution's state from its journal, as of any sequence
+  narrative ID          what an execution or session was asked, ran, waited on and why it ended
   graph export [ID...]  write the agent DAG of the journals as JSON or Graphviz DOT
   lineage ID            an execution's forks and resumes, history, tool calls and snapshots
   snapshots ls|prune    list or delete the workspace snapshots of executions' git work trees
@@ -136,8 +139,8 @@ The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjour
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
 agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
 launch, send, observe, stop and tail talk to the daemon, and ls, show, timeline,
-journal, log, replay, demo and rebuild work through it, printing what they print
-without one.
+journal, log, replay, narrative, demo and rebuild work through it, printing what
+they print without one.
 
 Example:
   agentjournal demo

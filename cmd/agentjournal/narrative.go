@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/narrative"
+)
+
+// NarrativeCommand renders an execution's or a session's journals as a
+// narrative.
+type NarrativeCommand struct {
+	env *Env
+}
+
+var narrativeSpec = cmdSpec{
+	Name: "narrative",
+	Args: "ID [--session] [--format md|html|json] [--out FILE]",
+	Summary: `Tell what happened in the agent execution ID from its journal alone: what was
+requested, what ran (tool calls, their targets and results), which approvals
+and pauses happened (questions, permission requests, who answered and when,
+blocked periods), which artifacts and todos were produced, what interrupted
+the run and why it ended as it did. Every line names the record it stands on
+(execution, sequence, event id); lines restating one record are marked
+observed, lines derived from several (a blocked period, a turn's tool calls)
+inferred. A journal missing records still renders, saying what is missing.
+With --session, tell every run of ID's session (ID is the session or any of
+its executions) in order, with what came between them. The formats are
+Markdown (md, the default), one self-contained HTML page (html) and JSON
+(json); see docs/narrative.md.`,
+	Example: "agentjournal narrative ae-0123456789abcdef01234567\n" +
+		"agentjournal narrative ae-0123456789abcdef01234567 --session --format html --out run.html",
+}
+
+// Run implements Command.
+func (c *NarrativeCommand) Run(ctx context.Context, args []string) error {
+	fs := narrativeSpec.newFlagSet()
+	session := fs.Bool("session", false, "tell every run of the execution's session")
+	format := fs.String("format", "md", "render as `FORMAT`: md, html or json")
+	out := fs.String("out", "", "write to `FILE` instead of standard output")
+	pos, err := narrativeSpec.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := oneID(narrativeSpec, fs, pos)
+	if err != nil {
+		return err
+	}
+	if _, ok := narrative.Formats[*format]; !ok {
+		return narrativeSpec.usageErr(fs, "unknown --format %q (want md, html or json)", *format)
+	}
+	var doc bytes.Buffer
+	err = c.env.withJournals(ctx, func(s eventstore.Store) error {
+		var n *narrative.Narrative
+		var err error
+		if *session {
+			n, err = narrative.Session(ctx, s, id)
+		} else {
+			n, err = narrative.Execution(ctx, s, id)
+		}
+		if errors.Is(err, eventstore.ErrJournalNotFound) {
+			return fmt.Errorf("no journal for agent execution or session %q in %s (list them with: %s journal ls)", id, c.env.DataDir, c.env.hintPrefix())
+		}
+		if err != nil {
+			return err
+		}
+		return narrative.Render(&doc, n, *format)
+	})
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		_, err = c.env.Stdout.Write(doc.Bytes())
+		return err
+	}
+	// The document is built whole first, so a failed read leaves no
+	// half-written file.
+	return os.WriteFile(*out, doc.Bytes(), 0o644)
+}
