@@ -263,6 +263,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	if err != nil {
 		return err
 	}
+	index, err := openSearch(ctx, d.env, d.logger, store, d.onClose)
+	if err != nil {
+		return err
+	}
 	// Registered after the views so that it stops first.
 	d.onClose(func() error { cancel(); wg.Wait(); return nil })
 	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger})
@@ -311,6 +315,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		return err
 	}
 	acfg := ep.config(store, rt, terms, views)
+	acfg.Search = index
 	if !b.Embedded() {
 		// Joined to another's NATS: while it is down, writes fail at once.
 		acfg.LogReachable = b.Reachable

@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "journal", "log", "replay", "narrative", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -71,6 +71,8 @@ func newCommand(name string, env *Env) Command {
 		return &SnapshotsCommand{env: env}
 	case "rebuild":
 		return &RebuildCommand{env: env}
+	case "search":
+		return &SearchCommand{env: env}
 	case "bench":
 		return &BenchCommand{env: env}
 	}
@@ -117,6 +119,7 @@ Commands:
   ls                    list executions (filter by owner, lifecycle, attention)
   show ID               one execution's state, telemetry and newest timeline items
   timeline ID           an execution's timeline, newest first, page by page
+  search QUERY...       search every execution's texts, through the daemon
   journal ls            list the journals
   journal cat ID        print one journal, record by record
   journal export ID     write one journal as a JSONL file

@@ -386,12 +386,12 @@ var rebuildSpec = cmdSpec{
 	Name: "rebuild",
 	Args: "",
 	Summary: `Build a fresh projection file from offset 1 of the log beside the live one,
-check it, and swap it in. Use it after projection code changed, or to start
-from a clean file. A progress bar shows records/s and the time left. Readers
-of the live file keep working while the new one is built. When a daemon runs
-for the data directory, the daemon rebuilds and keeps serving meanwhile;
-interrupting the command cancels the rebuild and leaves the live file as it
-was.`,
+check it, and swap it in, then the search index the same way. Use it after
+projection code changed, or to start from a clean file. A progress bar shows
+records/s and the time left. Readers of the live file keep working while the
+new one is built. When a daemon runs for the data directory, the daemon
+rebuilds and keeps serving meanwhile; interrupting the command cancels the
+rebuild and leaves the live file as it was.`,
 	Example: "agentjournal rebuild",
 }
 
@@ -436,6 +436,9 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 		bar.finish()
 		if err != nil {
 			return fmt.Errorf("rebuild: %w", err)
+		}
+		if err := rebuildSearch(ctx, c.env, src); err != nil {
+			return err
 		}
 		list, err := live.List(projections.Filter{})
 		if err != nil {
