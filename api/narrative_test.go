@@ -1,0 +1,128 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// TestNarrativeRoutes: the narrative of a run in each format, with its
+// content type, each answer valid against openapi.yaml; the session route
+// tells the same run; unknown ids and formats are refused in the error
+// shape.
+func TestNarrativeRoutes(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-n", Agent: "generic",
+		Prompt: "say <b>hi</b>", Command: []string{s.Agent, "ask:r1:Proceed?", `signal:{"type":"completed_claim","payload":{"summary":"done"}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Reference.AgentExecutionID
+	for ex, _ := c.Execution(ctx, id); ex.CurrentInputRequestID != "r1"; ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatal("r1 never asked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c.SendMessage(ctx, id, client.Message{Type: "answer", Payload: json.RawMessage(`{"text":"yes","requestId":"r1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatal("never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	resp, err := http.Get(s.HTTP.URL + "/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	doc, err := libopenapi.NewDocument(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	get := func(path string) (int, string, string) {
+		t.Helper()
+		newReq := func() *http.Request {
+			req, _ := http.NewRequest("GET", s.HTTP.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+apitest.Token)
+			return req
+		}
+		resp, err := http.DefaultClient.Do(newReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		check := v.ValidateHttpRequestResponse
+		if resp.StatusCode/100 != 2 {
+			check = v.ValidateHttpResponse
+		}
+		if ok, errs := check(newReq(), resp); !ok {
+			for _, e := range errs {
+				t.Errorf("GET %s → %d: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
+			}
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
+	}
+	base := "/v1/executions/" + id + "/narrative"
+	for _, tc := range []struct{ query, ctype, has string }{
+		{"", "text/markdown; charset=utf-8", "# Narrative of execution " + id},
+		{"?format=md", "text/markdown; charset=utf-8", "operator answered r1"},
+		{"?format=html", "text/html; charset=utf-8", "say &lt;b&gt;hi&lt;/b&gt;"},
+		{"?format=json", "application/json", `"marker": "inferred"`},
+	} {
+		code, ctype, body := get(base + tc.query)
+		if code != 200 || ctype != tc.ctype || !strings.Contains(body, tc.has) {
+			t.Errorf("GET %s%s: %d %s, want 200 %s with %q:\n%s", base, tc.query, code, ctype, tc.ctype, tc.has, body)
+		}
+	}
+	n, err := c.Narrative(ctx, id, true)
+	if err != nil || n.Subject != "session" || n.SessionID != id || len(n.Runs) != 1 || n.Runs[0].Lifecycle != "completed" {
+		t.Fatalf("session narrative through the client: %+v, %v; want the one completed run", n, err)
+	}
+	var page bytes.Buffer
+	if err := c.NarrativeDocument(ctx, &page, id, false, "html"); err != nil || !strings.HasPrefix(page.String(), "<!DOCTYPE html>") {
+		t.Errorf("html through the client: %v %.100s", err, page.String())
+	}
+	if code, _, body := get("/v1/sessions/" + id + "/narrative?format=json"); code != 200 || !strings.Contains(body, `"subject": "session"`) {
+		t.Errorf("session route: %d %s", code, body)
+	}
+	if code, _, _ := get(base + "?format=pdf"); code != 400 {
+		t.Errorf("format pdf: %d, want 400", code)
+	}
+	if code, _, _ := get("/v1/executions/ae-nosuch/narrative"); code != 404 {
+		t.Errorf("unknown execution: %d, want 404", code)
+	}
+	if code, _, _ := get("/v1/sessions/ae-nosuch/narrative"); code != 404 {
+		t.Errorf("unknown session: %d, want 404", code)
+	}
+	if _, err := c.Narrative(ctx, "ae-nosuch", false); err == nil {
+		t.Error("client: unknown execution answered")
+	}
+}
