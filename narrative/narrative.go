@@ -78,14 +78,16 @@ type Line struct {
 
 // Run is the narrative of one execution's journal.
 type Run struct {
-	ExecutionID string     `json:"executionId"`
-	JournalID   string     `json:"journalId"`
-	AgentID     string     `json:"agentId"`
-	SessionID   string     `json:"sessionId"`
-	Resumes     string     `json:"resumes,omitempty"`
-	ForkedFrom  string     `json:"forkedFrom,omitempty"`
-	StartedAt   time.Time  `json:"startedAt"`
-	EndedAt     *time.Time `json:"endedAt,omitempty"`
+	ExecutionID string `json:"executionId"`
+	JournalID   string `json:"journalId"`
+	AgentID     string `json:"agentId"`
+	// Owner is the entity the run works for, as ENTITY/ID.
+	Owner      string     `json:"owner"`
+	SessionID  string     `json:"sessionId"`
+	Resumes    string     `json:"resumes,omitempty"`
+	ForkedFrom string     `json:"forkedFrom,omitempty"`
+	StartedAt  time.Time  `json:"startedAt"`
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
 	// Lifecycle and Reason are the last lifecycle recorded and its reason.
 	Lifecycle string `json:"lifecycle"`
 	Reason    string `json:"reason,omitempty"`
@@ -283,7 +285,7 @@ func BuildRun(records []eventstore.Record) (*Run, error) {
 	if !ok {
 		return nil, fmt.Errorf("narrative: the first record is %s, not the journal header", records[0].Kind())
 	}
-	run := &Run{ExecutionID: h.AgentExecutionID, JournalID: h.JournalID, AgentID: h.AgentID, SessionID: h.Session(),
+	run := &Run{ExecutionID: h.AgentExecutionID, JournalID: h.JournalID, AgentID: h.AgentID, Owner: string(h.Scope) + "/" + h.OwnerID, SessionID: h.Session(),
 		StartedAt: h.OccurredAt, Records: len(records), Missing: []string{}, Lines: []Line{}}
 	if h.Resumes != nil {
 		run.Resumes = h.Resumes.AgentExecutionID

@@ -161,6 +161,9 @@ func TestNarrativeOfARun(t *testing.T) {
 	if id, _ := eventstore.EventID(from); blocked.From.EventID != id {
 		t.Errorf("blocked period starts at event %s, want %s", blocked.From.EventID, id)
 	}
+	if len(r.Missing) != 0 || r.Owner != "Task/t-1" {
+		t.Errorf("whole journal: missing %q, owner %q; want nothing missing, owner Task/t-1", r.Missing, r.Owner)
+	}
 	if r.Lifecycle != "completed" || r.EndedAt == nil {
 		t.Errorf("run lifecycle %q ended %v, want completed with an end", r.Lifecycle, r.EndedAt)
 	}

@@ -64,7 +64,7 @@ func runMeta(r *Run) string {
 	if r.Reason != "" {
 		s += " (" + r.Reason + ")"
 	}
-	return s + fmt.Sprintf(", %d records, session %s", r.Records, r.SessionID)
+	return s + fmt.Sprintf(", %d records, owner %s, session %s", r.Records, r.Owner, r.SessionID)
 }
 
 // mdText keeps agent text on one line and inert: Markdown renderers pass
