@@ -33,9 +33,13 @@ var _ Source = (*eventstore.JetStreamStore)(nil)
 // ErrRebuilding reports a Rebuild started while another runs.
 var ErrRebuilding = errors.New("a rebuild of the search index is already running")
 
-// batchSize is how many log entries one index batch takes: large enough
-// that catching up writes few segments, small enough to hold in memory.
+// batchSize is how many log entries are read at a time.
 const batchSize = 1000
+
+// catchUpBatch is how many log entries one index batch takes while
+// catching up: large enough that few segments are written, small enough to
+// hold in memory.
+const catchUpBatch = 10_000
 
 // Internal keys, stored in the index beside the documents and written in
 // the same batch as them.
@@ -190,6 +194,12 @@ func (x *Index) follow(ctx context.Context, src Source, target uint64, progress 
 	start := cp
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Catching up to a target, read batches are gathered into index
+	// batches of catchUpBatch entries: each index batch costs a segment to
+	// write and later merge. Following, each read batch is indexed at
+	// once, so that a record is searchable as soon as it is read.
+	behind := target
+	var pending []eventstore.Entry
 	for batch, err := range src.Follow(ctx, cp+1, batchSize) {
 		var bad *eventstore.OffsetError
 		switch {
@@ -203,9 +213,14 @@ func (x *Index) follow(ctx context.Context, src Source, target uint64, progress 
 			}
 			return fmt.Errorf("search index: follow log after offset %d: %w", cp, err)
 		}
-		if cp, err = x.apply(batch); err != nil {
+		pending = append(pending, batch...)
+		if len(pending) < catchUpBatch && len(batch) > 0 && batch[len(batch)-1].Offset < behind {
+			continue
+		}
+		if cp, err = x.apply(pending); err != nil {
 			return err
 		}
+		pending = pending[:0]
 		if target == 0 {
 			continue
 		}
