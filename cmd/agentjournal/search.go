@@ -34,7 +34,13 @@ func openSearch(ctx context.Context, env *Env, logger *slog.Logger, store search
 	// Registered after x.Close so that it runs first.
 	onClose(func() error { cancel(); wg.Wait(); return nil })
 	wg.Go(func() {
-		keepRunning(work, logger, "search indexer", func(ctx context.Context) error { return x.Follow(ctx, store) })
+		keepRunning(work, logger, "search indexer", func(ctx context.Context) error {
+			// Catching up first indexes in larger batches than following.
+			if err := x.CatchUp(ctx, store); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return x.Follow(ctx, store)
+		})
 	})
 	return x, nil
 }
