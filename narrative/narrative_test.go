@@ -277,3 +277,70 @@ func TestPartialJournal(t *testing.T) {
 		t.Errorf("markdown does not say the journal is partial:\n%s", md.String())
 	}
 }
+
+// TestNarrativeOfToolCalls: a claude-code run (the fixture replaying a
+// real capture in place of the CLI) tells its tool calls with their
+// targets and results, the files they touched, the tool calls of its turn,
+// and the final status of its todos.
+func TestNarrativeOfToolCalls(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := func(capture string) (*narrative.Run, []eventstore.Record) {
+		t.Helper()
+		path, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", capture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-2", Agent: "claude-code",
+			Command: []string{s.Agent, "replay:" + path}, Prompt: "do it", Shape: eventstore.ShapeOneShot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.Reference.AgentExecutionID
+		await(t, ctx, c, id, func(ex client.Execution) bool { return ex.Lifecycle.Final() })
+		n, err := narrative.Execution(ctx, s.Store, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := s.Store.Lookup(ctx, id)
+		var recs []eventstore.Record
+		for e, err := range s.Store.ReadJournal(ctx, ref, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, e.Record)
+		}
+		return &n.Runs[0], recs
+	}
+
+	files, recs := run("files.jsonl")
+	const file = "/tmp/capwd/claude-files/hello.txt"
+	for _, l := range []narrative.Line{
+		find(t, files, narrative.Ran, narrative.Observed, `^tool call Write succeeded`),
+		find(t, files, narrative.Ran, narrative.Observed, `^tool call Edit started on file `+regexp.QuoteMeta(file)),
+		find(t, files, narrative.Artifacts, narrative.Observed, `^file touched: `+regexp.QuoteMeta(file)+`$`),
+		find(t, files, narrative.Ran, narrative.Inferred, `^turn 1 took 2 tool calls$`),
+	} {
+		checkRef(t, recs, l)
+	}
+	if len(files.Missing) != 0 {
+		t.Errorf("missing %q, want nothing", files.Missing)
+	}
+
+	todo, recs := run("todo.jsonl")
+	for _, l := range []narrative.Line{
+		find(t, todo, narrative.Artifacts, narrative.Observed, `^todo \[done\] Write the file$`),
+		find(t, todo, narrative.Artifacts, narrative.Observed, `^todo \[done\] Run the tests$`),
+	} {
+		checkRef(t, recs, l)
+	}
+	for _, l := range todo.Section(narrative.Artifacts) {
+		if strings.Contains(l.Text, "[in-progress]") || strings.Contains(l.Text, "[open]") {
+			t.Errorf("todo line %q: want only the final status", l.Text)
+		}
+	}
+}
