@@ -253,25 +253,25 @@ type span struct {
 
 // builder walks one journal in order.
 type builder struct {
-	run        *Run
-	ref        Ref
-	at         time.Time
-	blocked    *span
-	waiting    *span
-	request    string
-	answers    map[string]Line
-	questions  map[string]string
-	turn       int
-	turnStart  *span
-	turnCalls  int
-	activity   int
-	plan       *eventstore.PlanSignal
-	planRef    Ref
-	planAt     time.Time
-	files      map[string]bool
-	claims     map[string]bool
-	lastDecide *Line
-	lastState  *Line
+	run       *Run
+	ref       Ref
+	at        time.Time
+	blocked   *span
+	waiting   *span
+	request   string
+	answers   map[string]Line
+	questions map[string]string
+	turn      int
+	turnStart *span
+	turnCalls int
+	activity  int
+	plan      *eventstore.PlanSignal
+	planRef   Ref
+	planAt    time.Time
+	files     map[string]bool
+	claims    map[string]bool
+	// unended is set once the records are read when none ended the run.
+	unended bool
 }
 
 // BuildRun builds the narrative of one journal from its records, in
@@ -353,8 +353,7 @@ func (b *builder) apply(r eventstore.Record) {
 		if b.claims[r.ObservationID] {
 			s = Outcome
 		}
-		l := *b.add(s, kind, text)
-		b.lastDecide = &l
+		b.add(s, kind, text)
 	case *eventstore.StateChanged:
 		b.state(r)
 	case *eventstore.ActivityUpdated:
@@ -489,8 +488,7 @@ func (b *builder) state(r *eventstore.StateChanged) {
 	case r.Attention == eventstore.AttentionBlocked || r.Attention == eventstore.AttentionAwaitingOperator || r.CurrentInputRequestID.Set:
 		s = Pauses
 	}
-	l := *b.add(s, kind, text)
-	b.lastState = &l
+	b.add(s, kind, text)
 	// Periods close before they open: a change from blocked to awaiting
 	// an answer ends one and starts the other.
 	if r.Attention != "" && r.Attention != eventstore.AttentionBlocked || r.Lifecycle.Final() {
@@ -516,6 +514,9 @@ func (b *builder) closeBlocked() {
 		return
 	}
 	text := fmt.Sprintf("blocked from seq %d to seq %d (%s)", b.blocked.from.Sequence, b.ref.Sequence, b.at.Sub(b.blocked.at).Round(time.Millisecond))
+	if b.unended {
+		text = fmt.Sprintf("blocked from seq %d, still blocked at the last record (seq %d)", b.blocked.from.Sequence, b.ref.Sequence)
+	}
 	if b.blocked.what != "" {
 		text += ": " + b.blocked.what
 	}
@@ -529,6 +530,9 @@ func (b *builder) closeWait(ended bool) {
 	}
 	req := b.waiting.what
 	text := fmt.Sprintf("waited on input request %s from seq %d to seq %d (%s)", req, b.waiting.from.Sequence, b.ref.Sequence, b.at.Sub(b.waiting.at).Round(time.Millisecond))
+	if b.unended {
+		text = fmt.Sprintf("input request %s open from seq %d, still open at the last record (seq %d)", req, b.waiting.from.Sequence, b.ref.Sequence)
+	}
 	if a, ok := b.answers[req]; ok {
 		text += fmt.Sprintf("; answered by %s at seq %d", a.Actor, a.Sequence)
 	} else if ended {
@@ -542,9 +546,9 @@ func (b *builder) closeTurn() {
 	if b.turnStart == nil {
 		return
 	}
-	if b.activity > 0 {
-		b.infer(Ran, "turn", fmt.Sprintf("turn %d took %d tool calls", b.turn, b.turnCalls), *b.turnStart)
-	}
+	// Dropped in finish when the journal has no activity records: a
+	// count of tool calls is then unknown, not zero.
+	b.infer(Ran, "turn", fmt.Sprintf("turn %d took %d tool calls", b.turn, b.turnCalls), *b.turnStart)
 	b.turnStart = nil
 }
 
@@ -595,13 +599,16 @@ func (b *builder) finish() {
 		}
 	}
 	if b.run.EndedAt == nil {
-		// No end recorded: what was open stays open, and says so.
+		// No end recorded: what was open at the last record is told as
+		// still open there, not as ended.
+		b.unended = true
 		b.closeBlocked()
 		b.closeWait(false)
 		b.closeTurn()
 	}
 	if b.activity == 0 {
 		run.Missing = append(run.Missing, "no activity records: tool calls unknown")
+		run.Lines = slices.DeleteFunc(run.Lines, func(l Line) bool { return l.Marker == Inferred && l.Kind == "turn" })
 	}
 	if run.EndedAt == nil {
 		last := "nothing"

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +225,20 @@ func TestHTMLIsInert(t *testing.T) {
 func TestPartialJournal(t *testing.T) {
 	t.Parallel()
 	_, id, recs := askedRun(t)
+	// Cut while blocked: the period is told as still open at the end.
+	cut := slices.IndexFunc(recs, func(r eventstore.Record) bool {
+		sc, ok := r.(*eventstore.StateChanged)
+		return ok && sc.Attention == eventstore.AttentionBlocked
+	})
+	if cut < 0 {
+		t.Fatal("the run was never blocked")
+	}
+	open, err := narrative.BuildRun(recs[:cut+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	find(t, open, narrative.Pauses, narrative.Inferred, fmt.Sprintf(`^blocked from seq %d, still blocked at the last record \(seq %d\)`, cut+1, cut+1))
+
 	var kept []eventstore.Record
 	for _, r := range recs {
 		if r.Kind() == eventstore.KindActivity {
