@@ -264,12 +264,14 @@ type builder struct {
 	turn      int
 	turnStart *span
 	turnCalls int
-	activity  int
-	plan      *eventstore.PlanSignal
-	planRef   Ref
-	planAt    time.Time
-	files     map[string]bool
-	claims    map[string]bool
+	// turnCommands counts the commands a turn ran outside tool calls.
+	turnCommands int
+	activity     int
+	plan         *eventstore.PlanSignal
+	planRef      Ref
+	planAt       time.Time
+	files        map[string]bool
+	claims       map[string]bool
 	// unended is set once the records are read when none ended the run.
 	unended bool
 }
@@ -392,7 +394,7 @@ func (b *builder) message(r *eventstore.MessageAccepted) {
 	l := b.add(Requested, string(r.Kind()), fmt.Sprintf("%s %s: %s", r.Source, r.MessageType, text))
 	l.Actor = string(r.Source)
 	b.turnStart = &span{from: b.ref, at: b.at}
-	b.turnCalls = 0
+	b.turnCalls, b.turnCommands = 0, 0
 }
 
 func messageText(r *eventstore.MessageAccepted) string {
@@ -548,7 +550,11 @@ func (b *builder) closeTurn() {
 	}
 	// Dropped in finish when the journal has no activity records: a
 	// count of tool calls is then unknown, not zero.
-	b.infer(Ran, "turn", fmt.Sprintf("turn %d took %d tool calls", b.turn, b.turnCalls), *b.turnStart)
+	text := fmt.Sprintf("turn %d took %d tool calls", b.turn, b.turnCalls)
+	if b.turnCommands > 0 {
+		text += fmt.Sprintf(" and ran %d commands", b.turnCommands)
+	}
+	b.infer(Ran, "turn", text, *b.turnStart)
 	b.turnStart = nil
 }
 
@@ -582,6 +588,7 @@ func (b *builder) activityUpdate(r *eventstore.ActivityUpdated) {
 		}
 		b.add(Ran, kind, text)
 	} else if t != nil && t.Kind == eventstore.TargetCommand && target != "" {
+		b.turnCommands++
 		b.add(Ran, kind, "running "+target)
 	}
 	if t != nil && t.Kind == eventstore.TargetFile && t.Path != "" && !b.files[t.Path] {
