@@ -64,6 +64,23 @@ func (r *rig) decided(t *testing.T, ref eventstore.Reference, observations, mess
 	return st
 }
 
+// settled waits, after decided, until the state meets want: the policy
+// appends a decision before the state changes it makes, so a replay between
+// the two sees the decision without its effect. A state that never meets
+// want fails the test with the last one seen.
+func (r *rig) settled(t *testing.T, ref eventstore.Reference, want func(*execution.State) bool) *execution.State {
+	t.Helper()
+	var st *execution.State
+	deadline := time.Now().Add(30 * time.Second)
+	for st = r.replay(t, ref); !want(st); st = r.replay(t, ref) {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return st
+}
+
 // TestBlockedClearsOnProgress: an agent that says it is blocked and then,
 // in the same breath, reports progress works again once both are decided,
 // however late the decision on the first lands; the timeline keeps what
@@ -72,7 +89,8 @@ func TestBlockedClearsOnProgress(t *testing.T) {
 	r := newRig(t, time.Second)
 	r.decide(t)
 	ref := r.launch(t, blockedMarker, progressMarker, "wait")
-	st := r.decided(t, ref, 2, 0)
+	r.decided(t, ref, 2, 0)
+	st := r.settled(t, ref, func(st *execution.State) bool { return st.Attention != eventstore.AttentionBlocked })
 	if len(st.ProcessedObservations) != 2 {
 		t.Fatalf("%d observations, want the blocked and the progress signal", len(st.ProcessedObservations))
 	}
@@ -98,7 +116,8 @@ func TestBlockedClearsOnAMessage(t *testing.T) {
 	r := newRig(t, time.Second)
 	r.decide(t)
 	ref := r.launch(t, blockedMarker, "sleep:0s", "echo:1", "wait")
-	st := r.decided(t, ref, 1, 0)
+	r.decided(t, ref, 1, 0)
+	st := r.settled(t, ref, func(st *execution.State) bool { return st.Attention == eventstore.AttentionBlocked })
 	if st.Attention != eventstore.AttentionBlocked || st.Blocked == nil ||
 		*st.Blocked != (execution.Blocked{Reason: "no credentials", Needs: "a registry token"}) {
 		t.Fatalf("attention %s, blocked %+v; want blocked by the signal's reason and needs", st.Attention, st.Blocked)
@@ -108,7 +127,8 @@ func TestBlockedClearsOnAMessage(t *testing.T) {
 		execution.SendMessageInput{MessageID: "help-1", Type: "prompt", Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
-	st = r.decided(t, ref, 1, 1)
+	r.decided(t, ref, 1, 1)
+	st = r.settled(t, ref, func(st *execution.State) bool { return st.Attention != eventstore.AttentionBlocked })
 	if st.Attention != eventstore.AttentionAutonomous || st.Blocked != nil {
 		t.Fatalf("after the operator's message: attention %s, blocked %+v; want autonomous", st.Attention, st.Blocked)
 	}
@@ -148,6 +168,14 @@ func TestClaimThenExitEndsTheSameWay(t *testing.T) {
 		return claimSeq < endSeq
 	}
 
+	// routed waits until the claim's decision and the owner effect it
+	// routes are both in.
+	routed := func(t *testing.T, r *rig, ref eventstore.Reference) *execution.State {
+		r.decided(t, ref, 1, 0)
+		return r.settled(t, ref, func(st *execution.State) bool {
+			return slices.ContainsFunc(st.Timeline, func(it execution.TimelineItem) bool { return it.Kind == execution.ItemOwnerEffect })
+		})
+	}
 	t.Run("decided after the exit", func(t *testing.T) {
 		r := newRig(t, time.Second)
 		ref := r.launch(t, claimMarker, "exit:0")
@@ -155,7 +183,7 @@ func TestClaimThenExitEndsTheSameWay(t *testing.T) {
 		// The policy starts once the end is recorded, so the claim's
 		// decision lands after it.
 		r.decide(t)
-		if before := end(t, r.decided(t, ref, 1, 0)); before {
+		if before := end(t, routed(t, r, ref)); before {
 			t.Fatal("the claim was decided before the exit was recorded")
 		}
 	})
@@ -167,7 +195,7 @@ func TestClaimThenExitEndsTheSameWay(t *testing.T) {
 		for wait := 100 * time.Millisecond; ; wait *= 2 {
 			ref := r.launch(t, claimMarker, "sleep:"+wait.String(), "exit:0")
 			r.wait(t, ref)
-			if end(t, r.decided(t, ref, 1, 0)) {
+			if end(t, routed(t, r, ref)) {
 				return
 			}
 			if wait > 10*time.Second {
