@@ -3,31 +3,17 @@
 // Events), Prometheus metrics, the health probe, and the tokens that guard
 // them.
 //
-// Routes (JSON in and out; request bodies are decoded strictly, so an
+// Routes take and give JSON (request bodies are decoded strictly, so an
 // unknown field, or a key given twice in one object, is an error that names
-// it; an {id} longer than an execution id can be is an unknown execution):
-//
-//	GET  /                                      no token: the operator console (package web)
-//	GET  /healthz                               no token: {status, checkpoint, lastOffset, lag}
-//	GET  /metrics                               Prometheus text format
-//	GET  /v1/executions                         ?owner=Entity[/id]&lifecycle=&attention=&limit=
-//	POST /v1/executions                         launch: 201 {reference, state}
-//	GET  /v1/executions/{id}                    projected state + live {running, terminalId}
-//	POST /v1/executions/{id}/stop               the state once the stop is recorded
-//	POST /v1/executions/{id}/messages           sendMessage: the acknowledgement
-//	POST /v1/executions/{id}/observations       recordObservation: the policy's decision
-//	POST /v1/executions/{id}/terminal           openTerminal
-//	POST /v1/executions/{id}/terminal/attach    attachTerminal {terminalId}
-//	GET  /v1/executions/{id}/terminal           readTerminal
-//	POST /v1/executions/{id}/terminal/input     sendTerminalInput {data, cols, rows}
-//	GET  /v1/executions/{id}/terminal/recording the lane's asciicast v2 recording
-//	GET  /v1/executions/{id}/timeline           ?before=&limit= -> {items, next}
-//	GET  /v1/executions/{id}/records            ?fromSeq=&limit= -> {records, next}
-//	GET  /v1/executions/{id}/replay             ?toSeq=&limit= -> {toSeq, state, records}
-//	GET  /v1/log                                ?fromOffset=&limit= -> {entries, next}
-//	POST /v1/projections/rebuild                NDJSON {done, total} lines, then {…, executions} or {…, error}
-//	GET  /v1/events                             ?execution=ID: Server-Sent Events
-//	*    /mcp                                   the MCP handler, when configured
+// it; an {id} longer than an execution id can be is an unknown execution).
+// Every route is described in openapi.yaml, embedded and served at
+// GET /v1/openapi.yaml; a test holds it to the routes Server registers, so
+// it is the list of routes, and docs/api.md says what each is for. Besides
+// the console (GET /, package web) and /healthz they cover executions
+// (launch, state, stop, messages, observations, scoped tokens, fork and
+// resume), their terminal lanes, plain output, timelines, records, replay,
+// lineage and narratives; journals (list, entries, import); the log; the
+// graph; search; projection rebuilds; live events; and MCP at /mcp.
 //
 // Every error has one shape:
 //
