@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -84,6 +85,30 @@ func Open(path string) (*Index, error) {
 		return nil, err
 	}
 	return &Index{path: path, idx: idx, agents: map[string]string{}}, nil
+}
+
+// OpenOrMoveAside is Open, except that an index that does not open
+// (damaged, or written by an incompatible version) is moved aside to
+// path.corrupt-<time>, never deleted, and a new empty one is created,
+// which following the log fills again. It returns where the old one went,
+// "" when it opened.
+func OpenOrMoveAside(path string) (*Index, string, error) {
+	x, err := Open(path)
+	if err == nil {
+		return x, "", nil
+	}
+	if _, serr := os.Stat(path); serr != nil {
+		return nil, "", err
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, "", errors.Join(err, rerr)
+	}
+	x, err = Open(path)
+	if err != nil {
+		return nil, aside, err
+	}
+	return x, aside, nil
 }
 
 func openOrCreate(path string) (bleve.Index, error) {

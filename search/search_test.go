@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,5 +226,41 @@ func TestBadQueries(t *testing.T) {
 		if !errors.As(err, &bad) {
 			t.Errorf("Search(%+v) = %v, want a BadQueryError", q, err)
 		}
+	}
+}
+
+func TestDamagedIndexIsMovedAside(t *testing.T) {
+	s := startLog(t)
+	fill(t, s)
+	path := filepath.Join(t.TempDir(), "search")
+	x := open(t, path)
+	if err := x.CatchUp(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "index_meta.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := search.Open(path); err == nil {
+		t.Fatal("Open of a damaged index succeeded")
+	}
+	x, aside, err := search.OpenOrMoveAside(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := os.Stat(aside); aside == "" || err != nil {
+		t.Fatalf("moved aside to %q: %v", aside, err)
+	}
+	if cp, _ := x.Checkpoint(); cp != 0 {
+		t.Fatalf("new index checkpoint %d, want 0", cp)
+	}
+	if err := x.CatchUp(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got := hits(t, x, search.Query{Text: "walrus"}); len(got) != 1 {
+		t.Errorf("walrus after the new index caught up: %v", got)
 	}
 }

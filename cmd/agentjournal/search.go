@@ -24,7 +24,10 @@ func (e *Env) searchPath() string {
 // close, catching up from its checkpoint first. Queries answer from what
 // it holds meanwhile.
 func openSearch(ctx context.Context, env *Env, logger *slog.Logger, store search.Source, onClose func(func() error)) (*search.Index, error) {
-	x, err := search.Open(env.searchPath())
+	x, aside, err := search.OpenOrMoveAside(env.searchPath())
+	if aside != "" {
+		logger.Warn("the search index did not open; it was moved aside and is built again from the log", "path", env.searchPath(), "movedTo", aside)
+	}
 	if err != nil {
 		return nil, err
 	}
