@@ -11,9 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
@@ -77,23 +74,7 @@ func TestLineageRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, err := http.Get(st.HTTP.URL + "/v1/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := libopenapi.NewDocument(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	v := servedValidator(t, st.HTTP.URL)
 	get := func(path string) (int, string, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, st.HTTP.URL+path, nil)

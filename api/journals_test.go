@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	"github.com/pb33f/libopenapi-validator/content"
 
@@ -306,25 +304,9 @@ func TestUndecodableRecordsArePassedOver(t *testing.T) {
 func TestJournalRoutesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	resp, err := http.Get(r.http.URL + "/v1/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := libopenapi.NewDocument(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A journal file is JSONL: text, one JSON value a line, which the
 	// validator's JSON decoder would take for one malformed value.
-	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithBodyDecoder("application/x-ndjson", content.TextDecoder()))
-	if len(errs) > 0 {
-		t.Fatalf("validator: %v", errs)
-	}
+	v := servedValidator(t, r.http.URL, config.WithFormatAssertions(), config.WithBodyDecoder("application/x-ndjson", content.TextDecoder()))
 	check := func(method, path, contentType, body string, status int) {
 		t.Helper()
 		newReq := func() *http.Request {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -51,20 +48,7 @@ func TestNarrativeRoutes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	resp, err := http.Get(s.HTTP.URL + "/v1/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	doc, err := libopenapi.NewDocument(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	v := servedValidator(t, s.HTTP.URL)
 	get := func(path string) (int, string, string) {
 		t.Helper()
 		newReq := func() *http.Request {

@@ -16,14 +16,11 @@ import (
 	"github.com/agentjournal/agentjournal/api/apitest"
 )
 
-// TestOpenAPIValidatesAnswers sends requests of representative routes to
-// a running server and validates each accepted request, and each answer,
-// errors included, against the document the server itself serves.
-func TestOpenAPIValidatesAnswers(t *testing.T) {
-	t.Parallel()
-	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){withSearch(t)}})
-
-	resp, err := http.Get(s.HTTP.URL + "/v1/openapi.yaml") // no token: public
+// servedValidator fetches, without a token, the OpenAPI document the
+// server at base serves and returns a validator of it.
+func servedValidator(t *testing.T, base string, opts ...config.Option) validator.Validator {
+	t.Helper()
+	resp, err := http.Get(base + "/v1/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +33,21 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+	v, errs := validator.NewValidator(doc, opts...)
 	if len(errs) > 0 {
 		t.Fatalf("validator: %v", errs)
 	}
+	return v
+}
+
+// TestOpenAPIValidatesAnswers sends requests of representative routes to
+// a running server and validates each accepted request, and each answer,
+// errors included, against the document the server itself serves.
+func TestOpenAPIValidatesAnswers(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){withSearch(t)}})
+
+	v := servedValidator(t, s.HTTP.URL, config.WithFormatAssertions())
 	if ok, errs := v.ValidateDocument(); !ok {
 		t.Fatalf("openapi.yaml is not a valid OpenAPI document: %v", errs)
 	}

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
@@ -40,23 +36,7 @@ func TestLaunchTimeoutEndsTheRun(t *testing.T) {
 		Command: []string{s.Agent, "sleep:60s"}, Timeout: "300ms"}
 
 	// The document the server serves accepts the request.
-	resp, err := http.Get(s.HTTP.URL + "/v1/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := libopenapi.NewDocument(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatalf("validator: %v", errs)
-	}
+	v := servedValidator(t, s.HTTP.URL)
 	body, _ := json.Marshal(req)
 	hreq, _ := http.NewRequest("POST", s.HTTP.URL+"/v1/executions", bytes.NewReader(body))
 	hreq.Header.Set("Authorization", "Bearer "+apitest.Token)
