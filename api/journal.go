@@ -57,18 +57,24 @@ func cursor(v uint64) *uint64 {
 	return &v
 }
 
+// pageQuery reads a page's query, and nothing else: its cursor (a
+// sequence or an offset, 1 by default) and its limit.
+func pageQuery(r *http.Request, cursor string) (from, limit uint64, err error) {
+	if err := checkQuery(r, cursor, "limit"); err != nil {
+		return 0, 0, err
+	}
+	if from, err = uintParam(r, cursor, 1, 1, math.MaxUint64); err != nil {
+		return 0, 0, err
+	}
+	limit, err = uintParam(r, "limit", defaultPage, 1, maxPage)
+	return from, limit, err
+}
+
 // records: GET /v1/executions/{id}/records?fromSeq=&limit=, the journal's
 // records as stored, oldest first. next is the fromSeq of the following
 // page; null when the journal has no more records now.
 func (s *Server) records(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "fromSeq", "limit"); err != nil {
-		return err
-	}
-	from, err := uintParam(r, "fromSeq", 1, 1, math.MaxUint64)
-	if err != nil {
-		return err
-	}
-	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	from, limit, err := pageQuery(r, "fromSeq")
 	if err != nil {
 		return err
 	}
@@ -105,14 +111,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) error {
 // the fromOffset of the following page; null when the log has no more
 // records now.
 func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "fromOffset", "limit"); err != nil {
-		return err
-	}
-	from, err := uintParam(r, "fromOffset", 1, 1, math.MaxUint64)
-	if err != nil {
-		return err
-	}
-	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	from, limit, err := pageQuery(r, "fromOffset")
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"net/http"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -62,14 +61,7 @@ func (s *Server) readJournal(w http.ResponseWriter, r *http.Request) error {
 // record, and holds its sequence. next is the fromSeq of the following
 // page; null when the journal has no more records now.
 func (s *Server) journalEntries(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "fromSeq", "limit"); err != nil {
-		return err
-	}
-	from, err := uintParam(r, "fromSeq", 1, 1, math.MaxUint64)
-	if err != nil {
-		return err
-	}
-	limit, err := uintParam(r, "limit", defaultPage, 1, maxPage)
+	from, limit, err := pageQuery(r, "fromSeq")
 	if err != nil {
 		return err
 	}
