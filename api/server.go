@@ -280,6 +280,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)
 	s.handle("GET /v1/executions/{id}/lineage", fullToken, s.executionLineage)
 	s.handle("GET /v1/executions/{id}/narrative", fullToken, s.executionNarrative)
+	s.handle("GET /v1/executions/{id}/todos", fullToken, s.executionTodos)
+	s.handle("GET /v1/executions/{id}/approvals", fullToken, s.executionApprovals)
 	s.handle("GET /v1/sessions/{sessionId}/narrative", fullToken, s.sessionNarrative)
 	s.handle("GET /v1/graph", fullToken, s.graph)
 	s.handle("GET /v1/events/{eventId}/origin", fullToken, s.eventOrigin)

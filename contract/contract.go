@@ -67,7 +67,7 @@ func contextOf(recs []eventstore.Record) runContext {
 	var c runContext
 	for _, r := range recs {
 		if h, ok := r.(*eventstore.Header); ok {
-			c = runContext{run: h.AgentExecutionID, session: h.SessionID, agent: h.AgentID}
+			c = runContext{run: h.AgentExecutionID, session: h.Session(), agent: h.AgentID}
 			break
 		}
 	}

@@ -1,0 +1,127 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// TestContractRoutes: a run's plan updates and questions, read back as
+// AgentTodos and AgentApprovalCheckpoints, answers valid against
+// openapi.yaml.
+func TestContractRoutes(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "generic",
+		Prompt: "go", Command: []string{s.Agent,
+			"ask:r1:Proceed?",
+			`signal:{"type":"needs_input","payload":{"requestId":"q2","question":"which?","choices":["a","b"]}}`,
+			"ask:r3:Still there?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Reference.AgentExecutionID
+	for ex, _ := c.Execution(ctx, id); ex.CurrentInputRequestID != "r1"; ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatal("r1 never asked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := time.Now()
+	if _, err := c.SendMessage(ctx, id, client.Message{Type: "answer", Payload: json.RawMessage(`{"text":"yes","requestId":"r1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var approvals []contract.AgentApprovalCheckpoint
+	for len(approvals) < 3 {
+		if ctx.Err() != nil {
+			t.Fatalf("q2 never asked: %+v", approvals)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if approvals, err = c.Approvals(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1, q2, r3 := approvals[0], approvals[1], approvals[2]
+	if r1.ApprovalID != "r1" || r1.Status != contract.ApprovalAnswered || r1.Answer != "yes" || r1.ResolvedBy != "operator" ||
+		r1.ResolvedAt == nil || r1.ResolvedAt.Before(before.Add(-time.Second)) {
+		t.Fatalf("r1 = %+v", r1)
+	}
+	if r1.RunID != id || r1.SessionID != id || r1.AgentID != "generic" {
+		t.Fatalf("r1 carries no run context: %+v", r1)
+	}
+	if q2.ApprovalID != "q2" || q2.Status != contract.ApprovalPending || len(q2.Choices) != 2 {
+		t.Fatalf("q2 = %+v", q2)
+	}
+	if r3.ApprovalID != "r3" || r3.Status != contract.ApprovalPending || r3.ResolvedAt != nil {
+		t.Fatalf("r3 = %+v", r3)
+	}
+	// A todo list emitted during a run: Claude Code's TodoWrite, from a
+	// real capture, updated once.
+	capture, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "claude-code",
+		Command: []string{s.Agent, "replay:" + capture}, Prompt: "do it", Shape: eventstore.ShapeOneShot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	todoRun := res.Reference.AgentExecutionID
+	for ex, _ := c.Execution(ctx, todoRun); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, todoRun) {
+		if ctx.Err() != nil {
+			t.Fatal("todo run never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	todos, err := c.Todos(ctx, todoRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(todos) != 2 || todos[0].Text != "Write the file" || todos[0].Status != eventstore.PlanItemDone || len(todos[0].History) != 2 ||
+		todos[0].History[0].Status != eventstore.PlanItemInProgress || todos[1].History[0].Status != eventstore.PlanItemOpen ||
+		todos[1].History[1].Sequence <= todos[1].History[0].Sequence || todos[0].SessionID != todoRun {
+		t.Fatalf("todos = %+v", todos)
+	}
+
+	v := servedValidator(t, s.HTTP.URL)
+	for _, path := range []string{"/v1/executions/" + todoRun + "/todos", "/v1/executions/" + id + "/approvals", "/v1/executions/nope/todos"} {
+		newReq := func() *http.Request {
+			req, _ := http.NewRequest("GET", s.HTTP.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+apitest.Token)
+			return req
+		}
+		resp, err := http.DefaultClient.Do(newReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		check := v.ValidateHttpRequestResponse
+		if resp.StatusCode/100 != 2 {
+			check = v.ValidateHttpResponse
+		}
+		if ok, errs := check(newReq(), resp); !ok {
+			for _, e := range errs {
+				t.Errorf("GET %s → %d: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
+			}
+		}
+		if want := path != "/v1/executions/nope/todos"; (resp.StatusCode == http.StatusOK) != want {
+			t.Errorf("GET %s → %d %s", path, resp.StatusCode, data)
+		}
+	}
+}
