@@ -104,12 +104,14 @@ func TestUsageErrors(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"no command", nil, []string{"no command given", "Usage:"}},
-		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, fork, resume, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, search, journal, log, replay, narrative, graph, lineage, snapshots, rebuild, bench, help"}},
+		{"unknown command", []string{"bogus"}, []string{`unknown command "bogus"`, "serve, launch, fork, resume, send, observe, stop, tail, logs, token, mcp, acp, demo, run, ls, show, timeline, search, journal, log, replay, narrative, todos, approvals, graph, lineage, snapshots, rebuild, bench, help"}},
 		{"unknown global flag", []string{"--bogus", "log"}, []string{"unknown flag --bogus", "--data, --nats-secret-file, --nats-url, --sync"}},
 		{"bad sync", []string{"--sync", "fast", "journal", "ls"}, []string{`"fast"`, "want always or interval"}},
 		{"journal without subcommand", []string{"journal"}, []string{"missing subcommand", "ls, cat, export, import"}},
 		{"unknown journal subcommand", []string{"journal", "rm"}, []string{`unknown subcommand "rm"`, "ls, cat, export, import"}},
 		{"cat without id", []string{"journal", "cat"}, []string{"journal cat: missing ID", "agentExecutionId", "journal ls"}},
+		{"todos without id", []string{"todos"}, []string{"todos: missing ID"}},
+		{"approvals with two ids", []string{"approvals", "a", "b"}, []string{"approvals:"}},
 		{"cat with two ids", []string{"journal", "cat", "a", "b"}, []string{"too many arguments", "want one ID"}},
 		{"cat bad flag", []string{"journal", "cat", "x", "--bogus"}, []string{"unknown flag --bogus", "--from-seq, --json"}},
 		{"cat bad number", []string{"journal", "cat", "x", "--from-seq", "ten"}, []string{"--from-seq", "Flags:"}},

@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -57,6 +57,10 @@ func newCommand(name string, env *Env) Command {
 		return &ReplayCommand{env: env}
 	case "narrative":
 		return &NarrativeCommand{env: env}
+	case "todos":
+		return &TodosCommand{env: env}
+	case "approvals":
+		return &ApprovalsCommand{env: env}
 	case "graph":
 		return &GraphCommand{env: env}
 	case "lineage":
@@ -127,6 +131,8 @@ Commands:
   log                   print the global log: every journal, in log order
   replay ID             rebuild an execution's state from its journal, as of any sequence
   narrative ID          what an execution or session was asked, ran, waited on and why it ended
+  todos ID              an execution's todos (runtime contract AgentTodo) with their status history
+  approvals ID          an execution's questions and permission requests, who answered and when
   graph export [ID...]  write the agent DAG of the journals as JSON or Graphviz DOT
   lineage ID            an execution's forks and resumes, history, tool calls and snapshots
   snapshots ls|prune    list or delete the workspace snapshots of executions' git work trees
@@ -142,8 +148,8 @@ The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjour
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
 agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
 launch, send, observe, stop and tail talk to the daemon, and ls, show, timeline,
-journal, log, replay, narrative, demo and rebuild work through it, printing what
-they print without one.
+journal, log, replay, narrative, todos, approvals, demo and rebuild work through
+it, printing what they print without one.
 
 Example:
   agentjournal demo
