@@ -77,7 +77,7 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 	const text = "The command printed the working directory."
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
 		{Text: "I will run a command.", ToolCalls: []modelserver.ToolCall{{ID: "toolu_bash_1", Name: "mcp__acp__Bash",
-			Input: map[string]any{"command": "pwd", "description": "Print the working directory", "timeout": 20000}}},
+			Input: map[string]any{"command": "echo from-the-terminal && pwd", "description": "Print the working directory", "timeout": 20000}}},
 			Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30}},
 		{Text: text, Chunks: 2, Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12}},
 	}})
@@ -110,8 +110,21 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 	if len(conv) != 2 || srv.Exhausted() {
 		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
 	}
-	if res, ok := conv[1].ToolResult("toolu_bash_1"); !ok || res.IsError || !strings.Contains(res.Content, dir) {
-		t.Errorf("tool result %+v (found %v), want pwd's output, the working directory %s", res, ok, dir)
+	// The adapter sends the model's shell line as terminal/create's
+	// command with no args: the client runs it through sh, in the
+	// working directory, and journals it as executing.
+	if res, ok := conv[1].ToolResult("toolu_bash_1"); !ok || res.IsError || !strings.Contains(res.Content, "from-the-terminal") || !strings.Contains(res.Content, dir) {
+		t.Errorf("tool result %+v (found %v), want the shell line's output, ending in the working directory %s", res, ok, dir)
+	}
+	executed := false
+	for _, rec := range r.records(t, ref) {
+		if a, ok := rec.(*eventstore.ActivityUpdated); ok && a.Activity == eventstore.ActivityExecuting && a.ToolCall == nil &&
+			a.CurrentTarget != nil && strings.Contains(a.CurrentTarget.Label, "from-the-terminal") {
+			executed = true
+		}
+	}
+	if !executed {
+		t.Errorf("no executing activity for the terminal command; records:\n%s", dump(r, t, ref))
 	}
 	var last *eventstore.ToolCall
 	for _, rec := range r.records(t, ref) {
