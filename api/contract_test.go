@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -99,29 +97,9 @@ func TestContractRoutes(t *testing.T) {
 
 	v := servedValidator(t, s.HTTP.URL)
 	for _, path := range []string{"/v1/executions/" + todoRun + "/todos", "/v1/executions/" + id + "/approvals", "/v1/executions/nope/todos"} {
-		newReq := func() *http.Request {
-			req, _ := http.NewRequest("GET", s.HTTP.URL+path, nil)
-			req.Header.Set("Authorization", "Bearer "+apitest.Token)
-			return req
-		}
-		resp, err := http.DefaultClient.Do(newReq())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		check := v.ValidateHttpRequestResponse
-		if resp.StatusCode/100 != 2 {
-			check = v.ValidateHttpResponse
-		}
-		if ok, errs := check(newReq(), resp); !ok {
-			for _, e := range errs {
-				t.Errorf("GET %s → %d: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
-			}
-		}
-		if want := path != "/v1/executions/nope/todos"; (resp.StatusCode == http.StatusOK) != want {
-			t.Errorf("GET %s → %d %s", path, resp.StatusCode, data)
+		code, _, data := validatedGet(t, v, s.HTTP.URL, path)
+		if want := path != "/v1/executions/nope/todos"; (code == http.StatusOK) != want {
+			t.Errorf("GET %s → %d %s", path, code, data)
 		}
 	}
 }

@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,22 +75,7 @@ func TestLineageRoutes(t *testing.T) {
 	v := servedValidator(t, st.HTTP.URL)
 	get := func(path string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, st.HTTP.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+apitest.Token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		if ok, errs := v.ValidateHttpResponse(req, resp); !ok {
-			t.Errorf("GET %s: the answer does not match openapi.yaml: %v", path, errs)
-		}
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
+		return validatedGet(t, v, st.HTTP.URL, path)
 	}
 
 	code, _, body := get("/v1/executions/lin-f1/lineage")

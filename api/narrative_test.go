@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -51,28 +49,7 @@ func TestNarrativeRoutes(t *testing.T) {
 	v := servedValidator(t, s.HTTP.URL)
 	get := func(path string) (int, string, string) {
 		t.Helper()
-		newReq := func() *http.Request {
-			req, _ := http.NewRequest("GET", s.HTTP.URL+path, nil)
-			req.Header.Set("Authorization", "Bearer "+apitest.Token)
-			return req
-		}
-		resp, err := http.DefaultClient.Do(newReq())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		check := v.ValidateHttpRequestResponse
-		if resp.StatusCode/100 != 2 {
-			check = v.ValidateHttpResponse
-		}
-		if ok, errs := check(newReq(), resp); !ok {
-			for _, e := range errs {
-				t.Errorf("GET %s → %d: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
-			}
-		}
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
+		return validatedGet(t, v, s.HTTP.URL, path)
 	}
 	base := "/v1/executions/" + id + "/narrative"
 	for _, tc := range []struct{ query, ctype, has string }{

@@ -40,6 +40,41 @@ func servedValidator(t *testing.T, base string, opts ...config.Option) validator
 	return v
 }
 
+// validatedGet sends GET path with the API token to the server at base,
+// validates the request and the answer (an error answer alone) against v,
+// and returns the answer's status, content type and body.
+func validatedGet(t *testing.T, v validator.Validator, base, path string) (int, string, string) {
+	t.Helper()
+	newReq := func() *http.Request {
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+apitest.Token)
+		return req
+	}
+	resp, err := http.DefaultClient.Do(newReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	check := v.ValidateHttpRequestResponse
+	if resp.StatusCode/100 != 2 {
+		check = v.ValidateHttpResponse
+	}
+	if ok, errs := check(newReq(), resp); !ok {
+		for _, e := range errs {
+			t.Errorf("GET %s → %d: the answer does not match openapi.yaml: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
+}
+
 // TestOpenAPIValidatesAnswers sends requests of representative routes to
 // a running server and validates each accepted request, and each answer,
 // errors included, against the document the server itself serves.
