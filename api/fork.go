@@ -120,16 +120,16 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 // (a running execution a 409) with nothing written; a launch that failed
 // after its header is answered as a failed launch.
 func (s *Server) continueError(ctx context.Context, ref eventstore.Reference, err error, field string) error {
-	msg := err.Error()
+	var fe *execution.ForkError
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):
 		return notFound("%v", err)
-	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "still running"):
+	case errors.As(err, &fe) && fe.Conflict:
 		return conflict("%v", err)
-	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "workspace"):
+	case errors.As(err, &fe) && fe.Field == "workspace":
 		return invalidField("workspace", workspaceModes, "%v", err)
-	case errors.Is(err, execution.ErrBadFork) && strings.Contains(msg, "prompt"):
-		return invalidField("prompt", nil, "%v", err)
+	case errors.As(err, &fe) && fe.Field != "":
+		return invalidField(fe.Field, nil, "%v", err)
 	case errors.Is(err, execution.ErrBadFork), errors.Is(err, execution.ErrBadLaunch):
 		return invalidField(field, nil, "%v", err)
 	case ref.JournalID == "":

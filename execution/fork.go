@@ -17,6 +17,36 @@ import (
 // there); nothing was written.
 var ErrBadFork = errors.New("execution: invalid fork or resume")
 
+// ForkError is a refused fork or resume: it is ErrBadFork, and says which
+// request field was at fault (at, workspace, prompt or seed), or that the
+// execution's state refused it (Conflict), so that callers need not read
+// the message to answer.
+type ForkError struct {
+	Field    string
+	Conflict bool
+	msg      string
+	err      error // what the refusal wraps, if anything
+}
+
+func (e *ForkError) Error() string { return ErrBadFork.Error() + ": " + e.msg }
+
+func (e *ForkError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrBadFork, e.err}
+	}
+	return []error{ErrBadFork}
+}
+
+// badFork refuses a fork or resume for its field.
+func badFork(field, format string, args ...any) error {
+	return &ForkError{Field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// badForkErr refuses a fork or resume for its field with err's reason.
+func badForkErr(field string, err error) error {
+	return &ForkError{Field: field, msg: err.Error(), err: err}
+}
+
 // ForkRequest asks for a new execution that branches off another one after
 // one of its records.
 type ForkRequest struct {
@@ -120,14 +150,14 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
 	}
 	if req.At == 0 || req.At > pref.LastSequence {
-		return eventstore.Reference{}, fmt.Errorf("%w: at %d is not a sequence of %s (want 1 to %d)", ErrBadFork, req.At, req.Parent, pref.LastSequence)
+		return eventstore.Reference{}, badFork("at", "at %d is not a sequence of %s (want 1 to %d)", req.At, req.Parent, pref.LastSequence)
 	}
 	mode := req.Workspace
 	if mode == "" {
 		mode = workspace.ModeKeep
 	}
 	if _, err := workspace.ParseMode(string(mode)); err != nil {
-		return eventstore.Reference{}, fmt.Errorf("%w: %w", ErrBadFork, err)
+		return eventstore.Reference{}, badForkErr("workspace", err)
 	}
 	h, conv, err := rt.conversation(ctx, pref, req.At)
 	if err != nil {
@@ -152,16 +182,16 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 		// middle of a turn still running would lose what the turn does
 		// next, and a tool call cut from its result is no conversation.
 		if running && req.At > conv.turnEnd {
-			return eventstore.Reference{}, fmt.Errorf("%w: %s forks its session at the end of a turn, and %s is running a turn after sequence %d: fork at sequence %d or before, or when the turn has ended",
-				ErrBadFork, h.AgentID, req.Parent, conv.turnEnd, conv.turnEnd)
+			return eventstore.Reference{}, badFork("at", "%s forks its session at the end of a turn, and %s is running a turn after sequence %d: fork at sequence %d or before, or when the turn has ended",
+				h.AgentID, req.Parent, conv.turnEnd, conv.turnEnd)
 		}
 		link.History = eventstore.HistoryNative
 		launch.Continue = &Continuation{Session: conv.msgSession, Fork: true, At: conv.message}
 		launch.Prompt = req.Prompt
 	default:
 		if strings.TrimSpace(req.Prompt) == "" {
-			return eventstore.Reference{}, fmt.Errorf("%w: a fork of %s gets the conversation up to sequence %d retold in its first message, which needs a prompt to follow it (give one)",
-				ErrBadFork, h.AgentID, req.At)
+			return eventstore.Reference{}, badFork("prompt", "a fork of %s gets the conversation up to sequence %d retold in its first message, which needs a prompt to follow it (give one)",
+				h.AgentID, req.At)
 		}
 		link.History = eventstore.HistoryReconstructed
 		launch.Prompt = retell(conv.turns, req.Parent, req.At, req.Prompt)
@@ -176,7 +206,7 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
 	}
 	if _, err := rt.cfg.Store.Lookup(ctx, id); err == nil {
-		return eventstore.Reference{}, fmt.Errorf("%w: execution %s already exists (fork with another seed, or with none)", ErrBadFork, id)
+		return eventstore.Reference{}, badFork("seed", "execution %s already exists (fork with another seed, or with none)", id)
 	}
 	dir, snap, cleanup, err := rt.forkDir(ctx, mode, h.WorkingDirectory, pref.AgentExecutionID, req.At, id)
 	if err != nil {
@@ -200,12 +230,12 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 	if mode == workspace.ModeKeep {
 		dir, err := workspace.Restore(ctx, mode, parentDir, "", "")
 		if err != nil {
-			return "", snapshot, none, fmt.Errorf("%w: %w", ErrBadFork, err)
+			return "", snapshot, none, badForkErr("workspace", err)
 		}
 		return dir, snapshot, none, nil
 	}
 	if rt.cfg.WorkspaceDir == "" {
-		return "", snapshot, none, fmt.Errorf("%w: this runtime has no directory for forks' workspaces, so a fork can only keep its parent's directory (workspace keep)", ErrBadFork)
+		return "", snapshot, none, badFork("workspace", "this runtime has no directory for forks' workspaces, so a fork can only keep its parent's directory (workspace keep)")
 	}
 	dst, err := workspace.WorktreeDir(rt.cfg.WorkspaceDir, fork)
 	if err != nil {
@@ -214,7 +244,7 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 	if mode == workspace.ModeSnapshot {
 		snaps, err := workspace.List(ctx, parentDir, parent)
 		if errors.Is(err, workspace.ErrNotGit) {
-			return "", snapshot, none, fmt.Errorf("%w: %s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", ErrBadFork, parentDir)
+			return "", snapshot, none, badFork("workspace", "%s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", parentDir)
 		}
 		if err != nil {
 			return "", snapshot, none, fmt.Errorf("fork: %w", err)
@@ -225,12 +255,12 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 			}
 		}
 		if snapshot.Name == "" {
-			return "", snapshot, none, fmt.Errorf("%w: %s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", ErrBadFork, parent, at)
+			return "", snapshot, none, badFork("workspace", "%s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", parent, at)
 		}
 	}
 	dir, err := workspace.Restore(ctx, mode, parentDir, snapshot.Name, dst)
 	if errors.Is(err, workspace.ErrSnapshotMissing) || errors.Is(err, workspace.ErrNotGit) {
-		return "", snapshot, none, fmt.Errorf("%w: %w", ErrBadFork, err)
+		return "", snapshot, none, badForkErr("workspace", err)
 	}
 	if err != nil {
 		return "", snapshot, none, fmt.Errorf("fork: %w", err)
@@ -262,7 +292,7 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 	}
 	if rt.Done(ref.AgentExecutionID) != nil || !st.Lifecycle.Final() {
 		// Two processes on one session would interleave it.
-		return eventstore.Reference{}, fmt.Errorf("%w: %s is still running (lifecycle %s): stop it before resuming its session, or fork it", ErrBadFork, req.Execution, st.Lifecycle)
+		return eventstore.Reference{}, &ForkError{Conflict: true, msg: fmt.Sprintf("%s is still running (lifecycle %s): stop it before resuming its session, or fork it", req.Execution, st.Lifecycle)}
 	}
 	h, conv, err := rt.conversation(ctx, ref, ref.LastSequence)
 	if err != nil {
@@ -281,8 +311,8 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 		}
 	} else {
 		if strings.TrimSpace(req.Prompt) == "" {
-			return eventstore.Reference{}, fmt.Errorf("%w: a resumed %s gets its session's conversation retold in its first message, which needs a prompt to follow it (give one)",
-				ErrBadFork, h.AgentID)
+			return eventstore.Reference{}, badFork("prompt", "a resumed %s gets its session's conversation retold in its first message, which needs a prompt to follow it (give one)",
+				h.AgentID)
 		}
 		link.History = eventstore.HistoryReconstructed
 		launch.Prompt = retell(conv.turns, req.Execution, ref.LastSequence, req.Prompt)
@@ -319,7 +349,7 @@ func (rt *Runtime) conversation(ctx context.Context, ref eventstore.Reference, u
 		return nil, nil, err
 	}
 	if c.at == nil || c.at.RecordBase().Sequence != upTo {
-		return nil, nil, fmt.Errorf("%w: %s has no record at sequence %d", ErrBadFork, ref.AgentExecutionID, upTo)
+		return nil, nil, badFork("at", "%s has no record at sequence %d", ref.AgentExecutionID, upTo)
 	}
 	return h, c, nil
 }

@@ -235,21 +235,24 @@ func TestForkBadInput(t *testing.T) {
 		resume *execution.ResumeRequest
 		is     error
 		says   string
+		// field is the ForkError's field ("!" for a conflict); "" for
+		// none.
+		field string
 	}{
 		{name: "past the end", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: parent.LastSequence + 1, Prompt: "p"},
-			is: execution.ErrBadFork, says: "want 1 to"},
-		{name: "sequence zero", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, Prompt: "p"}, is: execution.ErrBadFork, says: "want 1 to"},
+			is: execution.ErrBadFork, says: "want 1 to", field: "at"},
+		{name: "sequence zero", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, Prompt: "p"}, is: execution.ErrBadFork, says: "want 1 to", field: "at"},
 		{name: "no such journal", fork: &execution.ForkRequest{Parent: "ae-00000000000000000000000000", At: 1, Prompt: "p"}, is: eventstore.ErrJournalNotFound},
 		{name: "unknown workspace mode", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: "copy", Prompt: "p"},
-			is: execution.ErrBadFork, says: "keep, snapshot, discard"},
+			is: execution.ErrBadFork, says: "keep, snapshot, discard", field: "workspace"},
 		{name: "snapshot of a plain directory", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: workspace.ModeSnapshot, Prompt: "p"},
-			is: execution.ErrBadFork, says: "keep or discard"},
+			is: execution.ErrBadFork, says: "keep or discard", field: "workspace"},
 		{name: "pruned snapshot", fork: &execution.ForkRequest{Parent: inRepo.AgentExecutionID, At: atRepo, Workspace: workspace.ModeSnapshot, Prompt: "p"},
-			is: execution.ErrBadFork, says: "pruned"},
+			is: execution.ErrBadFork, says: "pruned", field: "workspace"},
 		{name: "reconstructed without a prompt", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at},
-			is: execution.ErrBadFork, says: "needs a prompt"},
+			is: execution.ErrBadFork, says: "needs a prompt", field: "prompt"},
 		{name: "resume of a running execution", resume: &execution.ResumeRequest{Execution: running.AgentExecutionID, Prompt: "p"},
-			is: execution.ErrBadFork, says: "still running"},
+			is: execution.ErrBadFork, says: "still running", field: "!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
@@ -260,6 +263,17 @@ func TestForkBadInput(t *testing.T) {
 			}
 			if !errors.Is(err, tc.is) || !strings.Contains(fmtErr(err), tc.says) {
 				t.Fatalf("got %v, want %v saying %q", err, tc.is, tc.says)
+			}
+			var fe *execution.ForkError
+			got := ""
+			if errors.As(err, &fe) {
+				got = fe.Field
+				if fe.Conflict {
+					got = "!"
+				}
+			}
+			if got != tc.field {
+				t.Errorf("refusal names field %q, want %q (\"!\": the execution's state)", got, tc.field)
 			}
 		})
 	}
