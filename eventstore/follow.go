@@ -5,6 +5,21 @@ import (
 	"iter"
 )
 
+// LogSource is a log a reader can follow from an offset: what the read
+// models, the search index and `log --follow` read. The JetStream store is
+// one.
+type LogSource interface {
+	// Follow yields the log from fromOffset in batches of at most maxBatch
+	// entries, in offset order, and keeps yielding as records are appended
+	// until ctx ends.
+	Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]Entry, error]
+	// LastOffset returns the offset of the newest record, 0 if the log is
+	// empty.
+	LastOffset(ctx context.Context) (uint64, error)
+}
+
+var _ LogSource = (*JetStreamStore)(nil)
+
 // FollowPull is how many messages Follow asks the server for at a time
 // (at least maxBatch). Reading a long log, larger pulls cost less per
 // message: a million records read 5-20% faster pulling 5000 than 1000, and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"sync"
 	"time"
 
@@ -12,16 +11,7 @@ import (
 )
 
 // Source is the log a projection reads.
-type Source interface {
-	// Follow yields the log from fromOffset in batches of at most maxBatch
-	// entries, in offset order, and keeps yielding as records are appended
-	// until ctx ends.
-	Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]eventstore.Entry, error]
-	// LastOffset returns the offset of the newest record, 0 if the log is empty.
-	LastOffset(ctx context.Context) (uint64, error)
-}
-
-var _ Source = (*eventstore.JetStreamStore)(nil)
+type Source = eventstore.LogSource
 
 // errSourceEnded reports a Follow that stopped on its own.
 var errSourceEnded = errors.New("the log source stopped yielding")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -19,17 +18,8 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
-// Source is the log the index reads; the JetStream store implements it.
-type Source interface {
-	// Follow yields the log from fromOffset in batches of at most maxBatch
-	// entries, in offset order, and keeps yielding as records are appended
-	// until ctx ends.
-	Follow(ctx context.Context, fromOffset uint64, maxBatch int) iter.Seq2[[]eventstore.Entry, error]
-	// LastOffset returns the offset of the newest record, 0 if the log is empty.
-	LastOffset(ctx context.Context) (uint64, error)
-}
-
-var _ Source = (*eventstore.JetStreamStore)(nil)
+// Source is the log the index reads.
+type Source = eventstore.LogSource
 
 // ErrRebuilding reports a Rebuild started while another runs.
 var ErrRebuilding = errors.New("a rebuild of the search index is already running")
