@@ -24,11 +24,28 @@ var ErrBadFork = errors.New("execution: invalid fork or resume")
 type ForkError struct {
 	Field    string
 	Conflict bool
-	msg      string
-	err      error // what the refusal wraps, if anything
+	// Execution is set when the refused attempt was journaled anyway: a
+	// fork whose workspace could not be restored is an execution that
+	// failed at once, its restore.attempted saying why (spec 002).
+	Execution string
+	msg       string
+	err       error // what the refusal wraps, if anything
+	// outcome is the restore outcome of a workspace refusal.
+	outcome eventstore.RestoreOutcome
 }
 
-func (e *ForkError) Error() string { return ErrBadFork.Error() + ": " + e.msg }
+func (e *ForkError) Error() string {
+	if e.Execution != "" {
+		return fmt.Sprintf("%s: %s (the attempt is journaled as execution %s, failed)", ErrBadFork, e.msg, e.Execution)
+	}
+	return ErrBadFork.Error() + ": " + e.msg
+}
+
+// unrestorable refuses a fork whose workspace cannot be restored the way
+// asked, with the restore outcome the attempt is journaled with.
+func unrestorable(outcome eventstore.RestoreOutcome, err error) error {
+	return &ForkError{Field: "workspace", msg: err.Error(), err: err, outcome: outcome}
+}
 
 func (e *ForkError) Unwrap() []error {
 	if e.err != nil {
@@ -209,6 +226,20 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 		return eventstore.Reference{}, badFork("seed", "execution %s already exists (fork with another seed, or with none)", id)
 	}
 	dir, snap, cleanup, err := rt.forkDir(ctx, mode, h.WorkingDirectory, pref.AgentExecutionID, req.At, id)
+	if fe := (*ForkError)(nil); errors.As(err, &fe) && fe.outcome != "" {
+		// The attempt goes into the DAG: a fork that failed at once, its
+		// restore.attempted saying why, and no process started.
+		launch.Dir = h.WorkingDirectory
+		launch.Restored = &eventstore.RestoreAttempted{Resource: h.WorkingDirectory, Mode: eventstore.RestoreMode(mode),
+			Outcome: fe.outcome, Detail: fe.msg}
+		launch.refused = "the fork's workspace was not restored (" + string(fe.outcome) + "): " + fe.msg
+		if ref, lerr := rt.Launch(ctx, launch); ref.JournalID != "" {
+			fe.Execution = ref.AgentExecutionID
+		} else if lerr != nil {
+			rt.cfg.Logger.Error("journal a refused fork", "parent", req.Parent, "err", lerr)
+		}
+		return eventstore.Reference{}, fe
+	}
 	if err != nil {
 		return eventstore.Reference{}, err
 	}
@@ -244,7 +275,7 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 	if mode == workspace.ModeSnapshot {
 		snaps, err := workspace.List(ctx, parentDir, parent)
 		if errors.Is(err, workspace.ErrNotGit) {
-			return "", snapshot, none, badFork("workspace", "%s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", parentDir)
+			return "", snapshot, none, unrestorable(eventstore.RestoreUnsupported, fmt.Errorf("%s is not in a git work tree, so it has no snapshots (restore unsupported): fork with workspace keep or discard", parentDir))
 		}
 		if err != nil {
 			return "", snapshot, none, fmt.Errorf("fork: %w", err)
@@ -255,12 +286,15 @@ func (rt *Runtime) forkDir(ctx context.Context, mode workspace.Mode, parentDir, 
 			}
 		}
 		if snapshot.Name == "" {
-			return "", snapshot, none, badFork("workspace", "%s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", parent, at)
+			return "", snapshot, none, unrestorable(eventstore.RestoreMissing, fmt.Errorf("%s has no workspace snapshot at or before sequence %d (none was taken, or it was pruned): fork with workspace keep or discard", parent, at))
 		}
 	}
 	dir, err := workspace.Restore(ctx, mode, parentDir, snapshot.Name, dst)
-	if errors.Is(err, workspace.ErrSnapshotMissing) || errors.Is(err, workspace.ErrNotGit) {
-		return "", snapshot, none, badForkErr("workspace", err)
+	switch {
+	case errors.Is(err, workspace.ErrSnapshotMissing):
+		return "", snapshot, none, unrestorable(eventstore.RestoreMissing, err)
+	case errors.Is(err, workspace.ErrNotGit):
+		return "", snapshot, none, unrestorable(eventstore.RestoreUnsupported, err)
 	}
 	if err != nil {
 		return "", snapshot, none, fmt.Errorf("fork: %w", err)

@@ -238,6 +238,9 @@ func TestForkBadInput(t *testing.T) {
 		// field is the ForkError's field ("!" for a conflict); "" for
 		// none.
 		field string
+		// journaled is the restore outcome of a refusal journaled as a
+		// failed fork; "" when nothing is journaled.
+		journaled eventstore.RestoreOutcome
 	}{
 		{name: "past the end", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: parent.LastSequence + 1, Prompt: "p"},
 			is: execution.ErrBadFork, says: "want 1 to", field: "at"},
@@ -246,9 +249,9 @@ func TestForkBadInput(t *testing.T) {
 		{name: "unknown workspace mode", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: "copy", Prompt: "p"},
 			is: execution.ErrBadFork, says: "keep, snapshot, discard", field: "workspace"},
 		{name: "snapshot of a plain directory", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at, Workspace: workspace.ModeSnapshot, Prompt: "p"},
-			is: execution.ErrBadFork, says: "keep or discard", field: "workspace"},
+			is: execution.ErrBadFork, says: "keep or discard", field: "workspace", journaled: eventstore.RestoreUnsupported},
 		{name: "pruned snapshot", fork: &execution.ForkRequest{Parent: inRepo.AgentExecutionID, At: atRepo, Workspace: workspace.ModeSnapshot, Prompt: "p"},
-			is: execution.ErrBadFork, says: "pruned", field: "workspace"},
+			is: execution.ErrBadFork, says: "pruned", field: "workspace", journaled: eventstore.RestoreMissing},
 		{name: "reconstructed without a prompt", fork: &execution.ForkRequest{Parent: parent.AgentExecutionID, At: at},
 			is: execution.ErrBadFork, says: "needs a prompt", field: "prompt"},
 		{name: "resume of a running execution", resume: &execution.ResumeRequest{Execution: running.AgentExecutionID, Prompt: "p"},
@@ -275,10 +278,44 @@ func TestForkBadInput(t *testing.T) {
 			if got != tc.field {
 				t.Errorf("refusal names field %q, want %q (\"!\": the execution's state)", got, tc.field)
 			}
+			if tc.journaled == "" {
+				if fe != nil && fe.Execution != "" {
+					t.Errorf("refusal journaled as %s, want nothing journaled", fe.Execution)
+				}
+				return
+			}
+			if fe == nil || fe.Execution == "" || !strings.Contains(err.Error(), fe.Execution) {
+				t.Fatalf("refusal %v names no journaled execution", err)
+			}
+			before = append(before, fe.Execution)
+			ref, err := r.store.Lookup(ctx, fe.Execution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := r.records(t, ref)
+			h, ok := recs[0].(*eventstore.Header)
+			if !ok || h.ForkedFrom == nil || h.ForkedFrom.AgentExecutionID != tc.fork.Parent || h.ForkedFrom.Sequence != tc.fork.At {
+				t.Fatalf("journaled refusal starts with %+v, want a fork header linking %s at %d", recs[0], tc.fork.Parent, tc.fork.At)
+			}
+			var kinds []eventstore.Kind
+			for _, rec := range recs[1:] {
+				kinds = append(kinds, rec.Kind())
+			}
+			if want := []eventstore.Kind{eventstore.KindRestore, eventstore.KindStateChanged}; !slices.Equal(kinds, want) {
+				t.Fatalf("journaled refusal holds %v after its header, want %v (no process, no prompt)", kinds, want)
+			}
+			ra := recs[1].(*eventstore.RestoreAttempted)
+			if ra.Outcome != tc.journaled || ra.Mode != eventstore.RestoreSnapshot || !strings.Contains(ra.Detail, tc.says) {
+				t.Errorf("restore.attempted %+v, want outcome %s, mode snapshot, detail saying %q", ra, tc.journaled, tc.says)
+			}
+			if sc := recs[2].(*eventstore.StateChanged); sc.Lifecycle != eventstore.LifecycleFailed || !strings.Contains(sc.Reason, string(tc.journaled)) {
+				t.Errorf("journaled refusal ends %+v, want failed naming %s", sc, tc.journaled)
+			}
 		})
 	}
+	slices.Sort(before)
 	if after := journals(); !slices.Equal(after, before) {
-		t.Errorf("journals after refused forks %v, want unchanged %v", after, before)
+		t.Errorf("journals after refused forks %v, want %v: unchanged but for the forks refused for their workspace", after, before)
 	}
 	if entries, _ := os.ReadDir(workspace.WorktreeRoot(dataDir)); len(entries) != 0 {
 		t.Errorf("refused forks left %d directories in %s", len(entries), workspace.WorktreeRoot(dataDir))

@@ -167,6 +167,10 @@ type LaunchRequest struct {
 	// its end recorded as an interruption (timeout). None when 0; at most
 	// MaxTimeout.
 	Timeout time.Duration
+	// refused journals the execution (header, then Restored) and ends it
+	// failed with this reason, starting no process: a fork refused for its
+	// workspace is still a branch of the DAG.
+	refused string
 }
 
 // Runtime launches agent processes and keeps their journals: header first,
@@ -479,6 +483,10 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 			rt.failLaunch(ref, "the workspace restore was not recorded: "+err.Error())
 			return ref, fmt.Errorf("launch %s: %w", ref.AgentExecutionID, err)
 		}
+	}
+	if req.refused != "" {
+		rt.failLaunch(ref, req.refused)
+		return ref, nil
 	}
 
 	nonce, err := marker.NewNonce()
