@@ -114,7 +114,7 @@ func TestApprovalsAnsweredPendingDeniedAndClosed(t *testing.T) {
 		t.Fatalf("q2 = %+v", q2)
 	}
 
-	ended := append(recs, &eventstore.StateChanged{Base: eventstore.Base{Sequence: 99}, Lifecycle: eventstore.LifecycleCompleted})
+	ended := append(recs, &eventstore.StateChanged{Base: eventstore.Base{AgentExecutionID: "exec-1", Sequence: 99}, Lifecycle: eventstore.LifecycleCompleted})
 	if a := Approvals(ended)[2]; a.Status != ApprovalClosed || a.ResolvedSequence != 99 {
 		t.Fatalf("q2 after run end = %+v", a)
 	}

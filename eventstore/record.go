@@ -316,6 +316,8 @@ func NaturalKey(r Record) string {
 		return snapshotKey(r)
 	case *RestoreAttempted:
 		return restoreKey(r)
+	case *CheckpointCreated:
+		return checkpointKey(r)
 	}
 	return ""
 }

@@ -64,6 +64,8 @@ func init() {
 		Description: "a snapshot of the execution's git work tree (resource) as a commit under a private ref, taken after the record atSequence: at the start and at each turn boundary"}, &SnapshotCreated{})
 	registerKind(KindSpec{Kind: KindRestore, NaturalKey: "resource",
 		Description: "a fork's attempt to get its parent's working directory by keep, snapshot or discard, and the outcome"}, &RestoreAttempted{})
+	registerKind(KindSpec{Kind: KindCheckpoint, NaturalKey: "checkpointId",
+		Description: "a checkpoint of the run (spec 004 AgentCheckpoint): its status, todos, artifacts, approvals and resume token as they were, at each turn end and on request"}, &CheckpointCreated{})
 }
 
 // Kinds lists the record kinds in registry order.

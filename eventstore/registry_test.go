@@ -78,6 +78,10 @@ func validRecords() map[Kind]Record {
 		KindRestore: &RestoreAttempted{Base: base(KindRestore, 12), Resource: "/work/repo", Mode: RestoreSnapshot,
 			SnapshotRef: "refs/agentjournal/ae-0/10", SnapshotCommit: strings.Repeat("c", 40), Outcome: RestoreRestored,
 			RestoredTo: "/data/worktrees/ae-1"},
+		KindCheckpoint: &CheckpointCreated{Base: base(KindCheckpoint, 13), CheckpointID: "turn-2", Trigger: CheckpointTurnEnd,
+			Source: SourceDaemon, AtSequence: 12, StatusAtCapture: RunPaused, CurrentTaskID: "task-1",
+			TodoIDs: []string{"t1"}, ArtifactRefs: []string{"git:refs/agentjournal/ae-0/10"}, MemoryRefs: []string{}, ApprovalRefs: []string{"req-1"},
+			ResumeToken: "claude:session-1", StateSummary: CheckpointSummary{Title: "fix the bug", Summary: "turn 2 ended"}},
 	}
 }
 
@@ -101,8 +105,8 @@ func TestEveryKindHasAValidCase(t *testing.T) {
 			t.Errorf("%s round trip (-want +got):\n%s", k, diff)
 		}
 	}
-	if len(Kinds()) != 12 {
-		t.Fatalf("%d record kinds, want 12", len(Kinds()))
+	if len(Kinds()) != 13 {
+		t.Fatalf("%d record kinds, want 13", len(Kinds()))
 	}
 }
 
@@ -176,6 +180,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"restored without directory", KindRestore, del("restoredTo"), "restoredTo", "required when the outcome is restored"},
 		{"unsupported without detail", KindRestore, set("outcome", "unsupported"), "detail", "required when the outcome is unsupported"},
 		{"keep naming a snapshot", KindRestore, set("mode", "keep"), "snapshotRef", "only mode snapshot"},
+		{"checkpoint trigger", KindCheckpoint, set("trigger", "cron"), "trigger", "turn-end, request"},
+		{"checkpoint status", KindCheckpoint, set("statusAtCapture", "idle"), "statusAtCapture", "queued, running, paused, waiting-approval, completed, failed, cancelled"},
+		{"checkpoint without title", KindCheckpoint, del("stateSummary"), "stateSummary.title", "required"},
+		{"checkpoint at zero", KindCheckpoint, set("atSequence", 0), "atSequence", "1 or more"},
 
 		{"header bad kind", KindHeader, set("kind", "transcript"), "kind", "agent-execution-interaction-journal"},
 		{"header no agent", KindHeader, del("agentId"), "agentId", "required"},

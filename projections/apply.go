@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 )
@@ -30,6 +31,8 @@ type Summary struct {
 	// LatestActivity is the newest activity an activity.updated record
 	// reported (State.Latest.Activity), "" if none did.
 	LatestActivity eventstore.Activity `json:"latestActivity,omitempty"`
+	// SessionID is the execution's session (State.SessionID).
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // summaryRow is a summary as stored: with the journal id, so that
@@ -52,7 +55,7 @@ func SummaryOf(s *execution.State) Summary {
 		CurrentInputRequestID: s.CurrentInputRequestID,
 		CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
-		LatestActivity: s.Latest.Activity,
+		LatestActivity: s.Latest.Activity, SessionID: s.SessionID,
 	}
 }
 
@@ -203,6 +206,7 @@ type applier struct {
 	execs     *bolt.Bucket
 	timeline  *bolt.Bucket
 	processed *bolt.Bucket
+	contract  *bolt.Bucket
 	touched   map[string]*pending
 	order     []string // execution ids in first-touched order
 
@@ -225,6 +229,7 @@ func newApplier(db *DB, tx *bolt.Tx) *applier {
 		execs:     tx.Bucket(bucketExecutions),
 		timeline:  tx.Bucket(bucketTimeline),
 		processed: tx.Bucket(bucketProcessed),
+		contract:  tx.Bucket(bucketContract),
 		touched:   map[string]*pending{},
 	}
 }
@@ -239,6 +244,8 @@ type pending struct {
 	// created.
 	ids      *bolt.Bucket
 	idsKnown bool
+	// run is the execution's contract fold, once loaded or created.
+	run *contract.Run
 }
 
 // load returns the execution's state from the cache, or decodes it from the
@@ -307,6 +314,11 @@ func (a *applier) record(e eventstore.Entry) error {
 	if err := a.storeProcessed(p, s); err != nil {
 		return err
 	}
+	run, err := a.contractRun(p, b.AgentExecutionID)
+	if err != nil {
+		return err
+	}
+	run.Apply(e.Record)
 	if created {
 		p.state = s
 		a.db.states.put(b.AgentExecutionID, s)
@@ -396,8 +408,31 @@ func (a *applier) flush() error {
 		if err := a.reindex(p.old, &row); err != nil {
 			return err
 		}
+		if p.run != nil {
+			if v, err = json.Marshal(p.run); err != nil {
+				return fmt.Errorf("encode contract run %s: %w", id, err)
+			}
+			if err := a.contract.Put([]byte(id), v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// contractRun returns the execution's contract fold, decoded from the file
+// the first time the batch needs it.
+func (a *applier) contractRun(p *pending, id string) (*contract.Run, error) {
+	if p.run != nil {
+		return p.run, nil
+	}
+	p.run = &contract.Run{}
+	if v := a.contract.Get([]byte(id)); v != nil {
+		if err := json.Unmarshal(v, p.run); err != nil {
+			return nil, corrupt(a.db.cfg.Path, fmt.Sprintf("contract run %q does not decode", id), err)
+		}
+	}
+	return p.run, nil
 }
 
 // encodeState is the stored form of a state: without its timeline, which
@@ -442,6 +477,7 @@ var indexes = []index{
 	{bucketByOwner, func(r *summaryRow) []byte { return indexKey(ownerPrefix(r.OwnerEntity, r.OwnerID), r.ID) }},
 	{bucketByLifecycle, func(r *summaryRow) []byte { return indexKey(valuePrefix(string(r.Lifecycle)), r.ID) }},
 	{bucketByAttention, func(r *summaryRow) []byte { return indexKey(valuePrefix(string(r.Attention)), r.ID) }},
+	{bucketBySession, func(r *summaryRow) []byte { return indexKey(valuePrefix(r.SessionID), r.ID) }},
 }
 
 func indexKey(prefix []byte, id string) []byte {

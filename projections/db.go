@@ -36,8 +36,9 @@ const (
 	// rebuilt, never read. Bump it whenever the layout in doc.go changes.
 	// Version 2 moved the processed ids and decisions out of the state
 	// into their own bucket; version 3 stores timeline items and decisions
-	// in the binary form of codec.go instead of JSON.
-	formatVersion = 3
+	// in the binary form of codec.go instead of JSON; version 4 adds the
+	// runtime contract's runs and the by-session index.
+	formatVersion = 4
 
 	// fullCheckMax is the largest file whose every key Open walks. Larger
 	// files get the structural check only (buckets, meta, first and last
@@ -56,6 +57,8 @@ var (
 	bucketByOwner     = []byte("by-owner")
 	bucketByLifecycle = []byte("by-lifecycle")
 	bucketByAttention = []byte("by-attention")
+	bucketContract    = []byte("contract")
+	bucketBySession   = []byte("by-session")
 
 	keyFormat     = []byte("format")
 	keyCheckpoint = []byte("checkpoint")
@@ -65,7 +68,8 @@ var (
 )
 
 // dataBuckets are the top-level buckets besides meta.
-var dataBuckets = [][]byte{bucketExecutions, bucketSummaries, bucketTimeline, bucketProcessed, bucketByOwner, bucketByLifecycle, bucketByAttention}
+var dataBuckets = [][]byte{bucketExecutions, bucketSummaries, bucketTimeline, bucketProcessed, bucketByOwner, bucketByLifecycle, bucketByAttention,
+	bucketContract, bucketBySession}
 
 // Log attribute keys.
 const (
@@ -509,7 +513,10 @@ func checkData(tx *bolt.Tx, path string) error {
 	if got := sums.Stats().KeyN; got != n {
 		return corrupt(path, fmt.Sprintf("%d summaries for %d executions", got, n), nil)
 	}
-	for _, name := range [][]byte{bucketByOwner, bucketByLifecycle, bucketByAttention} {
+	if got := tx.Bucket(bucketContract).Stats().KeyN; got != n {
+		return corrupt(path, fmt.Sprintf("%d contract runs for %d executions", got, n), nil)
+	}
+	for _, name := range [][]byte{bucketByOwner, bucketByLifecycle, bucketByAttention, bucketBySession} {
 		count := 0
 		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 			count++

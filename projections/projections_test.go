@@ -245,7 +245,7 @@ func TestListFilters(t *testing.T) {
 	}
 	wantB := projections.Summary{ID: "b", AgentID: "agent", OwnerEntity: eventstore.OwnerTask, OwnerID: "t1",
 		Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle,
-		CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Minute), RecordCount: 2, LastSequence: 2}
+		CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Minute), RecordCount: 2, LastSequence: 2, SessionID: "b"}
 	if diff := cmp.Diff(wantB, all[0]); diff != "" {
 		t.Errorf("summary of b (-want +got):\n%s", diff)
 	}

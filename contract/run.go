@@ -1,0 +1,316 @@
+package contract
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// Run is the contract's fold of one execution's journal: what its read
+// models need, kept up to date record by record, so the projection stores
+// it beside the execution's state and a reader folds a journal the same
+// way. It is plain data (JSON) but for its indexes, which Apply rebuilds
+// when it needs them.
+type Run struct {
+	RunID       string                 `json:"runId"`
+	SessionID   string                 `json:"sessionId"`
+	AgentID     string                 `json:"agentId"`
+	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID     string                 `json:"ownerId"`
+	// Resumes and ForkedFrom are the header's links: the run resumed, the
+	// run forked.
+	Resumes    string `json:"resumes,omitempty"`
+	ForkedFrom string `json:"forkedFrom,omitempty"`
+	// Dispatch is the header's dispatch context, as recorded.
+	Dispatch json.RawMessage `json:"dispatch,omitempty"`
+
+	Lifecycle eventstore.Lifecycle `json:"lifecycle"`
+	Attention eventstore.Attention `json:"attention"`
+	// OpenRequest is the input request the run waits on, if any.
+	OpenRequest string `json:"openRequest,omitempty"`
+	// Interruption is the cause of an interruption record, if any.
+	Interruption string `json:"interruption,omitempty"`
+
+	// Intent is the run's first prompt: the launch intent.
+	Intent string `json:"intent,omitempty"`
+	// ResumeToken is the agent CLI's own session id, the last one its
+	// output named: what a native resume continues.
+	ResumeToken string `json:"resumeToken,omitempty"`
+	// Turns counts the turns ended; Conversation the prompts, answers and
+	// agent messages (what a retold resume has to tell).
+	Turns        int `json:"turns,omitempty"`
+	Conversation int `json:"conversation,omitempty"`
+
+	CreatedAt    time.Time  `json:"createdAt"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+	EndedAt      *time.Time `json:"endedAt,omitempty"`
+	LastActionAt *time.Time `json:"lastActionAt,omitempty"`
+	LastSequence uint64     `json:"lastSequence"`
+
+	Todos       []AgentTodo               `json:"todos,omitempty"`
+	Approvals   []AgentApprovalCheckpoint `json:"approvals,omitempty"`
+	Artifacts   []string                  `json:"artifacts,omitempty"`
+	Checkpoints []AgentCheckpoint         `json:"checkpoints,omitempty"`
+
+	todoIndex, approvalIndex map[string]int
+	artifactSet              map[string]bool
+}
+
+// Fold folds recs, one execution's journal in order, into a Run.
+func Fold(recs []eventstore.Record) *Run {
+	r := &Run{}
+	for _, rec := range recs {
+		r.Apply(rec)
+	}
+	return r
+}
+
+// Artifact reference prefixes: a workspace snapshot, a file the agent's
+// tools touched.
+const (
+	ArtifactSnapshot = "snapshot:"
+	ArtifactFile     = "file:"
+)
+
+// Apply folds one record of the run's journal. Records of another
+// journal, and records before a header, are ignored.
+func (r *Run) Apply(rec eventstore.Record) {
+	b := rec.RecordBase()
+	if h, ok := rec.(*eventstore.Header); ok {
+		r.header(h)
+		return
+	}
+	if r.RunID == "" || b.AgentExecutionID != r.RunID || b.Sequence <= r.LastSequence {
+		return
+	}
+	r.LastSequence = b.Sequence
+	if b.OccurredAt.After(r.UpdatedAt) {
+		r.UpdatedAt = b.OccurredAt
+	}
+	switch v := rec.(type) {
+	case *eventstore.MessageAccepted:
+		r.message(v)
+	case *eventstore.Observation:
+		r.observation(v)
+	case *eventstore.StateChanged:
+		r.stateChanged(v)
+	case *eventstore.ActivityUpdated:
+		r.action(v.OccurredAt)
+		if t := v.CurrentTarget; t != nil && t.Kind == eventstore.TargetFile && t.Path != "" {
+			r.addArtifact(ArtifactFile + t.Path)
+		}
+	case *eventstore.SnapshotCreated:
+		r.addArtifact(ArtifactSnapshot + v.Ref + "@" + v.Commit)
+	case *eventstore.Interruption:
+		r.Interruption = string(v.Reason)
+	case *eventstore.CheckpointCreated:
+		r.Checkpoints = append(r.Checkpoints, checkpointOf(r, v))
+	}
+}
+
+func (r *Run) header(h *eventstore.Header) {
+	if r.RunID != "" {
+		return
+	}
+	r.RunID, r.SessionID, r.AgentID = h.AgentExecutionID, h.Session(), h.AgentID
+	r.OwnerEntity, r.OwnerID = h.Scope, h.OwnerID
+	if h.Resumes != nil {
+		r.Resumes = h.Resumes.AgentExecutionID
+	}
+	if h.ForkedFrom != nil {
+		r.ForkedFrom = h.ForkedFrom.AgentExecutionID
+	}
+	r.Dispatch = dispatchOf(h)
+	r.Lifecycle, r.Attention = eventstore.LifecycleStarting, eventstore.AttentionNone
+	r.CreatedAt, r.UpdatedAt, r.LastSequence = h.OccurredAt, h.OccurredAt, h.Sequence
+}
+
+// dispatchOf is the header's dispatch context as recorded, if it has one.
+func dispatchOf(h *eventstore.Header) json.RawMessage {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return nil
+	}
+	var f struct {
+		Dispatch json.RawMessage `json:"dispatchContext"`
+	}
+	if json.Unmarshal(data, &f) != nil || string(f.Dispatch) == "null" {
+		return nil
+	}
+	return f.Dispatch
+}
+
+func (r *Run) action(at time.Time) {
+	if r.LastActionAt == nil || at.After(*r.LastActionAt) {
+		r.LastActionAt = &at
+	}
+}
+
+func (r *Run) addArtifact(ref string) {
+	if r.artifactSet == nil {
+		r.artifactSet = make(map[string]bool, len(r.Artifacts))
+		for _, a := range r.Artifacts {
+			r.artifactSet[a] = true
+		}
+	}
+	if !r.artifactSet[ref] {
+		r.artifactSet[ref] = true
+		r.Artifacts = append(r.Artifacts, ref)
+	}
+}
+
+func (r *Run) message(m *eventstore.MessageAccepted) {
+	switch m.MessageType {
+	case "prompt":
+		r.Conversation++
+		if r.Intent == "" {
+			r.Intent = payloadText(m.Payload)
+		}
+	case "answer":
+		r.Conversation++
+		r.answer(m)
+	}
+}
+
+func payloadText(p json.RawMessage) string {
+	var v struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(p, &v) != nil {
+		return ""
+	}
+	return v.Text
+}
+
+func (r *Run) observation(o *eventstore.Observation) {
+	if n := o.Native; n != nil && n.SessionID != "" {
+		r.ResumeToken = n.SessionID
+	}
+	if o.Signal == nil {
+		return
+	}
+	r.action(o.OccurredAt)
+	switch p := o.Signal.Payload.(type) {
+	case *eventstore.PlanSignal:
+		r.plan(o, p)
+	case *eventstore.NeedsInputSignal:
+		r.request(o, p)
+	case *eventstore.MessageSignal:
+		if p.Text != "" {
+			r.Conversation++
+		}
+	}
+}
+
+func (r *Run) plan(o *eventstore.Observation, p *eventstore.PlanSignal) {
+	if r.todoIndex == nil {
+		r.todoIndex = make(map[string]int, len(r.Todos))
+		for i, t := range r.Todos {
+			r.todoIndex[t.TodoID] = i
+		}
+	}
+	for _, it := range p.Items {
+		key := it.ID
+		if key == "" {
+			key = it.Text
+		}
+		ch := TodoChange{Status: it.Status, Text: it.Text, Sequence: o.Sequence, RecordID: o.RecordID, At: o.OccurredAt}
+		i, seen := r.todoIndex[key]
+		if !seen {
+			r.todoIndex[key] = len(r.Todos)
+			r.Todos = append(r.Todos, AgentTodo{TodoID: key, SessionID: r.SessionID, Text: it.Text, Status: it.Status,
+				CreatedAt: o.OccurredAt, UpdatedAt: o.OccurredAt, History: []TodoChange{ch}})
+			continue
+		}
+		t := &r.Todos[i]
+		if t.Status == it.Status && t.Text == it.Text {
+			continue
+		}
+		t.Status, t.Text, t.UpdatedAt = it.Status, it.Text, o.OccurredAt
+		t.History = append(t.History, ch)
+	}
+}
+
+func (r *Run) approvals() map[string]int {
+	if r.approvalIndex == nil {
+		r.approvalIndex = make(map[string]int, len(r.Approvals))
+		for i, a := range r.Approvals {
+			r.approvalIndex[a.ApprovalID] = i
+		}
+	}
+	return r.approvalIndex
+}
+
+func (r *Run) request(o *eventstore.Observation, ni *eventstore.NeedsInputSignal) {
+	idx := r.approvals()
+	if ni.RequestID == "" {
+		return
+	}
+	if _, dup := idx[ni.RequestID]; dup {
+		return
+	}
+	kind := ni.Kind
+	if kind == "" {
+		kind = "question"
+	}
+	a := AgentApprovalCheckpoint{ApprovalID: ni.RequestID, RunID: r.RunID, SessionID: r.SessionID, AgentID: r.AgentID,
+		Kind: kind, Question: ni.Question, Choices: ni.Choices, Status: ApprovalPending,
+		RequestedAt: o.OccurredAt, RequestSequence: o.Sequence}
+	if ni.Tool != nil {
+		a.Tool = ni.Tool.Name
+	}
+	idx[ni.RequestID] = len(r.Approvals)
+	r.Approvals = append(r.Approvals, a)
+}
+
+func (r *Run) answer(m *eventstore.MessageAccepted) {
+	var p struct {
+		RequestID string `json:"requestId"`
+		Text      string `json:"text"`
+	}
+	if json.Unmarshal(m.Payload, &p) != nil {
+		return
+	}
+	i, ok := r.approvals()[p.RequestID]
+	if !ok || r.Approvals[i].Status != ApprovalPending {
+		return
+	}
+	a := &r.Approvals[i]
+	at := m.OccurredAt
+	a.Answer, a.ResolvedBy, a.ResolvedAt, a.ResolvedSequence = p.Text, string(m.Source), &at, m.Sequence
+	a.Status = ApprovalAnswered
+	if a.Kind == "permission" {
+		a.Status = ApprovalApproved
+		if strings.EqualFold(strings.TrimSpace(p.Text), "deny") {
+			a.Status = ApprovalDenied
+		}
+	}
+}
+
+func (r *Run) stateChanged(v *eventstore.StateChanged) {
+	if v.Lifecycle != "" {
+		r.Lifecycle = v.Lifecycle
+	}
+	if v.Attention != "" {
+		r.Attention = v.Attention
+	}
+	if v.CurrentInputRequestID.Set {
+		r.OpenRequest = v.CurrentInputRequestID.ID
+	}
+	if v.RecordID == eventstore.RecordID(v.JournalID, eventstore.KindStateChanged, fmt.Sprintf("turn:%d:end", r.Turns+1)) {
+		r.Turns++
+	}
+	if !v.Lifecycle.Final() {
+		return
+	}
+	at := v.OccurredAt
+	r.EndedAt, r.OpenRequest = &at, ""
+	for i := range r.Approvals {
+		if a := &r.Approvals[i]; a.Status == ApprovalPending {
+			a.Status, a.ResolvedBy, a.ResolvedAt, a.ResolvedSequence = ApprovalClosed, "run-end", &at, v.Sequence
+		}
+	}
+}
