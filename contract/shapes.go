@@ -34,22 +34,22 @@ type AgentRun struct {
 
 // AgentSession is 004's AgentSession: the runs linked by resume.
 type AgentSession struct {
-	SessionID       string                  `json:"sessionId"`
-	ProductID       string                  `json:"productId"`
-	UserID          string                  `json:"userId"`
-	Status          SessionStatus           `json:"status"`
-	StartedAt       time.Time               `json:"startedAt"`
-	UpdatedAt       time.Time               `json:"updatedAt"`
-	Resumable       bool                    `json:"resumable"`
-	CurrentTaskID   *string                 `json:"currentTaskId"`
-	MemoryRefs      []string                `json:"memoryRefs"`
-	ArtifactRefs    []string                `json:"artifactRefs"`
-	ApprovalRefs    []string                `json:"approvalRefs"`
-	DispatchContext json.RawMessage         `json:"dispatchContext"`
-	RunIDs          []string                `json:"runIds"`
-	AgentID         string                  `json:"agentId"`
-	OwnerEntity     eventstore.OwnerEntity  `json:"ownerEntity"`
-	OwnerID         string                  `json:"ownerId"`
+	SessionID       string                 `json:"sessionId"`
+	ProductID       string                 `json:"productId"`
+	UserID          string                 `json:"userId"`
+	Status          SessionStatus          `json:"status"`
+	StartedAt       time.Time              `json:"startedAt"`
+	UpdatedAt       time.Time              `json:"updatedAt"`
+	Resumable       bool                   `json:"resumable"`
+	CurrentTaskID   *string                `json:"currentTaskId"`
+	MemoryRefs      []string               `json:"memoryRefs"`
+	ArtifactRefs    []string               `json:"artifactRefs"`
+	ApprovalRefs    []string               `json:"approvalRefs"`
+	DispatchContext json.RawMessage        `json:"dispatchContext"`
+	RunIDs          []string               `json:"runIds"`
+	AgentID         string                 `json:"agentId"`
+	OwnerEntity     eventstore.OwnerEntity `json:"ownerEntity"`
+	OwnerID         string                 `json:"ownerId"`
 	// ParentSessionID is the session of the run the session's first run
 	// forks, when it is a fork.
 	ParentSessionID string `json:"parentSessionId,omitempty"`
