@@ -1148,6 +1148,7 @@ func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
 		}
 	}
 	rt.snapshotLater(p, fmt.Sprintf("turn-%d", n))
+	rt.checkpointTurn(p, n)
 }
 
 func signalPayload(o *eventstore.Observation) eventstore.SignalPayload {

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/projections"
+)
+
+// sessionView is one session with everything the contract shows of it.
+type sessionView struct {
+	Session     contract.AgentSession              `json:"session"`
+	Runs        []contract.AgentRun                `json:"runs"`
+	Tasks       []contract.AgentTask               `json:"tasks"`
+	Todos       []contract.AgentTodo               `json:"todos"`
+	Approvals   []contract.AgentApprovalCheckpoint `json:"approvals"`
+	Checkpoints []contract.AgentCheckpoint         `json:"checkpoints"`
+}
+
+func nativeResume(agent string) bool {
+	_, resume := execution.Native(agent)
+	return resume
+}
+
+// session builds the AgentSession of runs, with the session of the run
+// its first run forks.
+func (s *Server) session(runs []*contract.Run) contract.AgentSession {
+	parent := ""
+	if f := runs[0].ForkedFrom; f != "" {
+		if p, err := s.cfg.Views.Run(f); err == nil {
+			parent = p.SessionID
+		}
+	}
+	return contract.Session(runs, nativeResume, parent)
+}
+
+// listSessions: GET /v1/sessions
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "status", "limit"); err != nil {
+		return err
+	}
+	status, err := enumParam(r, "status", contract.SessionStatuses)
+	if err != nil {
+		return err
+	}
+	limit, err := uintParam(r, "limit", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	all, err := s.cfg.Views.Sessions(0)
+	if err != nil {
+		return err
+	}
+	out := []contract.AgentSession{}
+	for _, runs := range all {
+		if limit > 0 && len(out) == int(limit) {
+			break
+		}
+		if sess := s.session(runs); status == "" || sess.Status == status {
+			out = append(out, sess)
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Sessions []contract.AgentSession `json:"sessions"`
+	}{out})
+	return nil
+}
+
+// readSession: GET /v1/sessions/{sessionId}
+func (s *Server) readSession(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	id := r.PathValue("sessionId")
+	runs, err := s.cfg.Views.SessionRuns(id)
+	if errors.Is(err, projections.ErrNotFound) {
+		// Perhaps only just written: read again once the projection
+		// has caught up.
+		s.settle(r.Context())
+		runs, err = s.cfg.Views.SessionRuns(id)
+	}
+	if errors.Is(err, projections.ErrNotFound) {
+		return notFound("no session %q (a session is named by its first run's id, or by the sessionId its runs' headers carry)", id)
+	}
+	if err != nil {
+		return err
+	}
+	v := sessionView{Session: s.session(runs), Runs: []contract.AgentRun{}, Tasks: contract.Tasks(runs),
+		Todos: []contract.AgentTodo{}, Approvals: []contract.AgentApprovalCheckpoint{}, Checkpoints: []contract.AgentCheckpoint{}}
+	for _, run := range runs {
+		v.Runs = append(v.Runs, run.AgentRun())
+		v.Todos = append(v.Todos, run.Todos...)
+		v.Approvals = append(v.Approvals, run.Approvals...)
+		v.Checkpoints = append(v.Checkpoints, run.Checkpoints...)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// projectedRun reads an execution's contract run from the projection.
+func (s *Server) projectedRun(r *http.Request) (*contract.Run, error) {
+	id := r.PathValue("id")
+	var run *contract.Run
+	err := s.projected(r.Context(), id, func() (err error) {
+		run, err = s.cfg.Views.Run(id)
+		return err
+	})
+	return run, err
+}
+
+// executionRun: GET /v1/executions/{id}/run
+func (s *Server) executionRun(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	run, err := s.projectedRun(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, run.AgentRun())
+	return nil
+}
+
+// executionCheckpoints: GET /v1/executions/{id}/checkpoints
+func (s *Server) executionCheckpoints(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	run, err := s.projectedRun(r)
+	if err != nil {
+		return err
+	}
+	cps := run.Checkpoints
+	if cps == nil {
+		cps = []contract.AgentCheckpoint{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Checkpoints []contract.AgentCheckpoint `json:"checkpoints"`
+	}{cps})
+	return nil
+}
+
+// checkpointInput is the body of a checkpoint request.
+type checkpointInput struct {
+	// ID names the checkpoint, so that a retry is the same checkpoint.
+	ID      string `json:"id,omitempty"`
+	Title   string `json:"title,omitempty"`
+	Summary string `json:"summary,omitempty"`
+}
+
+// createCheckpoint: POST /v1/executions/{id}/checkpoints. It answers with
+// the checkpoint once the projection holds it.
+func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var in checkpointInput
+	if err := s.decodeBody(w, r, &in, true); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	var ce *execution.CheckpointError
+	c, err := s.cfg.Runtime.Checkpoint(r.Context(), execution.CheckpointRequest{Execution: id, ID: in.ID,
+		Source: eventstore.SourceOperator, Title: in.Title, Summary: in.Summary})
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return notFound("%v", err)
+	case errors.As(err, &ce):
+		return invalidField(ce.Field, nil, "%v", err)
+	case err != nil:
+		return err
+	}
+	s.settle(r.Context())
+	run, err := s.cfg.Views.Run(id)
+	if err != nil {
+		return err
+	}
+	for _, cp := range run.Checkpoints {
+		if cp.CheckpointID == c.CheckpointID {
+			w.Header().Set("Location", "/v1/executions/"+url.PathEscape(id)+"/checkpoints")
+			writeJSON(w, http.StatusCreated, cp)
+			return nil
+		}
+	}
+	return errors.New("the checkpoint was recorded but the projection does not hold it yet")
+}

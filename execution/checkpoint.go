@@ -1,0 +1,127 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// ErrBadCheckpoint is a checkpoint request refused for its input.
+var ErrBadCheckpoint = errors.New("bad checkpoint request")
+
+// CheckpointError is a checkpoint request refused for one of its fields.
+type CheckpointError struct {
+	Field string
+	msg   string
+}
+
+func (e *CheckpointError) Error() string { return ErrBadCheckpoint.Error() + ": " + e.Field + ": " + e.msg }
+func (e *CheckpointError) Unwrap() error { return ErrBadCheckpoint }
+
+// CheckpointRequest asks for a checkpoint of an execution (spec 004
+// AgentCheckpoint): the run as it is now, appended to its journal.
+type CheckpointRequest struct {
+	Execution string
+	// ID names the checkpoint; one is made up when empty. The same id
+	// asked twice is one checkpoint (a retry), never two.
+	ID string
+	// Source is who asks: operator, daemon, owner or system.
+	Source eventstore.MessageSource
+	// Title and Summary are the checkpoint's stateSummary; when empty
+	// they are read from the run (its intent, and where it stands).
+	Title, Summary string
+}
+
+// Checkpoint limits.
+const (
+	MaxCheckpointTitle   = 200
+	MaxCheckpointSummary = 2000
+)
+
+// checkpointTimeout bounds a checkpoint's read of the journal and append.
+const checkpointTimeout = 30 * time.Second
+
+// Checkpoint appends a checkpoint of the execution as its journal says it
+// is now, and returns it as recorded. Any execution can be checkpointed,
+// live or ended: a checkpoint only reads the journal and appends to it.
+func (rt *Runtime) Checkpoint(ctx context.Context, req CheckpointRequest) (*eventstore.CheckpointCreated, error) {
+	if req.Source == "" {
+		req.Source = eventstore.SourceOperator
+	}
+	if req.ID != "" {
+		if _, err := eventstore.EscapeID(req.ID); err != nil {
+			return nil, &CheckpointError{Field: "id", msg: err.Error()}
+		}
+	}
+	if !isSource(req.Source) {
+		return nil, &CheckpointError{Field: "source", msg: fmt.Sprintf("%q is not one of operator, daemon, owner, system", req.Source)}
+	}
+	if len(req.Title) > MaxCheckpointTitle {
+		return nil, &CheckpointError{Field: "title", msg: fmt.Sprintf("%d bytes (want at most %d)", len(req.Title), MaxCheckpointTitle)}
+	}
+	if len(req.Summary) > MaxCheckpointSummary {
+		return nil, &CheckpointError{Field: "summary", msg: fmt.Sprintf("%d bytes (want at most %d)", len(req.Summary), MaxCheckpointSummary)}
+	}
+	ref, err := rt.cfg.Store.Lookup(ctx, req.Execution)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", req.Execution, err)
+	}
+	id := req.ID
+	if id == "" {
+		id = "cp-" + randomHex(6)
+	}
+	return rt.checkpoint(ctx, ref, id, eventstore.CheckpointRequest, req.Source, strings.TrimSpace(req.Title), strings.TrimSpace(req.Summary))
+}
+
+func isSource(s eventstore.MessageSource) bool {
+	switch s {
+	case eventstore.SourceOperator, eventstore.SourceDaemon, eventstore.SourceOwner, eventstore.SourceSystem:
+		return true
+	}
+	return false
+}
+
+// checkpoint folds the journal and appends its capture.
+func (rt *Runtime) checkpoint(ctx context.Context, ref eventstore.Reference, id string, trigger eventstore.CheckpointTrigger,
+	source eventstore.MessageSource, title, summary string) (*eventstore.CheckpointCreated, error) {
+	run := &contract.Run{}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: read the journal: %w", ref.AgentExecutionID, err)
+		}
+		if c, ok := e.Record.(*eventstore.CheckpointCreated); ok && c.CheckpointID == id {
+			// Asked before: the same checkpoint, not a second one.
+			return c, nil
+		}
+		run.Apply(e.Record)
+	}
+	c := run.Capture(id, trigger, source, title, summary)
+	c.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindCheckpoint, eventstore.NaturalKey(c))
+	e, err := rt.cfg.Store.Append(ctx, ref, c)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", ref.AgentExecutionID, err)
+	}
+	if got, ok := e.Record.(*eventstore.CheckpointCreated); ok {
+		return got, nil
+	}
+	return c, nil
+}
+
+// checkpointTurn takes the checkpoint of a turn's end without holding up
+// the reading of the agent's output.
+func (rt *Runtime) checkpointTurn(p *process, turn int) {
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+		defer cancel()
+		if _, err := rt.checkpoint(ctx, p.ref, fmt.Sprintf("turn-%d", turn), eventstore.CheckpointTurnEnd, eventstore.SourceDaemon, "", ""); err != nil {
+			rt.cfg.Logger.Error("record turn checkpoint", "execution", p.ref.AgentExecutionID, "turn", turn, "err", err)
+		}
+	}()
+}
