@@ -20,7 +20,9 @@ type CheckpointError struct {
 	msg   string
 }
 
-func (e *CheckpointError) Error() string { return ErrBadCheckpoint.Error() + ": " + e.Field + ": " + e.msg }
+func (e *CheckpointError) Error() string {
+	return ErrBadCheckpoint.Error() + ": " + e.Field + ": " + e.msg
+}
 func (e *CheckpointError) Unwrap() error { return ErrBadCheckpoint }
 
 // CheckpointRequest asks for a checkpoint of an execution (spec 004
