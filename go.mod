@@ -38,6 +38,7 @@ require (
 	github.com/blevesearch/zapx/v16 v16.3.4 // indirect
 	github.com/blevesearch/zapx/v17 v17.2.5 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
