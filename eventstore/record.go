@@ -81,6 +81,10 @@ type Header struct {
 	// Resumes links a resumed run to the execution it continues;
 	// absent for a journal that resumes nothing.
 	Resumes *ResumeLink `json:"resumes,omitempty"`
+	// DispatchContext says where the execution was asked for and how it
+	// runs (dispatch.go); absent for a launch that gave none, which runs
+	// as interactive.
+	DispatchContext *DispatchContext `json:"dispatchContext,omitempty"`
 }
 
 // MessageAccepted records owner, operator or daemon input before delivery.

@@ -79,6 +79,8 @@ func WriteReference(w io.Writer) error {
 		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout`: the header's `timeoutMs` passed and the runtime stopped the run)"},
 		{"restore.attempted mode", joinValues(RestoreModes)},
 		{"restore.attempted outcome", joinValues(RestoreOutcomes)},
+		{"journal.header dispatchContext.originSurface", joinValues(OriginSurfaces)},
+		{"journal.header dispatchContext.dispatchMode", joinValues(DispatchModes) + " (absent context: interactive)"},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
 	}
@@ -95,6 +97,7 @@ func WriteReference(w io.Writer) error {
 		{"resumes", "`{agentExecutionId, journalId}`: the execution this run continues; `sessionId` is required and must be the resumed execution's session. Not with `forkedFrom`: a fork starts a new session. `history` (optional): `native` or `reconstructed`, as for a fork"},
 		{"command", "the agent's command line as the launch gave it, absent for a CLI run as its adapter's default program; a fork or a resume runs the same"},
 		{"timeoutMs", "the run's time limit in milliseconds from the launch, absent for none; when it passes the runtime stops the run as a stop does and records `interruption.recorded` with reason `timeout`. A fork or a resume does not inherit it: it has one only if its own launch gives one"},
+		{"dispatchContext", "`{originSurface, originProductId, dispatchMode, initiatedAt, scheduledFor}` (spec 004's AgentDispatchContext): where the execution was asked for and how it runs, absent for a launch that gave none (interactive). `originProductId` is 1 to 128 ASCII letters, digits and `. _ - : / @`, starting with a letter or digit; `initiatedAt` and `scheduledFor` are RFC 3339 times; `scheduledFor` is required with dispatchMode `scheduled` and refused with any other. A `queued` or `scheduled` execution stays `starting` with a `state.changed` saying so until the runtime starts it (docs/architecture.md, Dispatch and the queue)"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
 	}

@@ -234,6 +234,9 @@ func (r *Header) validate(p *problems) {
 	if r.TimeoutMs < 0 {
 		p.add("timeoutMs", fmt.Sprintf("%d: want a positive number of milliseconds, or none for no time limit", r.TimeoutMs))
 	}
+	if r.DispatchContext != nil {
+		r.DispatchContext.validate(p, "dispatchContext")
+	}
 	r.ProtocolDescriptor.validate(p, "protocolDescriptor")
 	if r.TransportState != nil {
 		r.TransportState.validate(p, "transportState")

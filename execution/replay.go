@@ -104,6 +104,7 @@ func (s *State) applyHeader(h *eventstore.Header) {
 		SessionID:             h.Session(),
 		ForkedFrom:            h.ForkedFrom,
 		Resumes:               h.Resumes,
+		DispatchContext:       h.DispatchContext,
 		Journal: eventstore.Reference{
 			JournalID: h.JournalID, OwnerEntity: h.Scope, OwnerID: h.OwnerID, AgentExecutionID: h.AgentExecutionID,
 			RecordCount: 1, LastSequence: h.Sequence,

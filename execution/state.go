@@ -74,6 +74,11 @@ type State struct {
 	// was folded in (ReplayLineage); a fork replayed alone lacks it.
 	Lineage []string `json:"lineage,omitempty"`
 
+	// DispatchContext is the header's: where the execution was asked for
+	// and how it runs; nil for a launch that gave none (interactive). A
+	// queued or scheduled one that is still starting has not started yet.
+	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
+
 	// Interrupted is set when the run was cut short (interruption.go).
 	Interrupted *Interrupted `json:"interrupted,omitempty"`
 
