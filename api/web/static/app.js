@@ -258,6 +258,8 @@
     if (detail.id && data.executionId === detail.id) detail.changed(name);
     // A new execution may be a fork or a resume in the open one's tree.
     if (detail.id && name === 'execution.started') detail.lineageChanged();
+    if (name !== 'data.changed') sessions.changed();
+    session.changed(data.executionId, name);
   }
 
   function onTerminalEvent(data) {
@@ -378,6 +380,16 @@
     return '#/executions/' + encodeURIComponent(id);
   }
 
+  // recordHref opens an execution at one of its records: the timeline item
+  // of that sequence, loaded and marked.
+  function recordHref(id, seq) {
+    return executionHref(id) + '/at/' + seq;
+  }
+
+  function sessionHref(id) {
+    return '#/sessions/' + encodeURIComponent(id);
+  }
+
   // linkOf is how an execution derives from another, from its state (the
   // header's link): {relation, parent, sequence, history}, or null.
   function linkOf(st) {
@@ -390,10 +402,102 @@
     return null;
   }
 
+  // ---- the runtime contract's shapes (spec 004) ----
+
+  // seqLink is a record's sequence, a link to it in its execution's
+  // timeline when the execution is known.
+  function seqLink(run, seq) {
+    if (!seq) return null;
+    return run ? el('a', {class: 'seq', href: recordHref(run, seq), title: `record #${seq} of ${run}`}, '#' + seq) : el('span', {class: 'seq'}, '#' + seq);
+  }
+
+  function timeOf(iso) {
+    return iso ? el('time', {datetime: iso, title: iso}, when(iso)) : null;
+  }
+
+  // todoItems lists AgentTodos: each one's text and status, and its status
+  // history behind a disclosure whose state open (a Set of todo ids) keeps
+  // across redraws. run is the execution whose journal holds the history's
+  // sequences, or '' when it is not known.
+  function todoItems(todos, run, open) {
+    if (!todos.length) return [el('li', {class: 'muted empty'}, 'No todos: the agent has sent no plan.')];
+    return todos.map((td) => {
+      const history = td.history || [];
+      const details = el('details', {class: 'todo-history', open: open.has(td.todoId)},
+        el('summary', {}, `${history.length} change${history.length === 1 ? '' : 's'}`),
+        el('ol', {}, history.map((h) => el('li', {'data-seq': h.sequence, 'data-status': h.status},
+          seqLink(run, h.sequence), ' ', badge(h.status, 'todo'),
+          h.text && h.text !== td.text ? escaped(el('span', {class: 'todo-was'}), h.text) : null,
+          timeOf(h.at)))));
+      details.addEventListener('toggle', () => {
+        if (details.open) open.add(td.todoId);
+        else open.delete(td.todoId);
+      });
+      return el('li', {class: 'todo', 'data-todo': td.todoId, 'data-status': td.status},
+        el('div', {class: 'contract-head'}, badge(td.status, 'todo'), escaped(el('span', {class: 'todo-text'}), td.text || '')),
+        details);
+    });
+  }
+
+  // approvalItems lists AgentApprovalCheckpoints: the question or the
+  // permission and its tool, the status, the answer, and who resolved it
+  // and when.
+  function approvalItems(approvals) {
+    if (!approvals.length) return [el('li', {class: 'muted empty'}, 'No approvals: the agent has asked nothing.')];
+    return approvals.map((a) => {
+      const what = a.kind === 'permission' ? 'permission' + (a.tool ? ': ' : '') : 'question';
+      const resolved = a.resolvedBy
+        ? el('div', {class: 'item-detail approval-resolved'}, el('b', {}, 'Resolved by: '), a.resolvedBy,
+          a.resolvedAt ? [' · ', timeOf(a.resolvedAt)] : null, a.resolvedSequence ? [' · ', seqLink(a.runId, a.resolvedSequence)] : null)
+        : null;
+      return el('li', {class: 'approval', 'data-approval': a.approvalId, 'data-status': a.status, 'data-run': a.runId},
+        el('div', {class: 'contract-head'},
+          badge(a.status, 'approval'),
+          el('span', {class: 'approval-kind'}, what, a.kind === 'permission' && a.tool ? escaped(el('code', {class: 'approval-tool'}), a.tool) : null),
+          seqLink(a.runId, a.requestSequence),
+          timeOf(a.requestedAt)),
+        escaped(el('div', {class: 'approval-question'}), a.question || '(no question text)'),
+        a.choices && a.choices.length ? escaped(el('div', {class: 'item-detail muted approval-choices'}), 'Choices: ' + a.choices.join(' / ')) : null,
+        a.answer ? el('div', {class: 'item-detail approval-answer'}, el('b', {}, 'Answer: '), escaped(el('span'), a.answer)) : null,
+        resolved);
+    });
+  }
+
+  // ---- search snippets ----
+
+  const ENTITIES = {lt: '<', gt: '>', amp: '&', quot: '"', apos: "'"};
+
+  // unescapeHTML reads the HTML-escaped text of a snippet back into text.
+  function unescapeHTML(s) {
+    return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, name) => {
+      if (name[0] !== '#') return ENTITIES[name.toLowerCase()] || whole;
+      const n = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+      return n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : whole;
+    });
+  }
+
+  // snippetOf draws a search snippet, HTML-escaped text with the matches
+  // in <mark>, as text nodes and <mark> elements: nothing in it is parsed
+  // as HTML.
+  function snippetOf(snippet) {
+    const box = el('div', {class: 'snippet'});
+    let marked = false;
+    for (const part of (snippet || '').split(/(<mark>|<\/mark>)/)) {
+      if (part === '<mark>' || part === '</mark>') {
+        marked = part === '<mark>';
+        continue;
+      }
+      if (part) box.append(escaped(el(marked ? 'mark' : 'span'), unescapeHTML(part)));
+    }
+    return box;
+  }
+
   // ---- views ----
 
+  const VIEWS = ['login-view', 'list-view', 'execution-view', 'search-view', 'sessions-view', 'session-view'];
+
   function showView(id) {
-    for (const v of ['login-view', 'list-view', 'execution-view']) $(v).hidden = v !== id;
+    for (const v of VIEWS) $(v).hidden = v !== id;
   }
 
   function route() {
@@ -401,12 +505,22 @@
       showLogin();
       return;
     }
-    const m = /^#\/executions\/([^/?#]+)/.exec(location.hash);
-    if (m) {
-      list.leave();
-      detail.open(decodeURIComponent(m[1]));
+    const h = location.hash;
+    const exec = /^#\/executions\/([^/?#]+)(?:\/at\/(\d+))?/.exec(h);
+    const one = /^#\/sessions\/([^/?#]+)/.exec(h);
+    if (!exec) detail.close();
+    if (!one) session.close();
+    if (!/^#\/sessions\/?$/.test(h)) sessions.leave();
+    list.leave();
+    if (exec) {
+      detail.open(decodeURIComponent(exec[1]), exec[2] ? Number(exec[2]) : 0);
+    } else if (one) {
+      session.open(decodeURIComponent(one[1]));
+    } else if (/^#\/sessions\/?$/.test(h)) {
+      sessions.open();
+    } else if (/^#\/search(?:[?]|$)/.test(h)) {
+      search.open(new URLSearchParams(h.includes('?') ? h.slice(h.indexOf('?') + 1) : ''));
     } else {
-      detail.close();
       list.open();
     }
   }
@@ -544,6 +658,257 @@
     $('launch-owner-id').value = owner.id;
   }
 
+  // ---- search ----
+
+  const SEARCH_LIMIT = 50;
+  // The search form's fields by the query parameter each sets.
+  const SEARCH_FIELDS = {q: 'search-q', agent: 'search-agent', lifecycle: 'search-lifecycle', owner: 'search-owner', since: 'search-since'};
+
+  const search = {
+    ask: 0, // the newest query asked for; older answers are dropped
+
+    // open shows the search view for the query in the address: its fields
+    // filled in, its results read.
+    open(params) {
+      showView('search-view');
+      for (const [k, id] of Object.entries(SEARCH_FIELDS)) $(id).value = params.get(k) || '';
+      if (!params.get('q')) {
+        this.ask++;
+        $('search-results').replaceChildren();
+        $('search-info').textContent = '';
+        clearError($('search-error'));
+        $('search-q').focus();
+        return;
+      }
+      this.run(params);
+    },
+
+    // submit puts the form's query in the address, which runs it; the
+    // same query again runs again.
+    submit() {
+      const q = new URLSearchParams();
+      for (const [k, id] of Object.entries(SEARCH_FIELDS)) {
+        const v = $(id).value.trim();
+        if (v) q.set(k, v);
+      }
+      const hash = '#/search?' + q;
+      if (location.hash === hash) this.run(q);
+      else location.hash = hash;
+    },
+
+    async run(params) {
+      const ask = ++this.ask;
+      const q = new URLSearchParams(params);
+      q.set('limit', String(SEARCH_LIMIT));
+      $('search-submit').disabled = true;
+      try {
+        const res = await api('GET', '/v1/search?' + q);
+        if (ask !== this.ask) return;
+        clearError($('search-error'));
+        this.render(res);
+      } catch (err) {
+        if (ask !== this.ask) return;
+        $('search-results').replaceChildren();
+        $('search-info').textContent = '';
+        showError($('search-error'), err);
+        const field = SEARCH_FIELDS[err.field];
+        if (field) $(field).setAttribute('aria-invalid', 'true');
+      } finally {
+        if (ask === this.ask) $('search-submit').disabled = false;
+      }
+    },
+
+    // render lists the hits, best first: the execution and the record's
+    // sequence, a link to that record in its timeline, and the matching
+    // text.
+    render(res) {
+      for (const f of document.querySelectorAll('#search-form [aria-invalid]')) f.removeAttribute('aria-invalid');
+      const hits = res.hits || [];
+      $('search-info').textContent = !hits.length ? 'Nothing matches.'
+        : res.total > hits.length ? `The best ${hits.length} of ${res.total} matches.` : `${res.total} match${res.total === 1 ? '' : 'es'}.`;
+      $('search-results').replaceChildren(...hits.map((h) => el('li', {class: 'hit', 'data-execution': h.executionId, 'data-seq': h.sequence},
+        el('div', {class: 'hit-head'},
+          el('a', {class: 'hit-link', href: recordHref(h.executionId, h.sequence)}, el('code', {}, h.executionId), ' ', el('span', {class: 'seq'}, '#' + h.sequence)),
+          el('span', {class: 'kind'}, h.kind),
+          timeOf(h.time)),
+        snippetOf(h.snippet))));
+    },
+  };
+
+  // ---- sessions ----
+
+  function runRelation(r) {
+    const parts = [];
+    if (r.resumes) parts.push(['resumes ', el('a', {href: executionHref(r.resumes)}, r.resumes)]);
+    if (r.forkedFrom) parts.push(['forked from ', el('a', {href: executionHref(r.forkedFrom)}, r.forkedFrom)]);
+    if (r.interruption) parts.push(['interrupted: ', escaped(el('span'), r.interruption)]);
+    return parts.map((p, i) => [i ? ' · ' : '', p]);
+  }
+
+  // refs shows a list of references, or a dash.
+  function refs(list) {
+    return list && list.length ? list.map((r, i) => [i ? ', ' : '', el('code', {}, typeof r === 'string' ? r : JSON.stringify(r))]) : '—';
+  }
+
+  const sessions = {
+    active: false,
+    timer: null,
+    ask: 0,
+
+    async open() {
+      showView('sessions-view');
+      this.active = true;
+      const ask = ++this.ask;
+      try {
+        const data = await api('GET', '/v1/sessions');
+        if (ask !== this.ask || !this.active) return;
+        clearError($('sessions-error'));
+        this.render(data.sessions || []);
+      } catch (err) {
+        if (ask !== this.ask) return;
+        $('sessions-body').replaceChildren();
+        showError($('sessions-error'), err);
+      }
+    },
+
+    leave() {
+      this.active = false;
+      clearTimeout(this.timer);
+    },
+
+    // changed reads the list again after an execution's event: its
+    // session's status and runs follow its executions.
+    changed() {
+      if (!this.active) return;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.open(), 300);
+    },
+
+    render(list) {
+      list = list.slice().sort((a, b) => (b.updatedAt || '').localeCompare(a.updatedAt || '') || a.sessionId.localeCompare(b.sessionId));
+      $('sessions-body').replaceChildren(...list.map((ss) => el('tr', {'data-id': ss.sessionId, 'data-status': ss.status},
+        el('td', {}, el('a', {href: sessionHref(ss.sessionId)}, ss.sessionId)),
+        el('td', {}, badge(ss.status, 'session')),
+        el('td', {}, ss.agentId || '—'),
+        el('td', {}, ss.productId || '—'),
+        el('td', {}, ss.userId || '—'),
+        el('td', {}, String((ss.runIds || []).length)),
+        el('td', {}, ss.resumable ? 'yes' : 'no'),
+        el('td', {title: ss.startedAt}, when(ss.startedAt)),
+        el('td', {title: ss.updatedAt}, when(ss.updatedAt)))));
+      $('sessions-empty').hidden = list.length > 0;
+    },
+  };
+
+  // session is one session's view: its runs in order, each opening its
+  // execution, and its todos, approvals and checkpoints.
+  const session = {
+    id: '',
+    data: null,
+    timer: null,
+    ask: 0,
+    openTodos: new Set(),
+
+    async open(id) {
+      if (id !== this.id) {
+        this.close();
+        this.id = id;
+        this.openTodos = new Set();
+        for (const b of ['session-runs', 'session-todos', 'session-approvals', 'session-checkpoints', 'session-dims']) $(b).replaceChildren();
+        clearError($('session-error'));
+      }
+      showView('session-view');
+      $('session-id').textContent = id;
+      await this.load();
+    },
+
+    close() {
+      this.id = '';
+      this.data = null;
+      this.ask++;
+      clearTimeout(this.timer);
+    },
+
+    // changed reads the session again after an event about one of its runs,
+    // or a new execution, which may be its next run.
+    changed(executionId, name) {
+      if (!this.id) return;
+      const runs = (this.data && this.data.session && this.data.session.runIds) || [];
+      if (name !== 'execution.started' && !runs.includes(executionId)) return;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.load(), 200);
+    },
+
+    async load() {
+      const id = this.id;
+      const ask = ++this.ask;
+      try {
+        const data = await api('GET', `/v1/sessions/${encodeURIComponent(id)}`);
+        if (ask !== this.ask || id !== this.id) return;
+        clearError($('session-error'));
+        this.data = data;
+        this.render();
+      } catch (err) {
+        if (ask === this.ask && id === this.id) showError($('session-error'), err);
+      }
+    },
+
+    render() {
+      const d = this.data;
+      const ss = d.session || {};
+      setBadge($('session-status'), ss.status, 'session');
+      setBadge($('session-resumable'), ss.resumable ? 'resumable' : 'not resumable', 'resumable');
+      $('session-meta').textContent = [ss.agentId && `agent ${ss.agentId}`, ss.productId && `product ${ss.productId}`, ss.userId && `user ${ss.userId}`]
+        .filter(Boolean).join(' · ');
+      const runs = d.runs || [];
+      $('session-runs').replaceChildren(...(runs.length ? runs.map((r) => el('li', {class: 'run', 'data-run': r.runId, 'data-status': r.status},
+        el('div', {class: 'contract-head'},
+          el('a', {href: executionHref(r.runId)}, el('code', {}, r.runId)),
+          badge(r.status, 'run'),
+          r.lifecycle && badge(r.lifecycle, 'lifecycle'),
+          r.attention && r.attention !== 'none' && badge(r.attention, 'attention'),
+          r.runId && ss.currentTaskId && r.taskId === ss.currentTaskId && el('span', {class: 'muted small'}, 'current task')),
+        el('div', {class: 'item-detail muted'},
+          r.agentId ? `agent ${r.agentId} · ` : '', r.taskId ? ['task ', el('code', {}, r.taskId), ' · '] : '',
+          'started ', timeOf(r.startedAt), r.endedAt ? [' · ended ', timeOf(r.endedAt)] : ''),
+        runRelation(r).length ? el('div', {class: 'item-detail'}, runRelation(r)) : null))
+        : [el('li', {class: 'muted empty'}, 'No runs.')]));
+      const single = runs.length === 1 ? runs[0].runId : '';
+      $('session-todos').replaceChildren(...todoItems(d.todos || [], single, this.openTodos));
+      $('session-approvals').replaceChildren(...approvalItems(d.approvals || []));
+      const cps = d.checkpoints || [];
+      $('session-checkpoints').replaceChildren(...(cps.length ? cps.map((c) => {
+        const sum = c.stateSummary || {};
+        return el('li', {class: 'checkpoint', 'data-checkpoint': c.checkpointId, 'data-run': c.runId},
+          el('div', {class: 'contract-head'},
+            badge(c.trigger, 'trigger'), seqLink(c.runId, c.sequence),
+            c.statusAtCapture && badge(c.statusAtCapture, 'run'),
+            timeOf(c.createdAt)),
+          sum.title ? escaped(el('div', {class: 'checkpoint-title'}), sum.title) : null,
+          sum.summary ? escaped(el('div', {class: 'item-detail checkpoint-summary'}), sum.summary) : null,
+          el('div', {class: 'item-detail muted'}, 'run ', el('a', {href: executionHref(c.runId)}, c.runId),
+            c.source ? ` · source ${c.source}` : '',
+            ` · ${(c.todoIds || []).length} todos · ${(c.artifactRefs || []).length} artifacts · ${(c.approvalRefs || []).length} approvals`));
+      }) : [el('li', {class: 'muted empty'}, 'No checkpoints.')]));
+      dims($('session-dims'), [
+        ['Session', el('code', {}, ss.sessionId || this.id)],
+        ss.parentSessionId && ['Parent session', el('a', {href: sessionHref(ss.parentSessionId)}, ss.parentSessionId)],
+        ['Status', badge(ss.status, 'session')],
+        ['Agent', ss.agentId],
+        ['Product', ss.productId],
+        ['User', ss.userId],
+        ['Current task', ss.currentTaskId ? el('code', {}, ss.currentTaskId) : ''],
+        ['Runs', String((ss.runIds || []).length)],
+        ['Memory', refs(ss.memoryRefs)],
+        ['Artifacts', refs(ss.artifactRefs)],
+        ['Approvals', refs(ss.approvalRefs)],
+        ['Dispatch', ss.dispatchContext ? el('pre', {class: 'raw'}, JSON.stringify(ss.dispatchContext, null, 2)) : '—'],
+        ['Started', when(ss.startedAt)],
+        ['Updated', when(ss.updatedAt)],
+      ]);
+    },
+  };
+
   // ---- one execution ----
 
   const detail = {
@@ -572,8 +937,12 @@
     lineageAsk: 0, // the newest lineage read asked for
     lineageTimer: null,
     forking: null, // the item the fork form is open on: {executionId, sequence, key}
+    target: 0, // the sequence of the record the address opens the view at, or 0
+    openTodos: new Set(), // the todos whose history is shown
+    contractAsk: 0, // the newest todos and approvals read asked for
+    sessionId: '',
 
-    async open(id) {
+    async open(id, at) {
       const fresh = this.id !== id;
       if (fresh) {
         this.close();
@@ -600,15 +969,103 @@
         $('resume-prompt').value = '';
         clearError($('resume-error'));
         this.closeFork(false);
+        this.openTodos = new Set();
+        this.sessionId = '';
+        $('exec-session').hidden = true;
+        for (const b of ['todos', 'approvals']) {
+          $(b + '-list').replaceChildren();
+          $(b + '-count').textContent = '';
+          clearError($(b + '-error'));
+        }
       }
+      this.target = at || 0;
       showView('execution-view');
       $('exec-id').textContent = id;
       await this.refresh();
-      if (fresh && id === this.id) this.loadLineage();
+      if (fresh && id === this.id) {
+        this.loadLineage();
+        this.loadSession();
+      }
+      if (!fresh && id === this.id && this.state) this.renderTimeline(this.shown().items, !this.tt);
+      if (this.target && id === this.id) this.reveal(this.target);
+    },
+
+    // reveal brings the timeline item of a record into view, marked:
+    // older pages are read until it is loaded. A record with no item of
+    // its own is shown by the first item after it.
+    async reveal(seq) {
+      const id = this.id;
+      const loaded = () => [...this.items.keys()].some((s) => s <= seq);
+      while (id === this.id && this.target === seq && this.older !== null && !loaded()) {
+        const before = this.older;
+        await this.loadOlder();
+        if (this.older === before) return;
+      }
+      if (id !== this.id || this.target !== seq) return;
+      const li = $('timeline').querySelector('li.item[data-target]');
+      if (li) li.scrollIntoView({block: 'center'});
+    },
+
+    // targetSeq is the sequence of the item that stands for the record the
+    // view was opened at: its own, else the first one after it.
+    targetSeq() {
+      if (!this.target || this.tt) return 0;
+      let best = 0;
+      for (const s of this.items.keys()) if (s >= this.target && (!best || s < best)) best = s;
+      return best;
+    },
+
+    // loadSession reads the execution's session from its journal's header
+    // (its own id when the header names none) and links to it.
+    async loadSession() {
+      const id = this.id;
+      try {
+        const page = await api('GET', `/v1/executions/${encodeURIComponent(id)}/records?fromSeq=1&limit=1`);
+        if (id !== this.id) return;
+        const header = (page.records || [])[0] || {};
+        this.sessionId = header.sessionId || id;
+        $('exec-session').replaceChildren('Session ', el('a', {href: sessionHref(this.sessionId), 'data-id': this.sessionId}, this.sessionId));
+        $('exec-session').hidden = false;
+      } catch (err) {
+        if (id === this.id) showError($('exec-error'), err);
+      }
+    },
+
+    // loadContract reads the execution's todos and approval checkpoints.
+    // Each event about the execution reads them again.
+    async loadContract() {
+      const id = this.id;
+      const ask = ++this.contractAsk;
+      const enc = encodeURIComponent(id);
+      const [todos, approvals] = await Promise.all([
+        api('GET', `/v1/executions/${enc}/todos`).catch((err) => err),
+        api('GET', `/v1/executions/${enc}/approvals`).catch((err) => err),
+      ]);
+      if (ask !== this.contractAsk || id !== this.id) return;
+      if (todos instanceof Error) {
+        showError($('todos-error'), todos);
+      } else {
+        clearError($('todos-error'));
+        const list = todos.todos || [];
+        const done = list.filter((t) => t.status === 'done').length;
+        $('todos-count').textContent = list.length ? `${done} of ${list.length} done` : '';
+        $('todos-list').replaceChildren(...todoItems(list, id, this.openTodos));
+      }
+      if (approvals instanceof Error) {
+        showError($('approvals-error'), approvals);
+      } else {
+        clearError($('approvals-error'));
+        const list = approvals.approvals || [];
+        const pending = list.filter((a) => a.status === 'pending').length;
+        $('approvals-count').textContent = pending ? `${pending} pending` : '';
+        $('approvals-list').replaceChildren(...approvalItems(list));
+      }
     },
 
     close() {
       this.id = '';
+      this.target = 0;
+      this.contractAsk++;
       this.state = null;
       this.tt = null;
       this.terminal = null;
@@ -653,6 +1110,7 @@
         for (const it of page.items) this.items.set(it.sequence, it);
         if (this.older === null && page.next !== null) this.older = page.next;
         this.render();
+        this.loadContract();
         this.watchTerminal();
         this.watchOutput();
         if ($('tt-records-box').open && !this.tt) this.loadLiveRecords();
@@ -669,8 +1127,10 @@
 
     async loadOlder() {
       if (this.older === null) return;
+      const id = this.id;
       try {
-        const page = await api('GET', `/v1/executions/${encodeURIComponent(this.id)}/timeline?limit=${TIMELINE_PAGE}&before=${this.older}`);
+        const page = await api('GET', `/v1/executions/${encodeURIComponent(id)}/timeline?limit=${TIMELINE_PAGE}&before=${this.older}`);
+        if (id !== this.id) return;
         for (const it of page.items) this.items.set(it.sequence, it);
         this.older = page.next;
         this.renderTimeline(this.shown().items, false);
@@ -746,6 +1206,7 @@
       const form = $('fork-form');
       const focused = form.contains(document.activeElement) ? document.activeElement : null;
       const caret = focused && focused.tagName === 'INPUT' ? [focused.selectionStart, focused.selectionEnd] : null;
+      const target = this.targetSeq();
       $('timeline').replaceChildren(...items.map((it) => {
         const meta = [];
         if (it.source) meta.push(it.source);
@@ -758,8 +1219,9 @@
         // branches off that execution, after that sequence.
         const holder = it.inherited && it.executionId ? it.executionId : this.id;
         const key = `${holder}:${it.sequence}:${it.id}`;
-        return el('li', {class: `item kind-${it.kind}` + (it.source === 'operator' ? ' from-operator' : '') + (it.inherited ? ' inherited' : ''),
-          'data-seq': it.sequence, 'data-kind': it.kind, 'data-execution': holder, 'data-key': key},
+        const targeted = !it.inherited && it.sequence === target;
+        return el('li', {class: `item kind-${it.kind}` + (it.source === 'operator' ? ' from-operator' : '') + (it.inherited ? ' inherited' : '') + (targeted ? ' target' : ''),
+          'data-seq': it.sequence, 'data-kind': it.kind, 'data-execution': holder, 'data-key': key, 'data-target': targeted ? this.target : null},
           el('div', {class: 'item-head'},
             el('span', {class: 'seq'}, '#' + it.sequence),
             el('span', {class: 'kind'}, it.kind.replace(/-/g, ' ')),
@@ -782,7 +1244,7 @@
         focused.focus({preventScroll: true});
         if (caret) focused.setSelectionRange(...caret);
       }
-      if (!this.forking && (atBottom || !live)) box.scrollTop = box.scrollHeight;
+      if (!this.forking && !target && (atBottom || !live)) box.scrollTop = box.scrollHeight;
     },
 
     // ---- fork here ----
@@ -1610,6 +2072,19 @@
       if (e.key !== TOKEN_KEY) return;
       if (!e.newValue && token) signedOut();
       else if (e.newValue && !token) signIn(e.newValue).catch((err) => showLogin(err));
+    });
+    fill($('search-lifecycle'), [['', 'any'], ...LIFECYCLES.map((v) => [v, v])]);
+    $('search-agents').replaceChildren(...AGENTS.map((v) => el('option', {value: v})));
+    $('search-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      search.submit();
+    });
+    $('search-lifecycle').addEventListener('change', () => search.submit());
+    $('top-search').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const q = $('top-search-q').value.trim();
+      location.hash = '#/search' + (q ? '?' + new URLSearchParams({q}) : '');
+      $('top-search-q').value = '';
     });
     $('filters').addEventListener('submit', (e) => {
       e.preventDefault();
