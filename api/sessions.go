@@ -84,7 +84,13 @@ func (s *Server) readSession(w http.ResponseWriter, r *http.Request) error {
 		runs, err = s.cfg.Views.SessionRuns(id)
 	}
 	if errors.Is(err, projections.ErrNotFound) {
-		return notFound("no session %q (a session is named by its first run's id, or by the sessionId its runs' headers carry)", id)
+		// An execution's id names its session too.
+		if run, rerr := s.cfg.Views.Run(id); rerr == nil {
+			runs, err = s.cfg.Views.SessionRuns(run.SessionID)
+		}
+	}
+	if errors.Is(err, projections.ErrNotFound) {
+		return notFound("no session %q (name a session by its id, which is its first run's unless the runs' headers name another, or by any of its executions' ids)", id)
 	}
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ type CheckpointRequest struct {
 	Title, Summary string
 }
 
+// checkpointIDPattern is what a checkpoint id may be: it shows in URLs,
+// record ids and the console, so plain characters only.
+var checkpointIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
 // Checkpoint limits.
 const (
 	MaxCheckpointTitle   = 200
@@ -55,10 +60,8 @@ func (rt *Runtime) Checkpoint(ctx context.Context, req CheckpointRequest) (*even
 	if req.Source == "" {
 		req.Source = eventstore.SourceOperator
 	}
-	if req.ID != "" {
-		if _, err := eventstore.EscapeID(req.ID); err != nil {
-			return nil, &CheckpointError{Field: "id", msg: err.Error()}
-		}
+	if req.ID != "" && !checkpointIDPattern.MatchString(req.ID) {
+		return nil, &CheckpointError{Field: "id", msg: fmt.Sprintf("%q is not accepted (want 1 to 128 letters, digits, '.', '_', ':' or '-')", req.ID)}
 	}
 	if !isSource(req.Source) {
 		return nil, &CheckpointError{Field: "source", msg: fmt.Sprintf("%q is not one of operator, daemon, owner, system", req.Source)}

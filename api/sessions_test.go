@@ -1,0 +1,155 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// TestSessionRoutes: a one-shot Claude Code run (a real capture) ends its
+// turn with a checkpoint; resumed, it is a second run of the same session;
+// a checkpoint is asked for, retried, and refused for bad input; every
+// answer is valid against openapi.yaml.
+func TestSessionRoutes(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	capture, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s", Agent: "claude-code",
+		Command: []string{s.Agent, "replay:" + capture}, Prompt: "write the file\nthen test it", Shape: eventstore.ShapeOneShot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res.Reference.AgentExecutionID
+	// The turn's checkpoint is taken beside the run's end; wait for both.
+	var cps []contract.AgentCheckpoint
+	for ex, _ := c.Execution(ctx, first); !ex.Lifecycle.Final() || len(cps) == 0; ex, _ = c.Execution(ctx, first) {
+		if ctx.Err() != nil {
+			t.Fatalf("first run never ended with a checkpoint: %s, %+v", ex.Lifecycle, cps)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if cps, err = c.Checkpoints(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn := cps[0]
+	if turn.CheckpointID != "turn-1" || turn.Trigger != eventstore.CheckpointTurnEnd || turn.Source != eventstore.SourceDaemon ||
+		turn.SessionID != first || turn.RunID != first || turn.StateSummary.Title != "write the file" ||
+		turn.ResumeToken == nil || *turn.ResumeToken == "" || len(turn.TodoIDs) != 2 || turn.AtSequence == 0 || turn.Sequence <= turn.AtSequence {
+		t.Errorf("turn checkpoint %+v", turn)
+	}
+
+	// Resumed: a new run of the same session.
+	res, err = c.Resume(ctx, first, client.ResumeRequest{Prompt: "and now the docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := res.Reference.AgentExecutionID
+	for ex, _ := c.Execution(ctx, second); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, second) {
+		if ctx.Err() != nil {
+			t.Fatal("second run never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	run, err := c.Run(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.SessionID != first || run.Resumes != first || run.Status != eventstore.RunCompleted || run.TaskID != "t-s" {
+		t.Errorf("resumed run %+v", run)
+	}
+
+	// Asked for, with a title; asked again with the same id: one checkpoint.
+	asked, err := c.Checkpoint(ctx, second, client.CheckpointRequest{ID: "before-review", Title: "ready for review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Checkpoint(ctx, second, client.CheckpointRequest{ID: "before-review", Title: "another title"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Trigger != eventstore.CheckpointRequest || asked.Source != eventstore.SourceOperator || asked.StateSummary.Title != "ready for review" ||
+		asked.StatusAtCapture != eventstore.RunCompleted || asked.CurrentTaskID != nil || again.Sequence != asked.Sequence || again.StateSummary.Title != "ready for review" {
+		t.Errorf("asked %+v\nagain %+v", asked, again)
+	}
+
+	sess, err := c.Session(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sess.Session; got.SessionID != first || len(got.RunIDs) != 2 || got.RunIDs[0] != first || got.RunIDs[1] != second ||
+		got.Status != contract.SessionCompleted || !got.Resumable || got.UserID != "Task/t-s" {
+		t.Errorf("session %+v", got)
+	}
+	if len(sess.Runs) != 2 || len(sess.Tasks) != 1 || sess.Tasks[0].TaskID != "t-s" || len(sess.Tasks[0].RunIDs) != 2 || len(sess.Todos) != 4 {
+		t.Errorf("runs %+v tasks %+v todos %d", sess.Runs, sess.Tasks, len(sess.Todos))
+	}
+	ids := map[string]int{}
+	for _, cp := range sess.Checkpoints {
+		ids[cp.RunID+"/"+cp.CheckpointID]++
+	}
+	if ids[first+"/turn-1"] != 1 || ids[second+"/turn-1"] != 1 || ids[second+"/before-review"] != 1 || len(sess.Checkpoints) != 3 {
+		t.Errorf("checkpoints %v", ids)
+	}
+	// A run's id names its session as well.
+	if byRun, err := c.Session(ctx, second); err != nil || byRun.Session.SessionID != first {
+		t.Errorf("session by its second run: %+v, %v", byRun, err)
+	}
+	list, err := c.Sessions(ctx, client.SessionFilter{Status: contract.SessionCompleted})
+	if err != nil || len(list) != 1 || list[0].SessionID != first {
+		t.Errorf("sessions %+v, %v", list, err)
+	}
+
+	// Refused, with nothing recorded.
+	for _, bad := range []struct {
+		req   client.CheckpointRequest
+		id    string
+		field string
+		code  int
+	}{
+		{client.CheckpointRequest{Title: strings.Repeat("t", 201)}, second, "title", http.StatusBadRequest},
+		{client.CheckpointRequest{Summary: strings.Repeat("s", 2001)}, second, "summary", http.StatusBadRequest},
+		{client.CheckpointRequest{ID: "a/b\x00"}, second, "id", http.StatusBadRequest},
+		{client.CheckpointRequest{}, "ae-nope", "", http.StatusNotFound},
+	} {
+		_, err := c.Checkpoint(ctx, bad.id, bad.req)
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Status != bad.code || ce.Field != bad.field {
+			t.Errorf("checkpoint %+v of %s: %v, want %d naming %q", bad.req, bad.id, err, bad.code, bad.field)
+		}
+	}
+	if cps, err := c.Checkpoints(ctx, second); err != nil || len(cps) != 2 {
+		t.Errorf("checkpoints after refusals: %d, %v", len(cps), err)
+	}
+
+	v := servedValidator(t, s.HTTP.URL)
+	for path, want := range map[string]int{
+		"/v1/sessions":                              http.StatusOK,
+		"/v1/sessions?status=completed&limit=1":     http.StatusOK,
+		"/v1/sessions?status=bogus":                 http.StatusBadRequest,
+		"/v1/sessions/" + first:                     http.StatusOK,
+		"/v1/sessions/nope":                         http.StatusNotFound,
+		"/v1/executions/" + second + "/run":         http.StatusOK,
+		"/v1/executions/" + second + "/checkpoints": http.StatusOK,
+		"/v1/executions/nope/run":                   http.StatusNotFound,
+	} {
+		if code, _, data := validatedGet(t, v, s.HTTP.URL, path); code != want {
+			t.Errorf("GET %s → %d %s, want %d", path, code, data, want)
+		}
+	}
+}
