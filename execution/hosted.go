@@ -317,7 +317,9 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 			rt.cfg.Logger.Warn("forget a hosted execution whose journal is not in the log", "execution", ref.AgentExecutionID, "journal", ref.JournalID)
 			continue
 		}
-		if st.Lifecycle.Final() {
+		if st.Lifecycle.Final() || rt.queued(ref.AgentExecutionID) || neverStarted(st) {
+			// A queued run that has not started is the queue's to start
+			// (Requeue), not an orphan.
 			continue
 		}
 		attached, err := rt.attach(ctx, ref, st)

@@ -255,6 +255,12 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		// agent said it was in last, and however late that was decided.
 		activity = eventstore.ActivityIdle
 	}
+	if r.Lifecycle == eventstore.LifecycleStarting && s.Lifecycle == eventstore.LifecycleStarting && r.Reason != "" {
+		// A run that has not started says why: it is queued, or
+		// scheduled (dispatch.go).
+		s.LifecycleReason = r.Reason
+		changes = append(changes, "waiting to start")
+	}
 	if r.Lifecycle != "" && r.Lifecycle != s.Lifecycle {
 		changes = append(changes, "lifecycle "+string(s.Lifecycle)+" → "+string(r.Lifecycle))
 		s.Lifecycle = r.Lifecycle

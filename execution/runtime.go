@@ -130,6 +130,14 @@ type Config struct {
 	// first turn and at each turn boundary (snapshots.go). Off when false;
 	// the daemon and the run command turn it on unless --snapshots=off.
 	Snapshots bool
+	// QueueDir keeps the queued and scheduled launches waiting to start,
+	// one 0600 file each, so that they survive a restart (Requeue); empty
+	// keeps them in memory only (dispatch.go).
+	QueueDir string
+	// MaxRunning is how many executions may be live here before a queued
+	// launch waits; runtime.NumCPU() when 0. Interactive and remote
+	// launches start at once whatever the count, and count toward it.
+	MaxRunning int
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -167,6 +175,10 @@ type LaunchRequest struct {
 	// its end recorded as an interruption (timeout). None when 0; at most
 	// MaxTimeout.
 	Timeout time.Duration
+	// Dispatch is where the launch was asked for and how it runs, recorded
+	// in the header; nil runs it as interactive. Queued and scheduled
+	// launches wait in the runtime's queue (dispatch.go).
+	Dispatch *eventstore.DispatchContext
 	// refused journals the execution (header, then Restored) and ends it
 	// failed with this reason, starting no process: a fork refused for its
 	// workspace is still a branch of the DAG.
@@ -191,6 +203,15 @@ type Runtime struct {
 	// created it (hosted.go).
 	hostMu sync.Mutex
 	host   *host
+
+	// The queue (dispatch.go), guarded by mu: the runs waiting in order,
+	// those being started, the timer of the next scheduled one, and
+	// whether Close stopped it. starts counts the starts under way.
+	queue       []*queuedRun
+	starting    map[string]chan struct{}
+	wake        *time.Timer
+	queueClosed bool
+	starts      sync.WaitGroup
 }
 
 // NewRuntime returns a runtime over a store.
@@ -207,7 +228,7 @@ func NewRuntime(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	rt := &Runtime{cfg: cfg, live: map[string]*process{}}
+	rt := &Runtime{cfg: cfg, live: map[string]*process{}, starting: map[string]chan struct{}{}}
 	rt.detach, rt.stopDetach = context.WithCancel(context.Background())
 	return rt
 }
@@ -386,95 +407,29 @@ func joinShapes(shapes []eventstore.SessionShape) string {
 }
 
 // Launch writes the journal header and only then starts the agent. If the
-// header cannot be written no process is started.
+// header cannot be written no process is started. A launch whose dispatch
+// mode is queued or scheduled is journaled and queued instead (dispatch.go):
+// it starts when a slot under the runtime's limit frees, and a scheduled
+// one not before its time.
 func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Reference, error) {
-	adapter, err := NewAdapter(req.Agent)
+	pl, err := rt.plan(req)
 	if err != nil {
-		return eventstore.Reference{}, err
+		return pl.ref, err
 	}
-	if req.Posture == "" {
-		req.Posture = eventstore.PostureStructuredHeadless
-	}
-	if !slices.Contains(eventstore.Postures, req.Posture) {
-		return eventstore.Reference{}, fmt.Errorf("launch: unknown posture %q (want one of: %s, %s, %s)", req.Posture,
-			eventstore.PostureStructuredHeadless, eventstore.PostureStructuredInteractive, eventstore.PostureNativeTerminal)
-	}
-	interactive := req.Posture != eventstore.PostureStructuredHeadless
-	if interactive && rt.cfg.Terminals == nil {
-		return eventstore.Reference{}, fmt.Errorf("launch: posture %s needs a terminal lane, and this runtime has no terminal registry", req.Posture)
-	}
-	shape, err := resolveShape(adapter, req)
-	if err != nil {
-		return eventstore.Reference{}, err
-	}
-	if err := checkTimeout(req.Timeout); err != nil {
-		return eventstore.Reference{}, err
-	}
-	driver := adapter.NewDriver(req.Command, shape)
-	var session string
-	if req.Continue != nil {
-		if err := continueSession(driver, adapter.ID(), *req.Continue); err != nil {
-			return eventstore.Reference{}, err
-		}
-		session = req.Continue.Session
-	}
-	onStdin := driver.TurnsOnStdin()
-	switch {
-	case !onStdin && shape == eventstore.ShapeOneShot && strings.TrimSpace(req.Prompt) == "":
-		return eventstore.Reference{}, fmt.Errorf("%w: a one-shot %s execution needs a prompt", ErrBadLaunch, adapter.ID())
-	case interactive && conversing(driver):
-		// The protocol owns the agent's stdin and stdout: a terminal lane
-		// would hand them to a person and a terminal emulator instead.
-		return eventstore.Reference{}, fmt.Errorf("%w: %s speaks a protocol on its stdin and stdout, so it runs headless only (posture %s, got %s)",
-			ErrBadLaunch, adapter.ID(), eventstore.PostureStructuredHeadless, req.Posture)
-	case !onStdin && interactive && shape == eventstore.ShapeConversation:
-		return eventstore.Reference{}, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
-			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
-	}
-	// A CLI that reads its turns on stdin starts at once; one that takes
-	// its prompt on the command line starts when it has one.
-	startNow := onStdin || req.Prompt != ""
-	var program string
-	var args []string
-	if startNow {
-		argPrompt := ""
-		if !onStdin {
-			argPrompt = req.Prompt
-		}
-		if program, args, err = driver.Start(argPrompt, session); err != nil {
-			return eventstore.Reference{}, fmt.Errorf("%w: %w", ErrBadLaunch, err)
+	ref, req := pl.ref, pl.req
+	waits := req.Dispatch != nil && req.Dispatch.DispatchMode.Waits()
+	if waits {
+		// Kept before the journal: a crash in between leaves a file whose
+		// journal is missing, which the next runtime drops, never a
+		// journal waiting for a start nothing remembers.
+		if err := rt.keepQueued(pl); err != nil {
+			return ref, fmt.Errorf("launch %s: keep it queued in %s, so nothing was journaled: %w", ref.AgentExecutionID, rt.cfg.QueueDir, err)
 		}
 	}
-	seed := req.Seed
-	if seed == "" {
-		seed = randomHex(8)
-	}
-	id, err := eventstore.NewAgentExecutionID(req.OwnerEntity, req.OwnerID, seed)
-	if err != nil {
-		return eventstore.Reference{}, fmt.Errorf("launch: %w", err)
-	}
-	ref, err := eventstore.NewReference(req.OwnerEntity, req.OwnerID, id)
-	if err != nil {
-		return ref, fmt.Errorf("launch: %w", err)
-	}
-	transports := []eventstore.SignalTransport{eventstore.SignalViaStdoutMarker}
-	if adapter.Provider() != "" {
-		transports = append(transports, eventstore.SignalViaProviderOutput)
-	}
-	desc := eventstore.ProtocolDescriptor{Posture: req.Posture, Messages: adapter.Messages(shape),
-		Signals: eventstore.SurfacedSignalTypes(), SignalTransports: transports, SessionShape: shape, Approvals: adapter.Approvals()}
-	dir := req.Dir
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	lane := eventstore.LaneStdio
-	if interactive {
-		lane = eventstore.LanePTY
-	}
-	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
-		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: dir,
-		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout)}
-	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, header); err != nil {
+	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, pl.header); err != nil {
+		if waits {
+			rt.forgetQueued(ref.AgentExecutionID)
+		}
 		return ref, fmt.Errorf("launch %s: the journal header could not be written, so no process was started: %w", ref.AgentExecutionID, err)
 	}
 	if r := req.Restored; r != nil {
@@ -488,25 +443,160 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		rt.failLaunch(ref, req.refused)
 		return ref, nil
 	}
-
-	nonce, err := marker.NewNonce()
-	if err != nil {
-		return ref, fmt.Errorf("launch: %w", err)
-	}
-	env := rt.agentEnv(ref, req.Env, nonce)
 	// The prompt is recorded before the process starts: a prompt the
 	// journal refuses (too large, say) fails the launch with nothing run.
 	var prompt accepted
-	promptIn := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !onStdin}
 	if req.Prompt != "" {
-		promptIn.Payload, _ = json.Marshal(messagePayload{Text: req.Prompt})
-		if prompt, err = rt.accept(ctx, ref, desc, &promptIn); err != nil {
+		promptIn := pl.promptInput()
+		if prompt, err = rt.accept(ctx, ref, pl.desc, &promptIn); err != nil {
+			if waits {
+				rt.forgetQueued(ref.AgentExecutionID)
+			}
 			rt.failLaunch(ref, "the prompt was not recorded: "+err.Error())
 			return ref, fmt.Errorf("launch %s: %w", ref.AgentExecutionID, err)
 		}
 	}
-	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: desc, shape: shape, nonce: nonce,
-		env: env, dir: dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: session}
+	if waits {
+		return ref, rt.enqueue(pl)
+	}
+	return ref, rt.start(ctx, pl, prompt)
+}
+
+// launchPlan is what a launch request comes to before anything is written:
+// enough to journal it and to start its agent, now or, queued, later.
+type launchPlan struct {
+	req         LaunchRequest
+	ref         eventstore.Reference
+	adapter     Adapter
+	driver      Driver
+	shape       eventstore.SessionShape
+	session     string
+	desc        eventstore.ProtocolDescriptor
+	header      *eventstore.Header
+	onStdin     bool
+	interactive bool
+	// startNow: a CLI that reads its turns on stdin starts at once; one
+	// that takes its prompt on the command line starts when it has one.
+	startNow bool
+	program  string
+	args     []string
+	// queuedAt is when a launch that waits was queued.
+	queuedAt time.Time
+}
+
+// promptInput is the launch prompt as a message.
+func (pl *launchPlan) promptInput() SendMessageInput {
+	in := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !pl.onStdin}
+	in.Payload, _ = json.Marshal(messagePayload{Text: pl.req.Prompt})
+	return in
+}
+
+// plan checks a launch request and works out its journal header and
+// command line; nothing is written.
+func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
+	pl := &launchPlan{}
+	adapter, err := NewAdapter(req.Agent)
+	if err != nil {
+		return pl, err
+	}
+	if req.Posture == "" {
+		req.Posture = eventstore.PostureStructuredHeadless
+	}
+	if !slices.Contains(eventstore.Postures, req.Posture) {
+		return pl, fmt.Errorf("launch: unknown posture %q (want one of: %s, %s, %s)", req.Posture,
+			eventstore.PostureStructuredHeadless, eventstore.PostureStructuredInteractive, eventstore.PostureNativeTerminal)
+	}
+	interactive := req.Posture != eventstore.PostureStructuredHeadless
+	if interactive && rt.cfg.Terminals == nil {
+		return pl, fmt.Errorf("launch: posture %s needs a terminal lane, and this runtime has no terminal registry", req.Posture)
+	}
+	shape, err := resolveShape(adapter, req)
+	if err != nil {
+		return pl, err
+	}
+	if err := checkTimeout(req.Timeout); err != nil {
+		return pl, err
+	}
+	if err := checkDispatch(req); err != nil {
+		return pl, err
+	}
+	driver := adapter.NewDriver(req.Command, shape)
+	var session string
+	if req.Continue != nil {
+		if err := continueSession(driver, adapter.ID(), *req.Continue); err != nil {
+			return pl, err
+		}
+		session = req.Continue.Session
+	}
+	onStdin := driver.TurnsOnStdin()
+	switch {
+	case !onStdin && shape == eventstore.ShapeOneShot && strings.TrimSpace(req.Prompt) == "":
+		return pl, fmt.Errorf("%w: a one-shot %s execution needs a prompt", ErrBadLaunch, adapter.ID())
+	case interactive && conversing(driver):
+		// The protocol owns the agent's stdin and stdout: a terminal lane
+		// would hand them to a person and a terminal emulator instead.
+		return pl, fmt.Errorf("%w: %s speaks a protocol on its stdin and stdout, so it runs headless only (posture %s, got %s)",
+			ErrBadLaunch, adapter.ID(), eventstore.PostureStructuredHeadless, req.Posture)
+	case !onStdin && interactive && shape == eventstore.ShapeConversation:
+		return pl, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
+			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
+	}
+	startNow := onStdin || req.Prompt != ""
+	var program string
+	var args []string
+	if startNow {
+		argPrompt := ""
+		if !onStdin {
+			argPrompt = req.Prompt
+		}
+		if program, args, err = driver.Start(argPrompt, session); err != nil {
+			return pl, fmt.Errorf("%w: %w", ErrBadLaunch, err)
+		}
+	}
+	if req.Seed == "" {
+		req.Seed = randomHex(8)
+	}
+	id, err := eventstore.NewAgentExecutionID(req.OwnerEntity, req.OwnerID, req.Seed)
+	if err != nil {
+		return pl, fmt.Errorf("launch: %w", err)
+	}
+	ref, err := eventstore.NewReference(req.OwnerEntity, req.OwnerID, id)
+	if err != nil {
+		return pl, fmt.Errorf("launch: %w", err)
+	}
+	transports := []eventstore.SignalTransport{eventstore.SignalViaStdoutMarker}
+	if adapter.Provider() != "" {
+		transports = append(transports, eventstore.SignalViaProviderOutput)
+	}
+	desc := eventstore.ProtocolDescriptor{Posture: req.Posture, Messages: adapter.Messages(shape),
+		Signals: eventstore.SurfacedSignalTypes(), SignalTransports: transports, SessionShape: shape, Approvals: adapter.Approvals()}
+	if req.Dir == "" {
+		req.Dir, _ = os.Getwd()
+	}
+	lane := eventstore.LaneStdio
+	if interactive {
+		lane = eventstore.LanePTY
+	}
+	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
+		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: req.Dir,
+		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout),
+		DispatchContext: req.Dispatch}
+	*pl = launchPlan{req: req, ref: ref, adapter: adapter, driver: driver, shape: shape, session: session, desc: desc, header: header,
+		onStdin: onStdin, interactive: interactive, startNow: startNow, program: program, args: args}
+	return pl, nil
+}
+
+// start starts a journaled launch's agent and delivers its prompt, if it
+// has one (recorded as accepted already).
+func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) error {
+	ref, req, interactive := pl.ref, pl.req, pl.interactive
+	nonce, err := marker.NewNonce()
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	env := rt.agentEnv(ref, req.Env, nonce)
+	p := &process{ref: ref, adapter: pl.adapter, driver: pl.driver, descriptor: pl.desc, shape: pl.shape, nonce: nonce,
+		env: env, dir: req.Dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
 	if interactive {
 		p.source = eventstore.ObservedPTY
 	}
@@ -518,13 +608,13 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	switch {
 	case startErr != nil:
 		startErr = fmt.Errorf("record it as hosted in %s and %s: %w", rt.cfg.HostDir, rt.cfg.SupervisedDir, startErr)
-	case !startNow:
+	case !pl.startNow:
 	case interactive:
-		startErr = rt.startTerminal(ctx, p, program, args)
+		startErr = rt.startTerminal(ctx, p, pl.program, pl.args)
 	case rt.supervised(p):
-		startErr = rt.startSupervised(ctx, p, program, args, onStdin)
+		startErr = rt.startSupervised(ctx, p, pl.program, pl.args, pl.onStdin)
 	default:
-		startErr = rt.startPipes(p, program, args, onStdin)
+		startErr = rt.startPipes(p, pl.program, pl.args, pl.onStdin)
 	}
 	if startErr != nil {
 		if prompt.stored != nil {
@@ -535,13 +625,13 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 			}
 		}
 		rt.failLaunch(ref, "start: "+startErr.Error())
-		return ref, fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, program, startErr)
+		return fmt.Errorf("launch %s: start %s: %w", ref.AgentExecutionID, pl.program, startErr)
 	}
-	if !startNow {
+	if !pl.startNow {
 		rt.register(p)
 	}
-	rt.armTimeout(p, time.Duration(header.TimeoutMs)*time.Millisecond)
-	if shape == eventstore.ShapeConversation && req.Prompt == "" {
+	rt.armTimeout(p, time.Duration(pl.header.TimeoutMs)*time.Millisecond)
+	if pl.shape == eventstore.ShapeConversation && req.Prompt == "" {
 		// Nothing to do until the operator says what.
 		p.mu.Lock()
 		p.awaiting = true
@@ -552,11 +642,11 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		}
 	}
 	if prompt.stored != nil {
-		if _, err := rt.deliverAccepted(ctx, ref, p, prompt, promptIn.launchArgument); err != nil {
-			return ref, err
+		if _, err := rt.deliverAccepted(ctx, ref, p, prompt, !pl.onStdin); err != nil {
+			return err
 		}
 	}
-	return ref, nil
+	return nil
 }
 
 // agentEnv is the environment of an execution's processes: this one's,
@@ -1249,6 +1339,8 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	rt.mu.Lock()
 	delete(rt.live, p.ref.AgentExecutionID)
 	rt.mu.Unlock()
+	// A slot is free.
+	rt.dispatch()
 }
 
 func (rt *Runtime) appendState(ref eventstore.Reference, key string, st *eventstore.StateChanged) error {
@@ -1270,13 +1362,20 @@ func (rt *Runtime) Done(id string) <-chan struct{} {
 	return nil
 }
 
-// Stop ends an execution. A conversation between turns ends at once,
+// Stop ends an execution. One still queued ends cancelled at once, its
+// process never started (dispatch.go). A conversation between turns ends at once,
 // completed. A CLI that reads its turns on stdin is first asked to finish
 // by closing its input, and ends completed when it exits cleanly within the
 // grace period. Otherwise, and after that, SIGTERM goes to its process
 // group, then SIGKILL after the grace period; the journal records
 // cancelled, or terminated when the process had to be killed.
 func (rt *Runtime) Stop(ctx context.Context, id string) error {
+	if q, ok := rt.dequeue(id); ok {
+		return rt.cancelQueued(ctx, q)
+	}
+	if err := rt.waitStarting(ctx, id); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
 	rt.mu.Lock()
 	p, ok := rt.live[id]
 	rt.mu.Unlock()
@@ -1338,8 +1437,10 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 }
 
 // Close stops every live process and waits for their records; with
-// LeaveRunning, supervised ones run on and only their readers stop.
+// LeaveRunning, supervised ones run on and only their readers stop. Queued
+// runs stay queued, in QueueDir, for the next runtime.
 func (rt *Runtime) Close(ctx context.Context) error {
+	rt.closeQueue()
 	rt.mu.Lock()
 	ids := make([]string, 0, len(rt.live))
 	var leave, stop []*process
