@@ -441,8 +441,8 @@
 
   // approvalItems lists AgentApprovalCheckpoints: the question or the
   // permission and its tool, the status, the answer, and who resolved it
-  // and when.
-  function approvalItems(approvals) {
+  // and when; withRun names each one's run.
+  function approvalItems(approvals, withRun) {
     if (!approvals.length) return [el('li', {class: 'muted empty'}, 'No approvals: the agent has asked nothing.')];
     return approvals.map((a) => {
       const what = a.kind === 'permission' ? 'permission' + (a.tool ? ': ' : '') : 'question';
@@ -454,6 +454,7 @@
         el('div', {class: 'contract-head'},
           badge(a.status, 'approval'),
           el('span', {class: 'approval-kind'}, what, a.kind === 'permission' && a.tool ? escaped(el('code', {class: 'approval-tool'}), a.tool) : null),
+          withRun && a.runId ? el('span', {class: 'approval-run muted'}, 'run ', el('a', {href: executionHref(a.runId)}, a.runId)) : null,
           seqLink(a.runId, a.requestSequence),
           timeOf(a.requestedAt)),
         escaped(el('div', {class: 'approval-question'}), a.question || '(no question text)'),
@@ -785,7 +786,6 @@
     },
 
     render(list) {
-      list = list.slice().sort((a, b) => (b.updatedAt || '').localeCompare(a.updatedAt || '') || a.sessionId.localeCompare(b.sessionId));
       $('sessions-body').replaceChildren(...list.map((ss) => el('tr', {'data-id': ss.sessionId, 'data-status': ss.status},
         el('td', {}, el('a', {href: sessionHref(ss.sessionId)}, ss.sessionId)),
         el('td', {}, badge(ss.status, 'session')),
@@ -814,7 +814,7 @@
         this.close();
         this.id = id;
         this.openTodos = new Set();
-        for (const b of ['session-runs', 'session-todos', 'session-approvals', 'session-checkpoints', 'session-dims']) $(b).replaceChildren();
+        for (const b of ['session-runs', 'session-tasks', 'session-todos', 'session-approvals', 'session-checkpoints', 'session-dims']) $(b).replaceChildren();
         clearError($('session-error'));
       }
       showView('session-view');
@@ -865,17 +865,22 @@
         el('div', {class: 'contract-head'},
           el('a', {href: executionHref(r.runId)}, el('code', {}, r.runId)),
           badge(r.status, 'run'),
-          r.lifecycle && badge(r.lifecycle, 'lifecycle'),
-          r.attention && r.attention !== 'none' && badge(r.attention, 'attention'),
+          r.lifecycle && r.lifecycle !== r.status && badge(r.lifecycle, 'lifecycle'),
+          NEEDS_OPERATOR.has(r.attention) && badge(r.attention, 'attention'),
           r.runId && ss.currentTaskId && r.taskId === ss.currentTaskId && el('span', {class: 'muted small'}, 'current task')),
         el('div', {class: 'item-detail muted'},
           r.agentId ? `agent ${r.agentId} · ` : '', r.taskId ? ['task ', el('code', {}, r.taskId), ' · '] : '',
           'started ', timeOf(r.startedAt), r.endedAt ? [' · ended ', timeOf(r.endedAt)] : ''),
         runRelation(r).length ? el('div', {class: 'item-detail'}, runRelation(r)) : null))
         : [el('li', {class: 'muted empty'}, 'No runs.')]));
+      const tasks = d.tasks || [];
+      $('session-tasks').replaceChildren(...(tasks.length ? tasks.map((tk) => el('li', {class: 'task', 'data-task': tk.taskId, 'data-status': tk.status},
+        el('div', {class: 'contract-head'}, badge(tk.status, 'task'), escaped(el('span', {class: 'task-title'}), tk.title || tk.taskId)),
+        el('div', {class: 'item-detail muted'}, 'runs ', (tk.runIds || []).map((r, i) => [i ? ', ' : '', el('a', {href: executionHref(r)}, r)]))))
+        : [el('li', {class: 'muted empty'}, 'No tasks.')]));
       const single = runs.length === 1 ? runs[0].runId : '';
       $('session-todos').replaceChildren(...todoItems(d.todos || [], single, this.openTodos));
-      $('session-approvals').replaceChildren(...approvalItems(d.approvals || []));
+      $('session-approvals').replaceChildren(...approvalItems(d.approvals || [], true));
       const cps = d.checkpoints || [];
       $('session-checkpoints').replaceChildren(...(cps.length ? cps.map((c) => {
         const sum = c.stateSummary || {};
@@ -888,7 +893,8 @@
           sum.summary ? escaped(el('div', {class: 'item-detail checkpoint-summary'}), sum.summary) : null,
           el('div', {class: 'item-detail muted'}, 'run ', el('a', {href: executionHref(c.runId)}, c.runId),
             c.source ? ` · source ${c.source}` : '',
-            ` · ${(c.todoIds || []).length} todos · ${(c.artifactRefs || []).length} artifacts · ${(c.approvalRefs || []).length} approvals`));
+            ` · ${(c.todoIds || []).length} todos · ${(c.artifactRefs || []).length} artifacts · ${(c.approvalRefs || []).length} approvals`),
+          c.resumeToken ? el('div', {class: 'item-detail muted'}, 'resume token ', el('code', {}, c.resumeToken)) : null);
       }) : [el('li', {class: 'muted empty'}, 'No checkpoints.')]));
       dims($('session-dims'), [
         ['Session', el('code', {}, ss.sessionId || this.id)],
@@ -982,10 +988,7 @@
       showView('execution-view');
       $('exec-id').textContent = id;
       await this.refresh();
-      if (fresh && id === this.id) {
-        this.loadLineage();
-        this.loadSession();
-      }
+      if (fresh && id === this.id) this.loadLineage();
       if (!fresh && id === this.id && this.state) this.renderTimeline(this.shown().items, !this.tt);
       if (this.target && id === this.id) this.reveal(this.target);
     },
@@ -1015,33 +1018,27 @@
       return best;
     },
 
-    // loadSession reads the execution's session from its journal's header
-    // (its own id when the header names none) and links to it.
-    async loadSession() {
-      const id = this.id;
-      try {
-        const page = await api('GET', `/v1/executions/${encodeURIComponent(id)}/records?fromSeq=1&limit=1`);
-        if (id !== this.id) return;
-        const header = (page.records || [])[0] || {};
-        this.sessionId = header.sessionId || id;
-        $('exec-session').replaceChildren('Session ', el('a', {href: sessionHref(this.sessionId), 'data-id': this.sessionId}, this.sessionId));
-        $('exec-session').hidden = false;
-      } catch (err) {
-        if (id === this.id) showError($('exec-error'), err);
-      }
-    },
-
-    // loadContract reads the execution's todos and approval checkpoints.
-    // Each event about the execution reads them again.
+    // loadContract reads the execution as the runtime contract shows it:
+    // its run (status and session), todos and approval checkpoints. Each
+    // event about the execution reads them again.
     async loadContract() {
       const id = this.id;
       const ask = ++this.contractAsk;
       const enc = encodeURIComponent(id);
-      const [todos, approvals] = await Promise.all([
+      const [run, todos, approvals] = await Promise.all([
+        api('GET', `/v1/executions/${enc}/run`).catch((err) => err),
         api('GET', `/v1/executions/${enc}/todos`).catch((err) => err),
         api('GET', `/v1/executions/${enc}/approvals`).catch((err) => err),
       ]);
       if (ask !== this.contractAsk || id !== this.id) return;
+      if (run instanceof Error) {
+        showError($('exec-error'), run);
+      } else {
+        this.sessionId = run.sessionId || id;
+        $('exec-session').replaceChildren('Session ', el('a', {href: sessionHref(this.sessionId), 'data-id': this.sessionId}, this.sessionId),
+          ' · run ', badge(run.status, 'run'));
+        $('exec-session').hidden = false;
+      }
       if (todos instanceof Error) {
         showError($('todos-error'), todos);
       } else {
