@@ -32,7 +32,13 @@
 //     (marker lines left out by the daemon) that sends what is typed into
 //     it to the lane, and a player for its recording;
 //   - time travel: the state and timeline as of any journal sequence, with
-//     the raw records and their log offsets.
+//     the raw records and their log offsets;
+//   - the runtime contract's shapes (spec 004): an execution's todos, with
+//     their status history, and approval checkpoints, updated live, and a
+//     link to its session; the sessions, and a session's runs in order,
+//     tasks, todos, approvals and checkpoints;
+//   - full-text search over every execution, filtered by agent, lifecycle,
+//     owner and time, each hit opening its execution at the record.
 //
 // Every error the API answers is shown in words: its message, the field at
 // fault and the values accepted there.
