@@ -201,6 +201,10 @@ type launchInput struct {
 	// Timeout is the run's time limit, a duration such as 90s, 30m or 2h;
 	// none when empty.
 	Timeout string `json:"timeout,omitempty"`
+	// DispatchContext is where the launch was asked for and how it runs;
+	// a queued or scheduled one waits in the daemon's queue. Absent runs
+	// it at once, as interactive.
+	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
 }
 
 // timeoutAccepted says what a launch's timeout may be.
@@ -257,6 +261,20 @@ func (in *launchInput) validate() error {
 	for k, v := range in.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return invalidField("env."+k, nil, "not an environment variable (want a name without = and a value without NUL)")
+		}
+	}
+	if d := in.DispatchContext; d != nil {
+		var verr *eventstore.ValidationError
+		if err := d.Validate(); errors.As(err, &verr) && len(verr.Problems) > 0 {
+			// The first problem names the field, as every launch field is
+			// answered; the message lists them all.
+			parts := make([]string, len(verr.Problems))
+			for i, p := range verr.Problems {
+				parts[i] = p.String()
+			}
+			e := invalidField(verr.Problems[0].Field, nil, "invalid dispatch context: %s", strings.Join(parts, "; "))
+			e.accepted = verr.Problems[0].Accepted
+			return e
 		}
 	}
 	return nil
@@ -317,6 +335,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	ref, err := s.cfg.Runtime.Launch(ctx, execution.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
 		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(), Timeout: timeout,
+		Dispatch: in.DispatchContext,
 	})
 	if err != nil {
 		if errors.Is(err, execution.ErrBadLaunch) {

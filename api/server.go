@@ -261,6 +261,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions", fullToken, s.listExecutions)
 	s.handle("POST /v1/executions", fullToken, s.launch)
 	s.handle("GET /v1/executions/{id}", fullToken, s.readExecution)
+	s.handle("GET /v1/queue", fullToken, s.queue)
 	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
 	s.handle("POST /v1/executions/{id}/token", fullToken, s.mintToken)
 	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)

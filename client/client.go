@@ -230,6 +230,11 @@ type LaunchRequest struct {
 	// or "2h" (at most 168h): when it passes the daemon stops the run and
 	// journals an interruption with reason timeout. None when empty.
 	Timeout string `json:"timeout,omitempty"`
+	// DispatchContext says where the launch was asked for and how it
+	// runs: dispatchMode queued or scheduled waits in the daemon's queue
+	// (Queue), lifecycle starting, until a slot is free and its time has
+	// come. Nil runs it at once, as interactive.
+	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
 }
 
 // Launched answers a launch.
@@ -246,8 +251,9 @@ func (c *Client) Launch(ctx context.Context, in LaunchRequest) (Launched, error)
 }
 
 // Stop stops an execution running in this daemon: SIGTERM, then SIGKILL
-// after the grace (POST /v1/executions/{id}/stop). It answers once the
-// journal holds the final lifecycle; ErrConflict when it does not run here.
+// after the grace (POST /v1/executions/{id}/stop); one still in the queue
+// ends cancelled at once and never starts. It answers once the journal
+// holds the final lifecycle; ErrConflict when it does not run here.
 func (c *Client) Stop(ctx context.Context, id string) (Execution, error) {
 	var out Execution
 	err := c.do(ctx, http.MethodPost, executionPath(id, "/stop"), nil, nil, &out)

@@ -42,6 +42,9 @@ type Options struct {
 	NoPolicy bool
 	// Configure edits the API configuration before the server starts.
 	Configure []func(*api.Config)
+	// MaxRunning is the runtime's limit of running agents before queued
+	// launches wait; the runtime's default when 0.
+	MaxRunning int
 }
 
 // Start builds and starts the stack, and stops it when t ends.
@@ -75,6 +78,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	s.Runtime = execution.NewRuntime(execution.Config{
 		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings, OutputDir: output,
 		Processed: views.ProcessedID,
+		QueueDir:  filepath.Join(data, "queue"), MaxRunning: opts.MaxRunning,
 		LaunchEnv: func(ref eventstore.Reference) []string {
 			return []string{"AGENTJOURNAL_TOKEN=" + s.Server.ScopedToken(ref.AgentExecutionID)}
 		},
