@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -146,7 +147,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -154,10 +155,22 @@ id. The agent's command goes after --; it runs in --dir, which defaults to the
 current directory, so a relative command is found from there. --prompt is
 recorded as the first message and delivered the agent's way.
 
+--dispatch-mode, --origin-surface, --origin-product and --scheduled-for give
+the launch a dispatch context (the runtime contract's AgentDispatchContext),
+kept in the journal header: where it was asked for and how it runs. With
+--dispatch-mode queued the daemon journals it at once (lifecycle starting) and
+starts it when fewer agents than its --max-running are live; scheduled (or
+--scheduled-for alone) also waits until the time given, RFC 3339 or a
+duration from now. interactive and remote start at once. 'agentjournal queue'
+lists the waiting ones and stop cancels one. Without any of these flags the
+launch has no dispatch context and starts at once.
+
 With --json, print the daemon's answer: the journal reference and the state.`,
 	Example: "agentjournal launch -- ./my-agent --flag\n" +
 		"agentjournal launch --owner Task/t-42 --prompt \"summarize the open issues\" -- ./my-agent\n" +
-		"agentjournal launch --agent claude-code --interactive --prompt \"fix the failing test\"",
+		"agentjournal launch --agent claude-code --interactive --prompt \"fix the failing test\"\n" +
+		"agentjournal launch --dispatch-mode queued --origin-surface mobile --origin-product flowmonk --prompt \"triage\" -- ./my-agent\n" +
+		"agentjournal launch --scheduled-for 2h --prompt \"nightly report\" -- ./my-agent",
 }
 
 // Run implements Command.
@@ -174,6 +187,10 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	limit := fs.Duration("timeout", 0, "have the daemon stop the agent once it has run `DURATION` (e.g. 30m, at most 168h), as stop does, with the journal recording interruption.recorded, reason timeout; 0 for no limit")
 	shape := fs.String("shape", "", "the session `SHAPE` of claude-code, codex and copilot: conversation (the default: after each result the agent waits for the next message) or one-shot (the execution ends with the first result)")
+	mode := fs.String("dispatch-mode", "", "how the launch runs, `MODE`: "+joinEnum(eventstore.DispatchModes)+"; queued and scheduled wait in the daemon's queue (default: no dispatch context, at once)")
+	surface := fs.String("origin-surface", "", "where the launch was asked for, `S`: "+joinEnum(eventstore.OriginSurfaces)+" (default desktop when a dispatch flag is given)")
+	product := fs.String("origin-product", "", "the id `P` of the product that asked for the launch: letters, digits and . _ - : / @ (default agentjournal-cli when a dispatch flag is given)")
+	scheduled := fs.String("scheduled-for", "", "start no earlier than `TIME`, RFC 3339 (2026-11-24T18:00:00Z) or a duration from now (90m); implies --dispatch-mode scheduled")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 
 	flagArgs, command := args, []string(nil)
@@ -220,6 +237,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if *limit > 0 {
 		req.Timeout = limit.String()
 	}
+	if req.DispatchContext, err = dispatchFlags(*mode, *surface, *product, *scheduled, time.Now()); err != nil {
+		return launchSpec.usageErr(fs, "%v", err)
+	}
 
 	cl, err := c.env.daemon(ctx)
 	if err != nil {
@@ -238,6 +258,47 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintf(c.env.Stderr, "agentjournal: launched %s (%s, %s); follow it with: %s tail -f --execution %s\n",
 		id, res.State.AgentID, res.State.Lifecycle, c.env.hintPrefix(), id)
 	return nil
+}
+
+// dispatchFlags builds a launch's dispatch context from its flags; nil
+// when none is given. The daemon validates it again.
+func dispatchFlags(mode, surface, product, scheduled string, now time.Time) (*eventstore.DispatchContext, error) {
+	if mode == "" && surface == "" && product == "" && scheduled == "" {
+		return nil, nil
+	}
+	d := &eventstore.DispatchContext{OriginSurface: eventstore.OriginDesktop, OriginProductID: "agentjournal-cli",
+		DispatchMode: eventstore.DispatchMode(mode), InitiatedAt: now.UTC().Format(time.RFC3339)}
+	if surface != "" {
+		d.OriginSurface = eventstore.OriginSurface(surface)
+	}
+	if product != "" {
+		d.OriginProductID = product
+	}
+	if mode == "" {
+		d.DispatchMode = eventstore.DispatchInteractive
+		if scheduled != "" {
+			d.DispatchMode = eventstore.DispatchScheduled
+		}
+	}
+	if scheduled != "" {
+		if after, err := time.ParseDuration(scheduled); err == nil {
+			scheduled = now.Add(after).UTC().Format(time.RFC3339)
+		}
+		d.ScheduledFor = scheduled
+	}
+	var verr *eventstore.ValidationError
+	if err := d.Validate(); errors.As(err, &verr) {
+		flags := map[string]string{"originSurface": "--origin-surface", "originProductId": "--origin-product",
+			"dispatchMode": "--dispatch-mode", "scheduledFor": "--scheduled-for"}
+		parts := make([]string, len(verr.Problems))
+		for i, p := range verr.Problems {
+			field := strings.TrimPrefix(p.Field, "dispatchContext.")
+			p.Field = cmp.Or(flags[field], field)
+			parts[i] = p.String()
+		}
+		return nil, errors.New(strings.Join(parts, "; "))
+	}
+	return d, nil
 }
 
 // SendCommand sends a message to an agent of the running daemon.
@@ -416,7 +477,8 @@ var stopSpec = cmdSpec{
 SIGKILL after the daemon's grace period. stop waits until the process has
 ended and the journal holds its final lifecycle (cancelled, or terminated
 when it had to be killed), and prints it. Only an execution running in this
-daemon can be stopped.`,
+daemon can be stopped, or one waiting in its queue (see queue): that one ends
+cancelled at once, its process never started.`,
 	Example: "agentjournal stop ae-0123456789abcdef01234567",
 }
 

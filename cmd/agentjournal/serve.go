@@ -28,7 +28,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N]",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -62,7 +62,12 @@ their session; a turn that ran while the daemon went is recorded lost.
 A non-loopback --listen is refused unless --token-file names the token
 explicitly. SIGTERM or Ctrl-C stops new requests and closes everything in
 order. With --on-stop=leave (the default) supervised agents run on; with
---on-stop=stop every agent is stopped (SIGTERM, then SIGKILL after --grace).`,
+--on-stop=stop every agent is stopped (SIGTERM, then SIGKILL after --grace).
+
+Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
+in the daemon's queue until fewer than --max-running agents run here (the
+number of CPUs by default); what they need to start is kept in DATA/queue
+(0600), so they wait again after a restart. 'agentjournal queue' lists them.`,
 	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701\n" +
 		"agentjournal --data /srv/aj1 serve --cluster-name aj --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 --token-file /srv/aj1/token",
 }
@@ -93,6 +98,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	clusterListen := fs.String("cluster-listen", "", "accept routes from the other cluster nodes at `ADDR` (host:port)")
 	routes := fs.String("routes", "", "the cluster nodes' route `URLS`, comma-separated nats-route://host:port (this node's own may be listed)")
 	snapshots := snapshotsFlag(fs)
+	maxRunning := fs.Int("max-running", 0, "start queued and scheduled launches only while fewer than `N` agents run here (0: the number of CPUs); interactive launches start at once and count toward it")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
@@ -100,6 +106,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if len(pos) > 0 {
 		return serveSpec.usageErr(fs, "unexpected argument %q (serve takes only flags)", pos[0])
+	}
+	if *maxRunning < 0 {
+		return serveSpec.usageErr(fs, "--max-running %d: want 1 or more, or 0 for the number of CPUs", *maxRunning)
 	}
 	if *onStop != "leave" && *onStop != "stop" {
 		return serveSpec.usageErr(fs, "--on-stop %q: want leave or stop", *onStop)
@@ -131,6 +140,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote, leaveAgents: *onStop == "leave"}
 	d.snapshots = bool(*snapshots)
+	d.maxRunning = *maxRunning
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
 }
 
@@ -216,7 +226,10 @@ type daemon struct {
 	allowRemote bool
 	// leaveAgents leaves supervised agents running when the daemon stops.
 	leaveAgents bool
-	closes      []func() error
+	// maxRunning is the runtime's limit of running agents before queued
+	// launches wait (--max-running).
+	maxRunning int
+	closes     []func() error
 }
 
 func (d *daemon) onClose(fn func() error) { d.closes = append(d.closes, fn) }
@@ -291,6 +304,8 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		HostDir:      d.env.hostedDir(),
 		WorkspaceDir: d.env.DataDir,
 		Snapshots:    d.snapshots,
+		QueueDir:     filepath.Join(d.env.DataDir, "queue"),
+		MaxRunning:   d.maxRunning,
 		Processed:    views.ProcessedID,
 		LaunchEnv:    ep.launchEnv})
 	d.onClose(func() error {
@@ -306,6 +321,14 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	scope := execution.RecoverHosted
 	if !b.Clustered() && d.env.NATSURL == "" && natsListen == "" {
 		scope = execution.RecoverAll
+	}
+	// The queue first: Recover leaves the runs it holds to it.
+	queued, err := rt.Requeue(ctx)
+	if err != nil {
+		return err
+	}
+	if len(queued) > 0 {
+		d.logger.Info("queued launches kept from before the restart wait again", "count", len(queued))
 	}
 	ids, err := rt.Recover(ctx, scope)
 	for _, id := range ids {
