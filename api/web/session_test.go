@@ -65,6 +65,13 @@ func TestSessionView(t *testing.T) {
 	if runs := eval[string](t, b, row+`.children[5].textContent`); runs != "1" {
 		t.Errorf("the session lists %s runs, want 1", runs)
 	}
+	// The status filter asks the route for the sessions in one status.
+	b.setFields(t, map[string]string{"sessions-status": "failed"})
+	eval[bool](t, b, `document.getElementById('sessions-status').dispatchEvent(new Event('change')) || true`)
+	b.waitFor(t, 10*time.Second, "no failed session", `document.querySelectorAll('#sessions-body tr').length === 0 && !document.getElementById('sessions-empty').hidden`)
+	b.setFields(t, map[string]string{"sessions-status": ""})
+	eval[bool](t, b, `document.getElementById('sessions-status').dispatchEvent(new Event('change')) || true`)
+	b.waitFor(t, 10*time.Second, "the session again", row+` !== null`)
 
 	// A resume is a new run of the session: the list follows it.
 	var resumed struct {

@@ -22,6 +22,7 @@
   // The values the pickers offer. The daemon validates every request and
   // names what it accepts when it refuses one.
   const LIFECYCLES = ['starting', 'running', 'completed', 'failed', 'cancelled', 'terminated'];
+  const SESSION_STATUSES = ['active', 'paused', 'waiting-approval', 'completed', 'failed', 'cancelled'];
   const ATTENTIONS = ['none', 'autonomous', 'awaiting-operator', 'awaiting-system', 'blocked'];
   const OWNER_ENTITIES = ['Task', 'Mission', 'Repository', 'Artifact', 'System'];
   const AGENTS = ['generic', 'claude-code', 'codex', 'copilot'];
@@ -699,6 +700,7 @@
 
     async run(params) {
       const ask = ++this.ask;
+      for (const f of document.querySelectorAll('#search-form [aria-invalid]')) f.removeAttribute('aria-invalid');
       const q = new URLSearchParams(params);
       q.set('limit', String(SEARCH_LIMIT));
       $('search-submit').disabled = true;
@@ -723,7 +725,6 @@
     // sequence, a link to that record in its timeline, and the matching
     // text.
     render(res) {
-      for (const f of document.querySelectorAll('#search-form [aria-invalid]')) f.removeAttribute('aria-invalid');
       const hits = res.hits || [];
       $('search-info').textContent = !hits.length ? 'Nothing matches.'
         : res.total > hits.length ? `The best ${hits.length} of ${res.total} matches.` : `${res.total} match${res.total === 1 ? '' : 'es'}.`;
@@ -738,6 +739,8 @@
 
   // ---- sessions ----
 
+  // runRelation says how a run derives from another (it resumes it, or
+  // was forked from it) and what interrupted it.
   function runRelation(r) {
     const parts = [];
     if (r.resumes) parts.push(['resumes ', el('a', {href: executionHref(r.resumes)}, r.resumes)]);
@@ -761,7 +764,8 @@
       this.active = true;
       const ask = ++this.ask;
       try {
-        const data = await api('GET', '/v1/sessions');
+        const status = $('sessions-status').value;
+        const data = await api('GET', '/v1/sessions' + (status ? '?' + new URLSearchParams({status}) : ''));
         if (ask !== this.ask || !this.active) return;
         clearError($('sessions-error'));
         this.render(data.sessions || []);
@@ -945,8 +949,7 @@
     forking: null, // the item the fork form is open on: {executionId, sequence, key}
     target: 0, // the sequence of the record the address opens the view at, or 0
     openTodos: new Set(), // the todos whose history is shown
-    contractAsk: 0, // the newest todos and approvals read asked for
-    sessionId: '',
+    contractAsk: 0, // the newest run, todos and approvals read asked for
 
     async open(id, at) {
       const fresh = this.id !== id;
@@ -976,7 +979,6 @@
         clearError($('resume-error'));
         this.closeFork(false);
         this.openTodos = new Set();
-        this.sessionId = '';
         $('exec-session').hidden = true;
         for (const b of ['todos', 'approvals']) {
           $(b + '-list').replaceChildren();
@@ -1034,8 +1036,8 @@
       if (run instanceof Error) {
         showError($('exec-error'), run);
       } else {
-        this.sessionId = run.sessionId || id;
-        $('exec-session').replaceChildren('Session ', el('a', {href: sessionHref(this.sessionId), 'data-id': this.sessionId}, this.sessionId),
+        const sid = run.sessionId || id;
+        $('exec-session').replaceChildren('Session ', el('a', {href: sessionHref(sid), 'data-id': sid}, sid),
           ' · run ', badge(run.status, 'run'));
         $('exec-session').hidden = false;
       }
@@ -2077,6 +2079,12 @@
       search.submit();
     });
     $('search-lifecycle').addEventListener('change', () => search.submit());
+    fill($('sessions-status'), [['', 'any'], ...SESSION_STATUSES.map((v) => [v, v])]);
+    $('sessions-status').addEventListener('change', () => sessions.open());
+    $('sessions-filters').addEventListener('submit', (e) => {
+      e.preventDefault();
+      sessions.open();
+    });
     $('top-search').addEventListener('submit', (e) => {
       e.preventDefault();
       const q = $('top-search-q').value.trim();
