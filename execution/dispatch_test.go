@@ -318,3 +318,44 @@ func TestDispatchRefused(t *testing.T) {
 		t.Fatalf("queue dir holds %d files, want none", len(entries))
 	}
 }
+
+// TestRemoteAndInteractiveStartAtOnce: dispatch modes remote and
+// interactive start whatever the count of running agents, and count
+// toward the limit themselves.
+func TestRemoteAndInteractiveStartAtOnce(t *testing.T) {
+	q := newQueueRig(t, 1)
+	first := q.launchDispatched(t, dispatchAs(eventstore.DispatchRemote, time.Time{}), "", "sleep:60s")
+	second := q.launchDispatched(t, dispatchAs(eventstore.DispatchInteractive, time.Time{}), "", "sleep:60s")
+	for _, ref := range []eventstore.Reference{first, second} {
+		st := q.waitState(t, ref, "running at once", func(st *execution.State) bool { return st.Lifecycle != eventstore.LifecycleStarting })
+		if st.Lifecycle != eventstore.LifecycleRunning || st.DispatchContext == nil {
+			t.Fatalf("%s is %s (%s), want running with its dispatch context", ref.AgentExecutionID, st.Lifecycle, st.LifecycleReason)
+		}
+	}
+	at := time.Now().Add(time.Hour)
+	scheduled := q.launchDispatched(t, dispatchAs(eventstore.DispatchScheduled, at), "", "say:later")
+	list := q.rt.Queue()
+	if len(list) != 1 || list[0].AgentExecutionID != scheduled.AgentExecutionID || list[0].ScheduledFor == "" {
+		t.Fatalf("Queue() = %+v, want the scheduled run with its time", list)
+	}
+	if got := q.rt.Running(); got != 2 {
+		t.Fatalf("Running() = %d, want 2: both immediate launches count", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ref := range []eventstore.Reference{first, second} {
+		if err := q.rt.Stop(ctx, ref.AgentExecutionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Slots are free, but its time has not come.
+	if st := q.replay(t, scheduled); st.Lifecycle != eventstore.LifecycleStarting {
+		t.Fatalf("scheduled run is %s an hour early, want starting", st.Lifecycle)
+	}
+	if err := q.rt.Stop(ctx, scheduled.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	if st := q.replay(t, scheduled); st.Lifecycle != eventstore.LifecycleCancelled {
+		t.Fatalf("stopped scheduled run is %s, want cancelled", st.Lifecycle)
+	}
+}
