@@ -193,9 +193,9 @@ func (rt *Runtime) enqueue(pl *launchPlan) error {
 	}
 	limit := rt.maxRunning()
 	rt.mu.Unlock()
-	reason := fmt.Sprintf("queued: position %d, waiting for a free slot (at most %d running agents)", ahead+1, limit)
+	reason := fmt.Sprintf("queued: position %d, waiting for a free slot (limit %d running)", ahead+1, limit)
 	if d := pl.req.Dispatch; d.DispatchMode == eventstore.DispatchScheduled {
-		reason = fmt.Sprintf("scheduled for %s: starts then, or once a slot is free after it (at most %d running agents)", d.ScheduledFor, limit)
+		reason = fmt.Sprintf("scheduled for %s: starts then, or once a slot is free after it (limit %d running)", d.ScheduledFor, limit)
 	}
 	// Written before the run can start, so the journal reads starting,
 	// queued, then running.
@@ -375,12 +375,23 @@ func (rt *Runtime) Queue() []QueuedRun {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	out := make([]QueuedRun, len(rt.queue))
+	// Listed in the order the queue keeps: who starts next first.
 	for i, q := range rt.queue {
 		d := *q.plan.req.Dispatch
 		out[i] = QueuedRun{Position: i + 1, AgentExecutionID: q.plan.ref.AgentExecutionID, Journal: q.plan.ref,
 			Agent: q.plan.adapter.ID(), QueuedAt: q.queuedAt, ScheduledFor: d.ScheduledFor, DispatchContext: d}
 	}
 	return out
+}
+
+// MaxRunning is the limit of live executions the queue starts up to.
+func (rt *Runtime) MaxRunning() int { return rt.maxRunning() }
+
+// Running counts the executions live here.
+func (rt *Runtime) Running() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.live)
 }
 
 // queued reports whether an execution waits in the queue, so that Recover

@@ -52,7 +52,7 @@ func (c *QueueCommand) Run(ctx context.Context, args []string) error {
 		return writeJSONSafe(c.env.Stdout, q)
 	}
 	w := c.env.Stdout
-	writeLine(w, "%d of at most %d agents running; %d waiting", q.Running, q.MaxRunning, len(q.Queued))
+	writeLine(w, "running %d (limit %d), waiting %d", q.Running, q.MaxRunning, len(q.Queued))
 	for _, r := range q.Queued {
 		d := r.DispatchContext
 		when := "queued " + r.QueuedAt.Local().Format(time.DateTime)

@@ -25,7 +25,7 @@ func TestQueueThroughTheDaemon(t *testing.T) {
 		"--origin-product", "claw-cowork", "--prompt", "hello", "--", agent, "echo:1"))
 
 	plain := mustRun(t, dir, "queue")
-	if !strings.Contains(plain, "1 of at most 1 agents running; 1 waiting") || !strings.Contains(plain, queued) ||
+	if !strings.Contains(plain, "running 1 (limit 1), waiting 1") || !strings.Contains(plain, queued) ||
 		!strings.Contains(plain, "queued") || !strings.Contains(plain, "web/claw-cowork") {
 		t.Fatalf("queue printed:\n%s\nwant %s queued from web/claw-cowork behind the one running", plain, queued)
 	}
@@ -51,7 +51,7 @@ func TestQueueThroughTheDaemon(t *testing.T) {
 	if st.Lifecycle != eventstore.LifecycleCompleted || st.DispatchContext == nil || st.DispatchContext.OriginProductID != "claw-cowork" {
 		t.Fatalf("queued run ended %s (%s), dispatch %+v; want completed, from claw-cowork", st.Lifecycle, st.LifecycleReason, st.DispatchContext)
 	}
-	if out := mustRun(t, dir, "queue"); !strings.Contains(out, "0 waiting") {
+	if out := mustRun(t, dir, "queue"); !strings.Contains(out, "waiting 0") {
 		t.Fatalf("queue after the start:\n%s\nwant none waiting", out)
 	}
 }
