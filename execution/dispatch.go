@@ -147,20 +147,28 @@ func (rt *Runtime) queuePath(id string) (string, error) {
 // without a QueueDir the run is queued in memory only.
 func (rt *Runtime) keepQueued(pl *launchPlan) error {
 	pl.queuedAt = rt.cfg.Now().UTC()
+	// A launch again of a run already queued (the same seed) must neither
+	// replace its file nor queue it twice.
+	if rt.queued(pl.ref.AgentExecutionID) {
+		return fmt.Errorf("%w: execution %s is queued already", ErrBadLaunch, pl.ref.AgentExecutionID)
+	}
 	if rt.cfg.QueueDir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(rt.cfg.QueueDir, 0o700); err != nil {
 		return err
 	}
+	path, err := rt.queuePath(pl.ref.AgentExecutionID)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("%w: execution %s is queued already", ErrBadLaunch, pl.ref.AgentExecutionID)
+	}
 	r := pl.req
 	data, err := json.Marshal(queueFile{Ref: pl.ref, QueuedAt: pl.queuedAt, Request: queuedRequest{
 		OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command, Prompt: r.Prompt,
 		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch}})
-	if err != nil {
-		return err
-	}
-	path, err := rt.queuePath(pl.ref.AgentExecutionID)
 	if err != nil {
 		return err
 	}

@@ -359,3 +359,29 @@ func TestRemoteAndInteractiveStartAtOnce(t *testing.T) {
 		t.Fatalf("stopped scheduled run is %s, want cancelled", st.Lifecycle)
 	}
 }
+
+// TestQueuedTwice: launching a queued run's seed again is refused; the
+// first stays queued once, with its file.
+func TestQueuedTwice(t *testing.T) {
+	q := newQueueRig(t, 1)
+	first := q.launchDispatched(t, nil, "", "sleep:60s")
+	q.waitState(t, first, "first running", func(st *execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := dispatchAs(eventstore.DispatchQueued, time.Time{})
+	req := execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-queue", Seed: "twice", Agent: "generic",
+		Command: []string{q.agent, "say:once"}, Dispatch: d}
+	ref, err := q.rt.Launch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.rt.Launch(ctx, req); !errors.Is(err, execution.ErrBadLaunch) || !strings.Contains(err.Error(), "queued already") {
+		t.Fatalf("second Launch = %v, want ErrBadLaunch, queued already", err)
+	}
+	if list := q.rt.Queue(); len(list) != 1 || list[0].AgentExecutionID != ref.AgentExecutionID {
+		t.Fatalf("Queue() = %+v, want %s once", list, ref.AgentExecutionID)
+	}
+	if entries, _ := os.ReadDir(q.queueDir); len(entries) != 1 {
+		t.Fatalf("queue dir holds %d files, want the first's", len(entries))
+	}
+}

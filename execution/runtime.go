@@ -423,7 +423,7 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 		// journal is missing, which the next runtime drops, never a
 		// journal waiting for a start nothing remembers.
 		if err := rt.keepQueued(pl); err != nil {
-			return ref, fmt.Errorf("launch %s: keep it queued in %s, so nothing was journaled: %w", ref.AgentExecutionID, rt.cfg.QueueDir, err)
+			return ref, fmt.Errorf("launch %s: queue it: %w", ref.AgentExecutionID, err)
 		}
 	}
 	if _, err := rt.cfg.Store.EnsureJournal(ctx, ref, pl.header); err != nil {
