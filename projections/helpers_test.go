@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
 	"github.com/agentjournal/agentjournal/execution"
@@ -278,6 +280,29 @@ func checkAgainstReplay(t testing.TB, db *projections.DB, s *eventstore.JetStrea
 		if diff := cmp.Diff(reversed(want.Timeline), items); diff != "" {
 			t.Fatalf("Timeline(%s) differs from its replay reversed (-replay +projection):\n%s", ref.AgentExecutionID, diff)
 		}
+		checkRun(t, db, s, ref)
+	}
+}
+
+// checkRun compares an execution's contract run with a fold of its
+// journal, and finds it among its session's runs.
+func checkRun(t testing.TB, db *projections.DB, s *eventstore.JetStreamStore, ref eventstore.Reference) {
+	t.Helper()
+	var recs []eventstore.Record
+	for _, e := range storetest.Collect(t, s.ReadJournal(context.Background(), ref, 1)) {
+		recs = append(recs, e.Record)
+	}
+	want := contract.Fold(recs)
+	got, err := db.Run(ref.AgentExecutionID)
+	if err != nil {
+		t.Fatalf("Run(%s): %v", ref.AgentExecutionID, err)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(contract.Run{})); diff != "" {
+		t.Fatalf("Run(%s) differs from a fold of its journal (-fold +projection):\n%s", ref.AgentExecutionID, diff)
+	}
+	runs, err := db.SessionRuns(want.SessionID)
+	if err != nil || !slices.ContainsFunc(runs, func(r *contract.Run) bool { return r.RunID == ref.AgentExecutionID }) {
+		t.Fatalf("SessionRuns(%s) = %d runs, %v: want %s among them", want.SessionID, len(runs), err, ref.AgentExecutionID)
 	}
 }
 
@@ -296,6 +321,17 @@ func checkSameAs(t testing.TB, got, want *projections.DB, rs []eventstore.Refere
 		}
 		if diff := cmp.Diff(w, g); diff != "" {
 			t.Fatalf("Execution(%s) differs (-incremental +rebuilt):\n%s", id, diff)
+		}
+		wr, err := want.Run(id)
+		if err != nil {
+			t.Fatalf("reference Run(%s): %v", id, err)
+		}
+		gr, err := got.Run(id)
+		if err != nil {
+			t.Fatalf("Run(%s): %v", id, err)
+		}
+		if diff := cmp.Diff(wr, gr, cmpopts.IgnoreUnexported(contract.Run{})); diff != "" {
+			t.Fatalf("Run(%s) differs (-incremental +rebuilt):\n%s", id, diff)
 		}
 		if diff := cmp.Diff(fullTimeline(t, want, id, projections.MaxTimelineLimit), fullTimeline(t, got, id, projections.MaxTimelineLimit)); diff != "" {
 			t.Fatalf("Timeline(%s) differs (-incremental +rebuilt):\n%s", id, diff)
