@@ -52,8 +52,18 @@ func TestRunStatusTable(t *testing.T) {
 		{eventstore.LifecycleFailed, eventstore.AttentionNone, "", nil, eventstore.RunFailed},
 		{eventstore.LifecycleCancelled, eventstore.AttentionNone, "", nil, eventstore.RunCancelled},
 		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "", nil, eventstore.RunCancelled},
+		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "canceled", nil, eventstore.RunCancelled},
+		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "shutdown", nil, eventstore.RunCancelled},
+		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "system_restart", nil, eventstore.RunFailed},
+		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "crash", nil, eventstore.RunFailed},
+		{eventstore.LifecycleTerminated, eventstore.AttentionNone, "timeout", nil, eventstore.RunFailed},
 	} {
-		r := &Run{Lifecycle: c.lc, Attention: c.at, OpenRequest: c.req, Dispatch: c.dispatch}
+		r := &Run{Lifecycle: c.lc, Attention: c.at, Dispatch: c.dispatch}
+		if c.lc == eventstore.LifecycleTerminated {
+			r.Interruption = c.req
+		} else {
+			r.OpenRequest = c.req
+		}
 		if got := r.Status(); got != c.want {
 			t.Errorf("%s/%s request %q dispatch %s: %s, want %s", c.lc, c.at, c.req, c.dispatch, got, c.want)
 		}

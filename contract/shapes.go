@@ -125,7 +125,9 @@ const ProductID = "agentjournal"
 //	running, blocked                            paused
 //	running otherwise                           running
 //	completed / failed / cancelled              the same
-//	terminated                                  cancelled (stopped from outside)
+//	terminated, interrupted by crash,           failed
+//	  system_restart or timeout
+//	terminated otherwise (a stop, a shutdown)   cancelled
 func (r *Run) Status() eventstore.RunStatus {
 	switch r.Lifecycle {
 	case eventstore.LifecycleStarting, "":
@@ -144,6 +146,15 @@ func (r *Run) Status() eventstore.RunStatus {
 	case eventstore.LifecycleCompleted:
 		return eventstore.RunCompleted
 	case eventstore.LifecycleFailed:
+		return eventstore.RunFailed
+	case eventstore.LifecycleTerminated:
+		// Killed: by the operator's stop or a clean shutdown it was
+		// cancelled; cut short by a crash, a restart or its time limit
+		// it failed.
+		switch eventstore.InterruptionReason(r.Interruption) {
+		case eventstore.InterruptCanceled, eventstore.InterruptShutdown, "":
+			return eventstore.RunCancelled
+		}
 		return eventstore.RunFailed
 	}
 	return eventstore.RunCancelled
