@@ -19,10 +19,11 @@ import (
 
 // TestDispatchedRunResumedAfterDaemonKill is the runtime contract's (004)
 // acceptance case: a run dispatched from another product, interrupted by
-// its daemon's SIGKILL (with the agent: the machine went down), is resumed without losing audit continuity: the
-// same session, a new run, the interruption told by the session's
-// narrative and recorded on the interrupted run, its todos and its
-// checkpoint still readable, all from the journals alone.
+// its daemon's SIGKILL (with the agent: the machine went down), is resumed
+// without losing audit continuity: the same session, a new run, the
+// interruption told by the session's narrative and recorded on the
+// interrupted run, its todos and its checkpoint still readable, all from
+// the journals alone.
 func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -64,6 +65,11 @@ func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 		return len(todos.Todos) == 2, strings.Join(kinds, "; ")
 	})
 
+	code, out, err = d.do("POST", "/v1/executions/"+first+"/checkpoints", map[string]any{"id": "before-the-cut"})
+	if err != nil || code != http.StatusCreated {
+		t.Fatalf("checkpoint: %d %v %s", code, err, out)
+	}
+
 	// The machine goes down: the daemon, and the agent with the
 	// supervisor that would have kept it running across a daemon restart.
 	d.kill()
@@ -101,6 +107,16 @@ func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 	}
 	if len(sess.Todos) < 2 || sess.Todos[0].Text != "Write the file" || sess.Todos[0].SessionID != first {
 		t.Errorf("todos %+v", sess.Todos)
+	}
+	var cut *contract.AgentCheckpoint
+	for i, cp := range sess.Checkpoints {
+		if cp.CheckpointID == "before-the-cut" {
+			cut = &sess.Checkpoints[i]
+		}
+	}
+	if cut == nil || cut.RunID != first || cut.StatusAtCapture != eventstore.RunRunning || cut.ResumeToken == nil ||
+		*cut.ResumeToken != "8a243273-2810-4ecd-994a-3c74139616b3" || len(cut.TodoIDs) != 2 || cut.StateSummary.Title != "write the file" {
+		t.Errorf("checkpoint before the cut: %+v", cut)
 	}
 
 	// The narrative of the session, from the journals alone, tells the
