@@ -48,7 +48,7 @@ func TestSessionRoutes(t *testing.T) {
 		}
 	}
 	turn := cps[0]
-	if turn.CheckpointID != "turn-1" || turn.Trigger != eventstore.CheckpointTurnEnd || turn.Source != eventstore.SourceDaemon ||
+	if turn.CheckpointID != "turn-1" || turn.Trigger != eventstore.CheckpointTurnEnd || turn.Source != string(eventstore.SourceDaemon) ||
 		turn.SessionID != first || turn.RunID != first || turn.StateSummary.Title != "write the file" ||
 		turn.ResumeToken == nil || *turn.ResumeToken == "" || len(turn.TodoIDs) != 2 || turn.AtSequence == 0 || turn.Sequence <= turn.AtSequence {
 		t.Errorf("turn checkpoint %+v", turn)
@@ -83,7 +83,7 @@ func TestSessionRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if asked.Trigger != eventstore.CheckpointRequest || asked.Source != eventstore.SourceOperator || asked.StateSummary.Title != "ready for review" ||
+	if asked.Trigger != eventstore.CheckpointRequest || asked.Source != string(eventstore.SourceOperator) || asked.StateSummary.Title != "ready for review" ||
 		asked.StatusAtCapture != eventstore.RunCompleted || asked.CurrentTaskID != nil || again.Sequence != asked.Sequence || again.StateSummary.Title != "ready for review" {
 		t.Errorf("asked %+v\nagain %+v", asked, again)
 	}
@@ -137,8 +137,31 @@ func TestSessionRoutes(t *testing.T) {
 		t.Errorf("checkpoints after refusals: %d, %v", len(cps), err)
 	}
 
+	// The agent's own checkpoint, sent as a marker on its stdout.
+	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s2", Agent: "generic", Prompt: "port it",
+		Command: []string{s.Agent, `signal:{"type":"checkpoint","payload":{"title":"lexer done","summary":"the parser is next"}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentRun := res.Reference.AgentExecutionID
+	var byAgent []contract.AgentCheckpoint
+	for len(byAgent) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the agent's checkpoint never showed")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if byAgent, err = c.Checkpoints(ctx, agentRun); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp := byAgent[0]; cp.Source != contract.SourceAgent || cp.StateSummary.Title != "lexer done" || cp.StateSummary.Summary != "the parser is next" ||
+		cp.SessionID != agentRun || cp.Sequence == 0 {
+		t.Errorf("agent checkpoint %+v", cp)
+	}
+
 	v := servedValidator(t, s.HTTP.URL)
 	for path, want := range map[string]int{
+		"/v1/executions/" + agentRun + "/checkpoints": http.StatusOK,
 		"/v1/sessions":                              http.StatusOK,
 		"/v1/sessions?status=completed&limit=1":     http.StatusOK,
 		"/v1/sessions?status=bogus":                 http.StatusBadRequest,

@@ -202,6 +202,14 @@ func (r *Run) observation(o *eventstore.Observation) {
 		if p.Text != "" {
 			r.Conversation++
 		}
+	case *eventstore.CheckpointSignal:
+		// The agent's checkpoint is its observation: the run is captured
+		// as folded up to it, so a rebuild captures the same.
+		c := r.Capture(o.ObservationID, eventstore.CheckpointRequest, "", p.Title, p.Summary)
+		c.Base = o.Base
+		cp := checkpointOf(r, c)
+		cp.Source = SourceAgent
+		r.Checkpoints = append(r.Checkpoints, cp)
 	}
 }
 

@@ -232,3 +232,26 @@ func TestCaptureAndCheckpointRecord(t *testing.T) {
 		t.Errorf("%d artifact refs, the last %q", len(c.ArtifactRefs), c.ArtifactRefs[len(c.ArtifactRefs)-1])
 	}
 }
+
+// The agent's checkpoint signal is a checkpoint of the run as folded up to
+// it, with the agent as its source.
+func TestAgentCheckpointSignal(t *testing.T) {
+	recs := journal(t,
+		prompt("prompt", "port the parser"),
+		state(eventstore.LifecycleRunning, eventstore.AttentionAutonomous, ""),
+		plan("p1", eventstore.PlanItem{ID: "1", Text: "lexer", Status: eventstore.PlanItemDone}),
+		&eventstore.Observation{ObservationID: "o-cp", Source: eventstore.ObservedMCP, Confidence: eventstore.ConfidenceHigh,
+			Signal: eventstore.NewSignal(&eventstore.CheckpointSignal{Title: "lexer done", Summary: "parser next"})},
+		plan("p2", eventstore.PlanItem{ID: "2", Text: "parser", Status: eventstore.PlanItemInProgress}),
+	)
+	run := Fold(recs)
+	if len(run.Checkpoints) != 1 {
+		t.Fatalf("checkpoints %+v", run.Checkpoints)
+	}
+	cp := run.Checkpoints[0]
+	if cp.CheckpointID != "o-cp" || cp.Source != SourceAgent || cp.Trigger != eventstore.CheckpointRequest || cp.StateSummary.Title != "lexer done" ||
+		cp.StateSummary.Summary != "parser next" || !cmp.Equal(cp.TodoIDs, []string{"1"}) || cp.Sequence != recs[4].RecordBase().Sequence ||
+		cp.AtSequence != cp.Sequence || cp.StatusAtCapture != eventstore.RunRunning {
+		t.Errorf("agent checkpoint %+v", cp)
+	}
+}

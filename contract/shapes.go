@@ -104,12 +104,17 @@ type AgentCheckpoint struct {
 	ResumeToken     *string                      `json:"resumeToken"`
 	StateSummary    eventstore.CheckpointSummary `json:"stateSummary"`
 	Trigger         eventstore.CheckpointTrigger `json:"trigger"`
-	Source          eventstore.MessageSource     `json:"source"`
+	// Source is who asked for it: operator, daemon, owner or system (a
+	// checkpoint.created record), or agent (its checkpoint signal).
+	Source string `json:"source"`
 	// Sequence is the checkpoint record's; AtSequence the last record it
 	// captured.
 	Sequence   uint64 `json:"sequence"`
 	AtSequence uint64 `json:"atSequence"`
 }
+
+// SourceAgent is the source of a checkpoint the agent asked for.
+const SourceAgent = "agent"
 
 // ProductID is this product's id in the contract's productId fields, for a
 // run whose dispatch context names no originating product.
@@ -314,7 +319,7 @@ func checkpointOf(r *Run, c *eventstore.CheckpointCreated) AgentCheckpoint {
 	cp := AgentCheckpoint{CheckpointID: c.CheckpointID, SessionID: r.SessionID, RunID: r.RunID, ProductID: r.productID(),
 		UserID: r.userID(), CreatedAt: c.OccurredAt, StatusAtCapture: c.StatusAtCapture,
 		TodoIDs: nonNil(c.TodoIDs), ArtifactRefs: nonNil(c.ArtifactRefs), MemoryRefs: nonNil(c.MemoryRefs), ApprovalRefs: nonNil(c.ApprovalRefs),
-		DispatchContext: r.Dispatch, StateSummary: c.StateSummary, Trigger: c.Trigger, Source: c.Source,
+		DispatchContext: r.Dispatch, StateSummary: c.StateSummary, Trigger: c.Trigger, Source: string(c.Source),
 		Sequence: c.Sequence, AtSequence: c.AtSequence}
 	if c.CurrentTaskID != "" {
 		id := c.CurrentTaskID

@@ -352,6 +352,7 @@ func TestSignalRegistry(t *testing.T) {
 		{SignalUsage, "", false, TimelineNone},
 		{SignalDiagnostic, "", false, TimelineDiagnostic},
 		{SignalPlan, "", false, TimelinePlan},
+		{SignalCheckpoint, "agent-signal.checkpoint.v1", true, TimelineNone},
 	}
 	if got := SignalTypes(); len(got) != len(want) {
 		t.Fatalf("%d signal types, want %d", len(got), len(want))

@@ -28,6 +28,7 @@ const (
 	SignalUsage                SignalType = "usage"
 	SignalDiagnostic           SignalType = "diagnostic"
 	SignalPlan                 SignalType = "plan"
+	SignalCheckpoint           SignalType = "checkpoint"
 )
 
 // TimelineKind is how replay projects a signal into the timeline.
@@ -268,6 +269,20 @@ type PlanSignal struct {
 	Items []PlanItem `json:"items" doc:"the plan's items, in the agent's order"`
 }
 
+// CheckpointSignal asks for a checkpoint of the run as it is now (spec 004
+// AgentCheckpoint): the read models capture the run's status, todos,
+// approvals and artifacts at this record.
+type CheckpointSignal struct {
+	Title   string `json:"title" doc:"what the work is, in a line"`
+	Summary string `json:"summary,omitempty" doc:"where the work stands, enough to resume it without asking again"`
+}
+
+// Checkpoint signal limits, the same as an operator's checkpoint.
+const (
+	MaxCheckpointTitle   = 200
+	MaxCheckpointSummary = 2000
+)
+
 // PlanItem is one item of a plan.
 type PlanItem struct {
 	ID     string         `json:"id,omitempty" doc:"the agent's id for the item, when it gives one"`
@@ -286,6 +301,7 @@ func (*MessageSignal) SignalType() SignalType              { return SignalMessag
 func (*UsageSignal) SignalType() SignalType                { return SignalUsage }
 func (*DiagnosticSignal) SignalType() SignalType           { return SignalDiagnostic }
 func (*PlanSignal) SignalType() SignalType                 { return SignalPlan }
+func (*CheckpointSignal) SignalType() SignalType           { return SignalCheckpoint }
 
 func (s *ProgressSignal) TimelineText() string { return s.Summary }
 func (s *StatusSignal) TimelineText() string   { return s.Summary }
@@ -301,6 +317,7 @@ func (s *UsageSignal) TimelineText() string {
 	return fmt.Sprintf("tokens in %d out %d total %d", deref(s.InputTokens), deref(s.OutputTokens), deref(s.TotalTokens))
 }
 func (s *DiagnosticSignal) TimelineText() string { return s.Message }
+func (s *CheckpointSignal) TimelineText() string { return "checkpoint: " + s.Title }
 func (s *PlanSignal) TimelineText() string {
 	n := map[PlanItemStatus]int{}
 	for _, it := range s.Items {
@@ -346,6 +363,15 @@ func (s *CompletedClaimSignal) validate(p *problems, f string) {
 	p.required(f+".summary", s.Summary != "")
 }
 func (s *FailedClaimSignal) validate(p *problems, f string) { p.required(f+".reason", s.Reason != "") }
+func (s *CheckpointSignal) validate(p *problems, f string) {
+	p.required(f+".title", s.Title != "")
+	if len(s.Title) > MaxCheckpointTitle {
+		p.add(f+".title", fmt.Sprintf("%d bytes (want at most %d)", len(s.Title), MaxCheckpointTitle))
+	}
+	if len(s.Summary) > MaxCheckpointSummary {
+		p.add(f+".summary", fmt.Sprintf("%d bytes (want at most %d)", len(s.Summary), MaxCheckpointSummary))
+	}
+}
 func (s *MessageSignal) validate(p *problems, f string) {
 	p.required(f+".text", s.Text != "")
 	if s.Format != "" && s.Format != "plain" && s.Format != "markdown" {
@@ -399,6 +425,8 @@ func init() {
 	registerSignal(SignalSpec{Type: SignalUsage, Description: "Token usage, from provider output."}, &UsageSignal{})
 	registerSignal(SignalSpec{Type: SignalDiagnostic, Timeline: TimelineDiagnostic, Description: "Something noticed while reading agent output."}, &DiagnosticSignal{})
 	registerSignal(SignalSpec{Type: SignalPlan, Timeline: TimelinePlan, Description: "The agent's plan (todo list) as a whole, from provider output."}, &PlanSignal{})
+	registerSignal(SignalSpec{Type: SignalCheckpoint, SchemaKey: "agent-signal.checkpoint.v1", Surfaced: true,
+		Description: "Mark a checkpoint: the run's state is captured here, so the work can be resumed from it."}, &CheckpointSignal{})
 }
 
 // LookupSignal returns the registry entry for a signal type.

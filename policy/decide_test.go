@@ -136,6 +136,8 @@ func TestDecideTable(t *testing.T) {
 			}},
 		{name: "plan is recorded", obs: observe("o", eventstore.ConfidenceHigh, &eventstore.PlanSignal{Items: []eventstore.PlanItem{{Text: "a", Status: eventstore.PlanItemOpen}}}),
 			action: eventstore.ActionRecordOnly},
+		{name: "checkpoint is recorded, state unmoved", prior: []eventstore.Record{running()},
+			obs: observe("o", eventstore.ConfidenceHigh, &eventstore.CheckpointSignal{Title: "halfway"}), action: eventstore.ActionRecordOnly},
 		{name: "permission request opens an input request", prior: []eventstore.Record{running()},
 			obs: observe("o", eventstore.ConfidenceHigh, &eventstore.NeedsInputSignal{RequestID: "perm-1", Question: "Run Bash?", Kind: "permission",
 				Tool: &eventstore.ToolUse{Name: "Bash"}, Choices: []string{"allow", "deny"}}),

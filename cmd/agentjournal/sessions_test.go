@@ -43,7 +43,7 @@ func TestSessionsSessionAndCheckpoint(t *testing.T) {
 	}
 	found := false
 	for _, cp := range sess.Checkpoints {
-		found = found || (cp.CheckpointID == "cp-review" && cp.StateSummary.Title == "ready for review" && cp.Source == eventstore.SourceOperator)
+		found = found || (cp.CheckpointID == "cp-review" && cp.StateSummary.Title == "ready for review" && cp.Source == string(eventstore.SourceOperator))
 	}
 	if !found {
 		t.Fatalf("checkpoints %+v", sess.Checkpoints)
