@@ -28,6 +28,8 @@ var (
 const (
 	powerLossWriters  = 4
 	powerLossJournals = 2 // per writer
+	// powerLossTrialsPerDisk is how many cuts one disk takes.
+	powerLossTrialsPerDisk = 10
 	// powerLossInterval is the --sync interval period under test, short so
 	// that a trial spans many of them.
 	powerLossInterval = 100 * time.Millisecond
@@ -42,6 +44,19 @@ type ack struct {
 	ref eventstore.Reference
 	id  string
 	at  time.Time
+}
+
+// newPowerLossRig makes an empty disk and a mountpoint for it.
+func newPowerLossRig(t *testing.T, mode bus.SyncMode) powerLossRig {
+	t.Helper()
+	root := t.TempDir()
+	rig := powerLossRig{backing: filepath.Join(root, "disk"), mnt: filepath.Join(root, "mnt"), mode: mode}
+	for _, dir := range []string{rig.backing, rig.mnt} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rig
 }
 
 // powerLossRig is a data directory on a power-loss file system.
@@ -113,21 +128,25 @@ func TestPowerLoss(t *testing.T) {
 	for i, mode := range []bus.SyncMode{bus.SyncAlways, bus.SyncInterval} {
 		t.Run(string(mode), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			root := t.TempDir()
-			rig := powerLossRig{backing: filepath.Join(root, "disk"), mnt: filepath.Join(root, "mnt"), mode: mode}
-			for _, dir := range []string{rig.backing, rig.mnt} {
-				if err := os.Mkdir(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			var rig powerLossRig
 			var refs []eventstore.Reference
 			for w := range powerLossWriters * powerLossJournals {
 				refs = append(refs, storetest.Ref(eventstore.OwnerTask, fmt.Sprint("powerloss-", w%powerLossWriters), fmt.Sprint("exec-", w)))
 			}
 
-			kept := map[string]ack{} // acknowledged, and found after every restart since
+			var kept map[string]ack // acknowledged, and found after every restart since
 			var cuts, acked, lost, maxLost int
 			for trial := range *powerLossTrials {
+				if trial%powerLossTrialsPerDisk == 0 {
+					// A new disk now and then, so that a long run checks
+					// fresh stores too and its journals stay short enough
+					// to be read whole after every cut.
+					if rig.backing != "" {
+						os.RemoveAll(filepath.Dir(rig.backing))
+					}
+					rig = newPowerLossRig(t, mode)
+					kept = map[string]ack{}
+				}
 				cuts++
 				acks, cut := powerLossTrial(t, rig, refs, trial, rng)
 				acked += len(acks)
