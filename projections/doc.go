@@ -13,7 +13,7 @@
 // header yet, another journal's record, out of order) is logged and skipped,
 // so one bad record never stops the projector.
 //
-// File layout (format version 3), every uint64 big-endian so cursor order is
+// File layout (format version 4), every uint64 big-endian so cursor order is
 // numeric order:
 //
 //	meta          "format" -> 3, "checkpoint" -> last applied offset,
@@ -29,6 +29,11 @@
 //	by-owner      ownerEntity \x00 escaped ownerId \x00 execution id -> ""
 //	by-lifecycle  lifecycle \x00 execution id -> ""
 //	by-attention  attention \x00 execution id -> ""
+//	by-session    session id \x00 execution id -> ""
+//	contract      execution id -> contract.Run JSON: the runtime contract's
+//	              fold of the execution (todos, approvals, checkpoints,
+//	              artifacts, the status inputs), from which the AgentRun,
+//	              AgentSession, AgentTask and AgentCheckpoint shapes are built
 //
 // The processed ids grow with the journal, so the stored state, rewritten by
 // every batch that touches its execution, leaves them out: a batch looks up

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,17 @@ func TestForkAndResumeCommands(t *testing.T) {
 		code, out := call(t, "POST", url+"/v1/executions/"+tc.path, token, tc.body)
 		if code != tc.code || !strings.Contains(mustJSON(out), tc.saying) {
 			t.Errorf("%s: %d %v, want %d saying %q", tc.name, code, out, tc.code, tc.saying)
+		}
+		// A fork refused for its workspace is still journaled, as a
+		// failed fork the error names; nothing else is.
+		if m := regexp.MustCompile(`journaled as execution (ae-[0-9a-f]+), failed`).FindStringSubmatch(mustJSON(out)); m != nil {
+			if tc.name != "snapshot of a plain directory" {
+				t.Errorf("%s: journaled as %s", tc.name, m[1])
+			}
+			before = append(before, m[1])
+			slices.Sort(before)
+		} else if tc.name == "snapshot of a plain directory" {
+			t.Errorf("%s: %v names no journaled failed fork", tc.name, out)
 		}
 	}
 	if r := run(t, dir, "fork", parent, "--at", "1000", "--prompt", "p"); r.code != exitError || !strings.Contains(r.stderr, "want 1 to") {
