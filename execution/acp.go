@@ -499,7 +499,13 @@ func (d *acpDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) 
 		req.answer <- p.Text
 		return nil, true, nil
 	}
-	return d.prompt(client, p.Text)
+	text := p.Text
+	if m.MessageType != "prompt" && m.MessageType != "answer" {
+		// A command the agent advertised (available_commands_update) is
+		// run by a prompt that types it.
+		text = strings.TrimSpace("/" + m.MessageType + " " + text)
+	}
+	return d.prompt(client, text)
 }
 
 // prompt sends session/prompt and returns once the request is written;

@@ -310,8 +310,10 @@ func (d *claudeDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, erro
 		}
 	}
 	text := p.Text
-	if m.MessageType == "compact" {
-		text = "/compact " + text
+	if m.MessageType != "prompt" && m.MessageType != "answer" {
+		// An adapter-scoped message (compact, or a command the CLI
+		// advertised in its init line) is its slash command, typed.
+		text = strings.TrimSpace("/" + m.MessageType + " " + text)
 	}
 	if p.RequestID != "" {
 		text = "Answer to " + p.RequestID + ": " + text

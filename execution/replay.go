@@ -176,6 +176,9 @@ func (s *State) applyObservation(r *eventstore.Observation) []TimelineItem {
 		return nil
 	}
 	s.ProcessedObservations[r.ObservationID] = r.Sequence
+	if a, ok := advertisedOf(r); ok {
+		s.AdvertisedMessages = a.Messages
+	}
 	if r.Signal == nil {
 		return nil
 	}

@@ -1536,6 +1536,12 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 	if err != nil {
 		return MessageAck{}, err
 	}
+	if _, ok := desc.Message(in.Type); !ok {
+		// Not in the header: maybe a command the agent advertised.
+		if st, err := rt.replay(ctx, ref); err == nil {
+			desc.Messages = st.CommandView().Messages
+		}
+	}
 	m, err := rt.accept(ctx, ref, desc, &in)
 	if err != nil || m.dup != nil {
 		return m.ack(), err

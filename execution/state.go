@@ -51,6 +51,11 @@ type State struct {
 	// Plan is the agent's newest plan (todo list); nil before any.
 	Plan []eventstore.PlanItem `json:"plan,omitempty"`
 
+	// AdvertisedMessages are the slash commands the agent advertised
+	// itself, as adapter-scoped descriptors of its adapter: the newest
+	// advertisement replaces the ones before (execution/commands.go).
+	AdvertisedMessages []eventstore.MessageDescriptor `json:"advertisedMessages,omitempty"`
+
 	Posture            eventstore.Posture            `json:"posture"`
 	TerminalAttached   bool                          `json:"terminalAttached"`
 	ProtocolDescriptor eventstore.ProtocolDescriptor `json:"protocolDescriptor"`
