@@ -137,9 +137,10 @@ func TestSessionRoutes(t *testing.T) {
 		t.Errorf("checkpoints after refusals: %d, %v", len(cps), err)
 	}
 
-	// The agent's own checkpoint, sent as a marker on its stdout.
+	// The agent's own plan and checkpoint, sent as markers on its stdout.
 	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s2", Agent: "generic", Prompt: "port it",
-		Command: []string{s.Agent, `signal:{"type":"checkpoint","payload":{"title":"lexer done","summary":"the parser is next"}}`}})
+		Command: []string{s.Agent, `signal:{"type":"plan","payload":{"items":[{"id":"1","text":"lexer","status":"done"},{"id":"2","text":"parser","status":"open"}]}}`,
+			`signal:{"type":"checkpoint","payload":{"title":"lexer done","summary":"the parser is next"}}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +156,12 @@ func TestSessionRoutes(t *testing.T) {
 		}
 	}
 	if cp := byAgent[0]; cp.Source != contract.SourceAgent || cp.StateSummary.Title != "lexer done" || cp.StateSummary.Summary != "the parser is next" ||
-		cp.SessionID != agentRun || cp.Sequence == 0 {
+		cp.SessionID != agentRun || cp.Sequence == 0 || len(cp.TodoIDs) != 2 {
 		t.Errorf("agent checkpoint %+v", cp)
+	}
+	// The plan any agent can send is its todo list.
+	if todos, err := c.Todos(ctx, agentRun); err != nil || len(todos) != 2 || todos[0].Text != "lexer" || todos[0].Status != eventstore.PlanItemDone {
+		t.Errorf("todos from the plan marker: %+v, %v", todos, err)
 	}
 
 	v := servedValidator(t, s.HTTP.URL)

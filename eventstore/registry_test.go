@@ -351,7 +351,7 @@ func TestSignalRegistry(t *testing.T) {
 		{SignalMessage, "agent-signal.message.v1", true, TimelineChat},
 		{SignalUsage, "", false, TimelineNone},
 		{SignalDiagnostic, "", false, TimelineDiagnostic},
-		{SignalPlan, "", false, TimelinePlan},
+		{SignalPlan, "agent-signal.plan.v1", true, TimelinePlan},
 		{SignalCheckpoint, "agent-signal.checkpoint.v1", true, TimelineNone},
 	}
 	if got := SignalTypes(); len(got) != len(want) {

@@ -424,7 +424,8 @@ func init() {
 		Description: "Send operator-visible text."}, &MessageSignal{})
 	registerSignal(SignalSpec{Type: SignalUsage, Description: "Token usage, from provider output."}, &UsageSignal{})
 	registerSignal(SignalSpec{Type: SignalDiagnostic, Timeline: TimelineDiagnostic, Description: "Something noticed while reading agent output."}, &DiagnosticSignal{})
-	registerSignal(SignalSpec{Type: SignalPlan, Timeline: TimelinePlan, Description: "The agent's plan (todo list) as a whole, from provider output."}, &PlanSignal{})
+	registerSignal(SignalSpec{Type: SignalPlan, SchemaKey: "agent-signal.plan.v1", Surfaced: true, Timeline: TimelinePlan,
+		Description: "Send your plan (todo list) as a whole, each item with its status; each plan replaces the one before it."}, &PlanSignal{})
 	registerSignal(SignalSpec{Type: SignalCheckpoint, SchemaKey: "agent-signal.checkpoint.v1", Surfaced: true,
 		Description: "Mark a checkpoint: the run's state is captured here, so the work can be resumed from it."}, &CheckpointSignal{})
 }

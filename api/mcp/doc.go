@@ -7,7 +7,7 @@
 // One tool per surfaced signal type of the eventstore signal registry,
 // named signal_<type>: signal_progress, signal_status, signal_needs_input,
 // signal_blocked, signal_ready_for_verification, signal_completed_claim,
-// signal_failed_claim, signal_message and signal_checkpoint. A tool's
+// signal_failed_claim, signal_message, signal_plan and signal_checkpoint. A tool's
 // description and input schema are the registry's description and payload
 // JSON Schema, and its arguments are the payload: signal_needs_input takes
 // {"requestId": …, "question": …, "choices": […]}. Arguments are decoded

@@ -40,7 +40,7 @@ func TestListTools(t *testing.T) {
 		}
 	}
 	want := []string{"signal_progress", "signal_status", "signal_needs_input", "signal_blocked",
-		"signal_ready_for_verification", "signal_completed_claim", "signal_failed_claim", "signal_message", "signal_checkpoint"}
+		"signal_ready_for_verification", "signal_completed_claim", "signal_failed_claim", "signal_message", "signal_plan", "signal_checkpoint"}
 	if !slices.Equal(Tools(), want) {
 		t.Errorf("Tools() = %v, want %v", Tools(), want)
 	}

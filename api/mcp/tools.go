@@ -85,7 +85,7 @@ var implementation = &sdk.Implementation{Name: "agentjournal", Title: "agentjour
 const instructions = "Report your work to agentjournal by calling one signal_* tool per signal: " +
 	"progress and status as you go, needs_input to ask the operator a question, blocked when you cannot continue, " +
 	"ready_for_verification, completed_claim or failed_claim when the task ends, message for operator-visible text, " +
-	"checkpoint to mark a point the work can be resumed from. " +
+	"plan for your todo list, checkpoint to mark a point the work can be resumed from. " +
 	"Each call answers with the id of the recorded observation and the decision taken on it."
 
 // signalTools serves the signal tools for executions whose id the transport

@@ -32,7 +32,7 @@ func TestSummarize(t *testing.T) {
 				SignalTransports: []eventstore.SignalTransport{eventstore.SignalViaMCP, eventstore.SignalViaStdoutMarker},
 			},
 			WorkingDirectory: "/src/app"},
-			"claude-code structured-interactive messages=prompt,interrupt signals=9 via=mcp,stdout-marker cwd=/src/app"},
+			"claude-code structured-interactive messages=prompt,interrupt signals=10 via=mcp,stdout-marker cwd=/src/app"},
 		{"header without messages", &eventstore.Header{AgentID: "sh",
 			ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureNativeTerminal}},
 			"sh native-terminal-escape-hatch signals=0"},

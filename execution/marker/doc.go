@@ -59,6 +59,8 @@
 //	@@agentjournal 3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e {"type":"completed_claim","payload":{"summary":"Fixed the flaky upload test","evidence":["upload/upload_test.go"]}}
 //	@@agentjournal 3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e {"type":"failed_claim","payload":{"reason":"The storage API has no batch endpoint","detail":"POST /v2/batch answers 404 on every region"}}
 //	@@agentjournal 3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e {"type":"message","payload":{"text":"Found two callers of the old API; both are updated.","format":"plain"}}
+//	@@agentjournal 3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e {"type":"plan","payload":{"items":[{"id":"1","text":"Port the lexer","status":"done"},{"id":"2","text":"Port the parser","status":"in-progress"}]}}
+//	@@agentjournal 3f9a1c0e7b2d4a6f8e1c3b5d7f9a2c4e {"type":"checkpoint","payload":{"title":"Lexer ported","summary":"All lexer tests pass; the parser is next"}}
 //
 // From a shell:
 //

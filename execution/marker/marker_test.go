@@ -31,6 +31,8 @@ var surfaced = []eventstore.SignalPayload{
 	&eventstore.CompletedClaimSignal{Summary: "done", Evidence: []string{"a.go"}},
 	&eventstore.FailedClaimSignal{Reason: "cannot", Detail: "404"},
 	&eventstore.MessageSignal{Text: "hello\nworld ✓", Format: "markdown"},
+	&eventstore.PlanSignal{Items: []eventstore.PlanItem{{ID: "1", Text: "lexer", Status: eventstore.PlanItemDone}, {Text: "parser", Status: eventstore.PlanItemInProgress}}},
+	&eventstore.CheckpointSignal{Title: "lexer done", Summary: "parser next"},
 }
 
 func i64(v int64) *int64 { return &v }
