@@ -286,6 +286,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}/run", fullToken, s.executionRun)
 	s.handle("GET /v1/executions/{id}/checkpoints", fullToken, s.executionCheckpoints)
 	s.handle("POST /v1/executions/{id}/checkpoints", fullToken, s.createCheckpoint)
+	s.handle("GET /v1/executions/{id}/commands", fullToken, s.listCommands)
+	s.handle("POST /v1/executions/{id}/commands", fullToken, s.runCommand)
 	s.handle("GET /v1/sessions", fullToken, s.listSessions)
 	s.handle("GET /v1/sessions/{sessionId}", fullToken, s.readSession)
 	s.handle("GET /v1/sessions/{sessionId}/narrative", fullToken, s.sessionNarrative)

@@ -1,0 +1,155 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/agentjournal/agentjournal/commands"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// commandInput is the body of runCommand.
+type commandInput struct {
+	Text  string `json:"text"`
+	Focus string `json:"focus,omitempty"`
+}
+
+// commandAnswer answers runCommand: the typed invocation and, unless it was
+// a dry run, what carrying it out recorded.
+type commandAnswer struct {
+	Invocation *commands.Invocation    `json:"invocation"`
+	DryRun     bool                    `json:"dryRun"`
+	Result     *execution.InvokeResult `json:"result,omitempty"`
+}
+
+// completionsAnswer answers listCommands.
+type completionsAnswer struct {
+	ExecutionID string                `json:"executionId"`
+	Completions []commands.Completion `json:"completions"`
+}
+
+// commandView is the execution as command resolution sees it, from the
+// read model once it holds every record written so far.
+func (s *Server) commandView(ctx context.Context, id string) (commands.View, error) {
+	if _, err := s.lookup(ctx, id); err != nil {
+		return commands.View{}, err
+	}
+	var v commands.View
+	err := s.projected(ctx, id, func() error {
+		if err := s.catchUp(ctx); err != nil {
+			return err
+		}
+		st, err := s.cfg.Views.Execution(id)
+		if err != nil {
+			return err
+		}
+		v = st.CommandView()
+		return nil
+	})
+	return v, err
+}
+
+func focusParam(v string, field string) (commands.Focus, error) {
+	f, err := commands.ParseFocus(v)
+	if err != nil {
+		return "", invalidField(field, []string{string(commands.FocusPrompt), string(commands.FocusTerminal)}, "%v", err)
+	}
+	return f, nil
+}
+
+// listCommands: GET /v1/executions/{id}/commands?prefix=/ch&focus=prompt
+func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "prefix", "focus"); err != nil {
+		return err
+	}
+	focus, err := focusParam(r.URL.Query().Get("focus"), "focus")
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	v, err := s.commandView(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	cs := commands.Complete(v, r.URL.Query().Get("prefix"), focus)
+	if cs == nil {
+		cs = []commands.Completion{}
+	}
+	writeJSON(w, http.StatusOK, completionsAnswer{ExecutionID: id, Completions: cs})
+	return nil
+}
+
+// runCommand: POST /v1/executions/{id}/commands[?dryRun=true]. A dry run
+// resolves and answers the typed invocation (a preview); otherwise the
+// invocation is carried out and recorded the way its target is. A parse
+// failure the operator sent (not a preview) is recorded as a diagnostic.
+func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "dryRun"); err != nil {
+		return err
+	}
+	dry := false
+	switch v := r.URL.Query().Get("dryRun"); v {
+	case "", "false":
+	case "true":
+		dry = true
+	default:
+		return invalidField("dryRun", []string{"true", "false"}, "%q is not accepted", v)
+	}
+	var in commandInput
+	if err := s.decodeBody(w, r, &in, false); err != nil {
+		return err
+	}
+	focus, err := focusParam(in.Focus, "focus")
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	v, err := s.commandView(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	inv, err := commands.Resolve(v, in.Text, focus)
+	var pe *commands.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Error()
+		if !dry && inv == nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+			defer cancel()
+			if res, rerr := s.cfg.Runtime.RecordCommandFailure(ctx, id, pe); rerr == nil {
+				msg += "; recorded as diagnostic observation " + res.ID
+				s.settle(r.Context())
+			}
+		}
+		return invalidField("text", nil, "%s", msg)
+	}
+	if err != nil {
+		return err
+	}
+	if dry {
+		writeJSON(w, http.StatusOK, commandAnswer{Invocation: inv, DryRun: true})
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+	defer cancel()
+	res, err := s.cfg.Runtime.Invoke(ctx, id, inv)
+	var ce *execution.CheckpointError
+	switch {
+	case errors.Is(err, eventstore.ErrJournalNotFound):
+		return notFound("no execution %q", id)
+	case errors.Is(err, execution.ErrBadCommand), errors.Is(err, execution.ErrUnknownMessageType), errors.Is(err, execution.ErrBadMessage):
+		return invalidField("text", nil, "%v", err)
+	case errors.As(err, &ce):
+		return invalidField("text", nil, "%v", err)
+	case errors.Is(err, execution.ErrNotRunning):
+		return conflict("execution %s has no running terminal lane in this daemon: %v", id, err)
+	case err != nil:
+		return err
+	}
+	if inv.Category != commands.CategoryTerminalInput {
+		s.settle(r.Context())
+	}
+	writeJSON(w, http.StatusOK, commandAnswer{Invocation: inv, Result: &res})
+	return nil
+}

@@ -1,0 +1,157 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/commands"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+)
+
+// commandTree is a git work tree with one commit.
+func commandTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc Launch() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// TestCommandRoutes: completions by prefix and focus; a dry run previews
+// the typed invocation and records nothing; a command is carried out and
+// recorded as its target is; a parse failure answers the shape expected
+// and is recorded as a diagnostic unless it was a preview; terminal input
+// appends nothing; every answer is valid against openapi.yaml.
+func TestCommandRoutes(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd", Agent: "generic",
+		Posture: eventstore.PostureStructuredInteractive, Command: []string{s.Agent, "wait"}, Dir: commandTree(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Reference.AgentExecutionID
+	t.Cleanup(func() { c.Stop(context.Background(), id) })
+	count := func() int {
+		t.Helper()
+		recs, _, err := c.Records(ctx, id, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+
+	cs, err := c.Commands(ctx, id, "/ch", "")
+	if err != nil || len(cs) != 1 || cs[0].Label != "/checkpoint" || cs[0].Category != commands.CategoryEntityCommand ||
+		cs[0].Portability != eventstore.PortabilityMissionNative || cs[0].InputShape != "/checkpoint [title]" {
+		t.Fatalf("completions of /ch: %+v, %v; want /checkpoint alone", cs, err)
+	}
+	all, err := c.Commands(ctx, id, "", commands.FocusTerminal)
+	if err != nil || len(all) < 9 {
+		t.Fatalf("all completions: %+v, %v", all, err)
+	}
+	if _, err := c.Commands(ctx, id, "", "pty"); !errors.Is(err, client.ErrInvalidField) || !strings.Contains(err.Error(), "prompt, terminal") {
+		t.Errorf("focus pty: %v, want an invalid field naming prompt and terminal", err)
+	}
+
+	before := count()
+	preview, err := c.Command(ctx, id, client.CommandRequest{Text: "/checkpoint before review"}, true)
+	if err != nil || !preview.DryRun || preview.Result != nil || preview.Invocation.Operation != commands.OpCheckpoint || preview.Invocation.Title != "before review" {
+		t.Fatalf("dry run: %+v, %v; want the checkpoint invocation, not carried out", preview, err)
+	}
+	if _, err := c.Command(ctx, id, client.CommandRequest{Text: "/frobnicate"}, true); !errors.Is(err, client.ErrInvalidField) || !strings.Contains(err.Error(), "want: one of: /checkpoint") {
+		t.Errorf("dry run of an unknown command: %v, want the commands offered", err)
+	}
+	if n := count(); n != before {
+		t.Fatalf("previews appended %d records, want none", n-before)
+	}
+
+	done, err := c.Command(ctx, id, client.CommandRequest{Text: "/checkpoint before review"}, false)
+	if err != nil || done.Result == nil || done.Result.RecordType != string(eventstore.KindCheckpoint) || done.Result.Sequence == 0 {
+		t.Fatalf("/checkpoint: %+v, %v; want a recorded checkpoint", done, err)
+	}
+	cps, err := c.Checkpoints(ctx, id)
+	if err != nil || len(cps) == 0 || cps[len(cps)-1].CheckpointID != done.Result.ID || cps[len(cps)-1].StateSummary.Title != "before review" {
+		t.Errorf("checkpoints %+v, %v; want %s titled before review", cps, err, done.Result.ID)
+	}
+
+	impact, err := c.Command(ctx, id, client.CommandRequest{Text: "/impact Launch"}, false)
+	if err != nil || impact.Result == nil || !strings.Contains(impact.Result.Summary, "1 definitions") {
+		t.Fatalf("/impact: %+v, %v", impact, err)
+	}
+
+	before = count()
+	_, err = c.Command(ctx, id, client.CommandRequest{Text: "/blocked"}, false)
+	if !errors.Is(err, client.ErrInvalidField) || !strings.Contains(err.Error(), "/blocked <reason>") || !strings.Contains(err.Error(), "recorded as diagnostic observation") {
+		t.Fatalf("/blocked without a reason: %v, want the shape expected, recorded", err)
+	}
+	recs, _, err := c.Records(ctx, id, uint64(before)+1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, rec := range recs {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalDiagnostic {
+			d := o.Signal.Payload.(*eventstore.DiagnosticSignal)
+			found = d.Code == execution.DiagnosticCommandParseFailed && strings.Contains(d.Message, "/blocked <reason>")
+		}
+	}
+	if !found {
+		t.Errorf("records after the failure %+v: want a command-parse-failed diagnostic", recs)
+	}
+
+	before = count()
+	raw, err := c.Command(ctx, id, client.CommandRequest{Text: "/doctor", Focus: commands.FocusTerminal}, false)
+	if err != nil || raw.Invocation.Category != commands.CategoryTerminalInput || raw.Result.Sequence != 0 {
+		t.Fatalf("terminal input: %+v, %v", raw, err)
+	}
+	if _, err := c.Command(ctx, id, client.CommandRequest{Text: "/verify"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != before+1 {
+		t.Errorf("terminal input then /verify appended %d records, want 1 (the owner effect)", n-before)
+	}
+
+	if _, err := c.Command(ctx, "ae-nope", client.CommandRequest{Text: "/verify"}, false); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("unknown execution: %v, want not found", err)
+	}
+	if _, err := c.Command(ctx, id, client.CommandRequest{Text: "/read ../../etc/passwd"}, false); !errors.Is(err, client.ErrInvalidField) || !strings.Contains(err.Error(), "leaves the working directory") {
+		t.Errorf("/read outside the tree: %v", err)
+	}
+
+	v := servedValidator(t, s.HTTP.URL)
+	for path, want := range map[string]int{
+		"/v1/executions/" + id + "/commands":                 http.StatusOK,
+		"/v1/executions/" + id + "/commands?prefix=/im":      http.StatusOK,
+		"/v1/executions/" + id + "/commands?focus=terminal":  http.StatusOK,
+		"/v1/executions/" + id + "/commands?focus=elsewhere": http.StatusBadRequest,
+		"/v1/executions/nope/commands":                       http.StatusNotFound,
+	} {
+		if code, _, data := validatedGet(t, v, s.HTTP.URL, path); code != want {
+			t.Errorf("GET %s → %d %s, want %d", path, code, data, want)
+		}
+	}
+}
