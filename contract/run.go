@@ -57,6 +57,91 @@ type Run struct {
 
 	todoIndex, approvalIndex map[string]int
 	artifactSet              map[string]bool
+	// changes are the list items changed since ResetChanges, so storage
+	// writes only those.
+	changes []Change
+}
+
+// Part names one list of a Run. Persisted (the projection's keys): never
+// change a value.
+type Part byte
+
+const (
+	PartTodo       Part = 't'
+	PartApproval   Part = 'a'
+	PartArtifact   Part = 'f'
+	PartCheckpoint Part = 'c'
+)
+
+// Change names one item of a Run's lists that was added or changed.
+type Change struct {
+	Part  Part
+	Index int
+}
+
+func (r *Run) changed(p Part, i int) { r.changes = append(r.changes, Change{p, i}) }
+
+// Changes lists the items added or changed since the last ResetChanges,
+// in the order they changed; an item changed twice is listed twice.
+func (r *Run) Changes() []Change { return r.changes }
+
+// ResetChanges forgets the changes: storage has written them.
+func (r *Run) ResetChanges() { r.changes = r.changes[:0] }
+
+// Head is the Run without its lists: the part storage rewrites whenever
+// the run changes, while the items are written one by one.
+func (r *Run) Head() *Run {
+	h := *r
+	h.Todos, h.Approvals, h.Artifacts, h.Checkpoints = nil, nil, nil, nil
+	h.todoIndex, h.approvalIndex, h.artifactSet, h.changes = nil, nil, nil, nil
+	return &h
+}
+
+// Item is the item a change names, to be stored.
+func (r *Run) Item(c Change) any {
+	switch c.Part {
+	case PartTodo:
+		return &r.Todos[c.Index]
+	case PartApproval:
+		return &r.Approvals[c.Index]
+	case PartArtifact:
+		return r.Artifacts[c.Index]
+	case PartCheckpoint:
+		return &r.Checkpoints[c.Index]
+	}
+	return nil
+}
+
+// LoadItem appends a stored item to its list: storage reads a run back as
+// its head, then each list's items in index order.
+func (r *Run) LoadItem(p Part, data []byte) error {
+	var err error
+	switch p {
+	case PartTodo:
+		var t AgentTodo
+		if err = json.Unmarshal(data, &t); err == nil {
+			r.Todos = append(r.Todos, t)
+		}
+	case PartApproval:
+		var a AgentApprovalCheckpoint
+		if err = json.Unmarshal(data, &a); err == nil {
+			r.Approvals = append(r.Approvals, a)
+			r.changed(PartApproval, len(r.Approvals)-1)
+		}
+	case PartArtifact:
+		var a string
+		if err = json.Unmarshal(data, &a); err == nil {
+			r.Artifacts = append(r.Artifacts, a)
+		}
+	case PartCheckpoint:
+		var c AgentCheckpoint
+		if err = json.Unmarshal(data, &c); err == nil {
+			r.Checkpoints = append(r.Checkpoints, c)
+		}
+	default:
+		return fmt.Errorf("contract: unknown run part %q", p)
+	}
+	return err
 }
 
 // Fold folds recs, one execution's journal in order, into a Run.
@@ -108,6 +193,7 @@ func (r *Run) Apply(rec eventstore.Record) {
 		r.Interruption = string(v.Reason)
 	case *eventstore.CheckpointCreated:
 		r.Checkpoints = append(r.Checkpoints, checkpointOf(r, v))
+		r.changed(PartCheckpoint, len(r.Checkpoints)-1)
 	}
 }
 
@@ -159,6 +245,7 @@ func (r *Run) addArtifact(ref string) {
 	if !r.artifactSet[ref] {
 		r.artifactSet[ref] = true
 		r.Artifacts = append(r.Artifacts, ref)
+		r.changed(PartArtifact, len(r.Artifacts)-1)
 	}
 }
 
@@ -210,6 +297,7 @@ func (r *Run) observation(o *eventstore.Observation) {
 		cp := checkpointOf(r, c)
 		cp.Source = SourceAgent
 		r.Checkpoints = append(r.Checkpoints, cp)
+		r.changed(PartCheckpoint, len(r.Checkpoints)-1)
 	}
 }
 
@@ -231,6 +319,7 @@ func (r *Run) plan(o *eventstore.Observation, p *eventstore.PlanSignal) {
 			r.todoIndex[key] = len(r.Todos)
 			r.Todos = append(r.Todos, AgentTodo{TodoID: key, SessionID: r.SessionID, Text: it.Text, Status: it.Status,
 				CreatedAt: o.OccurredAt, UpdatedAt: o.OccurredAt, History: []TodoChange{ch}})
+			r.changed(PartTodo, len(r.Todos)-1)
 			continue
 		}
 		t := &r.Todos[i]
@@ -239,6 +328,7 @@ func (r *Run) plan(o *eventstore.Observation, p *eventstore.PlanSignal) {
 		}
 		t.Status, t.Text, t.UpdatedAt = it.Status, it.Text, o.OccurredAt
 		t.History = append(t.History, ch)
+		r.changed(PartTodo, i)
 	}
 }
 
@@ -272,6 +362,7 @@ func (r *Run) request(o *eventstore.Observation, ni *eventstore.NeedsInputSignal
 	}
 	idx[ni.RequestID] = len(r.Approvals)
 	r.Approvals = append(r.Approvals, a)
+	r.changed(PartApproval, len(r.Approvals)-1)
 }
 
 func (r *Run) answer(m *eventstore.MessageAccepted) {
@@ -289,6 +380,7 @@ func (r *Run) answer(m *eventstore.MessageAccepted) {
 	a := &r.Approvals[i]
 	at := m.OccurredAt
 	a.Answer, a.ResolvedBy, a.ResolvedAt, a.ResolvedSequence = p.Text, string(m.Source), &at, m.Sequence
+	r.changed(PartApproval, i)
 	a.Status = ApprovalAnswered
 	if a.Kind == "permission" {
 		a.Status = ApprovalApproved
@@ -319,6 +411,7 @@ func (r *Run) stateChanged(v *eventstore.StateChanged) {
 	for i := range r.Approvals {
 		if a := &r.Approvals[i]; a.Status == ApprovalPending {
 			a.Status, a.ResolvedBy, a.ResolvedAt, a.ResolvedSequence = ApprovalClosed, "run-end", &at, v.Sequence
+			r.changed(PartApproval, i)
 		}
 	}
 }

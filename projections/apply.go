@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -409,10 +410,7 @@ func (a *applier) flush() error {
 			return err
 		}
 		if p.run != nil {
-			if v, err = json.Marshal(p.run); err != nil {
-				return fmt.Errorf("encode contract run %s: %w", id, err)
-			}
-			if err := a.contract.Put([]byte(id), v); err != nil {
+			if err := a.storeRun(id, p.run); err != nil {
 				return err
 			}
 		}
@@ -420,19 +418,99 @@ func (a *applier) flush() error {
 	return nil
 }
 
-// contractRun returns the execution's contract fold, decoded from the file
-// the first time the batch needs it.
+// contractRun returns the execution's contract fold: the one cached beside
+// its state, else decoded from the file the first time the batch needs it.
 func (a *applier) contractRun(p *pending, id string) (*contract.Run, error) {
 	if p.run != nil {
 		return p.run, nil
 	}
-	p.run = &contract.Run{}
-	if v := a.contract.Get([]byte(id)); v != nil {
-		if err := json.Unmarshal(v, p.run); err != nil {
-			return nil, corrupt(a.db.cfg.Path, fmt.Sprintf("contract run %q does not decode", id), err)
+	if r, ok := a.db.states.run(id); ok {
+		p.run = r
+		return r, nil
+	}
+	r, err := loadRun(a.contract, a.db.cfg.Path, []byte(id))
+	if errors.Is(err, ErrNotFound) {
+		r, err = &contract.Run{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.run = r
+	return r, nil
+}
+
+// storeRun writes a run's head, and the list items it changed since it was
+// last stored: a run's todos, approvals and checkpoints grow with its
+// journal, and rewriting them all with every batch made catch-up cost
+// grow with each journal's length.
+func (a *applier) storeRun(id string, r *contract.Run) error {
+	b, err := a.contract.CreateBucketIfNotExists([]byte(id))
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(r.Head())
+	if err != nil {
+		return fmt.Errorf("encode contract run %s: %w", id, err)
+	}
+	if err := b.Put(keyRunHead, a.keep(v)); err != nil {
+		return err
+	}
+	var last contract.Change
+	for i, c := range r.Changes() {
+		if i > 0 && c == last {
+			continue
+		}
+		last = c
+		v, err := json.Marshal(r.Item(c))
+		if err != nil {
+			return fmt.Errorf("encode contract run %s item %c%d: %w", id, c.Part, c.Index, err)
+		}
+		if err := b.Put(runItemKey(c), a.keep(v)); err != nil {
+			return err
 		}
 	}
-	return p.run, nil
+	r.ResetChanges()
+	a.db.states.setRun(id, r)
+	return nil
+}
+
+// keyRunHead is the key of a run's head in its contract bucket; items are
+// keyed by runItemKey, which never starts with it.
+var keyRunHead = []byte("h")
+
+// runItemKey is an item's key: its list's part byte, then its index,
+// big-endian, so a cursor reads each list in order.
+func runItemKey(c contract.Change) []byte {
+	k := make([]byte, 5)
+	k[0] = byte(c.Part)
+	binary.BigEndian.PutUint32(k[1:], uint32(c.Index))
+	return k
+}
+
+// loadRun reads a run from its contract bucket: the head, then every item
+// in key order. A run without a bucket is ErrNotFound.
+func loadRun(contractBucket *bolt.Bucket, path string, id []byte) (*contract.Run, error) {
+	b := contractBucket.Bucket(id)
+	if b == nil {
+		return nil, fmt.Errorf("execution %q: %w", id, ErrNotFound)
+	}
+	r := &contract.Run{}
+	if err := json.Unmarshal(b.Get(keyRunHead), r); err != nil {
+		return nil, corrupt(path, fmt.Sprintf("contract run %q has no head that decodes", id), err)
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		if bytes.Equal(k, keyRunHead) {
+			return nil
+		}
+		if len(k) != 5 {
+			return corrupt(path, fmt.Sprintf("contract run %q has a bad key %x", id, k), nil)
+		}
+		if err := r.LoadItem(contract.Part(k[0]), v); err != nil {
+			return corrupt(path, fmt.Sprintf("contract run %q item %x does not decode", id, k), err)
+		}
+		return nil
+	})
+	return r, err
 }
 
 // encodeState is the stored form of a state: without its timeline, which

@@ -1,6 +1,9 @@
 package projections
 
-import "github.com/agentjournal/agentjournal/execution"
+import (
+	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/execution"
+)
 
 // stateCacheSize bounds the executions a DB keeps decoded between batches.
 // A state without its processed ids is a few hundred bytes, so the cache
@@ -22,8 +25,10 @@ type stateCache struct {
 }
 
 type cacheEntry struct {
-	id         string
-	state      *execution.State
+	id    string
+	state *execution.State
+	// run is the execution's contract fold, once a batch has loaded it.
+	run        *contract.Run
 	prev, next *cacheEntry
 }
 
@@ -48,6 +53,9 @@ func (c *stateCache) get(id string) (*execution.State, bool) {
 // the cache is full.
 func (c *stateCache) put(id string, s *execution.State) {
 	if e, ok := c.entries[id]; ok {
+		if e.state != s {
+			e.run = nil
+		}
 		e.state = s
 		c.unlink(e)
 		c.pushFront(e)
@@ -61,6 +69,23 @@ func (c *stateCache) put(id string, s *execution.State) {
 	e := &cacheEntry{id: id, state: s}
 	c.entries[id] = e
 	c.pushFront(e)
+}
+
+// run returns the cached contract run of id, without marking it used.
+func (c *stateCache) run(id string) (*contract.Run, bool) {
+	e, ok := c.entries[id]
+	if !ok || e.run == nil {
+		return nil, false
+	}
+	return e.run, true
+}
+
+// setRun keeps the contract run of id beside its state, if its state is
+// cached.
+func (c *stateCache) setRun(id string, r *contract.Run) {
+	if e, ok := c.entries[id]; ok {
+		e.run = r
+	}
 }
 
 // purge empties the cache.

@@ -68,8 +68,8 @@ var internTable = []string{
 	"interruption.recorded", "interruption",
 	// added later: workspace snapshot and restore records
 	"snapshot.created", "restore.attempted",
-	// added later: the runtime contract's checkpoint record
-	"checkpoint.created",
+	// added later: the runtime contract's checkpoint record and signal
+	"checkpoint.created", "checkpoint",
 }
 
 var internIndex = func() map[string]uint64 {

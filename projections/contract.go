@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,15 +23,7 @@ func (db *DB) Run(id string) (*contract.Run, error) {
 }
 
 func (db *DB) run(tx *bolt.Tx, id []byte) (*contract.Run, error) {
-	v := tx.Bucket(bucketContract).Get(id)
-	if v == nil {
-		return nil, fmt.Errorf("execution %q: %w", id, ErrNotFound)
-	}
-	r := &contract.Run{}
-	if err := json.Unmarshal(v, r); err != nil {
-		return nil, corrupt(db.cfg.Path, fmt.Sprintf("contract run %q does not decode", id), err)
-	}
-	return r, nil
+	return loadRun(tx.Bucket(bucketContract), db.cfg.Path, id)
 }
 
 // SessionRuns returns the runs of one session in the order they started

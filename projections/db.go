@@ -513,8 +513,19 @@ func checkData(tx *bolt.Tx, path string) error {
 	if got := sums.Stats().KeyN; got != n {
 		return corrupt(path, fmt.Sprintf("%d summaries for %d executions", got, n), nil)
 	}
-	if got := tx.Bucket(bucketContract).Stats().KeyN; got != n {
-		return corrupt(path, fmt.Sprintf("%d contract runs for %d executions", got, n), nil)
+	runs := 0
+	err = tx.Bucket(bucketContract).ForEachBucket(func(id []byte) error {
+		runs++
+		if execs.Get(id) == nil {
+			return corrupt(path, fmt.Sprintf("contract run of unknown execution %q", id), nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if runs != n {
+		return corrupt(path, fmt.Sprintf("%d contract runs for %d executions", runs, n), nil)
 	}
 	for _, name := range [][]byte{bucketByOwner, bucketByLifecycle, bucketByAttention, bucketBySession} {
 		count := 0

@@ -30,10 +30,14 @@
 //	by-lifecycle  lifecycle \x00 execution id -> ""
 //	by-attention  attention \x00 execution id -> ""
 //	by-session    session id \x00 execution id -> ""
-//	contract      execution id -> contract.Run JSON: the runtime contract's
-//	              fold of the execution (todos, approvals, checkpoints,
-//	              artifacts, the status inputs), from which the AgentRun,
-//	              AgentSession, AgentTask and AgentCheckpoint shapes are built
+//	contract      execution id -> nested bucket: the runtime contract's fold
+//	              of the execution (contract.Run), from which the AgentRun,
+//	              AgentSession, AgentTask and AgentCheckpoint shapes are built:
+//	                "h"                    -> the run without its lists (JSON)
+//	                part byte, u32 index   -> one todo (t), approval (a),
+//	                                          artifact (f) or checkpoint (c)
+//	              Items are written when they change, the head with every
+//	              batch that touches the run.
 //
 // The processed ids grow with the journal, so the stored state, rewritten by
 // every batch that touches its execution, leaves them out: a batch looks up
