@@ -24,7 +24,7 @@ func TestCLIDoc(t *testing.T) {
 		b.WriteString("## " + title + "\n\n```\n" + strings.TrimRight(r.stdout, "\n") + "\n```\n\n")
 	}
 	section("agentjournal", "help")
-	for _, c := range [][]string{{"serve"}, {"launch"}, {"fork"}, {"resume"}, {"send"}, {"observe"}, {"stop"}, {"queue"}, {"tail"}, {"logs"}, {"token"}, {"mcp"}, {"acp"}, {"demo"}, {"run"}, {"ls"}, {"show"}, {"timeline"}, {"search"}, {"journal", "ls"}, {"journal", "cat"}, {"journal", "export"}, {"journal", "import"}, {"log"}, {"replay"}, {"narrative"}, {"todos"}, {"approvals"}, {"sessions"}, {"session"}, {"checkpoint"}, {"graph", "export"}, {"lineage"}, {"snapshots", "ls"}, {"snapshots", "prune"}, {"rebuild"}, {"bench"}} {
+	for _, c := range [][]string{{"serve"}, {"launch"}, {"fork"}, {"resume"}, {"send"}, {"observe"}, {"stop"}, {"queue"}, {"tail"}, {"logs"}, {"token"}, {"mcp"}, {"acp"}, {"demo"}, {"run"}, {"ls"}, {"show"}, {"timeline"}, {"search"}, {"journal", "ls"}, {"journal", "cat"}, {"journal", "export"}, {"journal", "import"}, {"log"}, {"replay"}, {"narrative"}, {"todos"}, {"approvals"}, {"sessions"}, {"session"}, {"checkpoint"}, {"cmd"}, {"graph", "export"}, {"lineage"}, {"snapshots", "ls"}, {"snapshots", "prune"}, {"rebuild"}, {"bench"}} {
 		section(strings.Join(c, " "), append([]string{"help"}, c...)...)
 	}
 	const path = "../../docs/cli.md"

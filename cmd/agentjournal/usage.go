@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "cmd", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -69,6 +69,8 @@ func newCommand(name string, env *Env) Command {
 		return &SessionCommand{env: env}
 	case "checkpoint":
 		return &CheckpointCommand{env: env}
+	case "cmd":
+		return &CmdCommand{env: env}
 	case "graph":
 		return &GraphCommand{env: env}
 	case "lineage":
@@ -145,6 +147,7 @@ Commands:
   sessions              the sessions (runs linked by resume) with their status, newest first
   session ID            a session's runs, tasks, todos, approvals and checkpoints
   checkpoint ID         record a checkpoint of an execution as it is now
+  cmd ID "/COMMAND"     resolve a slash command into a typed invocation and carry it out
   graph export [ID...]  write the agent DAG of the journals as JSON or Graphviz DOT
   lineage ID            an execution's forks and resumes, history, tool calls and snapshots
   snapshots ls|prune    list or delete the workspace snapshots of executions' git work trees
@@ -159,7 +162,7 @@ Global flags (before the command):
 The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
 agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
-launch, send, observe, stop, queue, tail, sessions, session and checkpoint talk to the
+launch, send, observe, stop, queue, tail, sessions, session, checkpoint and cmd talk to the
 daemon, and ls, show, timeline, journal, log, replay, narrative, todos,
 approvals, demo and rebuild work through it, printing what they print without
 one.
