@@ -38,6 +38,9 @@ const (
 	UpdateToolCallEdit = "tool_call_update"
 	UpdatePlan         = "plan"
 	UpdateUsage        = "usage_update"
+	// UpdateCommands is available_commands_update: the agent's slash
+	// commands, the whole list each time.
+	UpdateCommands = "available_commands_update"
 )
 
 // Update is a session/update notification.
@@ -55,6 +58,16 @@ type Update struct {
 	// Used and Size are a usage_update's context window: tokens in it and
 	// its size.
 	Used, Size int
+	// Commands are an available_commands_update's commands.
+	Commands []Command
+}
+
+// Command is one slash command an agent advertises.
+type Command struct {
+	Name        string
+	Description string
+	// Hint says what input the command takes, when it takes any.
+	Hint string
 }
 
 // ToolCall is a tool_call or tool_call_update; fields the update leaves
@@ -303,7 +316,15 @@ func update(n sdk.SessionNotification) (*Update, error) {
 	case s.UsageUpdate != nil:
 		u.Kind, u.Used, u.Size = UpdateUsage, s.UsageUpdate.Used, s.UsageUpdate.Size
 	case s.AvailableCommandsUpdate != nil:
-		u.Kind = s.AvailableCommandsUpdate.SessionUpdate
+		u.Kind = UpdateCommands
+		u.Commands = make([]Command, 0, len(s.AvailableCommandsUpdate.AvailableCommands))
+		for _, c := range s.AvailableCommandsUpdate.AvailableCommands {
+			cmd := Command{Name: c.Name, Description: c.Description}
+			if c.Input != nil && c.Input.Unstructured != nil {
+				cmd.Hint = c.Input.Unstructured.Hint
+			}
+			u.Commands = append(u.Commands, cmd)
+		}
 	case s.CurrentModeUpdate != nil:
 		u.Kind = s.CurrentModeUpdate.SessionUpdate
 	case s.ConfigOptionUpdate != nil:

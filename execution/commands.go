@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution/provider"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
@@ -57,10 +58,10 @@ type Advertised struct {
 	Messages  []eventstore.MessageDescriptor `json:"messages"`
 }
 
-// AdvertisedDescriptors turns command names an agent advertised into
+// AdvertisedDescriptors turns the slash commands an agent advertised into
 // adapter-scoped descriptors of adapterID. Names no command could have are
 // left out; so is a second one of a name.
-func AdvertisedDescriptors(adapterID string, cmds []AdvertisedCommand) []eventstore.MessageDescriptor {
+func AdvertisedDescriptors(adapterID string, cmds []provider.Command) []eventstore.MessageDescriptor {
 	out := []eventstore.MessageDescriptor{}
 	seen := map[string]bool{}
 	for _, c := range cmds {
@@ -71,7 +72,10 @@ func AdvertisedDescriptors(adapterID string, cmds []AdvertisedCommand) []eventst
 		seen[name] = true
 		desc := c.Description
 		if desc == "" {
-			desc = "/" + name + " of " + adapterID
+			desc = "/" + name + ", advertised by " + adapterID
+		}
+		if c.Hint != "" {
+			desc += " (input: " + c.Hint + ")"
 		}
 		if len(desc) > 300 {
 			desc = strings.ToValidUTF8(desc[:300], "") + "…"
@@ -82,10 +86,14 @@ func AdvertisedDescriptors(adapterID string, cmds []AdvertisedCommand) []eventst
 	return out
 }
 
-// AdvertisedCommand is one slash command an agent says it has.
-type AdvertisedCommand struct {
-	Name        string
-	Description string
+// recordAdvertised records the commands an agent advertised. The id is
+// the list's digest, so the same list read again (a recovery re-reading
+// output) is recorded once.
+func (rt *Runtime) recordAdvertised(ctx context.Context, p *process, cmds []provider.Command) {
+	msgs := AdvertisedDescriptors(p.adapter.ID(), cmds)
+	b, _ := json.Marshal(msgs)
+	sum := sha256.Sum256(b)
+	rt.record(ctx, p.ref, advertisedObservation("adv-"+hex.EncodeToString(sum[:12]), p.adapter.ID(), msgs))
 }
 
 var advertisedName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
@@ -203,7 +211,7 @@ func (rt *Runtime) Invoke(ctx context.Context, id string, inv *commands.Invocati
 // diagnostic observation.
 func (rt *Runtime) RecordCommandFailure(ctx context.Context, id string, pe *commands.ParseError) (InvokeResult, error) {
 	o := &eventstore.Observation{ObservationID: "cmd-failed-" + randomHex(6), Source: eventstore.ObservedDaemon, Confidence: eventstore.ConfidenceDiagnostic,
-		Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: DiagnosticCommandParseFailed, Message: clipReason(pe.Error())}),
+		Signal:  eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: DiagnosticCommandParseFailed, Message: clipReason(pe.Error())}),
 		Payload: map[string]any{"text": clipReason(pe.Text), "expected": pe.Expected}}
 	return rt.recordCommandObservation(ctx, id, o, "parse failure recorded")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,67 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestClaudeAdvertisedCommandsAreAdapterScoped: the slash commands of
+// Claude Code's init line (a real capture) are recorded once as
+// adapter-scoped descriptors of claude-code; resolution and completions
+// see them after the Mission-native and cross-agent ones; a provider
+// command it did not advertise stays terminal-only.
+func TestClaudeAdvertisedCommandsAreAdapterScoped(t *testing.T) {
+	r := newRig(t, time.Second)
+	capture, err := filepath.Abs(filepath.Join("provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := r.rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-adv",
+		Agent: "claude-code", Command: []string{r.agent, "replay:" + capture}, Prompt: "go", Shape: eventstore.ShapeOneShot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.wait(t, ref)
+	var adv []*eventstore.Observation
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Payload[execution.AdvertisedCommandsKey] != nil {
+			adv = append(adv, o)
+		}
+	}
+	if len(adv) != 1 || adv[0].Source != eventstore.ObservedProviderOutput {
+		t.Fatalf("%d advertised-commands observations (%+v), want one from provider output", len(adv), adv)
+	}
+	// 44 advertised; __remote-workflow is no name a command can have.
+	if len(st.AdvertisedMessages) != 43 || slices.ContainsFunc(st.AdvertisedMessages, func(d eventstore.MessageDescriptor) bool { return d.Type == "__remote-workflow" }) {
+		t.Fatalf("state has %d advertised descriptors, want the 43 of 44 that are command names", len(st.AdvertisedMessages))
+	}
+	for _, d := range st.AdvertisedMessages {
+		if d.Portability != eventstore.PortabilityAdapterScoped || d.AdapterID != "claude-code" || d.Label != "/"+d.Type {
+			t.Fatalf("advertised descriptor %+v, want adapter-scoped of claude-code", d)
+		}
+	}
+	v := st.CommandView()
+	labels := map[string]commands.Completion{}
+	for _, c := range commands.Complete(v, "/", commands.FocusPrompt) {
+		labels[c.Label] = c
+	}
+	if c := labels["/context"]; c.Portability != eventstore.PortabilityAdapterScoped || c.AdapterID != "claude-code" {
+		t.Errorf("/context completion %+v, want adapter-scoped of claude-code", c)
+	}
+	// /verify is advertised by Claude Code too, but the Mission-native one
+	// comes first in resolution order.
+	if c := labels["/verify"]; c.Portability != eventstore.PortabilityMissionNative {
+		t.Errorf("/verify completion %+v, want the Mission-native one", c)
+	}
+	inv, err := commands.Resolve(v, "/security-review the diff", commands.FocusPrompt)
+	if err != nil || inv.Category != commands.CategoryAgentMessage || inv.Portability != eventstore.PortabilityAdapterScoped || inv.MessageType != "security-review" {
+		t.Errorf("/security-review resolved to %+v, %v; want an adapter-scoped message", inv, err)
+	}
+	// Sent to the ended run: accepted against the advertised descriptor,
+	// its delivery failed.
+	res, err := r.rt.Invoke(context.Background(), ref.AgentExecutionID, inv)
+	if err != nil || res.Message == nil || res.Message.Delivery != eventstore.DeliveryFailed {
+		t.Errorf("invoke /security-review: %+v, %v; want accepted, delivery failed", res, err)
+	}
+	if _, err := commands.Resolve(v, "/not-a-claude-command", commands.FocusPrompt); err == nil {
+		t.Error("an unadvertised provider command resolved in the prompt box, want a parse error")
+	}
 }

@@ -1077,6 +1077,8 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 			}
 		case ev.TurnEnd != nil:
 			rt.turnEnded(p, c, *ev.TurnEnd)
+		case ev.Commands != nil:
+			rt.recordAdvertised(ctx, p, ev.Commands.List)
 		}
 	}
 }

@@ -204,6 +204,12 @@ func (p *acpParser) update(u *acp.Update) {
 		}
 	case acp.UpdateToolCall, acp.UpdateToolCallEdit:
 		p.tool(u.Kind, u.Tool)
+	case acp.UpdateCommands:
+		list := make([]Command, 0, len(u.Commands))
+		for _, c := range u.Commands {
+			list = append(list, Command{Name: c.Name, Description: c.Description, Hint: c.Hint})
+		}
+		p.advertise(list)
 	case acp.UpdatePlan:
 		items := make([]eventstore.PlanItem, 0, len(u.Plan))
 		for _, e := range u.Plan {

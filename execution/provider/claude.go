@@ -71,6 +71,7 @@ type claudeEvent struct {
 	SessionID string `json:"session_id"`
 
 	Version         json.RawMessage `json:"claude_code_version"`
+	SlashCommands   json.RawMessage `json:"slash_commands"`
 	ParentToolUseID json.RawMessage `json:"parent_tool_use_id"`
 	Message         json.RawMessage `json:"message"`
 	IsError         json.RawMessage `json:"is_error"`
@@ -152,6 +153,14 @@ func (p *claudeParser) Parse(line []byte) []Event {
 		var version string
 		if ev.Type == "system" && ev.Subtype == "init" {
 			version = jsonString(ev.Version)
+			var names []string
+			if p.field(ev.SlashCommands, "slash_commands", &names) && len(names) > 0 {
+				list := make([]Command, 0, len(names))
+				for _, n := range names {
+					list = append(list, Command{Name: n})
+				}
+				p.advertise(list)
+			}
 		}
 		if ev.SessionID != "" || version != "" {
 			p.learnSession(ev.SessionID, version)

@@ -114,6 +114,24 @@ type Event struct {
 	// session.task_complete made the claim, an earlier one. Nothing is
 	// appended for it; the runtime ends a one-shot execution on it.
 	TurnEnd *TurnEnd
+	// Commands says the agent advertised its slash commands (Claude Code's
+	// init slash_commands, ACP's available_commands_update): the whole
+	// list, sent again only when it changes. The runtime records them as
+	// the execution's adapter-scoped message descriptors.
+	Commands *Commands
+}
+
+// Commands is the list of slash commands an agent advertised.
+type Commands struct {
+	List []Command
+}
+
+// Command is one slash command an agent advertised.
+type Command struct {
+	Name        string
+	Description string
+	// Hint says what input it takes, when the agent says.
+	Hint string
 }
 
 // Session is what a parser knows of the CLI's own session.

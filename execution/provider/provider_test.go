@@ -35,7 +35,7 @@ var testRef = func() eventstore.Reference {
 // turn end events are checked for what the runtime relies on.
 func checkEvent(seq uint64, e Event) error {
 	set := 0
-	for _, b := range []bool{e.Observation != nil, e.Activity != nil, e.Session != nil, e.TurnEnd != nil} {
+	for _, b := range []bool{e.Observation != nil, e.Activity != nil, e.Session != nil, e.TurnEnd != nil, e.Commands != nil} {
 		if b {
 			set++
 		}
@@ -53,6 +53,13 @@ func checkEvent(seq uint64, e Event) error {
 	case e.TurnEnd != nil:
 		if e.TurnEnd.Failed && e.TurnEnd.Reason == "" {
 			return fmt.Errorf("failed turn end without a reason")
+		}
+		return nil
+	case e.Commands != nil:
+		for _, c := range e.Commands.List {
+			if c.Name == "" {
+				return fmt.Errorf("advertised command without a name: %+v", e.Commands.List)
+			}
 		}
 		return nil
 	case e.Observation != nil:
@@ -167,6 +174,8 @@ func describe(e Event) string {
 		return "turn failed: " + e.TurnEnd.Reason
 	case e.TurnEnd != nil:
 		return "turn end"
+	case e.Commands != nil:
+		return fmt.Sprintf("commands %d", len(e.Commands.List))
 	}
 	if o := e.Observation; o != nil {
 		if o.Signal == nil {
@@ -237,9 +246,14 @@ func describe(e Event) string {
 	return strings.Join(parts, " ")
 }
 
+// describeAll describes events; advertised commands are left out, since
+// TestAdvertisedCommands checks them.
 func describeAll(evs []Event) []string {
 	var out []string
 	for _, e := range evs {
+		if e.Commands != nil {
+			continue
+		}
 		out = append(out, describe(e))
 	}
 	return out

@@ -46,6 +46,9 @@ type stream struct {
 	// plans holds the todo lists of calls that have not ended: a list
 	// becomes the plan when its call succeeds.
 	plans recent[[]eventstore.PlanItem]
+	// advertised is the last list of slash commands reported, so that a
+	// repeated init line reports nothing new.
+	advertised string
 }
 
 // openCall is a tool call that started and has not ended.
@@ -652,4 +655,18 @@ func sumCounts(ps ...*int64) *int64 {
 		}
 	}
 	return sum
+}
+
+// advertise reports the agent's slash commands when they differ from the
+// last ones reported.
+func (s *stream) advertise(list []Command) {
+	var key strings.Builder
+	for _, c := range list {
+		key.WriteString(c.Name + "\x00" + c.Description + "\x00" + c.Hint + "\x00")
+	}
+	if key.String() == s.advertised && s.advertised != "" {
+		return
+	}
+	s.advertised = key.String()
+	s.add(Event{Commands: &Commands{List: list}})
 }
