@@ -60,7 +60,7 @@ func TestACPRealClaudeCodeACP(t *testing.T) {
 		t.Errorf("usage %s, want none: the adapter reports none; records:\n%s", jsonOf(u), dump(r, t, ref))
 	}
 	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
 			t.Errorf("message without the ACP session id: %+v", o.Native)
 		}
 	}
@@ -168,7 +168,7 @@ func TestACPRealCodexACP(t *testing.T) {
 		t.Errorf("usage %s, want none: the adapter reports none per turn; records:\n%s", jsonOf(u), dump(r, t, ref))
 	}
 	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
 			t.Errorf("message without the ACP session id: %+v", o.Native)
 		}
 	}

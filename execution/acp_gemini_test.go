@@ -83,7 +83,7 @@ func TestACPRealGemini(t *testing.T) {
 		t.Errorf("usage %s, want %d in and %d out; records:\n%s", jsonOf(u), usage.InputTokens, usage.OutputTokens, dump(r, t, ref))
 	}
 	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
 			t.Errorf("message without the ACP session id: %+v", o.Native)
 		}
 	}

@@ -47,7 +47,7 @@ func TestACPRealCopilot(t *testing.T) {
 	}
 	// The ACP session id is captured like the other provider-native ids.
 	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
 			t.Errorf("message without the ACP session id: %+v", o.Native)
 		}
 	}

@@ -139,7 +139,7 @@ func TestACPTurnIsJournaled(t *testing.T) {
 	// The session id is the one session/new gave for this cwd.
 	wantSession := "sess-" + strconv.Itoa(len(dir))
 	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal.Type == eventstore.SignalMessage {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage {
 			if o.Native == nil || o.Native.SessionID != wantSession {
 				t.Errorf("message native ids %+v, want session %s", o.Native, wantSession)
 			}
