@@ -105,6 +105,22 @@ func WriteReference(w io.Writer) error {
 	b.WriteString("that does not exist, a sequence past the parent's end or an event id that is not the parent record's\n")
 	b.WriteString("is refused (`ErrBadLink`) and nothing is written.\n")
 
+	b.WriteString("\n## Slash-command records\n\n")
+	b.WriteString("Slash commands (docs/commands.md) add no record kind: each is recorded the way its target is. The\n")
+	b.WriteString("payloads the daemon writes for them, and for the commands agents advertise:\n\n")
+	b.WriteString("| record | shape |\n|---|---|\n")
+	for _, f := range [][2]string{
+		{"`observation.recorded`, payload `advertisedCommands`", "`{adapterId, messages: [message descriptor]}`, source `provider-output`, confidence `authoritative`, no signal: the slash commands the agent advertised itself (Claude Code's init `slash_commands`, an ACP agent's `available_commands_update`) as adapter-scoped message descriptors of its adapter (`portability: adapter-scoped`, `adapterId` the execution's `agentId`); the newest replaces the ones before in the read model (`advertisedMessages` of the execution state). Its `observationId` is `adv-` and a digest of the list, so a list read again is recorded once"},
+		{"`observation.recorded` from `/blocked`", "source `daemon`, confidence `authoritative`, a `blocked` signal with the reason, payload `{command: \"/blocked\", from: \"operator\"}`"},
+		{"`observation.recorded` from `/summarize-diff`", "source `daemon`, no signal, `rawText` the summary, payload `{operation: \"worktree.summarize-diff\", command, base, files: [{path, added, deleted, binary?, new?}], fileCount, added, deleted}`; `base` is the execution's first workspace snapshot ref, or `HEAD` without one"},
+		{"`observation.recorded` from `/impact`", "source `daemon`, no signal, `rawText` the summary, payload `{operation: \"worktree.impact\", command, symbol, definitions: [{path, line, text}], uses: [{path, line, text}], useCount, fileCount}`"},
+		{"`observation.recorded` for a parse failure", "source `daemon`, confidence `diagnostic`, a `diagnostic` signal with code `command-parse-failed` and the message naming the shape expected, payload `{text, expected}`"},
+		{"`owner-effect.recorded` from `/verify`", "effectType `verification.requested`, the owner entity of the journal, payload `{command: \"/verify\", source: \"operator\", lifecycle}`"},
+		{"`message.accepted` from `/read`, `/attach`", "messageType `prompt`, source `operator`, mutatesContext, payload `{text, context: {command, path, bytes, sha256}}`: the file's text in the prompt"},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", f[0], f[1])
+	}
+
 	b.WriteString("\n## Signals\n\nA signal travels inside `observation.recorded` as `\"signal\": {\"type\": …, \"payload\": {…}}`.\n\n")
 	b.WriteString("| type | payload schema key | surfaced to agents | timeline item |\n|---|---|---|---|\n")
 	for _, t := range signalOrder {
