@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +94,7 @@ type record struct {
 	Lifecycle     string          `json:"lifecycle"`
 	CurrentInput  json.RawMessage `json:"currentInputRequestId"`
 	ObservationID string          `json:"observationId"`
+	StateSummary  json.RawMessage `json:"stateSummary"`
 }
 
 func (s *stack) journal(t *testing.T, id string) []record {
@@ -452,18 +454,58 @@ func TestConsole(t *testing.T) {
 	b.waitFor(t, 10*time.Second, "the agent's echo in the lane", `/echo: \{"message".*Also add the index on tenant_id\./.test(`+termText("terminal-output")+`)`)
 	b.waitFor(t, 10*time.Second, "the completion claim in the timeline", `document.querySelector('#timeline .kind-claim') !== null`)
 
-	t.Run("an undeclared message is refused in words", func(t *testing.T) {
+	t.Run("an unknown slash command is refused in words", func(t *testing.T) {
+		eval[string](t, b, `document.getElementById('prompt-text').value = ''`)
 		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "/frobnicate now"))
-		if p := b.text(t, "#prompt-preview"); !strings.Contains(p, "not a message this execution declares") {
-			t.Errorf("the preview says %q, want it to say the type is not declared", p)
-		}
+		b.waitFor(t, 10*time.Second, "the preview of the parse error", `document.getElementById('prompt-preview').textContent.includes('unknown command /frobnicate')`)
 		b.do(t, chromedp.Click(chromedp.CSS("#prompt-send")))
 		b.waitFor(t, 10*time.Second, "the error", `!document.getElementById('prompt-error').hidden`)
 		msg := b.text(t, "#prompt-error")
-		for _, want := range []string{`"frobnicate" is not a message type of ` + id, "want one of: prompt, answer, interrupt, compact", "Field: type", "400 invalid_field"} {
+		for _, want := range []string{"unknown command /frobnicate for execution " + id, "want: one of: /checkpoint", "/compact", "Field: text", "400 invalid_field"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("the prompt box shows %q, want it to say %q", msg, want)
 			}
+		}
+	})
+
+	t.Run("slash commands autocomplete, preview and run", func(t *testing.T) {
+		eval[string](t, b, `document.getElementById('prompt-text').value = ''`)
+		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "/"))
+		b.waitFor(t, 10*time.Second, "the completions", `document.querySelectorAll('#prompt-completions li.completion').length > 3`)
+		rows := eval[[]string](t, b, `[...document.querySelectorAll('#prompt-completions li.completion')].map(li => li.dataset.command + ' ' + li.dataset.category + ' ' + li.dataset.portability)`)
+		for _, want := range []string{"checkpoint entity-command mission-native", "impact semantic-operation mission-native", "prompt agent-message cross-agent", "compact agent-message adapter-scoped"} {
+			if !slices.Contains(rows, want) {
+				t.Errorf("completions %q, want %q among them", rows, want)
+			}
+		}
+		groups := eval[[]string](t, b, `[...document.querySelectorAll('#prompt-completions .completion-group-label')].map(s => s.textContent)`)
+		if !slices.Contains(groups, "Adapter-scoped: claude-code") || !slices.Contains(groups, "Mission-native") {
+			t.Errorf("completion groups %q, want adapter-scoped commands apart from Mission-native ones", groups)
+		}
+		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "ch"))
+		b.waitFor(t, 10*time.Second, "the completions of /ch", `[...document.querySelectorAll('#prompt-completions li.completion')].map(li => li.dataset.command).join() === 'checkpoint'`)
+		b.do(t, chromedp.Click(chromedp.CSS(`#prompt-completions li.completion[data-command="checkpoint"]`)))
+		if v := eval[string](t, b, `document.getElementById('prompt-text').value`); v != "/checkpoint " {
+			t.Errorf("a click on the completion left %q in the box, want %q", v, "/checkpoint ")
+		}
+		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "before review"))
+		b.waitFor(t, 10*time.Second, "the preview of the invocation", `document.getElementById('prompt-preview').textContent.includes('records checkpoint.created')`)
+		if p := b.text(t, "#prompt-preview"); !strings.Contains(p, "entity-command") || !strings.Contains(p, "Mission-native") || !strings.Contains(p, "execution.checkpoint") {
+			t.Errorf("the preview says %q, want the category, portability and operation", p)
+		}
+		for _, r := range s.journal(t, id) {
+			if r.Type == "checkpoint.created" && strings.Contains(string(r.StateSummary), "before review") {
+				t.Fatal("the preview recorded the checkpoint")
+			}
+		}
+		b.do(t, chromedp.Click(chromedp.CSS("#prompt-send")))
+		b.waitFor(t, 10*time.Second, "the result", `document.getElementById('prompt-result').textContent.includes('journaled at sequence')`)
+		found := false
+		for _, r := range s.journal(t, id) {
+			found = found || (r.Type == "checkpoint.created" && strings.Contains(string(r.StateSummary), "before review"))
+		}
+		if !found {
+			t.Error("the journal holds no checkpoint titled before review")
 		}
 	})
 

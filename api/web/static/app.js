@@ -1505,18 +1505,19 @@
       this.describePrompt();
     },
 
-    // promptMessage is the message the prompt box would send: a leading
-    // /type picks the type, otherwise the selected descriptor.
+    // promptMessage is what the prompt box would send: a leading / makes
+    // it a slash command the daemon resolves, otherwise a message of the
+    // selected descriptor.
     promptMessage() {
       const raw = $('prompt-text').value;
       const m = /^\/([A-Za-z0-9_.:-]+)(?:\s+([\s\S]*))?$/.exec(raw.trim());
-      if (m) return {type: m[1], text: m[2] || '', slash: true};
+      if (m || raw.trim().startsWith('/')) return {type: m ? m[1] : '', text: m ? m[2] || '' : '', slash: true};
       return {type: $('prompt-type').value, text: raw, slash: false};
     },
 
     describePrompt() {
       const {type, slash} = this.promptMessage();
-      const d = this.descriptors().find((m) => m.type === type);
+      const d = slash ? null : this.descriptors().find((m) => m.type === type);
       const tag = $('prompt-portability');
       if (d) {
         tag.hidden = false;
@@ -1529,19 +1530,99 @@
         $('prompt-delivery').textContent = '';
         $('prompt-desc').textContent = '';
       }
-      $('prompt-preview').textContent = !slash ? '' : d
-        ? `/${type} sends a ${type} message`
-        : `/${type} is not a message this execution declares; the daemon will say which it accepts`;
+      // A slash command is the daemon's to resolve: the box asks for its
+      // completions and a preview of the typed invocation (a dry run).
+      clearTimeout(this.commandTimer);
+      if (!slash) {
+        this.commandSeq = (this.commandSeq || 0) + 1;
+        $('prompt-completions').replaceChildren();
+        $('prompt-completions').hidden = true;
+        $('prompt-preview').textContent = '';
+        $('prompt-preview').className = 'muted';
+        return;
+      }
+      this.commandTimer = setTimeout(() => this.previewCommand(), 120);
+    },
+
+    // previewCommand asks the daemon for the completions of the command
+    // name typed so far and for the invocation the whole text would be.
+    async previewCommand() {
+      const raw = $('prompt-text').value.trim();
+      const seq = this.commandSeq = (this.commandSeq || 0) + 1;
+      const base = `/v1/executions/${encodeURIComponent(this.id)}/commands`;
+      const name = raw.split(/\s/, 1)[0];
+      const typingName = !/\s/.test(raw);
+      try {
+        const [list, preview] = await Promise.all([
+          typingName ? api('GET', `${base}?prefix=${encodeURIComponent(name)}`) : Promise.resolve(null),
+          api('POST', `${base}?dryRun=true`, {text: raw}).then((v) => ({ok: v}), (err) => ({err})),
+        ]);
+        if (seq !== this.commandSeq) return; // typed on since
+        this.renderCompletions(list ? list.completions : []);
+        const box = $('prompt-preview');
+        if (preview.err) {
+          box.className = 'muted preview-error';
+          box.textContent = preview.err.message || String(preview.err);
+          return;
+        }
+        const inv = preview.ok.invocation;
+        box.className = 'muted preview-ok';
+        box.replaceChildren(
+          el('span', {class: `badge category-${inv.category}`}, inv.category), ' ',
+          el('span', {class: `badge portability-${inv.portability}`}, portability(inv)), ' ',
+          `${inv.operation}` + (inv.messageType ? ` (${inv.messageType} message)` : '') +
+          (inv.records === 'none' ? ' · terminal input, not journaled' : ` · records ${inv.records}`));
+      } catch (err) {
+        if (seq !== this.commandSeq) return;
+        $('prompt-preview').className = 'muted preview-error';
+        $('prompt-preview').textContent = err.message || String(err);
+      }
+    },
+
+    // renderCompletions lists the commands offered, grouped by portability
+    // so adapter-scoped ones stand apart; a click fills the command in.
+    renderCompletions(cs) {
+      const box = $('prompt-completions');
+      box.hidden = cs.length === 0;
+      const groups = new Map();
+      for (const c of cs) {
+        const key = portability(c);
+        if (!groups.has(key)) groups.set(key, []);
+        groups.get(key).push(c);
+      }
+      box.replaceChildren(...[...groups].map(([label, items]) => el('li', {class: 'completion-group'},
+        el('span', {class: 'completion-group-label muted small'}, label),
+        el('ul', {}, items.map((c) => el('li', {
+          class: `completion portability-row-${c.portability}`, 'data-command': c.command, 'data-category': c.category,
+          'data-portability': c.portability, title: c.description || '',
+          onclick: () => {
+            $('prompt-text').value = `/${c.command} `;
+            $('prompt-text').focus();
+            this.describePrompt();
+          },
+        }, el('code', {}, c.inputShape), ' ',
+        el('span', {class: `badge category-${c.category}`}, c.category), ' ',
+        el('span', {class: `badge portability-${c.portability}`}, portability(c)), ' ',
+        el('span', {class: 'muted small'}, c.description || '')))))));
     },
 
     async sendPrompt() {
-      const {type, text} = this.promptMessage();
+      const {type, text, slash} = this.promptMessage();
       clearError($('prompt-error'));
       $('prompt-result').textContent = '';
-      const body = {type};
-      if (text.trim()) body.payload = {text};
       $('prompt-send').disabled = true;
       try {
+        if (slash) {
+          const res = await api('POST', `/v1/executions/${encodeURIComponent(this.id)}/commands`, {text: $('prompt-text').value.trim()});
+          const inv = res.invocation;
+          $('prompt-text').value = '';
+          this.describePrompt();
+          $('prompt-result').textContent = `${inv.category} ${inv.operation}: ${res.result.summary}` +
+            (res.result.sequence ? ` (journaled at sequence ${res.result.sequence})` : '');
+          return;
+        }
+        const body = {type};
+        if (text.trim()) body.payload = {text};
         const ack = await api('POST', `/v1/executions/${encodeURIComponent(this.id)}/messages`, body);
         $('prompt-text').value = '';
         this.describePrompt();
