@@ -123,6 +123,20 @@ func TestCommandRoutes(t *testing.T) {
 		t.Errorf("records after the failure %+v: want a command-parse-failed diagnostic", recs)
 	}
 
+	// /blocked from the operator blocks the execution through the policy.
+	if _, err := c.Command(ctx, id, client.CommandRequest{Text: "/blocked the staging database is down"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for ex, _ := c.Execution(ctx, id); ex.Attention != eventstore.AttentionBlocked; ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatalf("attention %s after /blocked, want blocked", ex.Attention)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ex, err := c.Execution(ctx, id); err != nil || ex.Blocked == nil || ex.Blocked.Reason != "the staging database is down" {
+		t.Errorf("blocked %+v, %v; want the operator's reason", ex.Blocked, err)
+	}
+
 	before = count()
 	raw, err := c.Command(ctx, id, client.CommandRequest{Text: "/doctor", Focus: commands.FocusTerminal}, false)
 	if err != nil || raw.Invocation.Category != commands.CategoryTerminalInput || raw.Result.Sequence != 0 {
