@@ -8,7 +8,9 @@
 // session/prompt with its turn end, session/cancel, session/list,
 // session/load, session/request_permission for the execution's open input
 // requests) and the mapping of journal records to session/update
-// notifications (Updates). It keeps the github.com/coder/acp-go-sdk types
+// notifications (Updates). It offers the execution's slash commands to the
+// editor (available_commands_update) and hands a Mission-native one typed
+// as a prompt to the daemon's command route. It keeps the github.com/coder/acp-go-sdk types
 // inside this package's functions.
 //
 // It does not run agents, hold a journal or decide anything: every launch,

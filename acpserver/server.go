@@ -305,6 +305,15 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if !ex.Live.Running {
 		return sdk.PromptResponse{}, invalidParams(fmt.Sprintf("execution %s does not run in this daemon (lifecycle %s): a prompt needs a running execution; session/new starts one", ss.id, ex.Lifecycle))
 	}
+	if strings.HasPrefix(strings.TrimSpace(text), "/") {
+		// A Mission-native slash command is the daemon's, not the agent's.
+		if done, err := s.runCommand(ctx, ss, strings.TrimSpace(text)); done || err != nil {
+			if err != nil {
+				return sdk.PromptResponse{}, err
+			}
+			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+		}
+	}
 	t := &turn{messageID: newMessageID(), end: make(chan sdk.StopReason, 1)}
 	question, err := ss.startTurn(t)
 	if err != nil {

@@ -199,6 +199,9 @@ func (ss *session) apply(rec eventstore.Record) (ended bool) {
 			ss.srv.log.Warn("session/update", "execution", ss.id, "err", err)
 		}
 	}
+	if _, header := rec.(*eventstore.Header); header || advertises(rec) {
+		ss.advertiseCommands(ss.ctx)
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	t := ss.turn

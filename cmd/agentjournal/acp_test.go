@@ -18,6 +18,7 @@ import (
 	"github.com/agentjournal/agentjournal/acpserver"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -83,7 +84,13 @@ func journalShown(t *testing.T, records []eventstore.Record) []shown {
 				}
 				out = append(out, shown{"user_message_chunk", p.Text})
 			}
+		case *eventstore.Header:
+			// The server tells the editor the commands the execution offers.
+			out = append(out, shown{Kind: "available_commands_update"})
 		case *eventstore.Observation:
+			if r.Payload[execution.AdvertisedCommandsKey] != nil {
+				out = append(out, shown{Kind: "available_commands_update"})
+			}
 			if r.Signal == nil {
 				continue
 			}
