@@ -169,3 +169,39 @@ func TestCommandRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsOfferWhatTheAgentAdvertised: the slash commands of Claude
+// Code's init line (a real capture) reach the read model, and the
+// completions route offers them as adapter-scoped commands of claude-code.
+func TestCommandsOfferWhatTheAgentAdvertised(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, apitest.Options{})
+	c := client.New(s.HTTP.URL, apitest.Token)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	capture, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-adv", Agent: "claude-code",
+		Command: []string{s.Agent, "replay:" + capture}, Prompt: "go", Shape: eventstore.ShapeOneShot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Reference.AgentExecutionID
+	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatal("the run never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cs, err := c.Commands(ctx, id, "/sec", "")
+	if err != nil || len(cs) != 1 || cs[0].Label != "/security-review" || cs[0].Portability != eventstore.PortabilityAdapterScoped || cs[0].AdapterID != "claude-code" {
+		t.Fatalf("completions of /sec: %+v, %v; want /security-review, adapter-scoped of claude-code", cs, err)
+	}
+	preview, err := c.Command(ctx, id, client.CommandRequest{Text: "/security-review the last commit"}, true)
+	if err != nil || preview.Invocation.Category != commands.CategoryAgentMessage || preview.Invocation.MessageType != "security-review" {
+		t.Fatalf("preview: %+v, %v; want an adapter-scoped message", preview, err)
+	}
+}
