@@ -57,4 +57,3 @@ func TestAdvertisedCommands(t *testing.T) {
 		t.Errorf("ACP advertised (-want +got):\n%s", diff)
 	}
 }
-
