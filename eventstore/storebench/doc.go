@@ -22,6 +22,14 @@
 //   - scan/log: ReadLog of the whole log against an ordered consumer on every
 //     journal subject.
 //
+// The two durable append measurements (sync-always, and the concurrent one)
+// also race an SQLite peer in the same rounds: an event table in WAL mode
+// with synchronous=FULL, one row and one transaction per record, unique
+// (journal, sequence), written with the same record bytes, so that "as fast
+// as durable" has a yardstick. The report prints its records/s and the
+// store's ratio to it. The peer's driver is pure Go and is imported by this
+// package only.
+//
 // Some results carry a target ratio; the report says PASS or BELOW for them.
 // The package owns the workloads and the report. It does not own the store,
 // the server or the command line: cmd/agentjournal's bench command and the Go

@@ -28,6 +28,9 @@ func (r *runner) progress(res Result) {
 		verdict = fmt.Sprintf(", target %.2f %s", res.Target, v)
 	}
 	// Progress is informational: a failing writer does not stop the run.
+	if res.PeerPerSecond > 0 {
+		verdict += fmt.Sprintf("; sqlite peer %.0f rec/s, ratio %.2f, target %.2f %s", res.PeerPerSecond, res.PeerRatio, res.PeerTarget, res.PeerVerdict())
+	}
 	fmt.Fprintf(r.cfg.Progress, "%s: %d records, store %.0f rec/s, raw %.0f rec/s, ratio %.2f%s\n",
 		res.Name, res.Records, res.PerSecond, res.RawPerSecond, res.Ratio, verdict)
 }
@@ -40,21 +43,28 @@ type side func(ctx context.Context, round int) (time.Duration, error)
 // which goes first so that neither always meets a warmer cache or a fuller
 // store, and returns the times of each.
 func compare(ctx context.Context, store, raw side) (storeTimes, rawTimes []time.Duration, err error) {
-	sides := [2]struct {
-		run   side
-		times *[]time.Duration
-	}{{store, &storeTimes}, {raw, &rawTimes}}
+	times, err := compareAll(ctx, store, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return times[0], times[1], nil
+}
+
+// compareAll runs every side rounds times, rotating which goes first each
+// round, and returns the times of each side in the order given.
+func compareAll(ctx context.Context, sides ...side) ([][]time.Duration, error) {
+	times := make([][]time.Duration, len(sides))
 	for round := range rounds {
 		for i := range len(sides) {
-			s := sides[(round+i)%len(sides)]
-			d, err := s.run(ctx, round)
+			k := (round + i) % len(sides)
+			d, err := sides[k](ctx, round)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			*s.times = append(*s.times, d)
+			times[k] = append(times[k], d)
 		}
 	}
-	return storeTimes, rawTimes, nil
+	return times, nil
 }
 
 // sample appends one record to a journal of its own and returns the bytes
@@ -121,12 +131,24 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 		}
 		return benchkit.Timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, 1) })
 	}
-	st, rw, err := compare(ctx, store, raw)
+	baseline := fmt.Sprintf("js.PublishMsg of the same %d-byte record with a Nats-Msg-Id to one subject, acked one at a time", len(data))
+	if sync != bus.SyncAlways {
+		st, rw, err := compare(ctx, store, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return []Result{result(name, n, appendTarget, baseline, st, rw)}, nil
+	}
+	// Durable appends also race the SQLite peer, as durable as they are.
+	peer := peerSide(srv.dir, func(round int) ([]eventstore.Reference, error) {
+		return references(fmt.Sprintf("peer-%d", round))
+	}, n, data, 1)
+	times, err := compareAll(ctx, store, raw, peer)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	baseline := fmt.Sprintf("js.PublishMsg of the same %d-byte record with a Nats-Msg-Id to one subject, acked one at a time", len(data))
-	return []Result{result(name, n, appendTarget, baseline, st, rw)}, nil
+	res := result(name, n, appendTarget, baseline, times[0], times[1])
+	return []Result{res.withPeer(peerSingleTarget, times[2])}, nil
 }
 
 // appendSpread compares concurrent writers appending across many journals
@@ -171,12 +193,16 @@ func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
 		}
 		return benchkit.Timed(func() error { return publish(ctx, srv.bus.JetStream(), msgs, w) })
 	}
-	st, rw, err := compare(ctx, store, raw)
+	peer := peerSide(srv.dir, func(round int) ([]eventstore.Reference, error) {
+		return references(names("peer", round)...)
+	}, n, data, w)
+	times, err := compareAll(ctx, store, raw, peer)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	baseline := fmt.Sprintf("js.PublishMsg from %d goroutines across %d subjects, acked one at a time, sync-always", w, j)
-	return []Result{result(name, n, 0, baseline, st, rw)}, nil
+	res := result(name, n, 0, baseline, times[0], times[1])
+	return []Result{res.withPeer(peerSpreadTarget, times[2])}, nil
 }
 
 // read compares reading one journal, and then the whole log, with an

@@ -38,6 +38,25 @@ func (r Report) WriteText(w io.Writer) error {
 	// The verdict, a word, reads best aligned left.
 	benchkit.WriteTable(&b, rows, len(rows[0])-1)
 
+	peers := [][]string{{"NAME", "STORE REC/S", "PEER REC/S", "RATIO", "TARGET", "RESULT"}}
+	for _, res := range r.Results {
+		if res.PeerPerSecond == 0 {
+			continue
+		}
+		peers = append(peers, []string{
+			res.Name,
+			fmt.Sprintf("%.0f", res.PerSecond),
+			fmt.Sprintf("%.0f", res.PeerPerSecond),
+			fmt.Sprintf("%.2f", res.PeerRatio),
+			fmt.Sprintf("%.2f", res.PeerTarget),
+			res.PeerVerdict(),
+		})
+	}
+	if len(peers) > 1 {
+		fmt.Fprintf(&b, "\ndurable appends vs the SQLite peer, same run (%s):\n", peerDescription)
+		benchkit.WriteTable(&b, peers, len(peers[0])-1)
+	}
+
 	b.WriteString("\nraw baselines:\n")
 	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
 	for i, res := range r.Results {
@@ -78,6 +97,10 @@ type jsonResult struct {
 	Target            float64 `json:"target,omitempty"`
 	Verdict           string  `json:"verdict,omitempty"`
 	Baseline          string  `json:"baseline"`
+	PeerPerSecond     float64 `json:"peerPerSecond,omitempty"`
+	PeerRatio         float64 `json:"peerRatio,omitempty"`
+	PeerTarget        float64 `json:"peerTarget,omitempty"`
+	PeerVerdict       string  `json:"peerVerdict,omitempty"`
 }
 
 // WriteJSON writes the report as one indented JSON object.
@@ -109,6 +132,10 @@ func (r Report) WriteJSON(w io.Writer) error {
 			Target:            res.Target,
 			Verdict:           res.Verdict(),
 			Baseline:          res.Baseline,
+			PeerPerSecond:     res.PeerPerSecond,
+			PeerRatio:         res.PeerRatio,
+			PeerTarget:        res.PeerTarget,
+			PeerVerdict:       res.PeerVerdict(),
 		}
 	}
 	enc := json.NewEncoder(w)

@@ -120,6 +120,36 @@ type Result struct {
 	Target float64
 	// Baseline says in words what the raw figure is.
 	Baseline string
+	// PeerPerSecond is the records per second of the SQLite peer doing the
+	// same appends as durably, measured in the same run; 0 when the result
+	// has no peer.
+	PeerPerSecond float64
+	// PeerRatio is PerSecond / PeerPerSecond.
+	PeerRatio float64
+	// PeerTarget is the lowest acceptable PeerRatio; 0 when there is none.
+	PeerTarget float64
+}
+
+// withPeer adds the SQLite peer's median time to a result.
+func (r Result) withPeer(target float64, peer []time.Duration) Result {
+	r.PeerPerSecond = benchkit.Rate(r.Records, benchkit.Median(peer))
+	r.PeerTarget = target
+	if r.PeerPerSecond > 0 {
+		r.PeerRatio = r.PerSecond / r.PeerPerSecond
+	}
+	return r
+}
+
+// PeerVerdict is Verdict for PeerRatio and PeerTarget.
+func (r Result) PeerVerdict() string {
+	switch {
+	case r.PeerTarget == 0:
+		return ""
+	case r.PeerRatio >= r.PeerTarget:
+		return "PASS"
+	default:
+		return "BELOW"
+	}
 }
 
 // Verdict is "PASS" when the ratio reaches the target, "BELOW" when it does
@@ -150,11 +180,12 @@ type Report struct {
 	Elapsed time.Duration
 }
 
-// Below returns the results whose ratio is under their target.
+// Below returns the results whose ratio to the raw baseline or to the
+// SQLite peer is under its target.
 func (r Report) Below() []Result {
 	var out []Result
 	for _, res := range r.Results {
-		if res.Verdict() == "BELOW" {
+		if res.Verdict() == "BELOW" || res.PeerVerdict() == "BELOW" {
 			out = append(out, res)
 		}
 	}

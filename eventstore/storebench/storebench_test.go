@@ -309,3 +309,37 @@ func BenchmarkRawOrderedRead(b *testing.B) {
 	}
 	reportRate(b, b.N*benchReadRecords)
 }
+
+// TestSQLitePeer checks that the peer is configured as durably as it claims
+// and gives each journal's records consecutive sequences under concurrent
+// writers.
+func TestSQLitePeer(t *testing.T) {
+	ctx := t.Context()
+	p, err := openSQLitePeer(ctx, t.TempDir()+"/peer.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	journals := []string{"a", "b", "c"}
+	const n = 50
+	if err := p.append(ctx, journals, n, []byte("record"), 4); err != nil {
+		t.Fatal(err)
+	}
+	for k, j := range journals {
+		var count, maxSeq int
+		if err := p.db.QueryRowContext(ctx, "SELECT COUNT(*), MAX(sequence) FROM records WHERE journal = ?", j).Scan(&count, &maxSeq); err != nil {
+			t.Fatal(err)
+		}
+		want := n / len(journals)
+		if k < n%len(journals) {
+			want++
+		}
+		if count != want || maxSeq != want {
+			t.Errorf("journal %s: %d rows, last sequence %d, want %d and %d", j, count, maxSeq, want, want)
+		}
+	}
+}
