@@ -14,6 +14,8 @@ import (
 type commandInput struct {
 	Text  string `json:"text"`
 	Focus string `json:"focus,omitempty"`
+	// ID names the invocation, so that a retry records nothing new.
+	ID string `json:"id,omitempty"`
 }
 
 // commandAnswer answers runCommand: the typed invocation and, unless it was
@@ -133,7 +135,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
-	res, err := s.cfg.Runtime.Invoke(ctx, id, inv)
+	res, err := s.cfg.Runtime.Invoke(ctx, id, inv, in.ID)
 	var ce *execution.CheckpointError
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):

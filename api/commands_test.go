@@ -98,6 +98,23 @@ func TestCommandRoutes(t *testing.T) {
 		t.Errorf("checkpoints %+v, %v; want %s titled before review", cps, err, done.Result.ID)
 	}
 
+	// A retry with the same id is the same invocation: nothing new.
+	before = count()
+	first, err := c.Command(ctx, id, client.CommandRequest{Text: "/verify", ID: "verify-1"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Command(ctx, id, client.CommandRequest{Text: "/verify", ID: "verify-1"}, false)
+	if err != nil || again.Result.ID != first.Result.ID || again.Result.Sequence != first.Result.Sequence {
+		t.Errorf("retried /verify: %+v, %v; want the first %+v", again.Result, err, first.Result)
+	}
+	if n := count(); n != before+1 {
+		t.Errorf("/verify twice with one id appended %d records, want 1", n-before)
+	}
+	if _, err := c.Command(ctx, id, client.CommandRequest{Text: "/verify", ID: "no spaces"}, false); !errors.Is(err, client.ErrInvalidField) || !strings.Contains(err.Error(), "letters, digits") {
+		t.Errorf("a bad id: %v, want it refused with what is accepted", err)
+	}
+
 	impact, err := c.Command(ctx, id, client.CommandRequest{Text: "/impact Launch"}, false)
 	if err != nil || impact.Result == nil || !strings.Contains(impact.Result.Summary, "1 definitions") {
 		t.Fatalf("/impact: %+v, %v", impact, err)

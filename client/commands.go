@@ -16,6 +16,9 @@ type CommandRequest struct {
 	// Focus is "prompt" (the default) or "terminal": only with terminal
 	// focus does text nothing else claims become raw terminal input.
 	Focus commands.Focus `json:"focus,omitempty"`
+	// ID names the invocation, so that a retry with the same id records
+	// nothing new (1 to 100 letters, digits, '.', '_', ':', '-').
+	ID string `json:"id,omitempty"`
 }
 
 // CommandResult answers Command: the typed invocation and, unless it was a

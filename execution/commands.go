@@ -151,24 +151,36 @@ type InvokeResult struct {
 	Summary string `json:"summary"`
 }
 
+// invocationKey is what an invocation's key may be: it becomes part of
+// record ids, so plain characters only.
+var invocationKey = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
+
 // Invoke carries out a resolved invocation, recording it the way its
 // target is: a checkpoint, a message, an observation or an owner effect.
-// Terminal input goes to the terminal lane and its recording only.
-func (rt *Runtime) Invoke(ctx context.Context, id string, inv *commands.Invocation) (InvokeResult, error) {
+// Terminal input goes to the terminal lane and its recording only. A key
+// names the invocation so that a retry with the same key records nothing
+// new (terminal input excepted); "" makes up a fresh one.
+func (rt *Runtime) Invoke(ctx context.Context, id string, inv *commands.Invocation, key string) (InvokeResult, error) {
+	if key != "" && !invocationKey.MatchString(key) {
+		return InvokeResult{}, fmt.Errorf("%w: key %q is not accepted (want 1 to 100 letters, digits, '.', '_', ':' or '-')", ErrBadCommand, key)
+	}
+	if key == "" {
+		key = randomHex(6)
+	}
 	ref, _, _, err := rt.resolve(ctx, id)
 	if err != nil {
 		return InvokeResult{}, err
 	}
 	switch inv.Operation {
 	case commands.OpCheckpoint:
-		c, err := rt.Checkpoint(ctx, CheckpointRequest{Execution: id, Source: eventstore.SourceOperator, Title: inv.Title})
+		c, err := rt.Checkpoint(ctx, CheckpointRequest{Execution: id, ID: "cp-" + key, Source: eventstore.SourceOperator, Title: inv.Title})
 		if err != nil {
 			return InvokeResult{}, err
 		}
 		return InvokeResult{Sequence: c.Sequence, RecordType: string(eventstore.KindCheckpoint), ID: c.CheckpointID,
 			Summary: "checkpoint " + c.CheckpointID}, nil
 	case commands.OpBlocked:
-		o := &eventstore.Observation{ObservationID: "cmd-blocked-" + randomHex(6), Source: eventstore.ObservedDaemon,
+		o := &eventstore.Observation{ObservationID: "cmd-blocked-" + key, Source: eventstore.ObservedDaemon,
 			Confidence: eventstore.ConfidenceAuthoritative, Signal: eventstore.NewSignal(&eventstore.BlockedSignal{Reason: inv.Reason}),
 			Payload: map[string]any{"command": "/blocked", "from": string(eventstore.SourceOperator)}}
 		return rt.recordCommandObservation(ctx, id, o, "blocked: "+inv.Reason)
@@ -177,7 +189,7 @@ func (rt *Runtime) Invoke(ctx context.Context, id string, inv *commands.Invocati
 		if err != nil {
 			return InvokeResult{}, err
 		}
-		e := &eventstore.OwnerEffect{EffectID: "eff-verify-" + randomHex(6), OwnerEntity: st.OwnerEntity, EffectType: EffectVerificationRequested,
+		e := &eventstore.OwnerEffect{EffectID: "eff-verify-" + key, OwnerEntity: st.OwnerEntity, EffectType: EffectVerificationRequested,
 			Payload: map[string]any{"command": "/verify", "source": string(eventstore.SourceOperator), "lifecycle": string(st.Lifecycle)}}
 		got, err := rt.cfg.Store.Append(ctx, ref, e)
 		if err != nil {
@@ -186,18 +198,18 @@ func (rt *Runtime) Invoke(ctx context.Context, id string, inv *commands.Invocati
 		return InvokeResult{Sequence: got.Record.RecordBase().Sequence, RecordType: string(eventstore.KindOwnerEffect), ID: e.EffectID,
 			Summary: fmt.Sprintf("verification requested of %s %s", st.OwnerEntity, st.OwnerID)}, nil
 	case commands.OpContext:
-		return rt.sendContext(ctx, id, ref, inv)
+		return rt.sendContext(ctx, id, ref, inv, "msg-"+key)
 	case commands.OpMessage:
-		ack, err := rt.SendMessage(ctx, id, SendMessageInput{Type: inv.MessageType, Source: eventstore.SourceOperator, Payload: inv.Payload})
+		ack, err := rt.SendMessage(ctx, id, SendMessageInput{MessageID: "msg-" + key, Type: inv.MessageType, Source: eventstore.SourceOperator, Payload: inv.Payload})
 		if err != nil {
 			return InvokeResult{}, err
 		}
 		return InvokeResult{Sequence: ack.Sequence, RecordType: string(eventstore.KindMessage), ID: ack.MessageID, Message: &ack,
 			Summary: fmt.Sprintf("%s message %s: %s", inv.MessageType, ack.MessageID, ack.Delivery)}, nil
 	case commands.OpSummarizeDiff:
-		return rt.summarizeDiff(ctx, id, ref)
+		return rt.summarizeDiff(ctx, id, ref, "cmd-diff-"+key)
 	case commands.OpImpact:
-		return rt.impact(ctx, id, ref, inv.Symbol)
+		return rt.impact(ctx, id, ref, inv.Symbol, "cmd-impact-"+key)
 	case commands.OpTerminalInput:
 		if err := rt.TerminalInput(id, []byte(inv.Input)); err != nil {
 			return InvokeResult{}, err
@@ -217,9 +229,13 @@ func (rt *Runtime) RecordCommandFailure(ctx context.Context, id string, pe *comm
 }
 
 func (rt *Runtime) recordCommandObservation(ctx context.Context, id string, o *eventstore.Observation, summary string) (InvokeResult, error) {
-	e, _, err := rt.RecordObservation(ctx, id, o)
+	e, dup, err := rt.RecordObservation(ctx, id, o)
 	if err != nil {
 		return InvokeResult{}, err
+	}
+	if stored, ok := e.Record.(*eventstore.Observation); dup && ok && stored.RawText != "" {
+		// A retry: the answer is what was recorded the first time.
+		summary = stored.RawText
 	}
 	return InvokeResult{Sequence: e.Record.RecordBase().Sequence, RecordType: string(eventstore.KindObservation), ID: o.ObservationID, Summary: summary}, nil
 }
@@ -238,7 +254,7 @@ func (rt *Runtime) workTree(ctx context.Context, ref eventstore.Reference) (*Sta
 }
 
 // sendContext sends a work-tree file to the agent as a context message.
-func (rt *Runtime) sendContext(ctx context.Context, id string, ref eventstore.Reference, inv *commands.Invocation) (InvokeResult, error) {
+func (rt *Runtime) sendContext(ctx context.Context, id string, ref eventstore.Reference, inv *commands.Invocation, messageID string) (InvokeResult, error) {
 	_, dir, err := rt.workTree(ctx, ref)
 	if err != nil {
 		return InvokeResult{}, err
@@ -254,7 +270,7 @@ func (rt *Runtime) sendContext(ctx context.Context, id string, ref eventstore.Re
 	if err != nil {
 		return InvokeResult{}, err
 	}
-	ack, err := rt.SendMessage(ctx, id, SendMessageInput{Type: inv.MessageType, Source: eventstore.SourceOperator, Payload: payload})
+	ack, err := rt.SendMessage(ctx, id, SendMessageInput{MessageID: messageID, Type: inv.MessageType, Source: eventstore.SourceOperator, Payload: payload})
 	if err != nil {
 		return InvokeResult{}, err
 	}
@@ -330,7 +346,7 @@ type diffFile struct {
 // summarizeDiff records the work tree's changes since the execution
 // started: against its first workspace snapshot when it has one, else
 // against HEAD.
-func (rt *Runtime) summarizeDiff(ctx context.Context, id string, ref eventstore.Reference) (InvokeResult, error) {
+func (rt *Runtime) summarizeDiff(ctx context.Context, id string, ref eventstore.Reference, obsID string) (InvokeResult, error) {
 	_, dir, err := rt.workTree(ctx, ref)
 	if err != nil {
 		return InvokeResult{}, err
@@ -381,7 +397,7 @@ func (rt *Runtime) summarizeDiff(ctx context.Context, id string, ref eventstore.
 	if len(listed) > maxDiffFiles {
 		listed = listed[:maxDiffFiles]
 	}
-	o := &eventstore.Observation{ObservationID: "cmd-diff-" + randomHex(6), Source: eventstore.ObservedDaemon, Confidence: eventstore.ConfidenceAuthoritative,
+	o := &eventstore.Observation{ObservationID: obsID, Source: eventstore.ObservedDaemon, Confidence: eventstore.ConfidenceAuthoritative,
 		RawText: summary, Payload: map[string]any{"operation": commands.OpSummarizeDiff, "command": "/summarize-diff", "base": baseName,
 			"files": listed, "fileCount": len(files), "added": added, "deleted": deleted}}
 	return rt.recordCommandObservation(ctx, id, o, summary)
@@ -395,7 +411,7 @@ type impactHit struct {
 }
 
 // impact records where a symbol is defined and used in the work tree.
-func (rt *Runtime) impact(ctx context.Context, id string, ref eventstore.Reference, symbol string) (InvokeResult, error) {
+func (rt *Runtime) impact(ctx context.Context, id string, ref eventstore.Reference, symbol, obsID string) (InvokeResult, error) {
 	_, dir, err := rt.workTree(ctx, ref)
 	if err != nil {
 		return InvokeResult{}, err
@@ -436,7 +452,7 @@ func (rt *Runtime) impact(ctx context.Context, id string, ref eventstore.Referen
 	if total == 0 {
 		summary = symbol + ": not found in the work tree"
 	}
-	o := &eventstore.Observation{ObservationID: "cmd-impact-" + randomHex(6), Source: eventstore.ObservedDaemon, Confidence: eventstore.ConfidenceAuthoritative,
+	o := &eventstore.Observation{ObservationID: obsID, Source: eventstore.ObservedDaemon, Confidence: eventstore.ConfidenceAuthoritative,
 		RawText: summary, Payload: map[string]any{"operation": commands.OpImpact, "command": "/impact", "symbol": symbol,
 			"definitions": defs, "uses": uses, "useCount": total - len(defs), "fileCount": len(files)}}
 	return rt.recordCommandObservation(ctx, id, o, summary)

@@ -28,7 +28,7 @@ func invoke(t *testing.T, r *rig, ref eventstore.Reference, text string, focus c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.rt.Invoke(ctx, ref.AgentExecutionID, inv)
+	return r.rt.Invoke(ctx, ref.AgentExecutionID, inv, "")
 }
 
 // recordAt returns the journal record at seq.
@@ -261,7 +261,7 @@ func TestClaudeAdvertisedCommandsAreAdapterScoped(t *testing.T) {
 	}
 	// Sent to the ended run: accepted against the advertised descriptor,
 	// its delivery failed.
-	res, err := r.rt.Invoke(context.Background(), ref.AgentExecutionID, inv)
+	res, err := r.rt.Invoke(context.Background(), ref.AgentExecutionID, inv, "")
 	if err != nil || res.Message == nil || res.Message.Delivery != eventstore.DeliveryFailed {
 		t.Errorf("invoke /security-review: %+v, %v; want accepted, delivery failed", res, err)
 	}

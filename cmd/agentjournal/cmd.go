@@ -14,7 +14,7 @@ type CmdCommand struct{ env *Env }
 
 var cmdSpecOf = cmdSpec{
 	Name: "cmd",
-	Args: `ID "/COMMAND [ARGS]" [--dry-run] [--focus prompt|terminal] [--list] [--json]`,
+	Args: `ID "/COMMAND [ARGS]" [--dry-run] [--focus prompt|terminal] [--id NAME] [--list] [--json]`,
 	Summary: `Resolve a slash command for the agent execution ID in the running daemon
 into one typed invocation and carry it out: a Mission-native command
 (/checkpoint [title], /blocked <reason>, /read <path>, /attach <path>,
@@ -26,7 +26,8 @@ terminal lane: transport evidence, never a journal record. --dry-run prints
 the invocation without carrying it out. --list prints the commands the
 execution offers whose name starts with the text (all without one). Text
 that resolves to nothing fails with the input shape expected, and is
-recorded as a diagnostic observation unless --dry-run. See docs/commands.md.`,
+recorded as a diagnostic observation unless --dry-run. Giving --id makes a
+retry safe: the same id records nothing new. See docs/commands.md.`,
 	Example: `agentjournal cmd ae-0123456789abcdef01234567 "/impact Runtime" --dry-run`,
 }
 
@@ -36,6 +37,7 @@ func (c *CmdCommand) Run(ctx context.Context, args []string) error {
 	dry := fs.Bool("dry-run", false, "print the typed invocation without carrying it out")
 	focusFlag := fs.String("focus", "prompt", "the lane typed in: `prompt` or terminal")
 	list := fs.Bool("list", false, "list the commands offered for the text as a prefix")
+	key := fs.String("id", "", "name the invocation `NAME` (letters, digits, . _ : -), so a retry is the same one")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	pos, err := cmdSpecOf.parse(fs, args)
 	if err != nil {
@@ -76,7 +78,7 @@ func (c *CmdCommand) Run(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	res, err := cl.Command(ctx, id, client.CommandRequest{Text: text, Focus: focus}, *dry)
+	res, err := cl.Command(ctx, id, client.CommandRequest{Text: text, Focus: focus, ID: *key}, *dry)
 	if err != nil {
 		return fmt.Errorf("cmd %s: %w", id, err)
 	}
