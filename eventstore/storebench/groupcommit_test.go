@@ -96,7 +96,10 @@ func (b *batcher) publish(ctx context.Context, msg *nats.Msg) error {
 // TestGroupCommitCandidates measures, on one sync-always server and in one
 // run, JetStream publishes acked one at a time against the same messages
 // gathered from concurrent callers into atomic batches, and against a
-// stream in async persist mode, with 1, 16 and 64 writers. Set STOREBENCH_GROUP=1 to run it.
+// stream in async persist mode, with 1, 16 and 64 writers. Set
+// STOREBENCH_GROUP=1 to run it; STOREBENCH_GROUP_RECORDS sets the records
+// per round (4000) and STOREBENCH_GROUP_COMMITTERS the batches committed at
+// once (1).
 func TestGroupCommitCandidates(t *testing.T) {
 	if os.Getenv("STOREBENCH_GROUP") != "1" {
 		t.Skip("set STOREBENCH_GROUP=1 to measure the group-commit candidates")
