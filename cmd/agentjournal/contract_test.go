@@ -21,7 +21,9 @@ func TestTodosAndApprovals(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
 	asked := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "ask:q1:Which branch?",
 		`signal:{"type":"needs_input","payload":{"requestId":"q2","question":"Ship it?","choices":["yes","no"]}}`))
-	awaitState(t, dir, asked, "q1", func(st execution.State) bool { return st.LastInputRequest.RequestID == "q1" })
+	// The request is open once the policy has decided on it, which may
+	// come after the signal shows.
+	awaitState(t, dir, asked, "q1", func(st execution.State) bool { return st.CurrentInputRequestID == "q1" })
 	mustRun(t, dir, "send", asked, "--answer", "q1", "main")
 	awaitState(t, dir, asked, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
 

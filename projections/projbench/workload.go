@@ -148,6 +148,14 @@ func (g *generator) plan() {
 		&eventstore.ProgressSignal{Summary: "go test ./internal/api/...", Detail: fmt.Sprintf("ok  \tinternal/api\t0.%03ds", t%1000)})
 	g.observe(fmt.Sprintf("o-%d-chat", t), eventstore.ConfidenceAuthoritative,
 		&eventstore.MessageSignal{Text: fmt.Sprintf("Updated %d handlers; the tests pass. Next I will look at the error paths of step %d.", t%7+1, t)})
+	if t%10 == 0 {
+		// The runtime's checkpoint of a turn's end, as the read models see
+		// it every few turns.
+		g.add(&eventstore.CheckpointCreated{CheckpointID: fmt.Sprintf("turn-%d", t), Trigger: eventstore.CheckpointTurnEnd,
+			Source: eventstore.SourceDaemon, AtSequence: g.seq, StatusAtCapture: eventstore.RunRunning, CurrentTaskID: g.ref.OwnerID,
+			TodoIDs: []string{}, ArtifactRefs: []string{}, MemoryRefs: []string{}, ApprovalRefs: []string{},
+			StateSummary: eventstore.CheckpointSummary{Title: "update the handlers in internal/api", Summary: fmt.Sprintf("running after %d turns", t)}})
+	}
 	switch {
 	case t%25 == 0:
 		g.observe(fmt.Sprintf("o-%d-done", t), eventstore.ConfidenceAuthoritative,
