@@ -269,6 +269,13 @@ type process struct {
 	sessionID string
 	turns     int  // turns ended
 	awaiting  bool // a turn ended and the next has not started
+	// nextTurn is the prompt being delivered to start the next turn,
+	// until that start is recorded.
+	nextTurn string
+	// turnMu orders a turn's start record before its end record: a fast
+	// turn's output may end it before the delivery that started it has
+	// finished recording.
+	turnMu sync.Mutex
 
 	// output keeps the execution's plain output, opened at its first
 	// line; outputOff once it failed (said once in the log) or closed.
@@ -1217,6 +1224,16 @@ func (rt *Runtime) handleSide(p *process, c *child, line []byte) {
 // the order it happens, so that a turn started right after it is never
 // overtaken by it.
 func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
+	p.turnMu.Lock()
+	defer p.turnMu.Unlock()
+	p.mu.Lock()
+	pending := p.nextTurn
+	p.mu.Unlock()
+	if pending != "" {
+		// The turn ended before the delivery that started it recorded the
+		// start: record it first, so the journal says start, then end.
+		rt.recordTurnStart(p, pending)
+	}
 	p.mu.Lock()
 	c.turnEnd = &te
 	p.turns++
@@ -1614,13 +1631,28 @@ func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc ev
 
 // deliverAccepted delivers an accepted message and records the outcome.
 func (rt *Runtime) deliverAccepted(ctx context.Context, ref eventstore.Reference, p *process, m accepted, launchArgument bool) (MessageAck, error) {
+	prompt := p != nil && m.stored.MessageType == "prompt"
+	if prompt {
+		p.mu.Lock()
+		if p.awaiting {
+			p.nextTurn = m.stored.MessageID
+		}
+		p.mu.Unlock()
+	}
 	delivery := rt.deliver(ctx, p, m.md, m.stored, launchArgument)
 	delivery.MessageID = m.stored.MessageID
 	if _, err := rt.cfg.Store.Append(ctx, ref, delivery); err != nil {
 		return MessageAck{}, fmt.Errorf("record delivery of %s: %w", m.stored.MessageID, err)
 	}
-	if p != nil && delivery.Status == eventstore.DeliveryDelivered && m.stored.MessageType == "prompt" {
+	switch {
+	case prompt && delivery.Status == eventstore.DeliveryDelivered:
 		rt.turnStarted(p, m.stored.MessageID)
+	case prompt:
+		p.mu.Lock()
+		if p.nextTurn == m.stored.MessageID {
+			p.nextTurn = ""
+		}
+		p.mu.Unlock()
 	}
 	return MessageAck{MessageID: m.stored.MessageID, Sequence: m.stored.Sequence, Delivery: delivery.Status,
 		Transport: delivery.Transport, Reason: delivery.Reason}, nil
@@ -1738,14 +1770,23 @@ func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *event
 }
 
 // turnStarted records that a delivered prompt started the next turn of a
-// conversation that was waiting for it.
+// conversation that was waiting for it, unless the turn's end recorded its
+// start already.
 func (rt *Runtime) turnStarted(p *process, messageID string) {
+	p.turnMu.Lock()
+	defer p.turnMu.Unlock()
+	rt.recordTurnStart(p, messageID)
+}
+
+// recordTurnStart records the start of the turn messageID starts, once; the
+// caller holds p.turnMu.
+func (rt *Runtime) recordTurnStart(p *process, messageID string) {
 	p.mu.Lock()
-	if !p.awaiting {
+	if !p.awaiting || p.nextTurn != messageID {
 		p.mu.Unlock()
 		return
 	}
-	p.awaiting = false
+	p.awaiting, p.nextTurn = false, ""
 	n := p.turns + 1
 	p.mu.Unlock()
 	if err := rt.appendState(p.ref, fmt.Sprintf("turn:%d:start", n), &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // The session shapes, with the fixture agent standing in for the CLIs: it
@@ -202,5 +203,72 @@ func TestUnknownLineTypeNamedOnce(t *testing.T) {
 	}
 	if !shown {
 		t.Fatalf("the timeline does not show the unknown line type: %+v", st.Timeline)
+	}
+}
+
+// slowDeliveries is the real store with the append of every delivery
+// record held up: a turn process that ends at once then ends its turn
+// while its delivery is still being recorded.
+type slowDeliveries struct {
+	*eventstore.JetStreamStore
+	delay time.Duration
+}
+
+func (s *slowDeliveries) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	if _, ok := r.(*eventstore.MessageDelivery); ok {
+		time.Sleep(s.delay)
+	}
+	return s.JetStreamStore.Append(ctx, ref, r)
+}
+
+// TestFastTurnEndsAfterItsStart: a turn that ends before the delivery that
+// started it is recorded still has its start recorded first, so the
+// execution waits for the operator after it, never looks autonomous.
+func TestFastTurnEndsAfterItsStart(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	js, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &slowDeliveries{JetStreamStore: js, delay: 500 * time.Millisecond}
+	rt := execution.NewRuntime(execution.Config{Store: store, StopGrace: time.Second, HostDir: filepath.Join(t.TempDir(), "hosted")})
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	r := &rig{store: js, rt: rt, agent: fixtures.AgentBinary(t)}
+	turn := capture(t,
+		`{"type":"thread.started","thread_id":"th-7"}`,
+		`{"type":"turn.started"}`,
+		`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Done."}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}`)
+	ref, err := rt.Launch(context.Background(), execution.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-fast",
+		Agent: "codex", Prompt: "first", Command: []string{r.agent, "replay:" + turn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaiting := func(st *execution.State) bool {
+		return st.Lifecycle == eventstore.LifecycleRunning && st.Attention == eventstore.AttentionAwaitingOperator
+	}
+	r.waitState(t, ref, "the wait after turn 1", awaiting)
+	payload, _ := json.Marshal(map[string]string{"text": "second"})
+	if ack, err := rt.SendMessage(context.Background(), ref.AgentExecutionID, execution.SendMessageInput{Type: "prompt", Payload: payload}); err != nil ||
+		ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("second prompt: %+v, %v", ack, err)
+	}
+	// The delivery is recorded by now: whatever follows it is written.
+	st := r.replay(t, ref)
+	var order []string
+	for _, rec := range r.records(t, ref) {
+		if sc, ok := rec.(*eventstore.StateChanged); ok && strings.HasPrefix(sc.Reason, "turn ") {
+			order = append(order, sc.Reason)
+		}
+	}
+	want := []string{"turn 1 ended; waiting for the next message", "turn 2 started by message", "turn 2 ended; waiting for the next message"}
+	if len(order) != len(want) || !strings.HasPrefix(order[1], want[1]) || order[0] != want[0] || order[2] != want[2] {
+		t.Fatalf("turn records %q, want %q (start before end)", order, want)
+	}
+	if !awaiting(st) {
+		t.Fatalf("after a fast turn 2: %s/%s, want running and waiting for the operator", st.Lifecycle, st.Attention)
+	}
+	if err := rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
 	}
 }
