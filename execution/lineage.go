@@ -116,7 +116,7 @@ func (l *lineageReader) prefetch(ctx context.Context, ref eventstore.Reference, 
 		}
 		link := h.ForkedFrom
 		if link == nil {
-			if len(reads.bounds) == 0 {
+			if _, ok := cs.(eventstore.RecordsReader); len(reads.bounds) == 0 && !ok {
 				// Not a fork: ReadJournal is one read already.
 				return
 			}
@@ -177,6 +177,23 @@ func (c *chainReads) start(ctx context.Context, b eventstore.JournalBound) {
 	c.results = append(c.results, res)
 	c.wg.Go(func() {
 		var es []eventstore.Entry
+		if rr, ok := c.src.(eventstore.RecordsReader); ok {
+			// A replay needs no log offsets, and a read without them sets
+			// up no consumer.
+			recs, err := rr.ReadRecords(ctx, b)
+			if err != nil {
+				return
+			}
+			es = make([]eventstore.Entry, 0, len(recs))
+			for _, r := range recs {
+				if r.RecordBase().JournalID != b.Ref.JournalID {
+					return
+				}
+				es = append(es, eventstore.Entry{Record: r})
+			}
+			*res = es
+			return
+		}
 		for e, err := range c.src.ReadJournals(ctx, []eventstore.JournalBound{b}) {
 			if err != nil || e.Record.RecordBase().JournalID != b.Ref.JournalID {
 				*res = nil

@@ -140,3 +140,43 @@ func testReadJournalsUndecodable(t *testing.T, f Factory) {
 		t.Fatalf("undecodable record: %v at offset %d, want an OffsetError at %d", errs[0], offsets[4], wantOffset)
 	}
 }
+
+// testReadRecords: ReadRecords gives what ReadJournal gives, records only,
+// to a bound or to the head, with other journals' records interleaved in
+// the log, across more than one page; an unknown journal is
+// ErrJournalNotFound.
+func testReadRecords(t *testing.T, f Factory) {
+	s := open(t, f)
+	rr, ok := s.(eventstore.RecordsReader)
+	if !ok {
+		t.Fatalf("%T does not implement eventstore.RecordsReader", s)
+	}
+	ctx := context.Background()
+	a, noise := Ref(eventstore.OwnerTask, "t", "rr-a"), Ref(eventstore.OwnerTask, "t", "rr-noise")
+	ensure(t, s, a)
+	ensure(t, s, noise)
+	for i := range 40 {
+		mustAppend(t, s, a, Message(fmt.Sprintf("m-%d", i), "x"))
+		mustAppend(t, s, noise, Message(fmt.Sprintf("m-%d", i), "y"))
+	}
+	var all []eventstore.Record
+	for _, e := range Collect(t, s.ReadJournal(ctx, a, 1)) {
+		all = append(all, e.Record)
+	}
+	for _, to := range []uint64{0, 1, 7, 41, 1000} {
+		got, err := rr.ReadRecords(ctx, eventstore.JournalBound{Ref: a, To: to})
+		if err != nil {
+			t.Fatalf("ReadRecords to %d: %v", to, err)
+		}
+		want := all
+		if to > 0 && to < uint64(len(all)) {
+			want = all[:to]
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("ReadRecords to %d (-ReadJournal +ReadRecords):\n%s", to, diff)
+		}
+	}
+	if _, err := rr.ReadRecords(ctx, eventstore.JournalBound{Ref: Ref(eventstore.OwnerTask, "t", "rr-none")}); !errors.Is(err, eventstore.ErrJournalNotFound) {
+		t.Fatalf("ReadRecords of no journal: %v, want ErrJournalNotFound", err)
+	}
+}

@@ -50,6 +50,7 @@ func Run(t *testing.T, f Factory) {
 		{"InterruptionRecord", testInterruptionRecord},
 		{"ReadJournals", testReadJournals},
 		{"ReadJournalsUndecodable", testReadJournalsUndecodable},
+		{"ReadRecords", testReadRecords},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })
