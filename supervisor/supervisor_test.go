@@ -540,7 +540,25 @@ func TestStartGivenUpLeavesNoAgent(t *testing.T) {
 			ctx := testContext(t)
 			cfg := testConfig(t)
 			cfg.ReadyTimeout = timeout
-			dir := filepath.Join(t.TempDir(), "agent.sup")
+			// Not under t.TempDir: a supervisor that Start gave up on may
+			// still be writing its files while it dies, and TempDir's one
+			// removal would then fail the test. The removal is retried
+			// until the supervisor is gone.
+			parent, err := os.MkdirTemp("", "start-given-up-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				err := os.RemoveAll(parent)
+				for i := 0; err != nil && i < 100; i++ {
+					time.Sleep(50 * time.Millisecond)
+					err = os.RemoveAll(parent)
+				}
+				if err != nil {
+					t.Errorf("a supervisor Start gave up on still writes in %s after 5s: %v", parent, err)
+				}
+			})
+			dir := filepath.Join(parent, "agent.sup")
 			h, err := supervisor.Start(ctx, cfg, dir, sh("exec sleep 600"))
 			if err == nil {
 				t.Log("the handshake won")
