@@ -25,7 +25,7 @@ type Run struct {
 	Resumes    string `json:"resumes,omitempty"`
 	ForkedFrom string `json:"forkedFrom,omitempty"`
 	// Dispatch is the header's dispatch context, as recorded.
-	Dispatch json.RawMessage `json:"dispatch,omitempty"`
+	Dispatch *eventstore.DispatchContext `json:"dispatch,omitempty"`
 
 	Lifecycle eventstore.Lifecycle `json:"lifecycle"`
 	Attention eventstore.Attention `json:"attention"`
@@ -209,24 +209,9 @@ func (r *Run) header(h *eventstore.Header) {
 	if h.ForkedFrom != nil {
 		r.ForkedFrom = h.ForkedFrom.AgentExecutionID
 	}
-	r.Dispatch = dispatchOf(h)
+	r.Dispatch = h.DispatchContext
 	r.Lifecycle, r.Attention = eventstore.LifecycleStarting, eventstore.AttentionNone
 	r.CreatedAt, r.UpdatedAt, r.LastSequence = h.OccurredAt, h.OccurredAt, h.Sequence
-}
-
-// dispatchOf is the header's dispatch context as recorded, if it has one.
-func dispatchOf(h *eventstore.Header) json.RawMessage {
-	data, err := json.Marshal(h)
-	if err != nil {
-		return nil
-	}
-	var f struct {
-		Dispatch json.RawMessage `json:"dispatchContext"`
-	}
-	if json.Unmarshal(data, &f) != nil || string(f.Dispatch) == "null" {
-		return nil
-	}
-	return f.Dispatch
 }
 
 func (r *Run) action(at time.Time) {

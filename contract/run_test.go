@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,14 +30,14 @@ func prompt(id, text string) *eventstore.MessageAccepted {
 
 // Every row of the status table in docs/contract.md.
 func TestRunStatusTable(t *testing.T) {
-	queued := json.RawMessage(`{"dispatchMode":"queued"}`)
-	scheduled := json.RawMessage(`{"dispatchMode":"scheduled"}`)
-	interactive := json.RawMessage(`{"dispatchMode":"interactive"}`)
+	queued := &eventstore.DispatchContext{DispatchMode: eventstore.DispatchQueued}
+	scheduled := &eventstore.DispatchContext{DispatchMode: eventstore.DispatchScheduled}
+	interactive := &eventstore.DispatchContext{DispatchMode: eventstore.DispatchInteractive}
 	for _, c := range []struct {
 		lc       eventstore.Lifecycle
 		at       eventstore.Attention
 		req      string
-		dispatch json.RawMessage
+		dispatch *eventstore.DispatchContext
 		want     eventstore.RunStatus
 	}{
 		{eventstore.LifecycleStarting, eventstore.AttentionNone, "", queued, eventstore.RunQueued},
@@ -65,7 +66,7 @@ func TestRunStatusTable(t *testing.T) {
 			r.OpenRequest = c.req
 		}
 		if got := r.Status(); got != c.want {
-			t.Errorf("%s/%s request %q dispatch %s: %s, want %s", c.lc, c.at, c.req, c.dispatch, got, c.want)
+			t.Errorf("%s/%s request %q dispatch %+v: %s, want %s", c.lc, c.at, c.req, c.dispatch, got, c.want)
 		}
 	}
 }
@@ -147,7 +148,7 @@ func TestSessionOfResumedRuns(t *testing.T) {
 		!s.StartedAt.Equal(t0) || !s.UpdatedAt.Equal(second.UpdatedAt) {
 		t.Errorf("session %+v", s)
 	}
-	if s.UserID != "Mission/m-1" || s.ProductID != ProductID || string(s.DispatchContext) != "null" {
+	if s.UserID != "Mission/m-1" || s.ProductID != ProductID || s.DispatchContext != nil || !strings.Contains(jsonOf(t, s), `"dispatchContext": null`) {
 		t.Errorf("user %q product %q dispatch %s", s.UserID, s.ProductID, s.DispatchContext)
 	}
 	if want := []string{ArtifactFile + "a.go", ArtifactFile + "b.go"}; !cmp.Equal(s.ArtifactRefs, want) {

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,28 +27,28 @@ type AgentRun struct {
 	Resumes    string `json:"resumes,omitempty"`
 	ForkedFrom string `json:"forkedFrom,omitempty"`
 	// Interruption is why the run was cut short, if it was.
-	Interruption    string          `json:"interruption,omitempty"`
-	DispatchContext json.RawMessage `json:"dispatchContext,omitempty"`
+	Interruption    string                      `json:"interruption,omitempty"`
+	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
 }
 
 // AgentSession is 004's AgentSession: the runs linked by resume.
 type AgentSession struct {
-	SessionID       string                 `json:"sessionId"`
-	ProductID       string                 `json:"productId"`
-	UserID          string                 `json:"userId"`
-	Status          SessionStatus          `json:"status"`
-	StartedAt       time.Time              `json:"startedAt"`
-	UpdatedAt       time.Time              `json:"updatedAt"`
-	Resumable       bool                   `json:"resumable"`
-	CurrentTaskID   *string                `json:"currentTaskId"`
-	MemoryRefs      []string               `json:"memoryRefs"`
-	ArtifactRefs    []string               `json:"artifactRefs"`
-	ApprovalRefs    []string               `json:"approvalRefs"`
-	DispatchContext json.RawMessage        `json:"dispatchContext"`
-	RunIDs          []string               `json:"runIds"`
-	AgentID         string                 `json:"agentId"`
-	OwnerEntity     eventstore.OwnerEntity `json:"ownerEntity"`
-	OwnerID         string                 `json:"ownerId"`
+	SessionID       string                      `json:"sessionId"`
+	ProductID       string                      `json:"productId"`
+	UserID          string                      `json:"userId"`
+	Status          SessionStatus               `json:"status"`
+	StartedAt       time.Time                   `json:"startedAt"`
+	UpdatedAt       time.Time                   `json:"updatedAt"`
+	Resumable       bool                        `json:"resumable"`
+	CurrentTaskID   *string                     `json:"currentTaskId"`
+	MemoryRefs      []string                    `json:"memoryRefs"`
+	ArtifactRefs    []string                    `json:"artifactRefs"`
+	ApprovalRefs    []string                    `json:"approvalRefs"`
+	DispatchContext *eventstore.DispatchContext `json:"dispatchContext"`
+	RunIDs          []string                    `json:"runIds"`
+	AgentID         string                      `json:"agentId"`
+	OwnerEntity     eventstore.OwnerEntity      `json:"ownerEntity"`
+	OwnerID         string                      `json:"ownerId"`
 	// ParentSessionID is the session of the run the session's first run
 	// forks, when it is a fork.
 	ParentSessionID string `json:"parentSessionId,omitempty"`
@@ -100,7 +99,7 @@ type AgentCheckpoint struct {
 	ArtifactRefs    []string                     `json:"artifactRefs"`
 	MemoryRefs      []string                     `json:"memoryRefs"`
 	ApprovalRefs    []string                     `json:"approvalRefs"`
-	DispatchContext json.RawMessage              `json:"dispatchContext"`
+	DispatchContext *eventstore.DispatchContext  `json:"dispatchContext"`
 	ResumeToken     *string                      `json:"resumeToken"`
 	StateSummary    eventstore.CheckpointSummary `json:"stateSummary"`
 	Trigger         eventstore.CheckpointTrigger `json:"trigger"`
@@ -136,7 +135,7 @@ const ProductID = "agentjournal"
 func (r *Run) Status() eventstore.RunStatus {
 	switch r.Lifecycle {
 	case eventstore.LifecycleStarting, "":
-		if m := r.dispatchMode(); m == "queued" || m == "scheduled" {
+		if d := r.Dispatch; d != nil && (d.DispatchMode == eventstore.DispatchQueued || d.DispatchMode == eventstore.DispatchScheduled) {
 			return eventstore.RunQueued
 		}
 		return eventstore.RunRunning
@@ -165,22 +164,9 @@ func (r *Run) Status() eventstore.RunStatus {
 	return eventstore.RunCancelled
 }
 
-func (r *Run) dispatchMode() string {
-	var d struct {
-		Mode string `json:"dispatchMode"`
-	}
-	if len(r.Dispatch) == 0 || json.Unmarshal(r.Dispatch, &d) != nil {
-		return ""
-	}
-	return d.Mode
-}
-
 func (r *Run) productID() string {
-	var d struct {
-		Product string `json:"originProductId"`
-	}
-	if len(r.Dispatch) > 0 && json.Unmarshal(r.Dispatch, &d) == nil && d.Product != "" {
-		return d.Product
+	if r.Dispatch != nil && r.Dispatch.OriginProductID != "" {
+		return r.Dispatch.OriginProductID
 	}
 	return ProductID
 }
@@ -222,9 +208,6 @@ func Session(runs []*Run, nativeResume func(agent string) bool, parentSession st
 		StartedAt: first.CreatedAt, MemoryRefs: []string{}, ArtifactRefs: []string{}, ApprovalRefs: []string{},
 		DispatchContext: first.Dispatch, AgentID: last.AgentID, OwnerEntity: first.OwnerEntity, OwnerID: first.OwnerID,
 		ParentSessionID: parentSession}
-	if len(s.DispatchContext) == 0 {
-		s.DispatchContext = json.RawMessage("null")
-	}
 	seen := map[string]bool{}
 	for _, r := range runs {
 		s.RunIDs = append(s.RunIDs, r.RunID)
@@ -328,9 +311,6 @@ func checkpointOf(r *Run, c *eventstore.CheckpointCreated) AgentCheckpoint {
 	if c.ResumeToken != "" {
 		tok := c.ResumeToken
 		cp.ResumeToken = &tok
-	}
-	if len(cp.DispatchContext) == 0 {
-		cp.DispatchContext = json.RawMessage("null")
 	}
 	return cp
 }

@@ -102,8 +102,8 @@ func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 		sess.Runs[1].SessionID != first || second == first {
 		t.Fatalf("session %+v runs %+v: want the resumed run second in the same session", s, sess.Runs)
 	}
-	if s.ProductID != "acme-console" || !strings.Contains(string(s.DispatchContext), `"originSurface":"web"`) || !s.Resumable {
-		t.Errorf("session product %q dispatch %s resumable %v", s.ProductID, s.DispatchContext, s.Resumable)
+	if d := s.DispatchContext; s.ProductID != "acme-console" || d == nil || d.OriginSurface != "web" || d.DispatchMode != "remote" || d.InitiatedAt != initiated || !s.Resumable {
+		t.Errorf("session product %q dispatch %+v resumable %v", s.ProductID, d, s.Resumable)
 	}
 	if len(sess.Todos) < 2 || sess.Todos[0].Text != "Write the file" || sess.Todos[0].SessionID != first {
 		t.Errorf("todos %+v", sess.Todos)
