@@ -26,8 +26,12 @@ type ConsumerConfig struct {
 	// standby takes over; 10s when 0.
 	PinnedTTL time.Duration
 	// RetryDelay is how long a record the handler failed on waits before
-	// redelivery; 1s when 0.
+	// it is handed to the handler again; 1s when 0.
 	RetryDelay time.Duration
+	// MaxAckPending is how many records may be delivered and not yet
+	// acknowledged; 1 when 0. Above 1, records of different journals are
+	// handled concurrently, each journal's one at a time in log order.
+	MaxAckPending int
 	// Skipped, when set, hears of records that cannot be decoded; they are
 	// passed over so that one bad record does not stop the reader.
 	Skipped func(offset uint64, err error)
@@ -38,12 +42,15 @@ type ConsumerConfig struct {
 // priorityGroup is the one priority group exclusive readers join.
 const priorityGroup = "active"
 
-// Consume delivers the log's records to fn in log order, from the consumer's
-// last acknowledged position (the start of the log for a new name), until
-// ctx ends; failed pulls are set up again. fn returning nil acknowledges the record; an error delivers it
-// again after RetryDelay. A record is acknowledged only after fn returns, so
-// a reader killed mid-record leaves it to be delivered again: handlers must
-// be idempotent.
+// Consume delivers the log's records to fn, from the consumer's last
+// acknowledged position (the start of the log for a new name), until ctx
+// ends; failed pulls are set up again. Each journal's records reach fn one
+// at a time, in log order; with MaxAckPending above 1, fn is called
+// concurrently for different journals. fn returning nil acknowledges the
+// record; an error hands it to fn again after RetryDelay, the journal's
+// later records waiting behind it. A record is acknowledged only after fn
+// returns, so a reader killed mid-record leaves it to be delivered again:
+// handlers must be idempotent.
 func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn func(context.Context, Entry) error) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -54,6 +61,7 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	cfg.AckWait = cmpOr(cfg.AckWait, 30*time.Second)
 	cfg.PinnedTTL = cmpOr(cfg.PinnedTTL, 10*time.Second)
 	cfg.RetryDelay = cmpOr(cfg.RetryDelay, time.Second)
+	cfg.MaxAckPending = max(cfg.MaxAckPending, 1)
 	if cfg.Exclusive && cfg.PinnedTTL < 2*time.Second {
 		return fmt.Errorf("consume %s: pinned TTL %s is too short (want 2s or more)", cfg.Name, cfg.PinnedTTL)
 	}
@@ -64,9 +72,9 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: s.cfg.SubjectPrefix + ".>",
-		// One record at a time keeps each reader's view of a journal in
-		// log order.
-		MaxAckPending: 1,
+		// Records pending beyond the limit wait on the server, in log
+		// order; each journal's are handled in order here.
+		MaxAckPending: cfg.MaxAckPending,
 	}
 	var opts []jetstream.PullMessagesOpt
 	if cfg.Exclusive {
@@ -77,7 +85,7 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	}
 	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
 	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
-	opts = append(opts, jetstream.PullMaxMessages(1), jetstream.PullExpiry(expiry))
+	opts = append(opts, jetstream.PullMaxMessages(cfg.MaxAckPending), jetstream.PullExpiry(expiry))
 	// A pull that fails (missed heartbeats on a loaded machine, a server
 	// restart, a reconnect) is set up again: a reader stops only when ctx
 	// ends, so the log never waits on a reader that gave up.
@@ -120,14 +128,24 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
 	}
-	defer msgs.Stop()
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
+	l := &lanes{ctx: ctx, cfg: cfg, fn: fn, stopPull: msgs.Stop, queues: map[string][]delivery{}}
+	defer func() {
+		// The records already taken are handled before the pull is set
+		// up again, so that a journal's later records never overtake
+		// them; the pull stops first, so that it takes no more.
+		msgs.Stop()
+		l.wg.Wait()
+	}()
 	for {
 		m, err := msgs.Next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if err := l.failed(); err != nil {
+				return err
 			}
 			return fmt.Errorf("consume %s: %w", cfg.Name, err)
 		}
@@ -145,20 +163,106 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 			}
 			continue
 		}
-		beat := inProgress(m, cfg.AckWait)
-		err = fn(ctx, Entry{Offset: meta.Sequence.Stream, Record: r})
-		beat.stop()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			_ = m.NakWithDelay(cfg.RetryDelay)
-			continue
+		// The heartbeat starts now: a record waiting behind its journal's
+		// earlier ones is as taken as the one being handled.
+		l.add(m.Subject(), delivery{m: m, entry: Entry{Offset: meta.Sequence.Stream, Record: r}, beat: inProgress(m, cfg.AckWait)})
+	}
+}
+
+// lanes hands the records of one pull to fn, a journal at a time per
+// lane: a journal's records wait in its queue, in log order, while one
+// goroutine handles them; a lane ends when its queue is empty.
+type lanes struct {
+	ctx      context.Context
+	cfg      ConsumerConfig
+	fn       func(context.Context, Entry) error
+	stopPull func()
+	wg       sync.WaitGroup
+
+	mu sync.Mutex
+	// queues holds, for each journal (its subject) with a lane running,
+	// the records not yet acknowledged, the one being handled first.
+	queues map[string][]delivery
+	err    error
+}
+
+// delivery is a record taken from the pull and not yet acknowledged.
+type delivery struct {
+	m     jetstream.Msg
+	entry Entry
+	beat  *heartbeat
+}
+
+// add queues d behind its journal's earlier records, starting the
+// journal's lane when none runs.
+func (l *lanes) add(journal string, d delivery) {
+	l.mu.Lock()
+	q, running := l.queues[journal]
+	l.queues[journal] = append(q, d)
+	l.mu.Unlock()
+	if !running {
+		l.wg.Go(func() { l.run(journal) })
+	}
+}
+
+func (l *lanes) run(journal string) {
+	for {
+		l.mu.Lock()
+		q := l.queues[journal]
+		if len(q) == 0 {
+			delete(l.queues, journal)
+			l.mu.Unlock()
+			return
 		}
-		if err := ackOnce(ctx, m, cfg.AckWait); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("consume %s: ack offset %d: %w", cfg.Name, meta.Sequence.Stream, err)
+		d := q[0]
+		l.mu.Unlock()
+		l.handle(d)
+		l.mu.Lock()
+		l.queues[journal] = l.queues[journal][1:]
+		l.mu.Unlock()
+	}
+}
+
+// handle calls fn until it succeeds and acknowledges the record. When ctx
+// ends first, the record is left unacknowledged, to be delivered again.
+func (l *lanes) handle(d delivery) {
+	defer d.beat.stop()
+	for {
+		if l.ctx.Err() != nil {
+			return
+		}
+		err := l.fn(l.ctx, d.entry)
+		if err == nil {
+			break
+		}
+		// Retried here rather than handed back to the server, which
+		// could deliver the journal's next record before this one again.
+		t := time.NewTimer(l.cfg.RetryDelay)
+		select {
+		case <-l.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
+	d.beat.stop()
+	if err := ackOnce(l.ctx, d.m, l.cfg.AckWait); err != nil && l.ctx.Err() == nil {
+		// The record comes again AckWait from now, handled already: the
+		// pull is set up again, once the records taken are handled.
+		l.mu.Lock()
+		if l.err == nil {
+			l.err = fmt.Errorf("consume %s: ack offset %d: %w", l.cfg.Name, d.entry.Offset, err)
+		}
+		l.mu.Unlock()
+		l.stopPull()
+	}
+}
+
+// failed returns the first acknowledgement that failed, if any.
+func (l *lanes) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // heartbeat tells the server that a record is still being handled.

@@ -32,7 +32,11 @@ type SubscriberConfig struct {
 	PinnedTTL time.Duration
 	// CacheSize bounds the replayed states kept between records; 1024 when 0.
 	CacheSize int
-	Logger    *slog.Logger
+	// MaxAckPending is how many records the subscriber takes from the log
+	// at once, deciding on different journals' concurrently and on each
+	// journal's in log order; DefaultMaxAckPending when 0.
+	MaxAckPending int
+	Logger        *slog.Logger
 }
 
 // Defaults of SubscriberConfig. The record a subscriber was handling when it
@@ -47,6 +51,11 @@ const (
 	DefaultPinnedTTL = 5 * time.Second
 )
 
+// DefaultMaxAckPending is the records a subscriber has in hand by default:
+// every record of the log passes through it, its own decisions included,
+// and a few hundred agents may each have an observation waiting.
+const DefaultMaxAckPending = 256
+
 // Subscriber reads the log, decides on every observation and every answering
 // message, and appends the decision and its records. Several subscribers on
 // one log take turns: one is active, the others stand by.
@@ -54,13 +63,39 @@ type Subscriber struct {
 	log Log
 	cfg SubscriberConfig
 
-	// handling serializes Handle: a journal's cached state is folded by one
-	// caller at a time.
-	handling sync.Mutex
-
 	mu     sync.Mutex
 	states map[string]*cached
-	tick   uint64
+	// turns serializes Handle per journal: a journal's cached state is
+	// folded by one caller at a time, different journals' at once.
+	turns map[string]*turn
+	tick  uint64
+}
+
+// turn is a journal's lock, kept while a caller holds or waits for it.
+type turn struct {
+	mu      sync.Mutex
+	holders int
+}
+
+// lock waits for the journal's turn and returns the function that ends it.
+func (s *Subscriber) lock(journalID string) (unlock func()) {
+	s.mu.Lock()
+	t := s.turns[journalID]
+	if t == nil {
+		t = &turn{}
+		s.turns[journalID] = t
+	}
+	t.holders++
+	s.mu.Unlock()
+	t.mu.Lock()
+	return func() {
+		t.mu.Unlock()
+		s.mu.Lock()
+		if t.holders--; t.holders == 0 {
+			delete(s.turns, journalID)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // cached is a journal as the subscriber knows it: the state folded up to
@@ -136,16 +171,20 @@ func NewSubscriber(log Log, cfg SubscriberConfig) *Subscriber {
 	if cfg.PinnedTTL == 0 {
 		cfg.PinnedTTL = DefaultPinnedTTL
 	}
+	if cfg.MaxAckPending == 0 {
+		cfg.MaxAckPending = DefaultMaxAckPending
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Subscriber{log: log, cfg: cfg, states: map[string]*cached{}}
+	return &Subscriber{log: log, cfg: cfg, states: map[string]*cached{}, turns: map[string]*turn{}}
 }
 
 // Run decides until ctx ends.
 func (s *Subscriber) Run(ctx context.Context) error {
 	err := s.log.Consume(ctx, eventstore.ConsumerConfig{
 		Name: s.cfg.Consumer, Exclusive: true, AckWait: s.cfg.AckWait, PinnedTTL: s.cfg.PinnedTTL,
+		MaxAckPending: s.cfg.MaxAckPending,
 		Skipped: func(off uint64, err error) {
 			s.cfg.Logger.Error("policy skipped an undecodable record", "offset", off, "err", err)
 		},
@@ -169,6 +208,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // Every other record of a cached journal is folded into its state as it is
 // delivered, so that in the steady state, where each record is the next of
 // its journal, deciding reads nothing from the log.
+//
+// Handle may be called concurrently: calls for one journal take turns, and
+// must come in log order; calls for different journals run at once.
 func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	err := s.handle(ctx, e)
 	if errors.Is(err, eventstore.ErrGap) {
@@ -184,39 +226,54 @@ func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 }
 
 func (s *Subscriber) handle(ctx context.Context, e eventstore.Entry) error {
-	s.handling.Lock()
-	defer s.handling.Unlock()
 	b := e.Record.RecordBase()
+	defer s.lock(b.JournalID)()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
 	key, decide := decider(e.Record)
 	if decide == nil {
 		s.follow(ref, e.Record)
 		return nil
 	}
-	c, err := s.journal(ctx, ref, b.Sequence, key)
+	c, behind, err := s.journal(ctx, ref, b.Sequence, key)
 	if err != nil {
 		return err
 	}
-	if err := s.advance(ctx, ref, c, e.Record, key); err != nil {
+	more, err := s.advance(ctx, ref, c, e.Record, key)
+	if err != nil {
 		return err
 	}
-	if c.state.Journal.LastSequence != b.Sequence {
-		// The cache is past this record (a redelivery): decide on the
-		// journal as it was at the record.
-		prefix, err := s.prefix(ctx, ref, b.Sequence, key)
-		if err != nil {
+	// Records before this one that lack their decision were taken by a
+	// subscriber that stopped before deciding them, and come again only
+	// AckWait after it took them: they are decided first, so that the
+	// journal's decisions stay in its order.
+	for _, r := range append(behind, more...) {
+		k, d := decider(r)
+		if err := s.decidePast(ctx, ref, c, r.RecordBase().Sequence, k, d); err != nil {
 			return err
 		}
-		if at, done := c.decided[key]; done {
-			return s.complete(ctx, ref, c, b.Sequence, prefix, at, decide)
-		}
-		return s.carryOut(ctx, ref, c, key, b.Sequence, prefix, decide)
+	}
+	if c.state.Journal.LastSequence != b.Sequence {
+		// The cache is past this record (a redelivery).
+		return s.decidePast(ctx, ref, c, b.Sequence, key, decide)
 	}
 	st := c.decisionState(b.Sequence)
 	if at, done := c.decided[key]; done {
 		return s.complete(ctx, ref, c, b.Sequence, st, at, decide)
 	}
 	return s.carryOut(ctx, ref, c, key, b.Sequence, st, decide)
+}
+
+// decidePast decides on the record at sequence seq (key), which the cache
+// is past, on the journal as it was at the record.
+func (s *Subscriber) decidePast(ctx context.Context, ref eventstore.Reference, c *cached, seq uint64, key string, decide func(*execution.State) (Outcome, bool)) error {
+	prefix, err := s.prefix(ctx, ref, seq, key)
+	if err != nil {
+		return err
+	}
+	if at, done := c.decided[key]; done {
+		return s.complete(ctx, ref, c, seq, prefix, at, decide)
+	}
+	return s.carryOut(ctx, ref, c, key, seq, prefix, decide)
 }
 
 // decider returns the id a record is decided under and how to decide on
@@ -289,60 +346,85 @@ func (s *Subscriber) follow(ref eventstore.Reference, r eventstore.Record) {
 // the journal once: the state is folded up to sequence seq, the record about
 // to be decided (key), and the ids of every decision it holds are noted, so a
 // decision appended after the record it answers is known when that record
-// is delivered again.
-func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq uint64, key string) (*cached, error) {
+// is delivered again. It also returns the records read before seq that
+// lack the decision they call for, in log order.
+func (s *Subscriber) journal(ctx context.Context, ref eventstore.Reference, seq uint64, key string) (*cached, []eventstore.Record, error) {
 	s.mu.Lock()
-	c, ok := s.states[ref.JournalID]
 	s.tick++
+	tick := s.tick
+	c, ok := s.states[ref.JournalID]
 	if ok {
-		c.used = s.tick
+		c.used = tick
 	}
 	s.mu.Unlock()
 	if ok {
-		return c, nil
+		return c, nil, nil
 	}
 	c = newCached()
-	c.used = s.tick
-	if err := s.read(ctx, ref, c, 1, seq, key); err != nil {
-		return nil, err
+	c.used = tick
+	behind, err := s.read(ctx, ref, c, 1, seq, key)
+	if err != nil {
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	s.states[ref.JournalID] = c
 	s.evict()
 	s.mu.Unlock()
-	return c, nil
+	return c, behind, nil
 }
 
 // read folds the journal from sequence from up to seq into c, the record
 // about to be decided (key), and reads on to note the decisions after it and
 // to find the state changes ahead of it: those of the decisions on it and
-// the records before it.
-func (s *Subscriber) read(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string) error {
-	return s.readUntil(ctx, ref, c, from, seq, key, false)
+// the records before it. It returns the records it folded before seq that
+// call for a decision the journal does not hold.
+func (s *Subscriber) read(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string) ([]eventstore.Record, error) {
+	undecided, err := s.readUntil(ctx, ref, c, from, seq, key, false)
+	if err != nil {
+		return nil, err
+	}
+	var behind []eventstore.Record
+	for _, r := range undecided {
+		if k, _ := decider(r); !c.isDecided(k) {
+			behind = append(behind, r)
+		}
+	}
+	return behind, nil
 }
 
-// readUntil is read; with once, it stops at the decision on the record, for
-// a view of the journal that is used once, to decide on that record.
-func (s *Subscriber) readUntil(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string, once bool) error {
+// readUntil is read, returning every record folded before seq that calls
+// for a decision, decided or not; with once, it stops at the decision on
+// the record, for a view of the journal that is used once, to decide on
+// that record.
+func (s *Subscriber) readUntil(ctx context.Context, ref eventstore.Reference, c *cached, from, seq uint64, key string, once bool) ([]eventstore.Record, error) {
 	c.ahead = nil
 	last := c.last
+	var calls []eventstore.Record
 	for e, err := range s.log.ReadJournal(ctx, ref, from) {
 		if err != nil {
-			return fmt.Errorf("policy: read %s: %w", ref, err)
+			return nil, fmt.Errorf("policy: read %s: %w", ref, err)
 		}
 		r := e.Record
 		if r.RecordBase().Sequence <= seq {
 			if err := c.fold(r); err != nil {
-				return fmt.Errorf("policy: read %s: %w", ref, err)
+				return nil, fmt.Errorf("policy: read %s: %w", ref, err)
 			}
 			last = c.last
+			// Whether a message calls for a decision is judged on the
+			// state without the changes ahead of it: near enough to
+			// find the records a stopped subscriber left undecided.
+			if _, decide := decider(r); decide != nil && r.RecordBase().Sequence < seq && !once {
+				if _, ok := decide(c.state); ok {
+					calls = append(calls, r)
+				}
+			}
 			continue
 		}
 		c.note(r)
 		switch r := r.(type) {
 		case *eventstore.Decision:
 			if once && (r.ObservationID == key || r.MessageID == key) {
-				return nil
+				return nil, nil
 			}
 			last = c.decisionOf(r)
 		case *eventstore.StateChanged:
@@ -351,7 +433,7 @@ func (s *Subscriber) readUntil(ctx context.Context, ref eventstore.Reference, c 
 			}
 		}
 	}
-	return nil
+	return calls, nil
 }
 
 // carriesOut reports whether r is one of the state changes the decision id
@@ -369,24 +451,27 @@ func carriesOut(journalID, id string, r *eventstore.StateChanged) bool {
 // consumer delivers the log in order, so r is normally the journal's next
 // record and is folded as it is; records missing before it (handled by
 // another subscriber while this one stood by) are read from the journal.
-func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *cached, r eventstore.Record, key string) error {
+//
+// It returns the records read that lack the decision they call for.
+func (s *Subscriber) advance(ctx context.Context, ref eventstore.Reference, c *cached, r eventstore.Record, key string) ([]eventstore.Record, error) {
 	switch seq, last := r.RecordBase().Sequence, c.state.Journal.LastSequence; {
 	case seq <= last:
-		return nil
+		return nil, nil
 	case seq == last+1:
 		if err := c.fold(r); err != nil {
 			s.forget(ref.JournalID)
-			return fmt.Errorf("policy: fold %s: %w", ref, err)
+			return nil, fmt.Errorf("policy: fold %s: %w", ref, err)
 		}
-		return nil
+		return nil, nil
 	default:
 		// Records missing before it (handled by another subscriber
 		// while this one stood by) are read from the journal.
-		if err := s.read(ctx, ref, c, c.state.Journal.LastSequence+1, seq, key); err != nil {
+		behind, err := s.read(ctx, ref, c, c.state.Journal.LastSequence+1, seq, key)
+		if err != nil {
 			s.forget(ref.JournalID)
-			return err
+			return nil, err
 		}
-		return nil
+		return behind, nil
 	}
 }
 
@@ -418,6 +503,12 @@ func (c *cached) decisionOf(d *eventstore.Decision) lastDecision {
 	return lastDecision{id: d.DecisionID, input: input}
 }
 
+// isDecided reports whether the journal holds a decision on key.
+func (c *cached) isDecided(key string) bool {
+	_, ok := c.decided[key]
+	return ok
+}
+
 // note records the ids a decision answers.
 func (c *cached) note(r eventstore.Record) {
 	d, ok := r.(*eventstore.Decision)
@@ -437,7 +528,7 @@ func (c *cached) note(r eventstore.Record) {
 // ahead of it.
 func (s *Subscriber) prefix(ctx context.Context, ref eventstore.Reference, seq uint64, key string) (*execution.State, error) {
 	c := newCached()
-	if err := s.readUntil(ctx, ref, c, 1, seq, key, true); err != nil {
+	if _, err := s.readUntil(ctx, ref, c, 1, seq, key, true); err != nil {
 		return nil, err
 	}
 	return c.decisionState(seq), nil

@@ -691,10 +691,14 @@ func allDecided(t *testing.T, s eventstore.Store, refs []eventstore.Reference) b
 
 // folded reports whether sub has folded every journal up to its head.
 func folded(sub *Subscriber, heads map[string]uint64) bool {
-	sub.handling.Lock()
-	defer sub.handling.Unlock()
 	for id, head := range heads {
-		if c := sub.states[id]; c == nil || c.state.Journal.LastSequence != head {
+		unlock := sub.lock(id)
+		sub.mu.Lock()
+		c := sub.states[id]
+		sub.mu.Unlock()
+		ok := c != nil && c.state.Journal.LastSequence == head
+		unlock()
+		if !ok {
 			return false
 		}
 	}
@@ -730,4 +734,243 @@ func TestSubscriberSkipsADamagedJournal(t *testing.T) {
 	if after.RecordCount != 2 {
 		t.Fatalf("the damaged journal holds %d records, want its 2: nothing decided on it", after.RecordCount)
 	}
+}
+
+// overlapLog watches the subscriber's appends: it holds every decision
+// back until appends to two journals are in flight at once, and counts the
+// times one journal had two appends in flight.
+type overlapLog struct {
+	Log
+	overlap chan struct{} // closed once two journals had appends in flight at once
+
+	mu       sync.Mutex
+	inFlight map[string]int
+	same     int
+}
+
+func newOverlapLog(l Log) *overlapLog {
+	return &overlapLog{Log: l, overlap: make(chan struct{}), inFlight: map[string]int{}}
+}
+
+func (l *overlapLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	l.mu.Lock()
+	if l.inFlight[ref.JournalID]++; l.inFlight[ref.JournalID] > 1 {
+		l.same++
+	}
+	if len(l.inFlight) == 2 {
+		select {
+		case <-l.overlap:
+		default:
+			close(l.overlap)
+		}
+	}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		if l.inFlight[ref.JournalID]--; l.inFlight[ref.JournalID] == 0 {
+			delete(l.inFlight, ref.JournalID)
+		}
+		l.mu.Unlock()
+	}()
+	if _, ok := r.(*eventstore.Decision); ok {
+		// A subscriber deciding one record at a time never gets here
+		// twice at once, and waits until ctx ends.
+		select {
+		case <-l.overlap:
+		case <-ctx.Done():
+			return eventstore.Entry{}, ctx.Err()
+		}
+	}
+	return l.Log.Append(ctx, ref, r)
+}
+
+// order returns a journal's observation ids in log order, and the ids its
+// decisions answer in log order.
+func order(t *testing.T, s eventstore.Store, ref eventstore.Reference) (observed, decided []string) {
+	t.Helper()
+	for e, err := range s.ReadJournal(t.Context(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r := e.Record.(type) {
+		case *eventstore.Observation:
+			observed = append(observed, r.ObservationID)
+		case *eventstore.Decision:
+			decided = append(decided, r.ObservationID)
+		}
+	}
+	return observed, decided
+}
+
+// checkOrder fails unless each journal's decisions answer its
+// observations in their log order.
+func checkOrder(t *testing.T, s eventstore.Store, refs []eventstore.Reference) {
+	t.Helper()
+	for _, ref := range refs {
+		observed, decided := order(t, s, ref)
+		if diff := cmp.Diff(observed, decided); diff != "" {
+			t.Errorf("decisions of %s out of the observations' order (-observed +decided):\n%s", ref.AgentExecutionID, diff)
+		}
+	}
+}
+
+// appendObservations appends observations from .. to-1 to every journal
+// in refs, one goroutine per journal, so that their records interleave in
+// the log.
+func appendObservations(ctx context.Context, t *testing.T, s eventstore.Store, refs []eventstore.Reference, from, to int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(refs))
+	for _, ref := range refs {
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				if _, err := s.Append(ctx, ref, observation(fmt.Sprint("o-", i), i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// newJournals creates n journals named after prefix.
+func newJournals(ctx context.Context, t *testing.T, s eventstore.Store, prefix string, n int) []eventstore.Reference {
+	t.Helper()
+	refs := make([]eventstore.Reference, n)
+	for j := range refs {
+		refs[j] = storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint(prefix, j))
+		if _, err := s.EnsureJournal(ctx, refs[j], storetest.Header("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return refs
+}
+
+// TestSubscriberDecidesJournalsConcurrently: records of many journals
+// taken at once are decided concurrently across journals (two journals'
+// appends are in flight at once, which a subscriber deciding one record at
+// a time never reaches), one journal's never two at a time, and each
+// journal's decisions land in its observations' order, one each.
+func TestSubscriberDecidesJournalsConcurrently(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	refs := newJournals(ctx, t, s, "exec-many-", 12)
+	log := newOverlapLog(s)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	sub := NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second, MaxAckPending: 64})
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(runCtx) }()
+
+	appendObservations(ctx, t, s, refs, 0, 24)
+	select {
+	case <-log.overlap:
+	case <-ctx.Done():
+		t.Fatal("no two journals' decisions were ever appended at once")
+	}
+	a := waitComplete(t, s, refs, 60*time.Second)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	a.check(t)
+	if got, want := len(a.observations), len(refs)*24; got != want {
+		t.Fatalf("%d observations, want %d", got, want)
+	}
+	checkOrder(t, s, refs)
+	if log.same != 0 {
+		t.Errorf("one journal had two appends in flight %d times, want never", log.same)
+	}
+}
+
+// stallingLog appends the first n records and then hangs every append
+// until its context ends, like a subscriber that stops in the middle of
+// the records it has taken.
+type stallingLog struct {
+	Log
+	stalled chan struct{} // closed at the first append held
+
+	mu   sync.Mutex
+	left int
+}
+
+func (l *stallingLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	l.mu.Lock()
+	hang := l.left == 0
+	if hang {
+		select {
+		case <-l.stalled:
+		default:
+			close(l.stalled)
+		}
+	} else {
+		l.left--
+	}
+	l.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return eventstore.Entry{}, ctx.Err()
+	}
+	return l.Log.Append(ctx, ref, r)
+}
+
+// TestSubscriberTakesOverABatch: a subscriber that has taken many records
+// at once stops mid-way, some decisions appended, some cut short after
+// the decision, the rest not begun; another on the same consumer gets the
+// records again, with new ones, and every observation ends with exactly
+// one decision, its records stored once, each journal's in order.
+func TestSubscriberTakesOverABatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	refs := newJournals(ctx, t, s, "exec-batch-", 8)
+	// Everything is in the log before the first subscriber starts, so its
+	// first pull takes the lot.
+	appendObservations(ctx, t, s, refs, 0, 25)
+
+	// The records the first leaves come again AckWait after it took them,
+	// well after the second takes over (PinnedTTL), so the second meets
+	// new records of a journal before the journal's older ones.
+	cfg := SubscriberConfig{AckWait: 6 * time.Second, PinnedTTL: 2 * time.Second, MaxAckPending: 1024}
+	first := &stallingLog{Log: s, stalled: make(chan struct{}), left: 30}
+	firstCtx, stopFirst := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- NewSubscriber(first, cfg).Run(firstCtx) }()
+	select {
+	case <-first.stalled:
+	case <-ctx.Done():
+		t.Fatal("the first subscriber never appended its records")
+	}
+	stopFirst()
+	if err := <-done; err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	if a := readAudit(t, s, refs); a.complete() {
+		t.Fatal("the first subscriber decided everything before it stopped; want it stopped mid-way")
+	}
+
+	secondCtx, stopSecond := context.WithCancel(ctx)
+	defer stopSecond()
+	go func() { done <- NewSubscriber(s, cfg).Run(secondCtx) }()
+	// New records may reach the second subscriber before the ones the
+	// first left are delivered again.
+	appendObservations(ctx, t, s, refs, 25, 30)
+	a := waitComplete(t, s, refs, 90*time.Second)
+	stopSecond()
+	if err := <-done; err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	a.check(t)
+	if got, want := len(a.observations), len(refs)*30; got != want {
+		t.Fatalf("%d observations, want %d", got, want)
+	}
+	checkOrder(t, s, refs)
 }
