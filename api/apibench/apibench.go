@@ -110,6 +110,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Targets of api/recordObservation, against raw/append measured in the same
+// run: a decision costs an append of its own after the observation's, so
+// half the raw rate is what deciding at the pace of the log allows, and a
+// p99 of a few appends is what the policy's round trip through the log
+// should add.
+const (
+	// recordObservationRateTarget is the lowest acceptable ratio of
+	// recordObservation's operations per second to raw/append's.
+	recordObservationRateTarget = 0.5
+	// recordObservationP99Target is the highest acceptable ratio of
+	// recordObservation's p99 to raw/append's.
+	recordObservationP99Target = 3.0
+)
+
 // Result is one measurement.
 type Result struct {
 	// Name says what was measured, e.g. "api/sendMessage".
@@ -132,10 +146,49 @@ type Result struct {
 	Baseline string
 	// P99Ratio is P99 over the baseline's P99; 0 without a baseline.
 	P99Ratio float64
+	// RateRatio is PerSecond over the baseline's PerSecond; 0 without a
+	// baseline.
+	RateRatio float64
+	// RateTarget is the lowest acceptable RateRatio, P99Target the highest
+	// acceptable P99Ratio; 0 when there is none.
+	RateTarget float64
+	P99Target  float64
 	// Missing counts the deliveries of sse/fan-out that never arrived.
 	Missing int
 	// Method says in words what was timed.
 	Method string
+}
+
+// Verdict words: a target is met or the figure is below it.
+const (
+	verdictPass  = "PASS"
+	verdictBelow = "BELOW"
+)
+
+// RateVerdict is "PASS" when RateRatio reaches RateTarget, "BELOW" when it
+// does not, and "" when there is no target.
+func (r Result) RateVerdict() string {
+	switch {
+	case r.RateTarget == 0:
+		return ""
+	case r.RateRatio >= r.RateTarget:
+		return verdictPass
+	default:
+		return verdictBelow
+	}
+}
+
+// P99Verdict is "PASS" when P99Ratio is at most P99Target, "BELOW" (the
+// target) when it is over, and "" when there is no target.
+func (r Result) P99Verdict() string {
+	switch {
+	case r.P99Target == 0:
+		return ""
+	case r.P99Ratio <= r.P99Target:
+		return verdictPass
+	default:
+		return verdictBelow
+	}
 }
 
 // Report is the outcome of Run and the machine it ran on.
@@ -163,6 +216,17 @@ func (r Report) Result(name string) (Result, bool) {
 		}
 	}
 	return Result{}, false
+}
+
+// Below returns the results that miss a target.
+func (r Report) Below() []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.RateVerdict() == verdictBelow || res.P99Verdict() == verdictBelow {
+			out = append(out, res)
+		}
+	}
+	return out
 }
 
 // Names of the results.
@@ -223,8 +287,12 @@ func Run(ctx context.Context, cfg Config) (_ Report, err error) {
 	}
 	rep.Results = ordered(results)
 	for i, res := range rep.Results {
-		if base, ok := rep.Result(res.Baseline); ok && base.P99 > 0 {
+		base, ok := rep.Result(res.Baseline)
+		if ok && base.P99 > 0 {
 			rep.Results[i].P99Ratio = float64(res.P99) / float64(base.P99)
+		}
+		if ok && base.PerSecond > 0 {
+			rep.Results[i].RateRatio = res.PerSecond / base.PerSecond
 		}
 	}
 	rep.Elapsed = time.Since(rep.Started)

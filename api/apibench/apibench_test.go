@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,11 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s: no description of what was timed", res.Name)
 		}
 	}
+	if obs, ok := rep.Result("api/recordObservation"); !ok || obs.RateTarget != 0.5 || obs.P99Target != 3 || obs.RateRatio <= 0 ||
+		obs.RateVerdict() == "" || obs.P99Verdict() == "" {
+		t.Errorf("api/recordObservation: rate %.2f (target %.2f, %q), p99 ratio %.2f (target %.2f, %q); want both targets judged",
+			obs.RateRatio, obs.RateTarget, obs.RateVerdict(), obs.P99Ratio, obs.P99Target, obs.P99Verdict())
+	}
 	if fan, ok := rep.Result("sse/fan-out"); !ok || fan.Missing != 0 {
 		t.Errorf("sse/fan-out: %d deliveries missing (found %t), want 0", fan.Missing, ok)
 	}
@@ -112,6 +118,83 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("scratch directory holds %d entries after Run, want 0 (the run's directory removed)", len(entries))
 	}
 	waitGoroutines(t, before)
+}
+
+// TestTargets: recordObservation's rate and p99 are judged against the
+// raw appends of the same run, and the text and JSON reports show both.
+func TestTargets(t *testing.T) {
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	tests := []struct {
+		name           string
+		rate           float64
+		p99            time.Duration
+		rateVerdict    string
+		p99Verdict     string
+		wantRows       []string // rows of the targets table, spaces collapsed
+		wantRateRatio  float64
+		wantP99Ratio   float64
+		wantBelowCount int
+	}{
+		{name: "both met", rate: 2500, p99: ms(300), rateVerdict: "PASS", p99Verdict: "PASS", wantRateRatio: 0.5, wantP99Ratio: 3,
+			wantRows: []string{"api/recordObservation ops/s 2500 5000 0.50 >= 0.50 PASS", "api/recordObservation p99 300.00ms 100.00ms 3.00 <= 3.00 PASS"}},
+		{name: "both missed", rate: 1000, p99: ms(450), rateVerdict: "BELOW", p99Verdict: "BELOW", wantRateRatio: 0.2, wantP99Ratio: 4.5, wantBelowCount: 1,
+			wantRows: []string{"api/recordObservation ops/s 1000 5000 0.20 >= 0.50 BELOW", "api/recordObservation p99 450.00ms 100.00ms 4.50 <= 3.00 BELOW"}},
+		{name: "rate met, p99 missed", rate: 4000, p99: ms(1000), rateVerdict: "PASS", p99Verdict: "BELOW", wantRateRatio: 0.8, wantP99Ratio: 10, wantBelowCount: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := Result{Name: "raw/append", Count: 10, Concurrency: 2, PerSecond: 5000, P50: ms(50), P99: ms(100), Method: "raw"}
+			obs := Result{Name: "api/recordObservation", Count: 10, Concurrency: 2, PerSecond: tt.rate, P50: ms(90), P99: tt.p99,
+				Baseline: "raw/append", RateTarget: recordObservationRateTarget, P99Target: recordObservationP99Target, Method: "obs"}
+			obs.RateRatio, obs.P99Ratio = obs.PerSecond/raw.PerSecond, float64(obs.P99)/float64(raw.P99)
+			if math.Abs(obs.RateRatio-tt.wantRateRatio) > 1e-9 || math.Abs(obs.P99Ratio-tt.wantP99Ratio) > 1e-9 {
+				t.Fatalf("ratios %.2f, %.2f; want %.2f, %.2f", obs.RateRatio, obs.P99Ratio, tt.wantRateRatio, tt.wantP99Ratio)
+			}
+			if got := obs.RateVerdict(); got != tt.rateVerdict {
+				t.Errorf("RateVerdict() = %q, want %q", got, tt.rateVerdict)
+			}
+			if got := obs.P99Verdict(); got != tt.p99Verdict {
+				t.Errorf("P99Verdict() = %q, want %q", got, tt.p99Verdict)
+			}
+			if got := (Result{}).RateVerdict() + (Result{}).P99Verdict(); got != "" {
+				t.Errorf("verdicts without targets %q, want none", got)
+			}
+			rep := Report{Results: []Result{raw, obs}}
+			if got := len(rep.Below()); got != tt.wantBelowCount {
+				t.Errorf("Below() has %d results, want %d", got, tt.wantBelowCount)
+			}
+			var text bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			var rows []string
+			for line := range strings.Lines(text.String()) {
+				if strings.HasPrefix(line, "api/recordObservation ") {
+					rows = append(rows, strings.Join(strings.Fields(line), " "))
+				}
+			}
+			for _, w := range tt.wantRows {
+				if !slices.Contains(rows, w) {
+					t.Errorf("text report lacks the row %q:\n%s", w, text.String())
+				}
+			}
+			var js bytes.Buffer
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			var decoded jsonReport
+			if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+				t.Fatal(err)
+			}
+			got := decoded.Results[1]
+			if got.RateVerdict != tt.rateVerdict || got.P99Verdict != tt.p99Verdict || got.RateTarget != 0.5 || got.P99Target != 3 {
+				t.Errorf("JSON result %+v, want verdicts %s and %s against 0.5 and 3", got, tt.rateVerdict, tt.p99Verdict)
+			}
+			if decoded.Results[0].RateVerdict != "" || decoded.Results[0].RateTarget != 0 {
+				t.Errorf("JSON baseline %+v, want no target", decoded.Results[0])
+			}
+		})
+	}
 }
 
 // TestRunDefaults runs the full benchmark with default sizes when

@@ -33,8 +33,11 @@
 //     it appends.
 //
 // Every result reports p50 and p99 latencies, and the API results their p99
-// as a ratio to raw/append's. There are no targets: the figures are for
-// comparing runs and machines.
+// as a ratio to raw/append's. api/recordObservation has two targets against
+// the raw/append of the same run, each judged PASS or BELOW in the report:
+// at least half its rate (a decision is an append of its own after the
+// observation's), and a p99 at most three times its p99. A result below
+// its target is not an error: Report.Below lists them.
 //
 // The package owns the workload and the report. It does not own the stack's
 // parts, the agent program or the command line: it wires the parts with

@@ -169,9 +169,11 @@ func (r *runner) recordObservation(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", nameRecordObservation, err)
 	}
-	return result(nameRecordObservation, r.cfg.Clients, lat, elapsed, nameRawAppend,
+	res := result(nameRecordObservation, r.cfg.Clients, lat, elapsed, nameRawAppend,
 		fmt.Sprintf("POST /v1/executions/{id}/observations of a progress signal (a %d-byte summary) from %d clients for %d running agents, "+
-			"each client keeping to one; answered with the policy's decision (%s) once the policy subscriber has appended it", textBytes, r.cfg.Clients, len(paths), eventstore.ActionRecordOnly)), nil
+			"each client keeping to one; answered with the policy's decision (%s) once the policy subscriber has appended it", textBytes, r.cfg.Clients, len(paths), eventstore.ActionRecordOnly))
+	res.RateTarget, res.P99Target = recordObservationRateTarget, recordObservationP99Target
+	return res, nil
 }
 
 // paths returns the path of a route under each agent's execution.

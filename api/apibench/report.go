@@ -43,6 +43,26 @@ func (r Report) WriteText(w io.Writer) error {
 	// aligned left.
 	benchkit.WriteTable(&b, rows, 6)
 
+	targets := [][]string{{"NAME", "FIGURE", "BASELINE", "RATIO", "TARGET", "RESULT"}}
+	for _, res := range r.Results {
+		base, _ := r.Result(res.Baseline)
+		if res.RateTarget > 0 {
+			targets = append(targets, []string{res.Name + " ops/s",
+				fmt.Sprintf("%.0f", res.PerSecond), fmt.Sprintf("%.0f", base.PerSecond),
+				fmt.Sprintf("%.2f", res.RateRatio), fmt.Sprintf(">= %.2f", res.RateTarget), res.RateVerdict()})
+		}
+		if res.P99Target > 0 {
+			targets = append(targets, []string{res.Name + " p99",
+				millis(res.P99), millis(base.P99),
+				fmt.Sprintf("%.2f", res.P99Ratio), fmt.Sprintf("<= %.2f", res.P99Target), res.P99Verdict()})
+		}
+	}
+	if len(targets) > 1 {
+		fmt.Fprintf(&b, "\ntargets, each against %s measured in the same run:\n", nameRawAppend)
+		// The verdict, a word, reads best aligned left.
+		benchkit.WriteTable(&b, targets, len(targets[0])-1)
+	}
+
 	b.WriteString("\nwhat was timed:\n")
 	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
 	for i, res := range r.Results {
@@ -89,6 +109,11 @@ type jsonResult struct {
 	P99Seconds     float64 `json:"p99Seconds"`
 	Baseline       string  `json:"baseline,omitempty"`
 	P99Ratio       float64 `json:"p99Ratio,omitempty"`
+	RateRatio      float64 `json:"rateRatio,omitempty"`
+	RateTarget     float64 `json:"rateTarget,omitempty"`
+	RateVerdict    string  `json:"rateVerdict,omitempty"`
+	P99Target      float64 `json:"p99Target,omitempty"`
+	P99Verdict     string  `json:"p99Verdict,omitempty"`
 	// Missing is a pointer so that a fan-out with none says 0 and the
 	// other results leave it out.
 	Missing *int   `json:"missing,omitempty"`
@@ -125,6 +150,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 			P99Seconds:     res.P99.Seconds(),
 			Baseline:       res.Baseline,
 			P99Ratio:       res.P99Ratio,
+			RateRatio:      res.RateRatio,
+			RateTarget:     res.RateTarget,
+			RateVerdict:    res.RateVerdict(),
+			P99Target:      res.P99Target,
+			P99Verdict:     res.P99Verdict(),
 			Method:         res.Method,
 		}
 		if res.Name == nameFanOut {
