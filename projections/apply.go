@@ -165,24 +165,25 @@ func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, er
 	if db.bolt == nil {
 		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, ErrClosed)
 	}
+	if db.wedged.Load() {
+		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, errWedged)
+	}
 	var cp uint64
 	// A commit goes unsynced only once the file durably says so; the
 	// commit that says so is synced.
 	mark := db.boot != "" && !db.marked
 	db.bolt.NoSync = db.cfg.NoSync || db.boot != "" && db.marked
-	err := guard(db.cfg.Path, func() error {
-		return db.bolt.Update(func(tx *bolt.Tx) error {
-			var err error
-			if cp, err = step(tx, checkpoint(tx)); err != nil {
+	err := db.update(func(tx *bolt.Tx) error {
+		var err error
+		if cp, err = step(tx, checkpoint(tx)); err != nil {
+			return err
+		}
+		if mark {
+			if err := tx.Bucket(bucketMeta).Put(keyUnsynced, []byte(db.boot)); err != nil {
 				return err
 			}
-			if mark {
-				if err := tx.Bucket(bucketMeta).Put(keyUnsynced, []byte(db.boot)); err != nil {
-					return err
-				}
-			}
-			return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
-		})
+		}
+		return tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(cp))
 	})
 	if err == nil && mark {
 		db.marked = true

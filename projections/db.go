@@ -169,6 +169,11 @@ type DB struct {
 	bolt *bolt.DB // nil once closed
 
 	rebuilding atomic.Bool
+	// wedged says a fault inside bbolt broke off a write transaction: its
+	// rollback reads the mapped file too, and faulting there it leaves
+	// bbolt's writer lock held, so no write may start and Close must not
+	// wait for it.
+	wedged atomic.Bool
 
 	// writing serializes the writers (Apply, Project, CatchUp), so that
 	// the states cache is folded by one batch at a time. It is taken
@@ -248,8 +253,15 @@ func (db *DB) Close() error {
 	if db.bolt == nil {
 		return nil
 	}
-	err := db.unmark()
-	err = errors.Join(err, db.bolt.Close())
+	var err error
+	if db.wedged.Load() {
+		// The file and its mapping stay until the process exits; the next
+		// Open checks the file, and a file still marked unsynced is
+		// rebuilt.
+		err = errWedged
+	} else {
+		err = errors.Join(db.unmark(), db.bolt.Close())
+	}
 	db.bolt = nil
 	db.states.purge()
 	db.notify()
@@ -278,10 +290,8 @@ func (db *DB) unmark() error {
 			logKeyPath, db.cfg.Path, logKeyAside, aside, logKeyErr, err)
 		return fmt.Errorf("sync projection %s (moved aside to %s): %w", db.cfg.Path, aside, err)
 	}
-	err := guard(db.cfg.Path, func() error {
-		db.bolt.NoSync = false
-		return db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyUnsynced) })
-	})
+	db.bolt.NoSync = false
+	err := db.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyUnsynced) })
 	if err != nil {
 		return fmt.Errorf("remove the unsynced mark of projection %s: %w", db.cfg.Path, err)
 	}
@@ -300,6 +310,28 @@ func (db *DB) view(fn func(tx *bolt.Tx) error) error {
 		return ErrClosed
 	}
 	return guard(db.cfg.Path, func() error { return db.bolt.View(fn) })
+}
+
+// errWedged is returned once a fault inside bbolt has left a write
+// transaction open.
+var errWedged = errors.New("a fault inside bbolt left a write transaction open; the file is no longer written, and its handle is left to the process's exit")
+
+// update runs fn in a write transaction under guard, and marks the DB
+// wedged when a memory fault broke it off: a panic of fn's own leaves
+// bbolt's rollback to run and release the lock, a fault may fault the
+// rollback too.
+func (db *DB) update(fn func(tx *bolt.Tx) error) error {
+	return guard(db.cfg.Path, func() error {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, fault := r.(interface{ Addr() uintptr }); fault {
+					db.wedged.Store(true)
+				}
+				panic(r)
+			}
+		}()
+		return db.bolt.Update(fn)
+	})
 }
 
 // guard turns a panic or a memory fault inside bbolt, which is how it reacts
