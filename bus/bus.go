@@ -170,6 +170,13 @@ func (b *Bus) open(ctx context.Context) error {
 			return err
 		}
 	}
+	if srvOpts != nil && b.cfg.groupCommit() {
+		g, err := newGroupSync(filepath.Join(streamDir(srvOpts.StoreDir, b.cfg.StreamName), "msgs"))
+		if err != nil {
+			return err
+		}
+		b.js = durableJetStream{JetStream: b.js, sync: g}
+	}
 	if srvOpts != nil && !b.cfg.Cluster.enabled() && diskMeasured {
 		// After the stream is set up: a disk already full must not stop
 		// the daemon from starting and serving reads. Not on a cluster
@@ -238,6 +245,11 @@ func StreamConfig(name string, replicas int) jetstream.StreamConfig {
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
 // JetStream is the JetStream context on Conn.
+//
+// On an embedded node under SyncAlways that only this process writes to,
+// Publish and PublishMsg return once their message is on disk, sharing the
+// fsync with every publish acknowledged at the same time; PublishAsync's
+// acknowledgements do not wait for the disk.
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
 // Stream is a handle to the journal stream.
@@ -356,7 +368,20 @@ func (b *Bus) drain() error {
 // strict rule showed it). Syncing the chain once, after the stream is
 // there, closes that; on ext4 or XFS it costs a few fsyncs at start.
 func syncStreamDirs(dataDir, storeDir, stream string) error {
-	streamDir := filepath.Join(storeDir, "jetstream", server.DEFAULT_GLOBAL_ACCOUNT, "streams", stream)
+	streamDir := streamDir(storeDir, stream)
+	// The stream's own files (its configuration and checksum): the server
+	// syncs them only when it syncs every write itself.
+	entries, err := os.ReadDir(streamDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("make the stream's files durable: %w", err)
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if err := syncFile(filepath.Join(streamDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("make the stream's files durable: %w", err)
+			}
+		}
+	}
 	// From the stream's messages up to the data directory (or the store's,
 	// when it lies elsewhere), each directory after the entries in it.
 	top := dataDir
@@ -376,4 +401,9 @@ func syncStreamDirs(dataDir, storeDir, stream string) error {
 		}
 	}
 	return nil
+}
+
+// streamDir is where the embedded server keeps the stream's files.
+func streamDir(storeDir, stream string) string {
+	return filepath.Join(storeDir, "jetstream", server.DEFAULT_GLOBAL_ACCOUNT, "streams", stream)
 }

@@ -17,7 +17,9 @@ type SyncMode string
 const (
 	// SyncAlways fsyncs every write before it is acknowledged: an acknowledged
 	// record survives power loss. The embedded node is the only copy of the
-	// log, so this is the default.
+	// log, so this is the default. On a node that only this process writes
+	// to (no NATS listener, no cluster), writes acknowledged together share
+	// an fsync (a group commit, see Bus.JetStream).
 	SyncAlways SyncMode = "always"
 
 	// SyncInterval fsyncs every Config.SyncInterval. It survives a process
@@ -305,4 +307,13 @@ func splitListen(listen string) (host string, port int, err error) {
 		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", p)
 	}
 	return host, port, nil
+}
+
+// groupCommit says whether the stream's writes are made durable by the
+// process's group commit instead of the server's fsync of each one: only
+// when the embedded server syncs always and no other process can publish to
+// it, since another process's publish would be acknowledged before its
+// fsync. A cluster's durability is its replicas'.
+func (c Config) groupCommit() bool {
+	return c.URL == "" && c.Sync == SyncAlways && c.Listen == "" && !c.Cluster.enabled()
 }

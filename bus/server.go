@@ -33,11 +33,15 @@ const storeDirName = "nats"
 
 // serverOptions translates the config into nats-server options.
 func serverOptions(cfg Config) (*server.Options, error) {
+	// With group commit the stream's fsyncs are the process's own
+	// (groupsync.go); the server's interval covers the rest of its files,
+	// which it rebuilds or the daemon sets up again.
+	syncAlways := cfg.Sync == SyncAlways && !cfg.groupCommit()
 	opts := &server.Options{
 		ServerName:             cfg.ServerName,
 		JetStream:              true,
 		StoreDir:               filepath.Join(cfg.DataDir, storeDirName),
-		SyncAlways:             cfg.Sync == SyncAlways,
+		SyncAlways:             syncAlways,
 		SyncInterval:           cfg.SyncInterval,
 		DisableJetStreamBanner: true,
 		// The daemon owns signal handling; the server must not exit the
