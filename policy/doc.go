@@ -25,4 +25,11 @@
 // a decision reads nothing from the log. A journal is read when the
 // subscriber first decides in it, and again only when records are missing
 // (another subscriber had the log meanwhile) or a record comes again.
+//
+// The Subscriber takes many records at once and decides different
+// journals' concurrently, each journal's one at a time in log order, so
+// that a journal's decisions land in its order while the appends of many
+// journals' decisions are in flight together. A record a stopped
+// subscriber left undecided is decided before a later record of its
+// journal that reaches the next one first.
 package policy
