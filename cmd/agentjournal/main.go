@@ -74,7 +74,7 @@ func (m Main) run(ctx context.Context, env *Env, args []string) error {
 	fs.SetOutput(io.Discard)
 	sync := syncFlag(bus.SyncAlways)
 	fs.StringVar(&env.DataDir, "data", "", "`DIR` holding the journal store and its lock")
-	fs.Var(&sync, "sync", "fsync `MODE`: always (every write) or interval (faster; a power loss can lose the last interval)")
+	fs.Var(&sync, "sync", "fsync `MODE`: always (every write is on disk before it is acknowledged; writes acknowledged together share an fsync) or interval (faster; a power loss can lose the last interval)")
 	fs.StringVar(&env.NATSURL, "nats-url", "", "use the NATS server at `URL` (another agentjournal's, or a cluster) instead of the embedded one")
 	fs.StringVar(&env.NATSSecretFile, "nats-secret-file", "", "the NATS secret `PATH` (default DATA/nats-secret): a daemon whose NATS listens creates it 0600 and requires it; with --nats-url, give the file of the agentjournal that serves it")
 	version := fs.Bool("version", false, "print the version, the source revision and the versions of the modules that store and serve the journal, and exit")
