@@ -165,9 +165,6 @@ func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, er
 	if db.bolt == nil {
 		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, ErrClosed)
 	}
-	if db.wedged.Load() {
-		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, errWedged)
-	}
 	var cp uint64
 	// A commit goes unsynced only once the file durably says so; the
 	// commit that says so is synced.

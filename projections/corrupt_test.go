@@ -280,3 +280,46 @@ func TestOpenOrRebuildMissingAndHealthyFiles(t *testing.T) {
 		t.Errorf("a locked file was moved aside: %v", matches)
 	}
 }
+
+// A file cut short under an open DB makes bbolt fault reading its mapping,
+// possibly with its locks held (a begin or a rollback broken off). Later
+// calls fail at once, saying why, and Close returns: none waits for a lock.
+func TestFaultLeavesTheDBClosable(t *testing.T) {
+	_, s := startLog(t)
+	rs := refs(8)
+	writeJournals(t, s, rs, 0, 150)
+	path := dbPath(t, "p")
+	db, err := projections.Open(projections.Config{Path: path, BatchSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, db, s)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeJournals(t, s, rs, 150, 10)
+
+	within := func(what string, fn func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- fn() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not return within a minute of the fault", what)
+			return nil
+		}
+	}
+	ctx := t.Context()
+	if err := within("the catch-up", func() error { return db.CatchUp(ctx, s, nil) }); err == nil {
+		t.Fatal("CatchUp over a file cut to nothing succeeded")
+	}
+	err = within("a second catch-up", func() error { return db.CatchUp(ctx, s, nil) })
+	if err == nil || !strings.Contains(err.Error(), "bbolt faulted") {
+		t.Fatalf("a second CatchUp over a file cut to nothing = %v, want the fault's error", err)
+	}
+	if err := within("Close", db.Close); err == nil {
+		t.Error("Close of a DB whose file faulted reported nothing")
+	}
+}

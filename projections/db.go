@@ -169,10 +169,8 @@ type DB struct {
 	bolt *bolt.DB // nil once closed
 
 	rebuilding atomic.Bool
-	// wedged says a fault inside bbolt broke off a write transaction: its
-	// rollback reads the mapped file too, and faulting there it leaves
-	// bbolt's writer lock held, so no write may start and Close must not
-	// wait for it.
+	// wedged says a memory fault inside bbolt may have left its locks
+	// held (see guarded).
 	wedged atomic.Bool
 
 	// writing serializes the writers (Apply, Project, CatchUp), so that
@@ -309,18 +307,27 @@ func (db *DB) view(fn func(tx *bolt.Tx) error) error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
-	return guard(db.cfg.Path, func() error { return db.bolt.View(fn) })
+	return db.guarded(func() error { return db.bolt.View(fn) })
 }
 
-// errWedged is returned once a fault inside bbolt has left a write
-// transaction open.
-var errWedged = errors.New("a fault inside bbolt left a write transaction open; the file is no longer written, and its handle is left to the process's exit")
+// errWedged is returned once a memory fault inside bbolt has wedged the
+// DB.
+var errWedged = errors.New("bbolt faulted reading the file, which may have changed under it (a lost disk, a file cut short), and may hold its locks: the file is no longer read or written, and its handle is left to the process's exit")
 
-// update runs fn in a write transaction under guard, and marks the DB
-// wedged when a memory fault broke it off: a panic of fn's own leaves
-// bbolt's rollback to run and release the lock, a fault may fault the
-// rollback too.
+// update runs fn in a write transaction.
 func (db *DB) update(fn func(tx *bolt.Tx) error) error {
+	return db.guarded(func() error { return db.bolt.Update(fn) })
+}
+
+// guarded is guard for an open DB. A memory fault inside bbolt can break
+// off a transaction's begin or rollback with bbolt's locks held, after
+// which any call into bbolt, Close included, waits forever: the first
+// fault wedges the DB, and no call reaches bbolt again. A panic of the
+// caller's own leaves bbolt to unlock as it unwinds.
+func (db *DB) guarded(fn func() error) error {
+	if db.wedged.Load() {
+		return fmt.Errorf("projection %s: %w", db.cfg.Path, errWedged)
+	}
 	return guard(db.cfg.Path, func() error {
 		defer func() {
 			if r := recover(); r != nil {
@@ -330,7 +337,7 @@ func (db *DB) update(fn func(tx *bolt.Tx) error) error {
 				panic(r)
 			}
 		}()
-		return db.bolt.Update(fn)
+		return fn()
 	})
 }
 

@@ -153,7 +153,7 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 		return ErrClosed
 	}
 	var liveCP uint64
-	err := guard(db.cfg.Path, func() error {
+	err := db.guarded(func() error {
 		return db.bolt.View(func(tx *bolt.Tx) error {
 			liveCP = checkpoint(tx)
 			return nil
@@ -201,6 +201,9 @@ func (db *DB) sync() error {
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
 		return ErrClosed
+	}
+	if db.wedged.Load() {
+		return fmt.Errorf("sync %s: %w", db.cfg.Path, errWedged)
 	}
 	if err := db.bolt.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", db.cfg.Path, err)
