@@ -974,3 +974,51 @@ func TestSubscriberTakesOverABatch(t *testing.T) {
 	}
 	checkOrder(t, s, refs)
 }
+
+// failOnceLog fails the first decision appended to one journal.
+type failOnceLog struct {
+	Log
+	journal string
+
+	mu     sync.Mutex
+	failed bool
+}
+
+func (l *failOnceLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	l.mu.Lock()
+	_, decision := r.(*eventstore.Decision)
+	fail := decision && !l.failed && ref.JournalID == l.journal
+	l.failed = l.failed || fail
+	l.mu.Unlock()
+	if fail {
+		return eventstore.Entry{}, errors.New("append refused")
+	}
+	return l.Log.Append(ctx, ref, r)
+}
+
+// TestSubscriberRetriesInOrder: a decision whose append fails is tried
+// again before the journal's next observation is decided, while the other
+// journals go on; every observation ends with one decision, in order.
+func TestSubscriberRetriesInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	b := fixtures.StartNATS(t)
+	s := openStore(t, b)
+	refs := newJournals(ctx, t, s, "exec-retry-", 4)
+	appendObservations(ctx, t, s, refs, 0, 10)
+	log := &failOnceLog{Log: s, journal: refs[0].JournalID}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second}).Run(runCtx) }()
+	a := waitComplete(t, s, refs, 60*time.Second)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !log.failed {
+		t.Fatal("no append failed")
+	}
+	a.check(t)
+	checkOrder(t, s, refs)
+}
