@@ -305,9 +305,10 @@ func (h *heartbeat) stop() {
 const ackRetry = 250 * time.Millisecond
 
 // ackOnce acknowledges a handled record, sending the ack again while the
-// connection is down (a server restart, a failover) for up to within: with
-// one record pending at a time, a lost ack would hold every next record
-// back until the server redelivers this one, AckWait later.
+// connection is down (a server restart, a failover) for up to within: a
+// lost ack keeps the record pending, taking one of MaxAckPending's places
+// (with 1, holding every next record back), until the server delivers it
+// again, AckWait later.
 func ackOnce(ctx context.Context, m jetstream.Msg, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
