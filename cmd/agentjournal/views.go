@@ -483,6 +483,10 @@ func newProgress(w io.Writer, what string) *progress {
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
+		// The bar redraws on every update. Its own spinner ticker reads
+		// the bar's state without the bar's lock (a data race in
+		// progressbar 3.19.1), so it is turned off.
+		progressbar.OptionSetSpinnerChangeInterval(0),
 	)}
 }
 
