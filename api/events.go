@@ -343,6 +343,7 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 		sums := s.newSummaries()
 		for _, e := range batch {
 			s.broker.publish(e.Offset, derive(e, sums.get(e.Record.RecordBase())))
+			s.decisions.deliver(e)
 		}
 	}
 	return errFollowEnded

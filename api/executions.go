@@ -608,6 +608,8 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
+	pushed, release := s.decisions.wait(id, obs.ObservationID)
+	defer release()
 	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, id, obs)
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):
@@ -617,7 +619,7 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	d, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence)
+	d, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
 	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
 		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+
 			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, s.cfg.DecisionWait)
@@ -633,19 +635,35 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// Polling bounds of awaitDecision: the policy usually decides within a
-// few milliseconds, so the first reads come quickly.
+// Fallback reads of awaitDecision, for a decision the publisher does not
+// bring (it is far behind, or restarting): the first after a few times a
+// decision's usual wait under load.
 const (
-	decisionPollFirst = 2 * time.Millisecond
-	decisionPollMax   = 100 * time.Millisecond
+	decisionPollFirst = 500 * time.Millisecond
+	decisionPollMax   = 2 * time.Second
 )
 
-// awaitDecision reads the journal from sequence from until the decision on
-// the observation appears, up to DecisionWait. Each read starts after the
-// last record seen.
-func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64) (*eventstore.Decision, error) {
+// awaitDecision waits, up to DecisionWait, for the decision on the
+// observation at sequence from. The live-events publisher hands it over on
+// pushed once the projection has it, so the answer's read-after-write
+// settle is then immediate; pushed is registered before the observation
+// was appended, so only an observation recorded before (a duplicate) may
+// have its decision in the journal already, and the journal is read at
+// once only then. Otherwise it is read now and then in case the publisher
+// does not bring the decision; each read starts after the last record
+// seen.
+func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan *eventstore.Decision, readFirst bool) (*eventstore.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
+	if !readFirst {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case d := <-pushed:
+			return d, nil
+		case <-time.After(decisionPollFirst):
+		}
+	}
 	delay := decisionPollFirst
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -665,6 +683,8 @@ func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, ob
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case d := <-pushed:
+			return d, nil
 		case <-t.C:
 		}
 		delay = min(2*delay, decisionPollMax)

@@ -18,13 +18,15 @@ func (s *Server) RecordObservation(ctx context.Context, agentExecutionID string,
 	if err := s.refuseDamaged(agentExecutionID); err != nil {
 		return mcp.Decision{}, err
 	}
+	pushed, release := s.decisions.wait(agentExecutionID, o.ObservationID)
+	defer release()
 	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, agentExecutionID, o)
 	if err != nil {
 		return mcp.Decision{}, err
 	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	d, err := s.awaitDecision(ctx, ref, o.ObservationID, b.Sequence)
+	d, err := s.awaitDecision(ctx, ref, o.ObservationID, b.Sequence, pushed, dup)
 	if err != nil {
 		return mcp.Decision{}, fmt.Errorf("observation %s is recorded, but no decision arrived: %w", o.ObservationID, err)
 	}

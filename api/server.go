@@ -199,6 +199,9 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	broker   *broker
 	metrics  *metrics
+	// decisions wakes the requests waiting for a decision the publisher
+	// sees.
+	decisions decisionWaiters
 
 	mu      sync.Mutex
 	started bool
