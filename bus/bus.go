@@ -377,7 +377,7 @@ func syncStreamDirs(dataDir, storeDir, stream string) error {
 	}
 	for _, e := range entries {
 		if e.Type().IsRegular() {
-			if err := syncFile(filepath.Join(streamDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := durable.SyncFile(filepath.Join(streamDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("make the stream's files durable: %w", err)
 			}
 		}

@@ -52,7 +52,7 @@ type groupSync struct {
 	// block is the newest block file synced; entered is the newest whose
 	// directory entry is durable.
 	block, entered uint64
-	// sync is syncFile; tests hold rounds back through it.
+	// sync is durable.SyncFile; tests hold rounds back through it.
 	sync func(path string) error
 }
 
@@ -63,7 +63,9 @@ func newGroupSync(msgsDir string) (*groupSync, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &groupSync{dir: msgsDir, block: newest, entered: newest, sync: syncFile}, nil
+	// A block is synced by name, with a new descriptor each round: the
+	// server may replace a block file by renaming another over it.
+	return &groupSync{dir: msgsDir, block: newest, entered: newest, sync: durable.SyncFile}, nil
 }
 
 // wait returns once every write the server acknowledged before the call is
@@ -176,19 +178,6 @@ func (g *groupSync) enter(n uint64) error {
 
 func (g *groupSync) blockPath(n uint64) string {
 	return filepath.Join(g.dir, strconv.FormatUint(n, 10)+".blk")
-}
-
-// syncFile fsyncs a file by name: a new descriptor each round, because the
-// server may replace a block file by renaming another over it.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync %s: %w", path, err), f.Close())
-	}
-	return f.Close()
 }
 
 // newestBlock is the highest block number in dir, 0 when it has none (or

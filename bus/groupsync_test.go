@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
 // recordingSync is a groupSync's sync that records the files it synced and
@@ -31,7 +33,7 @@ func (r *recordingSync) sync(path string) error {
 		close(held)
 		<-hold
 	}
-	if err := syncFile(path); err != nil {
+	if err := durable.SyncFile(path); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -93,17 +95,23 @@ func waitForWaiting(ctx context.Context, t *testing.T, g *groupSync, n int) {
 	}
 }
 
+// holdFirstRound starts a wait whose round is held in its sync; release
+// lets the round go on, and first gets the wait's result.
+func holdFirstRound(ctx context.Context, g *groupSync, rec *recordingSync) (release func(), first <-chan error) {
+	rec.hold, rec.held = make(chan struct{}), make(chan struct{})
+	hold, held := rec.hold, rec.held
+	done := make(chan error, 1)
+	go func() { done <- g.wait(ctx) }()
+	<-held
+	return func() { close(hold) }, done
+}
+
 // Writes acknowledged while a round runs are all made durable by the one
 // round after it: the fsync is shared.
 func TestGroupSyncSharesARound(t *testing.T) {
 	g, rec := newTestGroupSync(t, "1.blk")
 	ctx := waitCtx(t)
-	rec.hold, rec.held = make(chan struct{}), make(chan struct{})
-	hold := rec.hold
-
-	first := make(chan error, 1)
-	go func() { first <- g.wait(ctx) }()
-	<-rec.held
+	release, first := holdFirstRound(ctx, g, rec)
 
 	const writers = 16
 	errs := make(chan error, writers)
@@ -111,7 +119,7 @@ func TestGroupSyncSharesARound(t *testing.T) {
 		go func() { errs <- g.wait(ctx) }()
 	}
 	waitForWaiting(ctx, t, g, writers)
-	close(hold)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -131,16 +139,12 @@ func TestGroupSyncSharesARound(t *testing.T) {
 func TestGroupSyncWaitsForTheNextRound(t *testing.T) {
 	g, rec := newTestGroupSync(t, "1.blk")
 	ctx := waitCtx(t)
-	rec.hold, rec.held = make(chan struct{}), make(chan struct{})
-	hold := rec.hold
-	first := make(chan error, 1)
-	go func() { first <- g.wait(ctx) }()
-	<-rec.held
+	release, first := holdFirstRound(ctx, g, rec)
 
 	late := make(chan error, 1)
 	go func() { late <- g.wait(ctx) }()
 	waitForWaiting(ctx, t, g, 1)
-	close(hold)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -244,17 +248,13 @@ func TestGroupSyncFailureSticks(t *testing.T) {
 func TestGroupSyncWaitCancelled(t *testing.T) {
 	g, rec := newTestGroupSync(t, "1.blk")
 	ctx := waitCtx(t)
-	rec.hold, rec.held = make(chan struct{}), make(chan struct{})
-	hold := rec.hold
-	first := make(chan error, 1)
-	go func() { first <- g.wait(ctx) }()
-	<-rec.held
+	release, first := holdFirstRound(ctx, g, rec)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := g.wait(cctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait with a cancelled context = %v, want context.Canceled", err)
 	}
-	close(hold)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}

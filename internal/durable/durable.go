@@ -9,15 +9,22 @@ import (
 
 // SyncDir syncs a directory, which makes the creation, removal or renaming
 // of a file in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return syncPath(dir, "directory") }
+
+// SyncFile fsyncs the file at path, through a descriptor of its own: an
+// fsync makes every write made to the file before it durable, whoever made
+// it.
+func SyncFile(path string) error { return syncPath(path, "file") }
+
+func syncPath(path, what string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	if err := d.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync directory %s: %w", dir, err), d.Close())
+	if err := f.Sync(); err != nil {
+		return errors.Join(fmt.Errorf("sync %s %s: %w", what, path, err), f.Close())
 	}
-	return d.Close()
+	return f.Close()
 }
 
 // WriteFile replaces the file at path with data, atomically and durably:

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,5 +35,21 @@ func TestWriteFileIntoMissingDirectoryFails(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("SyncDir of a missing directory succeeded")
+	}
+}
+
+// A missing file's sync says so as os.ErrNotExist, which the group commit
+// takes for a block the server removed.
+func TestSyncFileOfAMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := SyncFile(filepath.Join(dir, "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("SyncFile of a missing file = %v, want os.ErrNotExist", err)
+	}
+	path := filepath.Join(dir, "here")
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncFile(path); err != nil {
+		t.Fatalf("SyncFile = %v", err)
 	}
 }
