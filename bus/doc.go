@@ -4,10 +4,14 @@
 // creates or updates the one journal stream whose configuration is a
 // recorded architecture decision (see StreamConfig).
 //
-// An embedded server is the only copy of the log, so it syncs every write to
-// disk by default (SyncAlways) and refuses to share its data directory with a
-// second process: Open takes an exclusive lock on the directory and reports
-// who holds it instead of letting two servers write the same files.
+// An embedded server is the only copy of the log, so every acknowledged
+// write is on disk by default (SyncAlways), and it refuses to share its data
+// directory with a second process: Open takes an exclusive lock on the
+// directory and reports who holds it instead of letting two servers write
+// the same files. When only this process can publish to the server (no
+// listener, no cluster), the fsyncs are its own: publishes through
+// Bus.JetStream wait for a sync round that concurrent publishes share
+// (groupsync.go), instead of the server fsyncing each message.
 //
 // An embedded server on its own guards its disk (disk.go): writes are
 // refused, as a full disk, once no more than a reserve is free, and taken
