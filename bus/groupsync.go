@@ -222,3 +222,12 @@ func (d durableJetStream) PublishMsg(ctx context.Context, msg *nats.Msg, opts ..
 	}
 	return ack, d.sync.wait(ctx)
 }
+
+// Unsynced is the JetStream API whose publishes return at the server's
+// acknowledgement, for a caller that publishes several messages and then
+// calls WaitDurable once.
+func (d durableJetStream) Unsynced() jetstream.JetStream { return d.JetStream }
+
+// WaitDurable returns once every message the server acknowledged before
+// the call is on disk.
+func (d durableJetStream) WaitDurable(ctx context.Context) error { return d.sync.wait(ctx) }

@@ -41,10 +41,16 @@ type JetStreamConfig struct {
 // per journal. A journal's sequence is its count of messages on its subject;
 // the stream sequence is the record's log offset.
 type JetStreamStore struct {
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	cfg    JetStreamConfig
-	closed atomic.Bool
+	js jetstream.JetStream
+	// pub publishes appends and durable waits until what pub published is
+	// on disk: on a log whose publishes wait for the disk themselves (a
+	// group commit, see groupCommitter), an append of several records
+	// publishes each without waiting and waits once.
+	pub     jetstream.JetStream
+	durable func(context.Context) error
+	stream  jetstream.Stream
+	cfg     JetStreamConfig
+	closed  atomic.Bool
 	// apiPrefix starts the subjects of JetStream API requests made here.
 	apiPrefix string
 
@@ -89,7 +95,21 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, cfg JetStreamCon
 	if err != nil {
 		return nil, fmt.Errorf("open journal store: stream %s: %w", cfg.Stream, err)
 	}
-	return &JetStreamStore{js: js, stream: st, cfg: cfg, apiPrefix: apiPrefix(js.Options()), journals: map[string]*jsJournal{}}, nil
+	s := &JetStreamStore{js: js, pub: js, durable: func(context.Context) error { return nil },
+		stream: st, cfg: cfg, apiPrefix: apiPrefix(js.Options()), journals: map[string]*jsJournal{}}
+	if gc, ok := js.(groupCommitter); ok {
+		s.pub, s.durable = gc.Unsynced(), gc.WaitDurable
+	}
+	return s, nil
+}
+
+// groupCommitter is a JetStream API whose publishes return once their
+// message is on disk, sharing the fsync with concurrent ones (the bus's
+// group commit on an embedded node), with the publishes that do not wait
+// and the wait itself, so that several publishes share one wait.
+type groupCommitter interface {
+	Unsynced() jetstream.JetStream
+	WaitDurable(ctx context.Context) error
 }
 
 // apiPrefix returns the subject prefix of the JetStream API js talks to.
@@ -160,6 +180,10 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 			return ref, fmt.Errorf("ensure journal %s: %w with header %s (this one is %s)", ref, ErrJournalExists, first.RecordBase().RecordID, h.RecordID)
 		}
 	}
+	// The header found may be another call's, stored and not yet synced.
+	if err := s.durable(ctx); err != nil {
+		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
+	}
 	return s.Head(ctx, ref)
 }
 
@@ -182,7 +206,48 @@ func (s *JetStreamStore) Append(ctx context.Context, ref Reference, r Record) (E
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return s.appendLocked(ctx, j, ref, subj, r)
+	e, err := s.appendLocked(ctx, j, ref, subj, r)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := s.durable(ctx); err != nil {
+		return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+	}
+	return e, nil
+}
+
+// AppendAll appends records to one journal, one after the other as Append
+// appends each, and returns once all of them are stored and durable: on a
+// group-committed log it waits for the disk once, for the last, instead of
+// once for each. A failure leaves the records before the failed one
+// appended, as many Appends would; the entries returned are theirs.
+func (s *JetStreamStore) AppendAll(ctx context.Context, ref Reference, recs []Record) ([]Entry, error) {
+	ref, subj, err := s.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if _, ok := r.(*Header); ok {
+			return nil, fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+		}
+	}
+	j := s.journal(ref.JournalID)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	entries := make([]Entry, 0, len(recs))
+	for _, r := range recs {
+		e, err := s.appendLocked(ctx, j, ref, subj, r)
+		if err != nil {
+			// What was appended before stays; make it as durable as
+			// Appends would have.
+			return entries, errors.Join(err, s.durable(ctx))
+		}
+		entries = append(entries, e)
+	}
+	if err := s.durable(ctx); err != nil {
+		return entries, fmt.Errorf("append to %s: %w", ref, err)
+	}
+	return entries, nil
 }
 
 func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Reference, subj string, r Record) (Entry, error) {
@@ -234,7 +299,7 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 		msg.Header.Set(jetstream.MsgIDHeader, recordID)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(j.lastOffset, 10))
 		pctx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		ack, err := s.js.PublishMsg(pctx, msg)
+		ack, err := s.pub.PublishMsg(pctx, msg)
 		cancel()
 		if err == nil {
 			if ack.Duplicate {

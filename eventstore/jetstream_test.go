@@ -478,3 +478,44 @@ func TestJetStreamLastOffsetIsTheNewestRecordHeld(t *testing.T) {
 		t.Errorf("ReadLog offsets (-want +got):\n%s", diff)
 	}
 }
+
+// AppendAll appends records in order, as Appends would; a header, or a
+// journal that is not there, is refused with nothing appended.
+func TestAppendAll(t *testing.T) {
+	ctx := t.Context()
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "append-all")
+	if _, err := s.AppendAll(ctx, ref, []eventstore.Record{storetest.Message("m0", "x")}); !errors.Is(err, eventstore.ErrJournalNotFound) {
+		t.Fatalf("AppendAll to a journal that is not there = %v, want ErrJournalNotFound", err)
+	}
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendAll(ctx, ref, []eventstore.Record{storetest.Message("m0", "x"), storetest.Header("b")}); err == nil {
+		t.Fatal("AppendAll with a header succeeded")
+	}
+	recs := []eventstore.Record{storetest.Message("m1", "x"), storetest.Message("m2", "y"), storetest.Message("m3", "z")}
+	entries, err := s.AppendAll(ctx, ref, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, e := range entries {
+		got = append(got, e.Record.RecordBase().Sequence)
+	}
+	if diff := cmp.Diff([]uint64{2, 3, 4}, got); diff != "" {
+		t.Errorf("sequences of the records appended (-want +got):\n%s", diff)
+	}
+	var read []string
+	for _, e := range storetest.Collect(t, s.ReadJournal(ctx, ref, 2)) {
+		read = append(read, e.Record.RecordBase().RecordID)
+	}
+	var want []string
+	for _, r := range recs {
+		want = append(want, r.RecordBase().RecordID)
+	}
+	if diff := cmp.Diff(want, read); diff != "" {
+		t.Errorf("records read back (-want +got):\n%s", diff)
+	}
+}

@@ -295,18 +295,46 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 	if !ok || out.Duplicate {
 		return nil
 	}
-	for _, r := range append([]eventstore.Record{out.Decision}, out.Records...) {
-		e, err := s.log.Append(ctx, ref, r)
-		if err != nil {
-			s.forget(ref.JournalID)
-			return fmt.Errorf("policy: append %s for %s: %w", r.Kind(), key, err)
-		}
-		if r == eventstore.Record(out.Decision) {
+	recs := append([]eventstore.Record{out.Decision}, out.Records...)
+	entries, err := s.appendAll(ctx, ref, recs)
+	for _, e := range entries {
+		if e.Record == eventstore.Record(out.Decision) {
 			c.decided[key] = e.Record.RecordBase().Sequence
 		}
 		c.aheadOf(e.Record, input)
 	}
+	if err != nil {
+		s.forget(ref.JournalID)
+		what := "the decision's records"
+		if len(entries) < len(recs) {
+			what = string(recs[len(entries)].Kind())
+		}
+		return fmt.Errorf("policy: append %s for %s: %w", what, key, err)
+	}
 	return nil
+}
+
+// allAppender is a Log that appends several records to one journal at
+// once, waiting for the disk once (eventstore.JetStreamStore.AppendAll).
+type allAppender interface {
+	AppendAll(ctx context.Context, ref eventstore.Reference, recs []eventstore.Record) ([]eventstore.Entry, error)
+}
+
+// appendAll appends recs in order, with one wait for the disk when the log
+// can; the entries are those appended, up to a failure.
+func (s *Subscriber) appendAll(ctx context.Context, ref eventstore.Reference, recs []eventstore.Record) ([]eventstore.Entry, error) {
+	if l, ok := s.log.(allAppender); ok {
+		return l.AppendAll(ctx, ref, recs)
+	}
+	entries := make([]eventstore.Entry, 0, len(recs))
+	for _, r := range recs {
+		e, err := s.log.Append(ctx, ref, r)
+		if err != nil {
+			return entries, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
 }
 
 // aheadOf notes a state change the subscriber appended for the decision on
