@@ -338,7 +338,7 @@ func TestACPPromptErrorAndCrash(t *testing.T) {
 		ref := r.launchACP(t, t.TempDir(), eventstore.ShapeOneShot, "say only")
 		st := r.wait(t, ref)
 		if st.Lifecycle != eventstore.LifecycleCompleted {
-			t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+			t.Fatalf("lifecycle %s (%s), want completed; the agent's stderr:\n%s", st.Lifecycle, st.LifecycleReason, r.stderr(t, ref))
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/execution/outputlog"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -30,6 +31,9 @@ type rig struct {
 	agent      string
 	recordings string
 	hosted     string
+	// output keeps the agents' plain output, stderr included, for a test
+	// to show when an agent ends unexpectedly.
+	output string
 }
 
 func newRig(t *testing.T, grace time.Duration) *rig {
@@ -42,12 +46,28 @@ func newRig(t *testing.T, grace time.Duration) *rig {
 	terms := terminal.NewRegistry(nil)
 	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
 	hosted := filepath.Join(t.TempDir(), "hosted")
-	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings, HostDir: hosted})
+	output := filepath.Join(t.TempDir(), "output")
+	rt := execution.NewRuntime(execution.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings, HostDir: hosted, OutputDir: output})
 	t.Cleanup(func() {
 		rt.Close(context.Background())
 		terms.Close()
 	})
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings, hosted: hosted}
+	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings, hosted: hosted, output: output}
+}
+
+// stderr returns what an execution's agent wrote on stderr, for a failure
+// message.
+func (r *rig) stderr(t *testing.T, ref eventstore.Reference) string {
+	t.Helper()
+	page, err := outputlog.Read(r.output, ref.AgentExecutionID, 1, 200, "stderr")
+	if err != nil {
+		return fmt.Sprintf("(stderr not read: %v)", err)
+	}
+	var b strings.Builder
+	for _, e := range page.Entries {
+		b.WriteString(e.Line + "\n")
+	}
+	return b.String()
 }
 
 func (r *rig) launch(t *testing.T, steps ...string) eventstore.Reference {
