@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentjournal/agentjournal/contract"
@@ -94,18 +95,50 @@ func isSource(s eventstore.MessageSource) bool {
 // checkpoint folds the journal and appends its capture.
 func (rt *Runtime) checkpoint(ctx context.Context, ref eventstore.Reference, id string, trigger eventstore.CheckpointTrigger,
 	source eventstore.MessageSource, title, summary string) (*eventstore.CheckpointCreated, error) {
-	run := &contract.Run{}
-	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
+	return rt.checkpointFrom(ctx, &checkpointFold{}, ref, id, trigger, source, title, summary)
+}
+
+// checkpointFold is a journal folded for its checkpoints. A running
+// execution keeps one, so that each turn's checkpoint reads only the
+// records since the last: folding the whole journal at every turn's end
+// made a long session's checkpoints cost the square of its length.
+type checkpointFold struct {
+	mu  sync.Mutex
+	run *contract.Run
+	// next is the sequence to read from; taken the checkpoints folded, by
+	// id, so that one asked for again is handed back.
+	next  uint64
+	taken map[string]*eventstore.CheckpointCreated
+}
+
+// checkpointFrom folds the journal's records after those f holds and
+// appends the capture, unless the checkpoint is in the journal already.
+func (rt *Runtime) checkpointFrom(ctx context.Context, f *checkpointFold, ref eventstore.Reference, id string, trigger eventstore.CheckpointTrigger,
+	source eventstore.MessageSource, title, summary string) (*eventstore.CheckpointCreated, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.run == nil {
+		f.run, f.next, f.taken = &contract.Run{}, 1, map[string]*eventstore.CheckpointCreated{}
+	}
+	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, f.next) {
 		if err != nil {
+			// What was folded stays folded; the next call reads on.
 			return nil, fmt.Errorf("checkpoint %s: read the journal: %w", ref.AgentExecutionID, err)
 		}
-		if c, ok := e.Record.(*eventstore.CheckpointCreated); ok && c.CheckpointID == id {
-			// Asked before: the same checkpoint, not a second one.
-			return c, nil
+		if c, ok := e.Record.(*eventstore.CheckpointCreated); ok {
+			f.taken[c.CheckpointID] = c
 		}
-		run.Apply(e.Record)
+		f.run.Apply(e.Record)
+		f.next = e.Record.RecordBase().Sequence + 1
 	}
-	c := run.Capture(id, trigger, source, title, summary)
+	// The fold is only read here: the list of changes it keeps for the
+	// projection's storage would grow with every record.
+	f.run.ResetChanges()
+	if c, ok := f.taken[id]; ok {
+		// Asked before: the same checkpoint, not a second one.
+		return c, nil
+	}
+	c := f.run.Capture(id, trigger, source, title, summary)
 	c.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindCheckpoint, eventstore.NaturalKey(c))
 	e, err := rt.cfg.Store.Append(ctx, ref, c)
 	if err != nil {
@@ -125,7 +158,7 @@ func (rt *Runtime) checkpointTurn(p *process, turn int) {
 		defer rt.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 		defer cancel()
-		if _, err := rt.checkpoint(ctx, p.ref, fmt.Sprintf("turn-%d", turn), eventstore.CheckpointTurnEnd, eventstore.SourceDaemon, "", ""); err != nil {
+		if _, err := rt.checkpointFrom(ctx, &p.checkpoints, p.ref, fmt.Sprintf("turn-%d", turn), eventstore.CheckpointTurnEnd, eventstore.SourceDaemon, "", ""); err != nil {
 			rt.cfg.Logger.Error("record turn checkpoint", "execution", p.ref.AgentExecutionID, "turn", turn, "err", err)
 		}
 	}()

@@ -237,14 +237,16 @@ func NewRuntime(cfg Config) *Runtime {
 // CLI that takes one turn per process, the processes of its turns one
 // after the other.
 type process struct {
-	ref        eventstore.Reference
-	adapter    Adapter
-	driver     Driver
-	descriptor eventstore.ProtocolDescriptor
-	shape      eventstore.SessionShape
-	nonce      string
-	env        []string
-	dir        string
+	ref eventstore.Reference
+	// checkpoints is the journal folded for the turns' checkpoints.
+	checkpoints checkpointFold
+	adapter     Adapter
+	driver      Driver
+	descriptor  eventstore.ProtocolDescriptor
+	shape       eventstore.SessionShape
+	nonce       string
+	env         []string
+	dir         string
 	// done is closed when the execution has ended and its end is recorded.
 	done chan struct{}
 	// source is the observation source of markers: provider-output on a
