@@ -207,11 +207,30 @@ func powerLossTrial(t *testing.T, rig powerLossRig, refs []eventstore.Reference,
 			for n := 0; ; n++ {
 				ref := mine[n%len(mine)]
 				id := fmt.Sprintf("t%d-w%d-%d", trial, w, n)
-				if _, err := s.Append(writing, ref, storetest.Message(id, "power loss")); err != nil {
+				// The last writer appends three records at a time with
+				// AppendAll, which waits for the disk once for all three.
+				ids := []string{id}
+				if w == powerLossWriters-1 {
+					ids = []string{id + "a", id + "b", id + "c"}
+				}
+				recs := make([]eventstore.Record, len(ids))
+				for i, id := range ids {
+					recs[i] = storetest.Message(id, "power loss")
+				}
+				var err error
+				if len(recs) == 1 {
+					_, err = s.Append(writing, ref, recs[0])
+				} else {
+					_, err = s.AppendAll(writing, ref, recs)
+				}
+				if err != nil {
 					return
 				}
+				now := time.Now()
 				mu.Lock()
-				acks = append(acks, ack{ref: ref, id: id, at: time.Now()})
+				for _, id := range ids {
+					acks = append(acks, ack{ref: ref, id: id, at: now})
+				}
 				mu.Unlock()
 			}
 		})
