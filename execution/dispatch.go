@@ -460,6 +460,17 @@ func (rt *Runtime) Requeue(ctx context.Context) ([]string, error) {
 			rt.forgetQueued(id)
 			continue
 		}
+		// A run the queue had let go, whose process was started (it is
+		// marked hosted before its process starts) but whose start the
+		// journal does not hold yet, is not started a second time:
+		// Recover attaches to it or ends it.
+		if hosted, err := rt.hostedAnywhere(id); err != nil {
+			return ids, fmt.Errorf("requeue %s: %w", id, err)
+		} else if hosted {
+			rt.cfg.Logger.Warn("requeue: a queued run was being started when its runtime stopped; left to recovery", "execution", id)
+			rt.forgetQueued(id)
+			continue
+		}
 		pl, err := rt.plan(f.Request.launch())
 		if err == nil && pl.ref.JournalID != f.Ref.JournalID {
 			err = fmt.Errorf("the queued request names journal %s, not %s", pl.ref.JournalID, f.Ref.JournalID)

@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -383,5 +384,52 @@ func TestQueuedTwice(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(q.queueDir); len(entries) != 1 {
 		t.Fatalf("queue dir holds %d files, want the first's", len(entries))
+	}
+}
+
+// TestQueuedRunStartedBeforeACrashIsNotStartedAgain: a runtime that had let
+// a queued run go, and marked it hosted (which comes before its process
+// starts), died before the journal said it ran. After the restart, the
+// queue does not start it a second time: recovery deals with it.
+func TestQueuedRunStartedBeforeACrashIsNotStartedAgain(t *testing.T) {
+	q := newQueueRig(t, 1)
+	first := q.launchDispatched(t, nil, "", "sleep:60s")
+	q.waitState(t, first, "first running", func(st *execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
+	queued := q.launchDispatched(t, dispatchAs(eventstore.DispatchQueued, time.Time{}), "hello", "echo:1")
+	q.checkQueued(t, queued, "queued:")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q.rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What a runtime that died starting it leaves: a host directory, its
+	// lock free, naming the run.
+	gone := filepath.Join(q.hosted, "host-gone")
+	if err := os.MkdirAll(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(queued)
+	esc, err := eventstore.EscapeID(queued.AgentExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gone, esc+".json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	q.rt = q.open(t, 1)
+	ids, err := q.rt.Requeue(ctx)
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("Requeue() = %v, %v; want nothing requeued", ids, err)
+	}
+	if entries, _ := os.ReadDir(q.queueDir); len(entries) != 0 {
+		t.Fatalf("queue dir holds %d files, want none", len(entries))
+	}
+	if _, err := q.rt.Recover(ctx, execution.RecoverHosted); err != nil {
+		t.Fatal(err)
+	}
+	st := q.replay(t, queued)
+	if !st.Lifecycle.Final() || stateRecord(q.records(t, queued), queued, "lifecycle:running") != nil {
+		t.Fatalf("the run is %s (%s); want it ended by recovery, never started again", st.Lifecycle, st.LifecycleReason)
 	}
 }

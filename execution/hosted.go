@@ -156,6 +156,37 @@ func (rt *Runtime) unmarkHosted(id string) {
 	}
 }
 
+// hostedAnywhere says whether a host directory in the HostDir, this
+// runtime's or another's, names the execution: some runtime went as far as
+// starting its process.
+func (rt *Runtime) hostedAnywhere(id string) (bool, error) {
+	if rt.cfg.HostDir == "" {
+		return false, nil
+	}
+	entries, err := os.ReadDir(rt.cfg.HostDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path, err := hostedFile(filepath.Join(rt.cfg.HostDir, e.Name()), id)
+		if err != nil {
+			return false, err
+		}
+		if _, err := os.Stat(path); err == nil {
+			return true, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
 func hostedFile(dir, id string) (string, error) {
 	esc, err := eventstore.EscapeID(id)
 	if err != nil {
@@ -285,11 +316,19 @@ func (rt *Runtime) Recover(ctx context.Context, scope RecoverScope) ([]string, e
 			refs = append(refs, o.refs...)
 		}
 	}
-	ids, err := rt.recover(ctx, refs)
+	// A run a gone runtime marked hosted had its start under way, queued
+	// or not: it is recovered, not left to the queue.
+	hosted := map[string]bool{}
+	for _, o := range orphans {
+		for _, r := range o.refs {
+			hosted[r.AgentExecutionID] = true
+		}
+	}
+	ids, err := rt.recover(ctx, refs, hosted)
 	return ids, errors.Join(err, releaseOrphans(orphans, err == nil))
 }
 
-func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]string, error) {
+func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference, hosted map[string]bool) ([]string, error) {
 	var recovered []string
 	for _, ref := range refs {
 		rt.mu.Lock()
@@ -317,7 +356,7 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference) ([]
 			rt.cfg.Logger.Warn("forget a hosted execution whose journal is not in the log", "execution", ref.AgentExecutionID, "journal", ref.JournalID)
 			continue
 		}
-		if st.Lifecycle.Final() || rt.queued(ref.AgentExecutionID) || neverStarted(st) {
+		if st.Lifecycle.Final() || rt.queued(ref.AgentExecutionID) || neverStarted(st) && !hosted[ref.AgentExecutionID] {
 			// A queued run that has not started is the queue's to start
 			// (Requeue), not an orphan.
 			continue
