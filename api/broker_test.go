@@ -4,8 +4,10 @@ import (
 	"testing"
 )
 
-func testEvents(offset uint64, execution string) []event {
-	return []event{{offset: offset, name: eventUpdated, execution: execution}, {offset: offset, name: eventDataChanged, execution: execution}}
+func testEvents(offset uint64, execution string) func() []event {
+	return func() []event {
+		return []event{{offset: offset, name: eventUpdated, execution: execution}, {offset: offset, name: eventDataChanged, execution: execution}}
+	}
 }
 
 func TestBrokerOverflow(t *testing.T) {
@@ -76,5 +78,24 @@ func TestBrokerAttach(t *testing.T) {
 	case <-sub.overflow:
 	default:
 		t.Fatal("a subscriber behind the new position was kept")
+	}
+}
+
+// With no stream open, a record's events are not made, and the position
+// moves on all the same.
+func TestBrokerMakesNoEventsForNobody(t *testing.T) {
+	b := newBroker(4)
+	made := 0
+	b.publish(3, func() []event { made++; return testEvents(3, "ae-1")() })
+	if made != 0 || b.position() != 3 {
+		t.Fatalf("with no stream: events made %d times, position %d; want 0 and 3", made, b.position())
+	}
+	sub := b.newSubscriber("")
+	if _, ok := b.attach(sub, 3); !ok {
+		t.Fatal("attach at the position refused")
+	}
+	b.publish(4, func() []event { made++; return testEvents(4, "ae-1")() })
+	if made != 1 || len(sub.ch) != 2 {
+		t.Fatalf("with a stream: events made %d times, %d queued; want 1 and 2", made, len(sub.ch))
 	}
 }

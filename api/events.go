@@ -251,11 +251,18 @@ func (b *broker) close() {
 }
 
 // publish queues the events of the record at offset for every subscriber
-// that wants them and has not had that offset yet.
-func (b *broker) publish(offset uint64, evs []event) {
+// that wants them and has not had that offset yet. The events are made
+// only when some stream is open: with none, deriving them (which reads
+// the projection) would be work for nobody; the check and the queueing
+// are one step, so a stream that attaches meanwhile misses nothing.
+func (b *broker) publish(offset uint64, events func() []event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.last = max(b.last, offset)
+	if len(b.subs) == 0 {
+		return
+	}
+	evs := events()
 	for sub := range b.subs {
 		if offset <= sub.last {
 			continue
@@ -340,9 +347,14 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 		if err := s.cfg.Views.WaitFor(ctx, last); err != nil {
 			return fmt.Errorf("wait for the projection to apply offset %d: %w", last, err)
 		}
-		sums := s.newSummaries()
+		var sums *summaries
 		for _, e := range batch {
-			s.broker.publish(e.Offset, derive(e, sums.get(e.Record.RecordBase())))
+			s.broker.publish(e.Offset, func() []event {
+				if sums == nil {
+					sums = s.newSummaries()
+				}
+				return derive(e, sums.get(e.Record.RecordBase()))
+			})
 			s.decisions.deliver(e)
 		}
 	}
