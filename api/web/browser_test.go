@@ -238,14 +238,22 @@ func (b *browser) visibleText(t *testing.T) string {
 }
 
 // text returns the text content of the first element matching a CSS
-// selector.
+// selector, waiting for there to be one. The element is found and read in
+// one evaluation: a live update may replace it between a query and a read
+// made apart.
 func (b *browser) text(t *testing.T, sel string) string {
 	t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	q, err := json.Marshal(sel)
 	if err != nil {
+		t.Fatal(err)
+	}
+	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e === null ? null : [e.textContent]; })()`, q)
+	v, err := chromedp.Run(b.ctx, chromedp.Poll[[]string](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || len(v) != 1 {
 		t.Fatalf("read %s: %v", sel, err)
 	}
-	return v
+	return v[0]
 }
 
 func (b *browser) checkNoExceptions(t *testing.T) {

@@ -266,6 +266,9 @@ func TestPlainOutputBesideFailure(t *testing.T) {
 	check := func(t *testing.T) {
 		t.Helper()
 		b.waitFor(t, 10*time.Second, "the exit status", `!document.getElementById('output-exit').hidden`)
+		// The lines are fetched apart from the status: a view opened after
+		// the end may show the status first.
+		b.waitFor(t, 10*time.Second, "the last line", lines+`.some((l) => l.includes('giving up'))`)
 		if exit := b.text(t, "#output-exit"); exit != "failed (exit status 3)" {
 			t.Errorf("the output card says %q, want failed (exit status 3)", exit)
 		}
