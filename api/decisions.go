@@ -6,12 +6,16 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
-// decisionWaiters wakes the requests that wait for the policy's decision on
-// an observation (recordObservation, and the MCP signal tools) when the
-// live-events publisher sees it, so that they do not read the journal again
-// and again: under a few hundred concurrent clients, those reads were most
-// of a request's time.
-type decisionWaiters struct {
+// Decisions wakes the requests that wait for the policy's decision on an
+// observation (recordObservation, and the MCP signal tools) when a policy
+// subscriber in this process has carried it out, so that they do not read
+// the journal again and again: under a few hundred concurrent clients,
+// those reads were most of a request's time. It is handed the decision
+// once its state changes are in the log too (policy.SubscriberConfig's
+// Decided), so the answer's read-after-write settle finds them: a client
+// that answers the request an observation opened finds it open. The zero
+// value is ready to use.
+type Decisions struct {
 	mu      sync.Mutex
 	waiting map[decisionKey][]chan *eventstore.Decision
 }
@@ -23,7 +27,7 @@ type decisionKey struct{ execution, observation string }
 // gets the decision if the publisher sees it after the call, so a caller
 // that registers before it appends the observation needs no read for a
 // decision that came first; release ends the wait.
-func (w *decisionWaiters) wait(execution, observation string) (<-chan *eventstore.Decision, func()) {
+func (w *Decisions) wait(execution, observation string) (<-chan *eventstore.Decision, func()) {
 	k := decisionKey{execution, observation}
 	ch := make(chan *eventstore.Decision, 1)
 	w.mu.Lock()
@@ -50,12 +54,8 @@ func (w *decisionWaiters) wait(execution, observation string) (<-chan *eventstor
 	}
 }
 
-// deliver hands a decision read from the log to whoever waits for it.
-func (w *decisionWaiters) deliver(e eventstore.Entry) {
-	d, ok := e.Record.(*eventstore.Decision)
-	if !ok {
-		return
-	}
+// Deliver hands a decision carried out to whoever waits for it.
+func (w *Decisions) Deliver(d *eventstore.Decision) {
 	k := decisionKey{d.AgentExecutionID, d.ObservationID}
 	w.mu.Lock()
 	defer w.mu.Unlock()

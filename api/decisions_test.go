@@ -6,24 +6,23 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
-func decisionEntry(execution, observation, id string) eventstore.Entry {
+func decision(execution, observation, id string) *eventstore.Decision {
 	d := &eventstore.Decision{DecisionID: id, ObservationID: observation}
 	d.AgentExecutionID = execution
-	return eventstore.Entry{Record: d}
+	return d
 }
 
 // A decision reaches every wait for its observation of its execution, and
 // no other; a released wait is gone from the registry.
 func TestDecisionWaiters(t *testing.T) {
-	var w decisionWaiters
+	var w Decisions
 	a1, releaseA1 := w.wait("exec-a", "obs-1")
 	a1again, releaseA1again := w.wait("exec-a", "obs-1")
 	b1, releaseB1 := w.wait("exec-b", "obs-1")
 
-	w.deliver(eventstore.Entry{Record: &eventstore.Observation{ObservationID: "obs-1"}})
-	w.deliver(decisionEntry("exec-a", "obs-2", "d-other"))
-	w.deliver(decisionEntry("exec-a", "obs-1", "d-1"))
-	w.deliver(decisionEntry("exec-a", "obs-1", "d-1")) // delivered twice: a redelivered record
+	w.Deliver(decision("exec-a", "obs-2", "d-other"))
+	w.Deliver(decision("exec-a", "obs-1", "d-1"))
+	w.Deliver(decision("exec-a", "obs-1", "d-1")) // delivered twice: a redelivered record
 
 	for name, ch := range map[string]<-chan *eventstore.Decision{"first wait": a1, "second wait": a1again} {
 		select {

@@ -355,7 +355,6 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 				}
 				return derive(e, sums.get(e.Record.RecordBase()))
 			})
-			s.decisions.deliver(e)
 		}
 	}
 	return errFollowEnded

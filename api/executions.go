@@ -635,36 +635,42 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// Fallback reads of awaitDecision, for a decision the publisher does not
-// bring (it is far behind, or restarting): the first after a few times a
-// decision's usual wait under load.
+// Reads of awaitDecision, for a decision no subscriber in this process
+// hands over (another daemon decided it), then less and less often: the
+// first soon after a decision's usual time, or, where a subscriber here
+// hands decisions over (Config.Decisions), only after a few times its
+// usual wait under load, since a read may find a decision whose state
+// changes are not appended yet.
 const (
-	decisionPollFirst = 500 * time.Millisecond
-	decisionPollMax   = 2 * time.Second
+	decisionPollFirst       = 20 * time.Millisecond
+	decisionPollFirstPushed = 500 * time.Millisecond
+	decisionPollMax         = 2 * time.Second
 )
 
 // awaitDecision waits, up to DecisionWait, for the decision on the
-// observation at sequence from. The live-events publisher hands it over on
-// pushed once the projection has it, so the answer's read-after-write
-// settle is then immediate; pushed is registered before the observation
-// was appended, so only an observation recorded before (a duplicate) may
-// have its decision in the journal already, and the journal is read at
-// once only then. Otherwise it is read now and then in case the publisher
-// does not bring the decision; each read starts after the last record
-// seen.
+// observation at sequence from. A policy subscriber in this process hands
+// it over on pushed once its state changes are appended too (Decisions);
+// pushed is registered before the observation was appended, so only an
+// observation recorded before (a duplicate) may have its decision in the
+// journal already, and the journal is read at once only then. Otherwise
+// it is read now and then, for a decision another process made; each read
+// starts after the last record seen.
 func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan *eventstore.Decision, readFirst bool) (*eventstore.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
+	delay := decisionPollFirst
+	if s.cfg.Decisions != nil {
+		delay = decisionPollFirstPushed
+	}
 	if !readFirst {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case d := <-pushed:
 			return d, nil
-		case <-time.After(decisionPollFirst):
+		case <-time.After(delay):
 		}
 	}
-	delay := decisionPollFirst
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	for {

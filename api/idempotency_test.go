@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/policy"
 )
 
 // TestRetryAfterTheDuplicateWindow: a message or observation id retried
@@ -122,5 +124,51 @@ func TestAnswerToARequestThatIsNotOpen(t *testing.T) {
 	r.call(t, "POST", "/v1/executions/"+id+"/messages", answer, http.StatusOK, &again)
 	if !again.Duplicate || again.Sequence != first.Sequence {
 		t.Errorf("retried answer: %+v, want the first acknowledgement %+v as a duplicate", again, first)
+	}
+}
+
+// slowStateLog holds back every state change the policy appends: the
+// decision is in the log well before the state change that carries it out.
+type slowStateLog struct{ policy.Log }
+
+func (l slowStateLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
+	if _, ok := r.(*eventstore.StateChanged); ok {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			return eventstore.Entry{}, ctx.Err()
+		}
+	}
+	return l.Log.Append(ctx, ref, r)
+}
+
+// TestObservationAnsweredOnceItsDecisionIsCarriedOut: recordObservation
+// answers once the decision's state changes are appended too, so that an
+// answer sent right after to the request the observation opened finds it
+// open, however long the state change takes after the decision.
+func TestObservationAnsweredOnceItsDecisionIsCarriedOut(t *testing.T) {
+	decisions := &api.Decisions{}
+	r := startRig(t, false, func(c *api.Config) { c.Decisions = decisions })
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := policy.NewSubscriber(slowStateLog{r.store}, policy.SubscriberConfig{Decided: decisions.Deliver})
+	done := make(chan struct{})
+	go func() { defer close(done); sub.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	id := r.launch(t, "t-carried", "", "sleep:60s").Reference.AgentExecutionID
+	for i, req := range []string{"q1", "q2"} {
+		var ack decisionAck
+		r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-" + req, "source": "mcp", "confidence": "high",
+			"signal": map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": req, "question": "Which branch?"}}}, http.StatusOK, &ack)
+		var answered execution.MessageAck
+		r.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"messageId": "a-" + req, "type": "answer",
+			"payload": map[string]any{"requestId": req, "text": "main"}}, http.StatusOK, &answered)
+		if answered.Sequence == 0 {
+			t.Fatalf("answer %d: %+v, want it recorded", i, answered)
+		}
+		eventually(t, 10*time.Second, "the request closes", func() bool {
+			st, err := r.views.Execution(id)
+			return err == nil && st.CurrentInputRequestID == ""
+		})
 	}
 }

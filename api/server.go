@@ -77,8 +77,14 @@ var _ Store = (*eventstore.JetStreamStore)(nil)
 // Config configures a Server. Store, Runtime, Views, Token and Secret are
 // required; every other zero value means its default.
 type Config struct {
-	Store   Store
-	Runtime *execution.Runtime
+	Store Store
+	// Decisions, when set, is handed every decision a policy subscriber
+	// in this process carries out (give its Deliver to
+	// policy.SubscriberConfig.Decided): requests waiting for a decision
+	// then get it at once. Without it, or for a decision made by another
+	// process, they read the journal now and then.
+	Decisions *Decisions
+	Runtime   *execution.Runtime
 	// Terminals is the registry of the runtime's terminal lanes; without
 	// it the terminal routes answer that there is no lane.
 	Terminals *terminal.Registry
@@ -199,9 +205,9 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	broker   *broker
 	metrics  *metrics
-	// decisions wakes the requests waiting for a decision the publisher
-	// sees.
-	decisions decisionWaiters
+	// decisions wakes the requests waiting for a decision carried out
+	// here: Config.Decisions, or one of the server's own.
+	decisions *Decisions
 
 	mu      sync.Mutex
 	started bool
@@ -223,14 +229,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		mux:      http.NewServeMux(),
-		access:   map[string]access{},
-		tokenSum: sha256.Sum256([]byte(cfg.Token)),
-		broker:   newBroker(subscriberBuffer),
-		metrics:  newMetrics(),
-		closing:  make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		mux:       http.NewServeMux(),
+		access:    map[string]access{},
+		tokenSum:  sha256.Sum256([]byte(cfg.Token)),
+		broker:    newBroker(subscriberBuffer),
+		decisions: cfg.Decisions,
+		metrics:   newMetrics(),
+		closing:   make(chan struct{}),
+	}
+	if s.decisions == nil {
+		s.decisions = &Decisions{}
 	}
 	s.routes()
 	return s, nil

@@ -36,7 +36,12 @@ type SubscriberConfig struct {
 	// at once, deciding on different journals' concurrently and on each
 	// journal's in log order; DefaultMaxAckPending when 0.
 	MaxAckPending int
-	Logger        *slog.Logger
+	// Decided, when set, hears of every decision this subscriber carried
+	// out, once the decision and its state changes are appended and
+	// durable: a process that answers with a decision (the API) learns of
+	// it without reading the log.
+	Decided func(*eventstore.Decision)
+	Logger  *slog.Logger
 }
 
 // Defaults of SubscriberConfig. The record a subscriber was handling when it
@@ -310,6 +315,11 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 			what = string(recs[len(entries)].Kind())
 		}
 		return fmt.Errorf("policy: append %s for %s: %w", what, key, err)
+	}
+	if s.cfg.Decided != nil {
+		if d, ok := entries[0].Record.(*eventstore.Decision); ok {
+			s.cfg.Decided(d)
+		}
 	}
 	return nil
 }

@@ -119,7 +119,8 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 		return errors.Join(s.errs...)
 	})
 	s.wg.Go(func() { s.keep("projector", s.views.Project(work, s.store)) })
-	pol := policy.NewSubscriber(s.store, policy.SubscriberConfig{})
+	decisions := &api.Decisions{}
+	pol := policy.NewSubscriber(s.store, policy.SubscriberConfig{Decided: decisions.Deliver})
 	s.wg.Go(func() { s.keep("policy subscriber", pol.Run(work)) })
 
 	s.rt = execution.NewRuntime(execution.Config{Store: s.store, StopGrace: stopGrace})
@@ -133,7 +134,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	rand.Read(secret)
 	s.token = randomHex(32)
 	acfg := api.DefaultConfig()
-	acfg.Store, acfg.Runtime, acfg.Views = s.store, s.rt, s.views
+	acfg.Store, acfg.Runtime, acfg.Views, acfg.Decisions = s.store, s.rt, s.views, decisions
 	acfg.Token, acfg.Secret = s.token, secret
 	// A policy consumer that loses its pull on a loaded machine (missed
 	// heartbeats) is set up again, and deciding stalled for about its

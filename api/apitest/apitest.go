@@ -66,8 +66,10 @@ func Start(t testing.TB, opts Options) *Stack {
 			t.Errorf("projector: %v", err)
 		}
 	})
+	var decisions *api.Decisions
 	if !opts.NoPolicy {
-		sub := policy.NewSubscriber(store, policy.SubscriberConfig{})
+		decisions = &api.Decisions{}
+		sub := policy.NewSubscriber(store, policy.SubscriberConfig{Decided: decisions.Deliver})
 		wg.Go(func() { sub.Run(ctx) })
 	}
 
@@ -86,6 +88,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	cfg := api.DefaultConfig()
 	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir, cfg.OutputDir = store, s.Runtime, terms, views, recordings, output
 	cfg.Token, cfg.Secret = Token, bytes.Repeat([]byte{7}, api.MinSecretSize)
+	cfg.Decisions = decisions
 	for _, configure := range opts.Configure {
 		configure(&cfg)
 	}

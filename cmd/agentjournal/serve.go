@@ -282,7 +282,10 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	}
 	// Registered after the views so that it stops first.
 	d.onClose(func() error { cancel(); wg.Wait(); return nil })
-	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger})
+	// The API's requests that wait for a decision hear of this daemon's
+	// at once.
+	decisions := &api.Decisions{}
+	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger, Decided: decisions.Deliver})
 	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
 
 	ep, err := listenAPI(d.env, d.logger, listen, tokenFile, d.onClose)
@@ -339,6 +342,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	}
 	acfg := ep.config(store, rt, terms, views)
 	acfg.Search = index
+	acfg.Decisions = decisions
 	if !b.Embedded() {
 		// Joined to another's NATS: while it is down, writes fail at once.
 		acfg.LogReachable = b.Reachable
