@@ -188,14 +188,22 @@ func TestScheduledRunWaitsForItsTime(t *testing.T) {
 	}
 }
 
+// queueBehindOne launches a run that takes the one slot and a queued run
+// behind it, and returns both.
+func (q *queueRig) queueBehindOne(t *testing.T) (first, queued eventstore.Reference) {
+	t.Helper()
+	first = q.launchDispatched(t, nil, "", "sleep:60s")
+	q.waitState(t, first, "first running", func(st *execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
+	queued = q.launchDispatched(t, dispatchAs(eventstore.DispatchQueued, time.Time{}), "hello", "echo:1")
+	q.checkQueued(t, queued, "queued:")
+	return first, queued
+}
+
 // TestStopWhileQueued: a queued run stopped ends cancelled with an
 // interruption of cause canceled, and its process never starts.
 func TestStopWhileQueued(t *testing.T) {
 	q := newQueueRig(t, 1)
-	first := q.launchDispatched(t, nil, "", "sleep:60s")
-	q.waitState(t, first, "first running", func(st *execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
-	queued := q.launchDispatched(t, dispatchAs(eventstore.DispatchQueued, time.Time{}), "hello", "echo:1")
-	q.checkQueued(t, queued, "queued:")
+	first, queued := q.queueBehindOne(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := q.rt.Stop(ctx, queued.AgentExecutionID); err != nil {
@@ -393,10 +401,7 @@ func TestQueuedTwice(t *testing.T) {
 // queue does not start it a second time: recovery deals with it.
 func TestQueuedRunStartedBeforeACrashIsNotStartedAgain(t *testing.T) {
 	q := newQueueRig(t, 1)
-	first := q.launchDispatched(t, nil, "", "sleep:60s")
-	q.waitState(t, first, "first running", func(st *execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
-	queued := q.launchDispatched(t, dispatchAs(eventstore.DispatchQueued, time.Time{}), "hello", "echo:1")
-	q.checkQueued(t, queued, "queued:")
+	_, queued := q.queueBehindOne(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := q.rt.Close(ctx); err != nil {
