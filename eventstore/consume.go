@@ -55,32 +55,65 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	cc := consumerConfig(cfg, cfg.Name, s.cfg.SubjectPrefix+".>")
+	_, err = s.consume(ctx, nil, s.stream, cc, cfg, streamOffset, fn)
+	return err
+}
+
+// withDefaults checks cfg and fills in its defaults.
+func (cfg ConsumerConfig) withDefaults() (ConsumerConfig, error) {
 	if esc, err := EscapeID(cfg.Name); err != nil || esc != cfg.Name {
-		return fmt.Errorf("consume: consumer name %q: want 1 to %d of [A-Za-z0-9_-]", cfg.Name, MaxIDLength)
+		return cfg, fmt.Errorf("consume: consumer name %q: want 1 to %d of [A-Za-z0-9_-]", cfg.Name, MaxIDLength)
 	}
 	cfg.AckWait = cmpOr(cfg.AckWait, 30*time.Second)
 	cfg.PinnedTTL = cmpOr(cfg.PinnedTTL, 10*time.Second)
 	cfg.RetryDelay = cmpOr(cfg.RetryDelay, time.Second)
 	cfg.MaxAckPending = max(cfg.MaxAckPending, 1)
 	if cfg.Exclusive && cfg.PinnedTTL < 2*time.Second {
-		return fmt.Errorf("consume %s: pinned TTL %s is too short (want 2s or more)", cfg.Name, cfg.PinnedTTL)
+		return cfg, fmt.Errorf("consume %s: pinned TTL %s is too short (want 2s or more)", cfg.Name, cfg.PinnedTTL)
 	}
+	return cfg, nil
+}
+
+// consumerConfig is the durable consumer that reads the records of subjects
+// filter for cfg.
+func consumerConfig(cfg ConsumerConfig, name, filter string) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
-		Durable:       cfg.Name,
+		Durable:       name,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		FilterSubject: s.cfg.SubjectPrefix + ".>",
+		FilterSubject: filter,
 		// Records pending beyond the limit wait on the server, in log
 		// order; each journal's are handled in order here.
 		MaxAckPending: cfg.MaxAckPending,
 	}
-	var opts []jetstream.PullMessagesOpt
 	if cfg.Exclusive {
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cc.PriorityGroups = []string{priorityGroup}
 		cc.PinnedTTL = cfg.PinnedTTL
+	}
+	return cc
+}
+
+// offsetOf returns the log offset of a delivered message.
+type offsetOf func(jetstream.Msg, *jetstream.MsgMetadata) uint64
+
+// streamOffset is the offset of a message delivered from the journal
+// stream itself.
+func streamOffset(_ jetstream.Msg, meta *jetstream.MsgMetadata) uint64 { return meta.Sequence.Stream }
+
+// consume runs the consumer cc of stream st until ctx ends or, when release
+// is not nil, until release is closed: then the pull stops, the records
+// already taken are handled, and consume returns released true.
+func (s *JetStreamStore) consume(ctx context.Context, release <-chan struct{}, st jetstream.Stream, cc jetstream.ConsumerConfig, cfg ConsumerConfig, offset offsetOf, fn func(context.Context, Entry) error) (released bool, _ error) {
+	var opts []jetstream.PullMessagesOpt
+	if cfg.Exclusive {
 		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
 	}
 	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
@@ -96,19 +129,22 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	for attempt := 0; ; attempt++ {
 		var err error
 		if cons == nil {
-			cons, err = s.stream.CreateOrUpdateConsumer(ctx, cc)
+			cons, err = st.CreateOrUpdateConsumer(ctx, cc)
 			if err != nil {
-				err = fmt.Errorf("consume %s: %w", cfg.Name, err)
+				err = fmt.Errorf("consume %s: %w", cc.Durable, err)
 			}
 		}
 		if cons != nil {
-			err = s.consumeOnce(ctx, cfg, cons, opts, fn)
+			err = s.consumeOnce(ctx, release, cfg, cons, opts, offset, fn)
 			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 				cons = nil
 			}
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return false, ctx.Err()
+		}
+		if isClosed(release) {
+			return true, nil
 		}
 		if cfg.Retrying != nil {
 			cfg.Retrying(err)
@@ -117,19 +153,45 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return false, ctx.Err()
+		case <-release:
+			t.Stop()
+			return true, nil
 		case <-t.C:
 		}
 	}
 }
 
-func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, opts []jetstream.PullMessagesOpt, fn func(context.Context, Entry) error) error {
+// isClosed reports whether c, which may be nil, is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *JetStreamStore) consumeOnce(ctx context.Context, release <-chan struct{}, cfg ConsumerConfig, cons jetstream.Consumer, opts []jetstream.PullMessagesOpt, offset offsetOf, fn func(context.Context, Entry) error) error {
 	msgs, err := cons.Messages(opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
 	}
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
+	if release != nil {
+		// Released, the pull stops taking records; those it has taken
+		// are still handed out, and handled before consume returns.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-release:
+				msgs.Drain()
+			case <-done:
+			}
+		}()
+	}
 	l := &lanes{ctx: ctx, cfg: cfg, fn: fn, stopPull: msgs.Stop, queues: map[string][]delivery{}}
 	defer func() {
 		// The records already taken are handled before the pull is set
@@ -143,6 +205,9 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if isClosed(release) {
+				return l.failed()
 			}
 			if err := l.failed(); err != nil {
 				return err
@@ -159,13 +224,13 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, co
 			// and move on rather than block the log behind it.
 			_ = m.Term()
 			if cfg.Skipped != nil {
-				cfg.Skipped(meta.Sequence.Stream, err)
+				cfg.Skipped(offset(m, meta), err)
 			}
 			continue
 		}
 		// The heartbeat starts now: a record waiting behind its journal's
 		// earlier ones is as taken as the one being handled.
-		l.add(m.Subject(), delivery{m: m, entry: Entry{Offset: meta.Sequence.Stream, Record: r}, beat: inProgress(m, cfg.AckWait)})
+		l.add(m.Subject(), delivery{m: m, entry: Entry{Offset: offset(m, meta), Record: r}, beat: inProgress(m, cfg.AckWait)})
 	}
 }
 

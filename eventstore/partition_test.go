@@ -1,0 +1,370 @@
+package eventstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+// handled is what the members of a partitioned group were handed.
+type handled struct {
+	mu sync.Mutex
+	// seqs are each journal's sequences in the order they were handed.
+	seqs map[string][]uint64
+	// by are the members each journal was handed to.
+	by map[string]map[string]bool
+	// busy counts, per journal, the members handling it right now.
+	busy    map[string]int
+	overlap []string
+}
+
+func newHandled() *handled {
+	return &handled{seqs: map[string][]uint64{}, by: map[string]map[string]bool{}, busy: map[string]int{}}
+}
+
+func (h *handled) fn(member string) func(context.Context, eventstore.Entry) error {
+	return func(_ context.Context, e eventstore.Entry) error {
+		b := e.Record.RecordBase()
+		h.mu.Lock()
+		if h.busy[b.JournalID]++; h.busy[b.JournalID] > 1 {
+			h.overlap = append(h.overlap, fmt.Sprintf("%s seq %d", b.JournalID, b.Sequence))
+		}
+		h.seqs[b.JournalID] = append(h.seqs[b.JournalID], b.Sequence)
+		if h.by[b.JournalID] == nil {
+			h.by[b.JournalID] = map[string]bool{}
+		}
+		h.by[b.JournalID][member] = true
+		h.mu.Unlock()
+		// Long enough for the members' handling to overlap.
+		time.Sleep(time.Millisecond)
+		h.mu.Lock()
+		h.busy[b.JournalID]--
+		h.mu.Unlock()
+		return nil
+	}
+}
+
+// waitAll waits until every journal in want has been handed sequences 1 to
+// want[journal].
+func (h *handled) waitAll(t *testing.T, want map[string]uint64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		h.mu.Lock()
+		missing := ""
+		for j, n := range want {
+			for seq := uint64(1); seq <= n; seq++ {
+				if !slices.Contains(h.seqs[j], seq) {
+					missing = fmt.Sprintf("%s seq %d", j, seq)
+					break
+				}
+			}
+			if missing != "" {
+				break
+			}
+		}
+		h.mu.Unlock()
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was never handled", missing)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// member is one reader of a partitioned group, on a connection of its own.
+type member struct {
+	name   string
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	done   chan error
+	// stopped is set once done has been received from.
+	stopped bool
+
+	mu    sync.Mutex
+	owned []int
+}
+
+func (m *member) partitions() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.owned)
+}
+
+func startMember(t *testing.T, b *bus.Bus, name string, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) *member {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(b.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := eventstore.OpenJetStream(context.Background(), js, eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{name: name, nc: nc, cancel: cancel, done: make(chan error, 1)}
+	cfg.Member = name
+	cfg.Owns = func(p []int) {
+		m.mu.Lock()
+		m.owned = p
+		m.mu.Unlock()
+	}
+	go func() { m.done <- s.ConsumePartitioned(ctx, cfg, fn) }()
+	t.Cleanup(func() {
+		m.stop(t)
+		nc.Close()
+	})
+	return m
+}
+
+// stop leaves the group and waits for the member to return.
+func (m *member) stop(t *testing.T) {
+	t.Helper()
+	m.cancel()
+	if m.stopped {
+		return
+	}
+	select {
+	case <-m.done:
+		m.stopped = true
+	case <-time.After(30 * time.Second):
+		t.Fatalf("member %s did not stop", m.name)
+	}
+}
+
+func partitionConfig(partitions int) eventstore.PartitionConfig {
+	return eventstore.PartitionConfig{
+		ConsumerConfig: eventstore.ConsumerConfig{Name: "grp", AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second, MaxAckPending: 64},
+		Partitions:     partitions,
+		Heartbeat:      100 * time.Millisecond,
+	}
+}
+
+// appendJournals appends n activity records to each of journals journals,
+// numbered from first, and returns each journal's last sequence.
+func appendJournals(t *testing.T, s *eventstore.JetStreamStore, journals, first, n int, last map[string]uint64) {
+	t.Helper()
+	ctx := context.Background()
+	for j := range journals {
+		ref := storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprintf("j%d", j))
+		ref, err := s.EnsureJournal(ctx, ref, storetest.Header("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := first; i < first+n; i++ {
+			e, err := s.Append(ctx, ref, storetest.Activity(ref.JournalID, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last[ref.JournalID] = e.Record.RecordBase().Sequence
+		}
+	}
+}
+
+func waitPartitions(t *testing.T, want int, members ...*member) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var all []int
+		for _, m := range members {
+			all = append(all, m.partitions()...)
+		}
+		slices.Sort(all)
+		if len(all) == want && len(slices.Compact(all)) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members read partitions %v, want each of 0 to %d once", all, want-1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPartitionedGroupSharesTheJournals(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	h := newHandled()
+	cfg := partitionConfig(6)
+	members := []*member{
+		startMember(t, b, "m1", cfg, h.fn("m1")),
+		startMember(t, b, "m2", cfg, h.fn("m2")),
+		startMember(t, b, "m3", cfg, h.fn("m3")),
+	}
+	waitPartitions(t, 6, members...)
+	for _, m := range members {
+		if len(m.partitions()) == 0 {
+			t.Errorf("member %s reads no partition", m.name)
+		}
+	}
+
+	last := map[string]uint64{}
+	appendJournals(t, s, 30, 0, 10, last)
+	h.waitAll(t, last)
+
+	h.mu.Lock()
+	readers := map[string]bool{}
+	for j, seqs := range h.seqs {
+		if !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != len(seqs) {
+			t.Errorf("journal %s handed %v, want each sequence once, in order", j, seqs)
+		}
+		if len(h.by[j]) != 1 {
+			t.Errorf("journal %s handed to %v, want one member", j, h.by[j])
+		}
+		for m := range h.by[j] {
+			readers[m] = true
+		}
+	}
+	if len(readers) < 2 {
+		t.Errorf("journals handed to %v only, want them shared", readers)
+	}
+	if len(h.overlap) > 0 {
+		t.Errorf("journals handled by two members at once: %v", h.overlap)
+	}
+	h.mu.Unlock()
+
+	// A member that leaves hands its partitions to the others, which read
+	// everything appended after.
+	members[0].stop(t)
+	waitPartitions(t, 6, members[1:]...)
+	appendJournals(t, s, 30, 10, 10, last)
+	h.waitAll(t, last)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for j, seqs := range h.seqs {
+		if !slices.IsSorted(seqs) {
+			t.Errorf("journal %s handed %v, want them in order", j, seqs)
+		}
+	}
+	if len(h.overlap) > 0 {
+		t.Errorf("journals handled by two members at once: %v", h.overlap)
+	}
+}
+
+func TestPartitionedGroupTakesOverADeadMember(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	h := newHandled()
+	cfg := partitionConfig(4)
+	m1 := startMember(t, b, "m1", cfg, h.fn("m1"))
+	m2 := startMember(t, b, "m2", cfg, h.fn("m2"))
+	waitPartitions(t, 4, m1, m2)
+	if len(m1.partitions()) == 0 || len(m2.partitions()) == 0 {
+		t.Fatalf("partitions %v and %v, want both members reading", m1.partitions(), m2.partitions())
+	}
+	// Closing its connection kills m1 as the group sees it: it neither
+	// leaves the group nor lets its consumers go.
+	m1.nc.Close()
+	last := map[string]uint64{}
+	appendJournals(t, s, 20, 0, 5, last)
+	h.waitAll(t, last)
+	if got := m2.partitions(); len(got) != 4 {
+		t.Errorf("the survivor reads partitions %v, want all four", got)
+	}
+}
+
+func TestPartitionedGroupStartsWhereItsConsumerStopped(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	before := map[string]uint64{}
+	appendJournals(t, s, 5, 0, 4, before)
+
+	// The group's name was read to its end by a reader of the whole log.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Consume(ctx, eventstore.ConsumerConfig{Name: "grp"}, func(context.Context, eventstore.Entry) error { return nil })
+	}()
+	// Stopped once every record is acknowledged.
+	waitFor(t, func() bool {
+		c, err := b.Stream().Consumer(context.Background(), "grp")
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream == info.Delivered.Stream && info.NumPending == 0 && info.Delivered.Stream > 0
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the whole-log reader did not read the log")
+	}
+
+	after := map[string]uint64{}
+	appendJournals(t, s, 5, 4, 2, after)
+	h := newHandled()
+	startMember(t, b, "m1", partitionConfig(3), h.fn("m1"))
+	h.waitAll(t, map[string]uint64{})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h.mu.Lock()
+		got := 0
+		for j, seqs := range h.seqs {
+			for _, seq := range seqs {
+				if seq <= before[j] {
+					t.Errorf("journal %s seq %d handed again, though the reader of the whole log had it", j, seq)
+				}
+			}
+			got += len(seqs)
+		}
+		h.mu.Unlock()
+		if got == 5*2 || t.Failed() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handed %d records, want the 10 appended since", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPartitionedGroupRefusesAnotherCount(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	h := newHandled()
+	m := startMember(t, b, "m1", partitionConfig(4), h.fn("m1"))
+	waitPartitions(t, 4, m)
+	other := partitionConfig(8)
+	other.Member = "m2"
+	err := s.ConsumePartitioned(context.Background(), other, h.fn("m2"))
+	if err == nil || !strings.Contains(err.Error(), "4 partitions on this log, not 8") {
+		t.Errorf("a member with another count: %v, want an error naming both counts", err)
+	}
+	for _, bad := range []eventstore.PartitionConfig{
+		func() eventstore.PartitionConfig { c := partitionConfig(1); c.Member = "x"; return c }(),
+		func() eventstore.PartitionConfig { c := partitionConfig(4); c.Member = "a.b"; return c }(),
+	} {
+		if err := s.ConsumePartitioned(context.Background(), bad, h.fn("x")); err == nil {
+			t.Errorf("%d partitions, member %q: accepted", bad.Partitions, bad.Member)
+		}
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
