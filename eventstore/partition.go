@@ -57,8 +57,7 @@ const partitionsKey = "agentjournal_partitions"
 // ConsumePartitioned delivers the log's records to fn like Consume, but
 // shares the journals among the members of a group: the journals are
 // hashed into cfg.Partitions partitions, each partition is read by one
-// member at a time, and each member reads the partitions that rendezvous
-// hashing over the members alive gives it. A member that joins takes its
+// member at a time, and the members alive share the partitions evenly. A member that joins takes its
 // share from the others, which finish the records they have taken first;
 // a member that dies has its partitions taken over once it has been silent
 // for MemberTTLBeats heartbeats. Each journal's records still reach fn one
@@ -238,21 +237,35 @@ func (g *group) beat(ctx context.Context) ([]string, error) {
 	return keys, err
 }
 
-// owned returns the partitions rendezvous hashing gives member among
-// members: each partition goes to the member that scores highest on it,
-// so a member joining or leaving moves only its own share.
+// owned returns the partitions member gets among members: each member
+// gets its share, within one of the others', and each partition, in order,
+// goes to the member that scores highest on it among those still short of
+// their share. Plain rendezvous hashing moves fewer partitions when the
+// members change, but left a member of three with none of six partitions.
 func owned(member string, members []string, partitions int) []int {
 	if !slices.Contains(members, member) {
 		return nil
+	}
+	members = slices.Sorted(slices.Values(members))
+	share := make(map[string]int, len(members))
+	for i, m := range members {
+		share[m] = partitions / len(members)
+		if i < partitions%len(members) {
+			share[m]++
+		}
 	}
 	var mine []int
 	for p := range partitions {
 		best, bestScore := "", uint64(0)
 		for _, m := range members {
-			if score := rendezvousScore(m, p); best == "" || score > bestScore || (score == bestScore && m < best) {
+			if share[m] == 0 {
+				continue
+			}
+			if score := rendezvousScore(m, p); best == "" || score > bestScore {
 				best, bestScore = m, score
 			}
 		}
+		share[best]--
 		if best == member {
 			mine = append(mine, p)
 		}

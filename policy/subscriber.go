@@ -36,6 +36,16 @@ type SubscriberConfig struct {
 	// at once, deciding on different journals' concurrently and on each
 	// journal's in log order; DefaultMaxAckPending when 0.
 	MaxAckPending int
+	// Partitions, 2 or more, shares the deciding among the subscribers
+	// on one log: the journals are hashed into that many partitions, each
+	// decided by one subscriber at a time, each subscriber deciding its
+	// share (eventstore.JetStreamStore.ConsumePartitioned). Every
+	// subscriber on a log must give the same count; 0 or 1 has one
+	// subscriber decide on the whole log while the others stand by.
+	Partitions int
+	// Member is this subscriber's name among the partitioned ones, the
+	// same across restarts; required with Partitions.
+	Member string
 	// Decided, when set, hears of every decision this subscriber carried
 	// out, once the decision and its state changes are appended and
 	// durable: a process that answers with a decision (the API) learns of
@@ -185,9 +195,15 @@ func NewSubscriber(log Log, cfg SubscriberConfig) *Subscriber {
 	return &Subscriber{log: log, cfg: cfg, states: map[string]*cached{}, turns: map[string]*turn{}}
 }
 
+// partitionedLog is a Log that shares its journals among several readers
+// (eventstore.JetStreamStore).
+type partitionedLog interface {
+	ConsumePartitioned(ctx context.Context, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) error
+}
+
 // Run decides until ctx ends.
 func (s *Subscriber) Run(ctx context.Context) error {
-	err := s.log.Consume(ctx, eventstore.ConsumerConfig{
+	cc := eventstore.ConsumerConfig{
 		Name: s.cfg.Consumer, Exclusive: true, AckWait: s.cfg.AckWait, PinnedTTL: s.cfg.PinnedTTL,
 		MaxAckPending: s.cfg.MaxAckPending,
 		Skipped: func(off uint64, err error) {
@@ -196,7 +212,22 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		Retrying: func(err error) {
 			s.cfg.Logger.Warn("policy consumer restarting", "err", err)
 		},
-	}, s.Handle)
+	}
+	var err error
+	if s.cfg.Partitions > 1 {
+		pl, ok := s.log.(partitionedLog)
+		if !ok {
+			return fmt.Errorf("policy: %d partitions: this log cannot be partitioned", s.cfg.Partitions)
+		}
+		err = pl.ConsumePartitioned(ctx, eventstore.PartitionConfig{
+			ConsumerConfig: cc, Partitions: s.cfg.Partitions, Member: s.cfg.Member,
+			Owns: func(parts []int) {
+				s.cfg.Logger.Info("policy decides on partitions", "member", s.cfg.Member, "partitions", parts, "of", s.cfg.Partitions)
+			},
+		}, s.Handle)
+	} else {
+		err = s.log.Consume(ctx, cc, s.Handle)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

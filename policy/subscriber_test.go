@@ -286,7 +286,11 @@ func TestPolicyChild(t *testing.T) {
 		os.Exit(1)
 	}
 	s := openStore(t, b)
-	sub := NewSubscriber(&announcingLog{Log: s}, SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second})
+	sc := SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second}
+	if m := os.Getenv(childMemberEnv); m != "" {
+		sc.Partitions, sc.Member = 6, m
+	}
+	sub := NewSubscriber(&announcingLog{Log: s}, sc)
 	fmt.Println("ready")
 	if err := sub.Run(context.Background()); err != nil {
 		fmt.Println("error", err)
@@ -298,12 +302,65 @@ func TestPolicyChild(t *testing.T) {
 // child is active.
 type announcingLog struct{ Log }
 
+func (a *announcingLog) ConsumePartitioned(ctx context.Context, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) error {
+	return a.Log.(partitionedLog).ConsumePartitioned(ctx, cfg, fn)
+}
+
 func (a *announcingLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
 	e, err := a.Log.Append(ctx, ref, r)
 	if d, ok := r.(*eventstore.Decision); ok && err == nil {
 		fmt.Println("decided", d.ObservationID)
 	}
 	return e, err
+}
+
+// childMemberEnv, set for a TestPolicyChild, makes it a member of that
+// name of a group of subscribers that share 6 partitions.
+const childMemberEnv = "AGENTJOURNAL_POLICY_MEMBER"
+
+// policyChild is a subscriber process running TestPolicyChild.
+type policyChild struct {
+	cmd     *exec.Cmd
+	decided chan string
+}
+
+// startPolicyChild starts a subscriber process on b's log, a member of the
+// partitioned group when member is not "".
+func startPolicyChild(t *testing.T, b *bus.Bus, member string) *policyChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPolicyChild$")
+	cmd.Env = append(os.Environ(), childEnv+"="+b.ClientURL(), childMemberEnv+"="+member)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &policyChild{cmd: cmd, decided: make(chan string, 10000)}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "ready":
+				close(ready)
+			case strings.HasPrefix(line, "decided "):
+				c.decided <- strings.TrimPrefix(line, "decided ")
+			case strings.HasPrefix(line, "error"):
+				t.Errorf("child: %s", line)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("child did not start")
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return c
 }
 
 // Two subscriber processes on one log: the active one is killed with
@@ -314,46 +371,7 @@ func TestTwoSubscriberProcesses(t *testing.T) {
 	s := openStore(t, b)
 	ctx := context.Background()
 
-	type child struct {
-		cmd     *exec.Cmd
-		decided chan string
-	}
-	start := func() *child {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPolicyChild$")
-		cmd.Env = append(os.Environ(), childEnv+"="+b.ClientURL())
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		c := &child{cmd: cmd, decided: make(chan string, 10000)}
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := sc.Text()
-				switch {
-				case line == "ready":
-					close(ready)
-				case strings.HasPrefix(line, "decided "):
-					c.decided <- strings.TrimPrefix(line, "decided ")
-				case strings.HasPrefix(line, "error"):
-					t.Errorf("child: %s", line)
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(30 * time.Second):
-			t.Fatal("child did not start")
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return c
-	}
-	children := []*child{start(), start()}
+	children := []*policyChild{startPolicyChild(t, b, ""), startPolicyChild(t, b, "")}
 
 	var refs []eventstore.Reference
 	for j := 0; j < 5; j++ {
@@ -396,6 +414,80 @@ func TestTwoSubscriberProcesses(t *testing.T) {
 	standby := children[1-active]
 	if len(standby.decided) == 0 {
 		t.Fatal("the standby never decided: the killed child cannot have decided everything")
+	}
+}
+
+// Three subscriber processes share the journals' partitions: each decides
+// on its share, one is killed mid-stream and the others take its share over,
+// and in the end every observation has exactly one decision.
+func TestPartitionedSubscriberProcesses(t *testing.T) {
+	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
+	s := openStore(t, b)
+	ctx := context.Background()
+	children := []*policyChild{startPolicyChild(t, b, "a"), startPolicyChild(t, b, "b"), startPolicyChild(t, b, "c")}
+
+	var refs []eventstore.Reference
+	for j := range 24 {
+		ref := storetest.Ref(eventstore.OwnerMission, "m", fmt.Sprint("exec-", j))
+		refs = append(refs, ref)
+		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendBatch := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := s.Append(ctx, refs[i%len(refs)], observation(fmt.Sprint("o-", i), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// drain counts each child's decisions since the last call.
+	drain := func() []int {
+		n := make([]int, len(children))
+		for i, c := range children {
+			for len(c.decided) > 0 {
+				<-c.decided
+				n[i]++
+			}
+		}
+		return n
+	}
+	// The first member to start decides on everything until the others
+	// have joined: rounds of one observation per journal go on until a
+	// round is decided by all three.
+	next := 0
+	for round := 0; ; round++ {
+		appendBatch(next, next+len(refs))
+		next += len(refs)
+		waitComplete(t, s, refs, 90*time.Second)
+		time.Sleep(100 * time.Millisecond) // the children's last lines
+		n := drain()
+		if n[0] > 0 && n[1] > 0 && n[2] > 0 {
+			break
+		}
+		if round == 50 {
+			t.Fatalf("decisions per child in the last round %v, want all three deciding", n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// One is killed mid-stream; the others take its partitions over.
+	appendBatch(next, next+len(refs)*5)
+	next += len(refs) * 5
+	if err := children[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	children[0].cmd.Wait()
+	appendBatch(next, next+len(refs)*5)
+	next += len(refs) * 5
+	a := waitComplete(t, s, refs, 90*time.Second)
+	a.check(t)
+	if len(a.observations) != next {
+		t.Fatalf("%d observations, want %d", len(a.observations), next)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := drain(); n[1] == 0 || n[2] == 0 {
+		t.Errorf("decisions per child after the kill %v, want both survivors deciding", n)
 	}
 }
 
