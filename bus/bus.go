@@ -305,6 +305,25 @@ func (b *Bus) ServerName() string {
 	return b.srv.Name()
 }
 
+// Shared reports whether other processes may use this log: it is another
+// server's, or the embedded server listens for clients or routes.
+func (b *Bus) Shared() bool {
+	return b.cfg.URL != "" || b.cfg.Listen != "" || b.cfg.Cluster.enabled()
+}
+
+// NodeName is this daemon's lasting name: its server name in a cluster,
+// else a name kept in the data directory and made on first use, so that a
+// daemon that restarts is the same member of the groups it belongs to.
+func (b *Bus) NodeName() (string, error) {
+	if b.Clustered() {
+		return b.srv.Name(), nil
+	}
+	if err := os.MkdirAll(b.cfg.DataDir, 0o700); err != nil {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	return loadOrCreateServerName(b.cfg.DataDir)
+}
+
 // Close drains the connection, shuts the embedded server down and waits for
 // it to stop, then releases the data directory. It is safe to call more than
 // once; later calls return the first call's result.

@@ -59,6 +59,14 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	if err != nil {
 		return err
 	}
+	if cfg.Exclusive {
+		// A reader of the whole log beside a partitioned group of the
+		// same name would decide on the group's journals a second time.
+		if st, err := s.js.Stream(ctx, groupStreamName(s.cfg.Stream, cfg.Name)); err == nil {
+			return fmt.Errorf("consume %s: the %s readers of this log share it in %s partitions: give this one the same count (or, with them all stopped, delete stream %s to read the whole log again)",
+				cfg.Name, cfg.Name, st.CachedInfo().Config.Metadata[partitionsKey], st.CachedInfo().Config.Name)
+		}
+	}
 	cc := consumerConfig(cfg, cfg.Name, s.cfg.SubjectPrefix+".>")
 	_, err = s.consume(ctx, nil, s.stream, cc, cfg, streamOffset, fn)
 	return err

@@ -112,7 +112,10 @@ type partitionRun struct {
 	done    chan struct{}
 }
 
-func (g *group) streamName() string { return g.s.cfg.Stream + "_" + g.cfg.Name }
+func (g *group) streamName() string { return groupStreamName(g.s.cfg.Stream, g.cfg.Name) }
+
+// groupStreamName is the stream of the group name on the journal stream.
+func groupStreamName(stream, name string) string { return stream + "_" + name }
 
 func (g *group) bucketName() string { return g.streamName() + "_members" }
 
@@ -154,7 +157,39 @@ func (g *group) open(ctx context.Context) error {
 		return fmt.Errorf("consume %s: members bucket: %w", g.cfg.Name, err)
 	}
 	g.members = kv
-	return nil
+	return g.waitWholeLogReaders(ctx)
+}
+
+// waitWholeLogReaders waits until no reader of the whole log under the
+// group's name is active: one would decide on the group's journals a second
+// time. While daemons are restarted one by one with partitions, those not
+// yet restarted go on reading the whole log, and the group starts once the
+// last has stopped (its pin lapses PinnedTTL after its last pull).
+func (g *group) waitWholeLogReaders(ctx context.Context) error {
+	for {
+		c, err := g.s.stream.Consumer(ctx, g.cfg.Name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("consume %s: look for readers of the whole log: %w", g.cfg.Name, err)
+		}
+		pinned := false
+		for _, pg := range c.CachedInfo().PriorityGroups {
+			pinned = pinned || pg.PinnedClientID != ""
+		}
+		if !pinned {
+			return nil
+		}
+		if g.cfg.Retrying != nil {
+			g.cfg.Retrying(fmt.Errorf("consume %s: waiting for the reader of the whole log under this name to stop", g.cfg.Name))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(g.cfg.Heartbeat):
+		}
+	}
 }
 
 // create makes the group's stream: a work queue that sources the journal

@@ -60,12 +60,19 @@ func (h *handled) fn(member string) func(context.Context, eventstore.Entry) erro
 // want[journal].
 func (h *handled) waitAll(t *testing.T, want map[string]uint64) {
 	t.Helper()
+	h.waitAfter(t, nil, want)
+}
+
+// waitAfter waits until every journal in want has been handed the
+// sequences after after[journal] up to want[journal].
+func (h *handled) waitAfter(t *testing.T, after, want map[string]uint64) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		h.mu.Lock()
 		missing := ""
 		for j, n := range want {
-			for seq := uint64(1); seq <= n; seq++ {
+			for seq := after[j] + 1; seq <= n; seq++ {
 				if !slices.Contains(h.seqs[j], seq) {
 					missing = fmt.Sprintf("%s seq %d", j, seq)
 					break
@@ -366,5 +373,47 @@ func waitFor(t *testing.T, ok func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A group and a reader of the whole log under one name never read at once:
+// the group waits for a running reader to stop, and a reader started once
+// the group exists is refused.
+func TestPartitionedGroupAndWholeLogReaderExcludeEachOther(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	whole := newHandled()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Consume(ctx, eventstore.ConsumerConfig{Name: "grp", Exclusive: true, PinnedTTL: 2 * time.Second}, whole.fn("whole"))
+	}()
+	first := map[string]uint64{}
+	appendJournals(t, s, 4, 0, 3, first)
+	whole.waitAll(t, first)
+
+	group := newHandled()
+	m := startMember(t, b, "m1", partitionConfig(4), group.fn("m1"))
+	time.Sleep(time.Second)
+	if p := m.partitions(); len(p) > 0 {
+		t.Fatalf("the group reads partitions %v while the whole-log reader runs", p)
+	}
+	cancel()
+	<-done
+	waitPartitions(t, 4, m)
+	second := map[string]uint64{}
+	appendJournals(t, s, 4, 3, 3, second)
+	group.waitAfter(t, first, second)
+	group.mu.Lock()
+	for j, seqs := range group.seqs {
+		if seqs[0] <= first[j] {
+			t.Errorf("journal %s: the group was handed seq %d, which the whole-log reader had", j, seqs[0])
+		}
+	}
+	group.mu.Unlock()
+
+	err := s.Consume(context.Background(), eventstore.ConsumerConfig{Name: "grp", Exclusive: true}, whole.fn("whole"))
+	if err == nil || !strings.Contains(err.Error(), "share it in 4 partitions") {
+		t.Errorf("a whole-log reader beside the group: %v, want refused", err)
 	}
 }

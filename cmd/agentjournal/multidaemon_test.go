@@ -610,9 +610,77 @@ func TestClusterDaemonsSurviveANode(t *testing.T) {
 	}
 }
 
+// The nodes of a cluster share the policy's partitions: each decides on its
+// share, observations recorded through any node are answered with their
+// decision, and when a node is killed the others take its share over.
+func TestClusterDaemonsSharePolicyPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster of daemons as processes")
+	}
+	nodes := startCluster(t, "aj-parts", "--policy-partitions", "6")
+	waitShares(t, nodes, 6)
+
+	var execs []string
+	for i, n := range nodes {
+		execs = append(execs, n.launchAgent(t, fmt.Sprintf("t-part-%d", i), "wait"))
+	}
+	observeAll := func(via []*daemonProc, phase string) {
+		t.Helper()
+		for i := range 3 {
+			for _, id := range execs {
+				via[i%len(via)].observe(t, id, fmt.Sprintf("o-%s-%d", phase, i), progressSignal(phase))
+			}
+		}
+	}
+	observeAll(nodes, "all")
+
+	victim := streamLeader(t, nodes)
+	nodes[victim].kill()
+	survivors := slices.Delete(slices.Clone(nodes), victim, victim+1)
+	waitShares(t, survivors, 6)
+	observeAll(survivors, "survivors")
+	for _, id := range execs {
+		survivors[0].checkDecisions(t, id)
+	}
+}
+
+// waitShares waits until the last partitions each node's log says its
+// policy decides on are an even share of the partitions, every one
+// decided by one node.
+func waitShares(t *testing.T, nodes []*daemonProc, partitions int) {
+	t.Helper()
+	pollUntil(t, procConvergeWait, "the nodes share the partitions", func() (bool, string) {
+		owner := map[string]string{}
+		for _, n := range nodes {
+			data, err := os.ReadFile(n.log)
+			if err != nil {
+				return false, err.Error()
+			}
+			i := strings.LastIndex(string(data), `msg="policy decides on partitions"`)
+			if i < 0 {
+				return false, "node " + n.name + " decides on no partition yet"
+			}
+			line, _, _ := strings.Cut(string(data[i:]), "\n")
+			_, list, _ := strings.Cut(line, `partitions="[`)
+			list, _, _ = strings.Cut(list, `]"`)
+			parts := strings.Fields(list)
+			if len(parts) != partitions/len(nodes) {
+				return false, fmt.Sprintf("node %s decides on partitions %v", n.name, parts)
+			}
+			for _, p := range parts {
+				if o, ok := owner[p]; ok {
+					return false, fmt.Sprintf("partition %s decided by %s and %s", p, o, n.name)
+				}
+				owner[p] = n.name
+			}
+		}
+		return len(owner) == partitions, fmt.Sprintf("partitions decided: %v", owner)
+	})
+}
+
 // startCluster starts three daemons as the nodes of a cluster named name,
 // with the journal stream on all three, and waits until each serves.
-func startCluster(t *testing.T, name string) []*daemonProc {
+func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 	t.Helper()
 	ports := freeLoopbackPorts(t, 3)
 	var routes []string
@@ -623,9 +691,9 @@ func startCluster(t *testing.T, name string) []*daemonProc {
 	secret := []string{"--nats-secret-file", natsSecretFile(t)}
 	nodes := make([]*daemonProc, 3)
 	for i := range nodes {
-		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret,
-			"--cluster-name", name, "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			"--routes", strings.Join(routes, ","), "--replicas", "3")
+		args := append([]string{"--cluster-name", name, "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			"--routes", strings.Join(routes, ","), "--replicas", "3"}, serve...)
+		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret, args...)
 	}
 	// Once a node is gone, the survivors cannot all stop gracefully: the
 	// last one has no majority left to record its agents' end and waits for
@@ -720,6 +788,8 @@ func TestClusterFlagUsageErrors(t *testing.T) {
 		{"replicas out of range", []string{"serve", "--cluster-name", "aj", "--cluster-listen", "127.0.0.1:6222", "--replicas", "7"},
 			"--replicas 7 is out of range (want 1 to 5)"},
 		{"no replicas", []string{"serve", "--replicas", "0"}, "--replicas 0 is out of range"},
+		{"one partition", []string{"serve", "--policy-partitions", "1"}, "--policy-partitions 1: want 2 to 1024, or 0"},
+		{"too many partitions", []string{"serve", "--policy-partitions", "5000"}, "--policy-partitions 5000: want 2 to 1024"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N]",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -43,7 +43,13 @@ its address to daemon.json in the data directory, where the client commands
 
 --nats-listen lets other daemons join this one's log with --nats-url; several
 daemons on one log converge on the same read models, and exactly one of them
-decides on each observation at a time.
+decides on each observation at a time. By default one daemon decides on every
+journal while the others stand by; with --policy-partitions N (the same N on
+every daemon of the log, 12 say) the journals are hashed into N partitions
+that the daemons share evenly, so that adding daemons adds decisions. A daemon
+that stops hands its partitions over at once; one that dies, within seconds.
+Daemons restarted one by one with partitions start deciding once the last
+one without them has stopped.
 
 --cluster-name, --cluster-listen and --routes make the embedded NATS one node
 of a cluster, each node a daemon with its own data directory; the log is then
@@ -99,6 +105,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	routes := fs.String("routes", "", "the cluster nodes' route `URLS`, comma-separated nats-route://host:port (this node's own may be listed)")
 	snapshots := snapshotsFlag(fs)
 	maxRunning := fs.Int("max-running", 0, "start queued and scheduled launches only while fewer than `N` agents run here (0: the number of CPUs); interactive launches start at once and count toward it")
+	partitions := fs.Int("policy-partitions", 0, "share the policy's deciding among the daemons on this log by hashing the journals into `N` partitions (2 to 1024, the same on every daemon); 0: one daemon decides at a time")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
@@ -109,6 +116,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *maxRunning < 0 {
 		return serveSpec.usageErr(fs, "--max-running %d: want 1 or more, or 0 for the number of CPUs", *maxRunning)
+	}
+	if *partitions < 0 || *partitions == 1 || *partitions > eventstore.MaxPartitions {
+		return serveSpec.usageErr(fs, "--policy-partitions %d: want 2 to %d, or 0 for one daemon deciding at a time", *partitions, eventstore.MaxPartitions)
 	}
 	if *onStop != "leave" && *onStop != "stop" {
 		return serveSpec.usageErr(fs, "--on-stop %q: want leave or stop", *onStop)
@@ -141,6 +151,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote, leaveAgents: *onStop == "leave"}
 	d.snapshots = bool(*snapshots)
 	d.maxRunning = *maxRunning
+	d.partitions = *partitions
 	return d.run(ctx, *listen, *natsListen, *tokenFile)
 }
 
@@ -229,6 +240,8 @@ type daemon struct {
 	// maxRunning is the runtime's limit of running agents before queued
 	// launches wait (--max-running).
 	maxRunning int
+	// partitions is the policy's partition count, 0 for none.
+	partitions int
 	closes     []func() error
 }
 
@@ -285,7 +298,28 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	// The API's requests that wait for a decision hear of this daemon's
 	// at once.
 	decisions := &api.Decisions{}
-	pol := policy.NewSubscriber(store, policy.SubscriberConfig{Logger: d.logger, Decided: decisions.Deliver})
+	pc := policy.SubscriberConfig{Logger: d.logger, Decided: decisions.Deliver, Partitions: d.partitions}
+	if b.Shared() {
+		// An observation recorded here may be decided by another daemon's
+		// policy, and one recorded elsewhere by this one's: each tells
+		// the others, so that no request waits to find its decision by
+		// reading the journal.
+		if err := store.SubscribeDecided(work, decisions.Deliver); err != nil {
+			return err
+		}
+		pc.Decided = func(dec *eventstore.Decision) {
+			decisions.Deliver(dec)
+			if err := store.PublishDecided(dec); err != nil {
+				d.logger.Warn("decision notice not sent", "decision", dec.DecisionID, "err", err)
+			}
+		}
+	}
+	if d.partitions > 0 {
+		if pc.Member, err = b.NodeName(); err != nil {
+			return err
+		}
+	}
+	pol := policy.NewSubscriber(store, pc)
 	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
 
 	ep, err := listenAPI(d.env, d.logger, listen, tokenFile, d.onClose)

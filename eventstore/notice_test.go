@@ -1,0 +1,75 @@
+package eventstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+// A decision announced by one process on the log reaches another's
+// subscriber, and nothing of it is stored in the journal stream.
+func TestDecisionNoticeReachesAnotherProcess(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s1 := openJetStream(t, b)
+	nc, err := nats.Connect("", nats.InProcessServer(b.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := eventstore.OpenJetStream(context.Background(), js, eventstore.JetStreamConfig{Stream: b.StreamName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan *eventstore.Decision, 1)
+	if err := s2.SubscribeDecided(ctx, func(d *eventstore.Decision) { got <- d }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s1.LastOffset(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ref := storetest.Ref(eventstore.OwnerTask, "t", "notice")
+	ref, err = s1.EnsureJournal(ctx, ref, storetest.Header("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err = s1.LastOffset(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &eventstore.Decision{DecisionID: "d-1", ObservationID: "o-1", Action: eventstore.DecisionAction("record-only")}
+	d.JournalID, d.AgentExecutionID, d.Sequence, d.OccurredAt = ref.JournalID, ref.AgentExecutionID, 7, time.Now().UTC()
+	d.Scope, d.OwnerID = ref.OwnerEntity, ref.OwnerID
+	d.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindDecision, "d-1")
+	if err := s1.PublishDecided(d); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n.DecisionID != "d-1" || n.ObservationID != "o-1" || n.AgentExecutionID != ref.AgentExecutionID {
+			t.Errorf("notice carries %+v, want decision d-1 on o-1 of %s", n, ref.AgentExecutionID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the notice never arrived")
+	}
+	if after, err := s1.LastOffset(ctx); err != nil || after != before {
+		t.Errorf("the log's last offset went from %d to %d (%v): a notice was stored", before, after, err)
+	}
+}
