@@ -46,6 +46,9 @@ type SubscriberConfig struct {
 	// Member is this subscriber's name among the partitioned ones, the
 	// same across restarts; required with Partitions.
 	Member string
+	// Owns, when set, hears the partitions this subscriber decides on
+	// whenever they change (they are logged too).
+	Owns func(partitions []int)
 	// Decided, when set, hears of every decision this subscriber carried
 	// out, once the decision and its state changes are appended and
 	// durable: a process that answers with a decision (the API) learns of
@@ -223,6 +226,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 			ConsumerConfig: cc, Partitions: s.cfg.Partitions, Member: s.cfg.Member,
 			Owns: func(parts []int) {
 				s.cfg.Logger.Info("policy decides on partitions", "member", s.cfg.Member, "partitions", parts, "of", s.cfg.Partitions)
+				if s.cfg.Owns != nil {
+					s.cfg.Owns(parts)
+				}
 			},
 		}, s.Handle)
 	} else {
