@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/agentjournal/agentjournal/api/apibench"
 	"github.com/agentjournal/agentjournal/eventstore/storebench"
+	"github.com/agentjournal/agentjournal/policy/fleetbench"
 	"github.com/agentjournal/agentjournal/projections/projbench"
 )
 
@@ -18,7 +20,7 @@ type BenchCommand struct {
 
 var benchSpec = cmdSpec{
 	Name: "bench",
-	Args: "[--suite store|read|api|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--json]",
+	Args: "[--suite store|read|api|fleet|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--json]",
 	Summary: `Measure the journal store against raw JetStream in one process and one run:
 acknowledged single-writer appends (sync always and sync interval) against raw
 publishes of the same bytes, appends across many journals from many writers,
@@ -36,7 +38,12 @@ records in 1,000 journals against a raw ordered-consumer read and raw batched
 bbolt puts, peak RSS, append-to-visible latency at 1,000 records/s, the replay
 fold rate and policy decision latency. --suite api measures the HTTP API with
 200 concurrent clients against raw appends, and SSE fan-out to 100 subscribers.
---suite all runs the three. The size flags apply to the store suite.`,
+--suite fleet measures whether more daemons decide faster: on a fresh cluster of
+three embedded NATS servers (stream at 3 replicas) per round, 1, 2 and 3 policy
+subscribers share the journals' partitions while 64 writers append 6,000
+observations, timed until every one is decided, against raw appends to the same
+cluster set-up; all nodes share this machine's CPUs. --suite all runs the four.
+The size flags apply to the store suite.`,
 	Example: "agentjournal --data /tmp/bench bench\nagentjournal bench --records 20000 --json",
 }
 
@@ -50,7 +57,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	writers := fs.Int("writers", d.Writers, "concurrent writers `N`")
 	payload := fs.Int("payload", d.PayloadBytes, "approximate record payload `BYTES`")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	suite := fs.String("suite", "store", "which measurements: `store`, read, api or all")
+	suite := fs.String("suite", "store", "which measurements: `store`, read, api, fleet or all")
 	pos, err := benchSpec.parse(fs, args)
 	if err != nil {
 		return err
@@ -58,8 +65,8 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return benchSpec.usageErr(fs, "unexpected argument %q (bench takes only flags)", pos[0])
 	}
-	if *suite != "store" && *suite != "read" && *suite != "api" && *suite != "all" {
-		return benchSpec.usageErr(fs, "--suite %q (want one of: store, read, api, all)", *suite)
+	if !slices.Contains([]string{"store", "read", "api", "fleet", "all"}, *suite) {
+		return benchSpec.usageErr(fs, "--suite %q (want one of: store, read, api, fleet, all)", *suite)
 	}
 	if err := os.MkdirAll(c.env.DataDir, 0o700); err != nil {
 		return err
@@ -101,6 +108,15 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		rep, err := apibench.Run(ctx, acfg)
 		if err != nil {
 			return fmt.Errorf("bench api: %w", err)
+		}
+		reports = append(reports, rep)
+	}
+	if *suite == "fleet" || *suite == "all" {
+		fcfg := fleetbench.DefaultConfig()
+		fcfg.Dir, fcfg.Progress = scratch, c.env.Stderr
+		rep, err := fleetbench.Run(ctx, fcfg)
+		if err != nil {
+			return fmt.Errorf("bench fleet: %w", err)
 		}
 		reports = append(reports, rep)
 	}

@@ -1,5 +1,5 @@
-// Package benchkit holds what the three benchmark packages (storebench,
-// projbench, apibench) share: the description of the machine a report was
-// measured on, configuration checks, the statistics (rate, median,
-// percentile) and the aligned text tables of their reports.
+// Package benchkit holds what the four benchmark packages (storebench,
+// projbench, apibench, fleetbench) share: the description of the machine a
+// report was measured on, configuration checks, the statistics (rate,
+// median, percentile) and the aligned text tables of their reports.
 package benchkit

@@ -1,0 +1,281 @@
+package fleetbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFleetRunSmall(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	// A hang fails the test rather than stalling it: each round is bounded
+	// too.
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
+		RoundTimeout: time.Minute, Progress: &progress})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	type shape struct {
+		Name    string
+		Daemons int
+		Count   int
+		Decided int
+	}
+	var got []shape
+	for _, res := range rep.Results {
+		got = append(got, shape{res.Name, res.Daemons, res.Count, res.Decided})
+	}
+	// Every policy round heard a decision on each of its observations.
+	want := []shape{{"raw/append", 0, 200, 0}, {"policy/1-daemon", 1, 200, 200}, {"policy/2-daemons", 2, 200, 200}, {"policy/3-daemons", 3, 200, 200}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("results (-want +got):\n%s", diff)
+	}
+	for _, res := range rep.Results {
+		if res.Elapsed <= 0 || res.PerSecond <= 0 || res.AppendP50 <= 0 || res.AppendP99 < res.AppendP50 {
+			t.Errorf("%s: elapsed %s, %v/s, append p50 %s, p99 %s; want all positive and p99 >= p50",
+				res.Name, res.Elapsed, res.PerSecond, res.AppendP50, res.AppendP99)
+		}
+		if res.Daemons > 0 && (res.DecisionP50 <= 0 || res.DecisionP99 < res.DecisionP50 || res.VsOneDaemon <= 0 || res.VsRaw <= 0) {
+			t.Errorf("%s: decision p50 %s, p99 %s, %.2fx one daemon, %.2fx raw; want all positive and p99 >= p50",
+				res.Name, res.DecisionP50, res.DecisionP99, res.VsOneDaemon, res.VsRaw)
+		}
+		if res.Method == "" {
+			t.Errorf("%s: no description of what was timed", res.Name)
+		}
+	}
+	if one, _ := rep.Result("policy/1-daemon"); one.VsOneDaemon != 1 {
+		t.Errorf("policy/1-daemon is %vx itself, want 1", one.VsOneDaemon)
+	}
+	if got := strings.Count(progress.String(), "\n"); got != len(want) {
+		t.Errorf("progress has %d lines, want %d:\n%s", got, len(want), progress.String())
+	}
+
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	for _, w := range []string{"raw/append", "policy/1-daemon", "policy/2-daemons", "policy/3-daemons", "decisions/s",
+		"share this machine's " + strconv.Itoa(runtime.NumCPU()) + " CPUs"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("text report lacks %q:\n%s", w, text.String())
+		}
+	}
+
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	var decoded jsonReport
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
+	}
+	if len(decoded.Results) != len(rep.Results) {
+		t.Fatalf("JSON report has %d results, want %d", len(decoded.Results), len(rep.Results))
+	}
+	for i, res := range rep.Results {
+		d := decoded.Results[i]
+		if d.Name != res.Name || d.Daemons != res.Daemons || d.Count != res.Count || d.Decided != res.Decided || d.PerSecond != res.PerSecond ||
+			d.VsOneDaemon != res.VsOneDaemon || d.VsRaw != res.VsRaw || d.ElapsedSeconds != res.Elapsed.Seconds() {
+			t.Errorf("JSON result %d = %+v, want it to carry %+v", i, d, res)
+		}
+	}
+	if decoded.Config.Observations != 200 || decoded.Config.Partitions != 6 || decoded.Nodes != Nodes || decoded.CPUs != runtime.NumCPU() {
+		t.Errorf("JSON config %+v, nodes %d, cpus %d", decoded.Config, decoded.Nodes, decoded.CPUs)
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("scratch directory holds %d entries after Run, want 0 (every round's cluster removed)", len(entries))
+	}
+	waitGoroutines(t, before)
+}
+
+// TestFleetRunFailsCleanly: a round that cannot finish in time fails the run,
+// and leaves no cluster, directory or goroutine behind.
+func TestFleetRunFailsCleanly(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	_, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
+		RoundTimeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Fatal("Run with a round timeout too short to start a cluster succeeded, want an error")
+	}
+	entries, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(entries) != 0 {
+		t.Errorf("scratch directory holds %d entries after a failed Run, want 0", len(entries))
+	}
+	waitGoroutines(t, before)
+}
+
+// TestFleetRunStopsMidRound: a run stopped while its subscribers decide
+// fails, and stops its subscribers, servers and writers and removes its
+// directories all the same.
+func TestFleetRunStopsMidRound(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// A subscriber logs the partitions it takes: a second later the
+	// writers are appending and the subscribers deciding.
+	logger := slog.New(&onMessage{msg: "policy decides on partitions", do: func() { time.AfterFunc(time.Second, cancel) }})
+	_, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 1_000_000, RawAppends: 50,
+		RoundTimeout: time.Minute, Logger: logger})
+	if err == nil || !strings.Contains(err.Error(), "policy/1-daemon") {
+		t.Fatalf("Run stopped in policy/1-daemon = %v, want that round's error", err)
+	}
+	entries, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(entries) != 0 {
+		t.Errorf("scratch directory holds %d entries after a stopped Run, want 0", len(entries))
+	}
+	waitGoroutines(t, before)
+}
+
+// onMessage is a log handler that calls do on the first record with
+// message msg.
+type onMessage struct {
+	msg  string
+	do   func()
+	once sync.Once
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(h.do)
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }
+
+// TestFleetRunDefaults runs the full benchmark with default sizes when
+// FLEETBENCH_DEFAULTS=1, printing the report; it takes about a minute and a
+// half.
+func TestFleetRunDefaults(t *testing.T) {
+	if os.Getenv("FLEETBENCH_DEFAULTS") != "1" {
+		t.Skip("set FLEETBENCH_DEFAULTS=1 to run the full benchmark")
+	}
+	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Progress: t.Output()})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := rep.WriteText(t.Output()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFleetConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string // substrings of the error, nil for none
+	}{
+		{name: "dir only", cfg: Config{Dir: "x"}},
+		{name: "defaults", cfg: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
+		{name: "no dir", cfg: Config{}, want: []string{"fleetbench: no Dir"}},
+		{name: "too few partitions", cfg: Config{Dir: "x", Partitions: 2}, want: []string{"Partitions 2 is out of range (want 3 to 1024"}},
+		{
+			name: "every negative size at once",
+			cfg:  Config{Dir: "x", Partitions: -1, Writers: -2, Journals: -3, Observations: -4, RawAppends: -5, RoundTimeout: -time.Second},
+			want: []string{
+				"fleetbench: Partitions -1 is negative (want 1 or more, or 0 for 12)",
+				"fleetbench: Writers -2 is negative (want 1 or more, or 0 for 64)",
+				"fleetbench: Journals -3 is negative",
+				"fleetbench: Observations -4 is negative",
+				"fleetbench: RawAppends -5 is negative",
+				"fleetbench: RoundTimeout -1s is negative",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to mention %q", err, w)
+				}
+			}
+			if _, rerr := Run(t.Context(), tt.cfg); rerr == nil || rerr.Error() != err.Error() {
+				t.Errorf("Run with an invalid Config = %v, want the Validate error", rerr)
+			}
+		})
+	}
+}
+
+// TestFleetGroupEven: the group counts as settled only once every member holds
+// its even share and the shares cover every partition once.
+func TestFleetGroupEven(t *testing.T) {
+	g := newGroup(6, 0)
+	g.members = []string{"a", "b", "c"}
+	steps := []struct {
+		member string
+		parts  []int
+		want   bool
+	}{
+		{"a", []int{0, 1, 2, 3, 4, 5}, false},
+		{"b", []int{2, 3}, false}, // a still holds 2 and 3
+		{"a", []int{0, 1, 4, 5}, false},
+		{"c", []int{4, 5}, false}, // a still holds 4 and 5
+		{"a", []int{0, 1}, true},
+	}
+	for i, s := range steps {
+		g.owned(s.member, s.parts)
+		if got := g.even(); got != s.want {
+			t.Errorf("step %d (%s holds %v): even() = %t, want %t", i, s.member, s.parts, got, s.want)
+		}
+	}
+	g.owned("c", []int{4})
+	if g.moves != 1 {
+		t.Errorf("moves = %d after a change once settled, want 1", g.moves)
+	}
+}
+
+// waitGoroutines waits for the goroutines started since before to end:
+// every round's servers and subscribers must be gone.
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	t.Errorf("%d goroutines left running after Run, want at most %d:\n%s",
+		runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+}

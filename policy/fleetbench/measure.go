@@ -1,0 +1,476 @@
+package fleetbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/policy"
+)
+
+// textBytes is the length of every observation's progress summary.
+const textBytes = 256
+
+// Appends that fail are sent again this many times in all, appendBackoff
+// apart and more each time: a cluster that has just formed, or is moving a
+// stream leader, refuses writes for a moment.
+const (
+	appendAttempts = 5
+	appendBackoff  = 100 * time.Millisecond
+	// appendTimeout bounds one attempt: a request whose answer is lost
+	// would otherwise wait for the round's deadline.
+	appendTimeout = 10 * time.Second
+)
+
+// runner carries what the rounds of one Run share.
+type runner struct {
+	cfg     Config
+	summary string
+}
+
+func (r *runner) progress(res Result) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	line := fmt.Sprintf("%s: %d from %d writers, %.0f/s, append p50 %s, p99 %s", res.Name, res.Count, res.Writers,
+		res.PerSecond, millis(res.AppendP50), millis(res.AppendP99))
+	if res.Daemons > 0 {
+		line += fmt.Sprintf(", decision p50 %s, p99 %s", millis(res.DecisionP50), millis(res.DecisionP99))
+	}
+	// Progress is informational: a failing writer does not stop the run.
+	fmt.Fprintln(r.cfg.Progress, line)
+}
+
+// observationID is observation i's id: the decision names it, which tells
+// which observation a decision answers.
+func observationID(i int) string { return "obs-" + strconv.Itoa(i) }
+
+// observationIndex is the i of observationID(i), -1 for another id.
+func observationIndex(id string) int {
+	s, ok := strings.CutPrefix(id, "obs-")
+	if !ok {
+		return -1
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+// observation is a progress signal, as an agent reports it through MCP: the
+// policy decides on each.
+func (r *runner) observation(i int) *eventstore.Observation {
+	return &eventstore.Observation{
+		ObservationID: observationID(i),
+		Source:        eventstore.ObservedMCP,
+		Confidence:    eventstore.ConfidenceAuthoritative,
+		Signal:        eventstore.NewSignal(&eventstore.ProgressSignal{Summary: r.summary}),
+	}
+}
+
+// workload is a round's cluster with its journals created.
+type workload struct {
+	cl   *cluster
+	refs []eventstore.Reference
+	// retries counts appends sent again.
+	retries atomic.Int64
+}
+
+// start opens a cluster and creates the journals, journal j through node
+// j mod Nodes's store, the one every append to it goes through.
+func (r *runner) start(ctx context.Context) (_ *workload, err error) {
+	cl, err := openCluster(ctx, r.cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cl.Close())
+		}
+	}()
+	w := &workload{cl: cl, refs: make([]eventstore.Reference, r.cfg.Journals)}
+	for j := range w.refs {
+		task := fmt.Sprintf("fleet-%d", j)
+		id, err := eventstore.NewAgentExecutionID(eventstore.OwnerTask, task, "fleet")
+		if err == nil {
+			w.refs[j], err = eventstore.NewReference(eventstore.OwnerTask, task, id)
+		}
+		for attempt := 1; err == nil; attempt++ {
+			var ref eventstore.Reference
+			actx, cancel := context.WithTimeout(ctx, appendTimeout)
+			ref, err = w.store(j).EnsureJournal(actx, w.refs[j], header())
+			cancel()
+			if err == nil {
+				w.refs[j] = ref
+				break
+			}
+			if attempt == appendAttempts || !pause(ctx, attempt) {
+				break
+			}
+			err = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("journal %d: %w", j, err)
+		}
+	}
+	return w, nil
+}
+
+// store is the store journal j is written through.
+func (w *workload) store(j int) *eventstore.JetStreamStore { return w.cl.stores[j%Nodes] }
+
+// header is every journal's header: a headless agent.
+func header() *eventstore.Header {
+	return &eventstore.Header{AgentID: "generic",
+		ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
+}
+
+// appendObservation appends observation i to journal i mod Journals,
+// sending it again on error. Each attempt appends a record of its own,
+// since Append fills in the record's place in the journal.
+func (r *runner) appendObservation(ctx context.Context, w *workload, i int) error {
+	j := i % len(w.refs)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, appendTimeout)
+		_, err := w.store(j).Append(actx, w.refs[j], r.observation(i))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if attempt == appendAttempts || !pause(ctx, attempt) {
+			return fmt.Errorf("observation %d after %d attempts: %w", i, attempt, err)
+		}
+		w.retries.Add(1)
+	}
+}
+
+// pause waits before attempt+1, reporting false when ctx ended first.
+func pause(ctx context.Context, attempt int) bool {
+	t := time.NewTimer(time.Duration(attempt) * appendBackoff)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// rawAppend appends RawAppends observations with no policy running.
+func (r *runner) rawAppend(ctx context.Context) (_ Result, err error) {
+	t0 := time.Now()
+	w, err := r.start(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+	}
+	defer func() { err = errors.Join(err, w.cl.Close()) }()
+	startup := time.Since(t0)
+	lat, _, elapsed, err := timeEach(ctx, r.cfg.RawAppends, r.cfg.Writers, func(ctx context.Context, i int) error {
+		return r.appendObservation(ctx, w, i)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+	}
+	res := Result{Name: nameRawAppend, Count: len(lat), Writers: r.cfg.Writers, Journals: len(w.refs),
+		Elapsed: elapsed, PerSecond: benchkit.Rate(len(lat), elapsed), Retries: int(w.retries.Load()), Startup: startup,
+		Method: fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals, "+
+			"journal j through node j mod %d; no policy running; from the first append to the last acknowledged", textBytes, r.cfg.Writers, len(w.refs), Nodes)}
+	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
+	return res, nil
+}
+
+// group is the policy subscribers of a round and what they report.
+type group struct {
+	partitions int
+	members    []string
+
+	mu   sync.Mutex
+	owns map[string][]int
+	// settled is set once the shares were even; moves counts the changes
+	// heard after that.
+	settled bool
+	moves   int
+	// restarts counts the subscribers started again after an error,
+	// lastErr is the last such error.
+	restarts int
+	lastErr  error
+	// decidedAt holds when observation i's decision was heard, decided
+	// how many were, lastAt when the last of them was.
+	decidedAt []time.Time
+	decided   int
+	lastAt    time.Time
+
+	changed chan struct{} // a share changed (buffered, never blocks)
+	all     chan struct{} // closed once every observation is decided
+}
+
+func newGroup(partitions, observations int) *group {
+	return &group{partitions: partitions, owns: map[string][]int{}, decidedAt: make([]time.Time, observations),
+		changed: make(chan struct{}, 1), all: make(chan struct{})}
+}
+
+// owned hears member's partitions.
+func (g *group) owned(member string, parts []int) {
+	g.mu.Lock()
+	g.owns[member] = slices.Clone(parts)
+	if g.settled {
+		g.moves++
+	}
+	g.mu.Unlock()
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// even reports whether every member has reported its share, the shares
+// cover every partition exactly once, and each holds its even share (P/k,
+// or one more where P does not divide). It marks the group settled when so.
+func (g *group) even() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := len(g.members)
+	seen := make([]bool, g.partitions)
+	for _, m := range g.members {
+		parts, ok := g.owns[m]
+		if !ok || len(parts) < g.partitions/k || len(parts) > (g.partitions+k-1)/k {
+			return false
+		}
+		for _, p := range parts {
+			if p < 0 || p >= g.partitions || seen[p] {
+				return false
+			}
+			seen[p] = true
+		}
+	}
+	if slices.Contains(seen, false) {
+		return false
+	}
+	g.settled = true
+	return true
+}
+
+// heard hears a decision.
+func (g *group) heard(d *eventstore.Decision) {
+	now := time.Now()
+	i := observationIndex(d.ObservationID)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// A decision heard twice (a record delivered again) counts once.
+	if i < 0 || i >= len(g.decidedAt) || !g.decidedAt[i].IsZero() {
+		return
+	}
+	g.decidedAt[i], g.lastAt = now, now
+	if g.decided++; g.decided == len(g.decidedAt) {
+		close(g.all)
+	}
+}
+
+// policy runs the round with k daemons: k subscribers, one on each of the
+// first k nodes, share the partitions; once they have, the writers append
+// Observations observations and the round waits for every decision.
+func (r *runner) policy(ctx context.Context, k int) (_ Result, err error) {
+	name := policyName(k)
+	t0 := time.Now()
+	w, err := r.start(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	defer func() { err = errors.Join(err, w.cl.Close()) }()
+	startup := time.Since(t0)
+
+	g := newGroup(r.cfg.Partitions, r.cfg.Observations)
+	// The subscribers run on a context without the round's deadline, as
+	// in the daemon: the JetStream client then bounds each of their
+	// requests by its own timeout and they try again, where with the
+	// deadline one request lost while the cluster settles waits out the
+	// whole round. They still stop when the round ends.
+	subCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
+	defer context.AfterFunc(ctx, stopSubs)()
+	var wg sync.WaitGroup
+	// Registered after the cluster's Close, so it runs first: the
+	// subscribers stop before their nodes do.
+	defer func() {
+		stopSubs()
+		wg.Wait()
+	}()
+	t1 := time.Now()
+	for i := range k {
+		member := w.cl.buses[i].ServerName()
+		g.members = append(g.members, member)
+		sub := policy.NewSubscriber(w.cl.stores[i], policy.SubscriberConfig{
+			Partitions: r.cfg.Partitions,
+			Member:     member,
+			Owns:       func(parts []int) { g.owned(member, parts) },
+			Decided:    g.heard,
+			Logger:     r.cfg.Logger,
+		})
+		wg.Go(func() { g.keepRunning(subCtx, member, sub.Run) })
+	}
+	for !g.even() {
+		select {
+		case <-g.changed:
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("%s: the group did not settle (shares %v%s): %w", name, g.shares(), g.lastError(), ctx.Err())
+		}
+	}
+	settle := time.Since(t1)
+
+	lat, starts, start, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
+		return r.appendObservation(ctx, w, i)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	select {
+	case <-g.all:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("%s: %d of %d observations decided%s: %w", name, g.decidedCount(), r.cfg.Observations, g.lastError(), ctx.Err())
+	}
+
+	g.mu.Lock()
+	elapsed := g.lastAt.Sub(start)
+	decision := make([]time.Duration, len(starts))
+	for i, at := range g.decidedAt {
+		decision[i] = at.Sub(starts[i])
+	}
+	moves, restarts, decided := g.moves, g.restarts, g.decided
+	g.mu.Unlock()
+	res := Result{Name: name, Daemons: k, Count: r.cfg.Observations, Decided: decided, Writers: r.cfg.Writers, Journals: len(w.refs),
+		Elapsed: elapsed, PerSecond: benchkit.Rate(r.cfg.Observations, elapsed), Retries: int(w.retries.Load()),
+		Moves: moves, Restarts: restarts, Startup: startup, Settle: settle,
+		Method: fmt.Sprintf("%s, sharing %d partitions evenly once settled; %d observations appended as in raw/append; "+
+			"from the first append to the Decided hooks having heard a decision on every observation",
+			subscribers(k), r.cfg.Partitions, r.cfg.Observations)}
+	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
+	res.DecisionP50, res.DecisionP99 = benchkit.Percentile(decision, 0.5), benchkit.Percentile(decision, 0.99)
+	return res, nil
+}
+
+// subscribers says where a round's k subscribers run.
+func subscribers(k int) string {
+	if k == 1 {
+		return "1 policy subscriber on node 0's store"
+	}
+	return fmt.Sprintf("%d policy subscribers, one on each of nodes 0 to %d's stores", k, k-1)
+}
+
+// Restarts of a subscriber that stopped on an error wait restartFirst,
+// doubling up to restartLast, as the daemon's do.
+const (
+	restartFirst = 100 * time.Millisecond
+	restartLast  = 2 * time.Second
+)
+
+// keepRunning runs a subscriber until ctx ends, starting it again when it
+// stops on an error, as the daemon does: a member that joins a cluster
+// still electing the group's stream leader can fail to open the group.
+func (g *group) keepRunning(ctx context.Context, member string, run func(context.Context) error) {
+	delay := restartFirst
+	for {
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("stopped without an error")
+		}
+		g.mu.Lock()
+		g.restarts++
+		g.lastErr = fmt.Errorf("subscriber %s: %w", member, err)
+		g.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, restartLast)
+	}
+}
+
+// lastError is the last error a subscriber stopped on, for an error
+// message: "" or "; last ...".
+func (g *group) lastError() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lastErr == nil {
+		return ""
+	}
+	return "; last " + g.lastErr.Error()
+}
+
+// shares is each member's partitions as last heard, for an error message.
+func (g *group) shares() map[string][]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string][]int, len(g.owns))
+	for m, p := range g.owns {
+		out[m] = slices.Clone(p)
+	}
+	return out
+}
+
+func (g *group) decidedCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.decided
+}
+
+// timeEach calls do for 0 … n-1 from the given number of goroutines, each
+// taking the next index as it finishes the last, and returns how long each
+// call took, when each started, and how long all of them took. The first
+// error stops the others.
+func timeEach(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) ([]time.Duration, []time.Time, time.Duration, error) {
+	lat, starts, start, err := timeEachStart(ctx, n, workers, do)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return lat, starts, time.Since(start), nil
+}
+
+// timeEachStart is timeEach, returning when the calls started instead of
+// how long they took in all.
+func timeEachStart(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) ([]time.Duration, []time.Time, time.Time, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lat := make([]time.Duration, n)
+	starts := make([]time.Time, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range min(workers, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				starts[i] = time.Now()
+				if err := do(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+				lat[i] = time.Since(starts[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, nil, start, err
+	}
+	return lat, starts, start, nil
+}
+
+// millis formats a latency in milliseconds.
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,170 @@
+package fleetbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjournal/agentjournal/internal/benchkit"
+)
+
+// WriteText writes the report as an aligned table, one row per round,
+// followed by what each round timed and the note on the CPUs shared.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy decisions by 1 to %d daemons on a %d-node cluster: %s\n", Nodes, Nodes, r.Host)
+	fmt.Fprintf(&b, "%d embedded NATS servers clustered on loopback in one process, journal stream at %d replicas, a fresh cluster per round; "+
+		"%d writers, %d journals, %d partitions, %d-byte summaries; the run took %s\n\n",
+		Nodes, Nodes, r.Config.Writers, r.Config.Journals, r.Config.Partitions, r.TextBytes, r.Elapsed.Round(100*time.Millisecond))
+
+	rows := [][]string{{"NAME", "DAEMONS", "COUNT", "ELAPSED", "RATE", "UNIT", "APPEND P50", "APPEND P99",
+		"DECISION P50", "DECISION P99", "X ONE DAEMON", "X RAW", "RETRIES", "MOVES", "RESTARTS"}}
+	for _, res := range r.Results {
+		unit, decP50, decP99, vsOne, vsRaw, moves, restarts := "appends/s", "-", "-", "-", "-", "-", "-"
+		if res.Daemons > 0 {
+			unit = "decisions/s"
+			decP50, decP99 = millis(res.DecisionP50), millis(res.DecisionP99)
+			vsOne, vsRaw = ratio(res.VsOneDaemon), ratio(res.VsRaw)
+			moves, restarts = strconv.Itoa(res.Moves), strconv.Itoa(res.Restarts)
+		}
+		rows = append(rows, []string{
+			res.Name,
+			strconv.Itoa(res.Daemons),
+			strconv.Itoa(res.Count),
+			res.Elapsed.Round(time.Millisecond).String(),
+			fmt.Sprintf("%.0f", res.PerSecond),
+			unit,
+			millis(res.AppendP50),
+			millis(res.AppendP99),
+			decP50,
+			decP99,
+			vsOne,
+			vsRaw,
+			strconv.Itoa(res.Retries),
+			moves,
+			restarts,
+		})
+	}
+	// The unit is a word and reads best aligned left.
+	benchkit.WriteTable(&b, rows, 5)
+
+	b.WriteString("\nwhat was timed:\n")
+	names, notes := make([]string, len(r.Results)), make([]string, len(r.Results))
+	var setup []string
+	for i, res := range r.Results {
+		names[i], notes[i] = res.Name, res.Method
+		s := fmt.Sprintf("%s %s", res.Name, res.Startup.Round(100*time.Millisecond))
+		if res.Daemons > 0 {
+			s += fmt.Sprintf(" + settle %s", res.Settle.Round(100*time.Millisecond))
+		}
+		setup = append(setup, s)
+	}
+	benchkit.WriteNotes(&b, names, notes)
+	fmt.Fprintf(&b, "  (untimed set-up: cluster start and journals, then the group settling: %s)\n", strings.Join(setup, ", "))
+	b.WriteString("  DECISION: from an observation's append starting to its decision heard; RETRIES: appends sent again after an error; " +
+		"MOVES: partition changes heard after the group settled; RESTARTS: subscribers started again after stopping on an error\n")
+	fmt.Fprintf(&b, "\nnote: all %d nodes, every daemon and every writer share this machine's %d CPUs (runtime.NumCPU()): "+
+		"a daemon added brings no CPU of its own here, so these figures say what sharing the deciding does on one machine, "+
+		"not what daemons on machines of their own would do.\n", Nodes, r.Host.CPUs)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ratio formats a ratio of rates.
+func ratio(v float64) string { return fmt.Sprintf("%.2fx", v) }
+
+// jsonReport is the JSON form of a Report. Durations are seconds.
+type jsonReport struct {
+	benchkit.Host
+	Started        time.Time    `json:"started"`
+	ElapsedSeconds float64      `json:"elapsedSeconds"`
+	Nodes          int          `json:"nodes"`
+	TextBytes      int          `json:"textBytes"`
+	Config         jsonConfig   `json:"config"`
+	Results        []jsonResult `json:"results"`
+}
+
+type jsonConfig struct {
+	Partitions          int     `json:"partitions"`
+	Writers             int     `json:"writers"`
+	Journals            int     `json:"journals"`
+	Observations        int     `json:"observations"`
+	RawAppends          int     `json:"rawAppends"`
+	RoundTimeoutSeconds float64 `json:"roundTimeoutSeconds"`
+}
+
+type jsonResult struct {
+	Name               string  `json:"name"`
+	Daemons            int     `json:"daemons"`
+	Count              int     `json:"count"`
+	Decided            int     `json:"decided,omitempty"`
+	Writers            int     `json:"writers"`
+	Journals           int     `json:"journals"`
+	ElapsedSeconds     float64 `json:"elapsedSeconds"`
+	PerSecond          float64 `json:"perSecond"`
+	AppendP50Seconds   float64 `json:"appendP50Seconds"`
+	AppendP99Seconds   float64 `json:"appendP99Seconds"`
+	DecisionP50Seconds float64 `json:"decisionP50Seconds,omitempty"`
+	DecisionP99Seconds float64 `json:"decisionP99Seconds,omitempty"`
+	VsOneDaemon        float64 `json:"vsOneDaemon,omitempty"`
+	VsRaw              float64 `json:"vsRaw,omitempty"`
+	Retries            int     `json:"retries"`
+	Moves              int     `json:"moves"`
+	Restarts           int     `json:"restarts"`
+	StartupSeconds     float64 `json:"startupSeconds"`
+	SettleSeconds      float64 `json:"settleSeconds,omitempty"`
+	Method             string  `json:"method"`
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r Report) WriteJSON(w io.Writer) error {
+	out := jsonReport{
+		Host:           r.Host,
+		Started:        r.Started,
+		ElapsedSeconds: r.Elapsed.Seconds(),
+		Nodes:          Nodes,
+		TextBytes:      r.TextBytes,
+		Config: jsonConfig{
+			Partitions:          r.Config.Partitions,
+			Writers:             r.Config.Writers,
+			Journals:            r.Config.Journals,
+			Observations:        r.Config.Observations,
+			RawAppends:          r.Config.RawAppends,
+			RoundTimeoutSeconds: r.Config.RoundTimeout.Seconds(),
+		},
+		Results: make([]jsonResult, len(r.Results)),
+	}
+	for i, res := range r.Results {
+		out.Results[i] = jsonResult{
+			Name:               res.Name,
+			Daemons:            res.Daemons,
+			Count:              res.Count,
+			Decided:            res.Decided,
+			Writers:            res.Writers,
+			Journals:           res.Journals,
+			ElapsedSeconds:     res.Elapsed.Seconds(),
+			PerSecond:          res.PerSecond,
+			AppendP50Seconds:   res.AppendP50.Seconds(),
+			AppendP99Seconds:   res.AppendP99.Seconds(),
+			DecisionP50Seconds: res.DecisionP50.Seconds(),
+			DecisionP99Seconds: res.DecisionP99.Seconds(),
+			VsOneDaemon:        res.VsOneDaemon,
+			VsRaw:              res.VsRaw,
+			Retries:            res.Retries,
+			Moves:              res.Moves,
+			Restarts:           res.Restarts,
+			StartupSeconds:     res.Startup.Seconds(),
+			SettleSeconds:      res.Settle.Seconds(),
+			Method:             res.Method,
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
