@@ -114,6 +114,7 @@ func (c Config) withDefaults() Config {
 const (
 	nameRawAppend = "raw/append"
 	nameOneDaemon = "policy/1-daemon"
+	nameWholeLog  = "policy/whole-log"
 )
 
 // policyName is the name of the round with k daemons.
@@ -130,6 +131,10 @@ type Result struct {
 	Name string
 	// Daemons is the number of policy subscribers, 0 for raw/append.
 	Daemons int
+	// Partitions is the number of partitions the subscribers share, 0
+	// for raw/append and for policy/whole-log, whose one subscriber
+	// reads the whole log.
+	Partitions int
 	// Count is the number of observations appended; in a policy round,
 	// every one of them was decided.
 	Count int
@@ -201,7 +206,8 @@ func (r Report) Result(name string) (Result, bool) {
 	return Result{}, false
 }
 
-// Run measures raw/append and then the policy with 1, 2 and 3 daemons, each
+// Run measures raw/append, the policy reading the whole log, and then the
+// policy with 1, 2 and 3 daemons sharing its partitions, each
 // on a cluster of its own that it removes afterwards. It fails when a
 // cluster cannot start, an append keeps failing, a subscriber stops, the
 // group does not settle or a decision does not come within the round's
@@ -213,9 +219,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
 	rep := Report{Config: cfg, TextBytes: textBytes, Host: benchkit.Here(), Started: time.Now()}
 	r := &runner{cfg: cfg, summary: benchkit.Filler(textBytes)}
-	rounds := []func(context.Context) (Result, error){r.rawAppend}
+	rounds := []func(context.Context) (Result, error){r.rawAppend,
+		func(ctx context.Context) (Result, error) { return r.policy(ctx, 1, false) }}
 	for k := 1; k <= Nodes; k++ {
-		rounds = append(rounds, func(ctx context.Context) (Result, error) { return r.policy(ctx, k) })
+		rounds = append(rounds, func(ctx context.Context) (Result, error) { return r.policy(ctx, k, true) })
 	}
 	for _, round := range rounds {
 		rctx, cancel := context.WithTimeout(ctx, cfg.RoundTimeout)

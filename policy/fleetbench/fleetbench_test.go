@@ -41,7 +41,7 @@ func TestFleetRunSmall(t *testing.T) {
 		got = append(got, shape{res.Name, res.Daemons, res.Count, res.Decided})
 	}
 	// Every policy round heard a decision on each of its observations.
-	want := []shape{{"raw/append", 0, 200, 0}, {"policy/1-daemon", 1, 200, 200}, {"policy/2-daemons", 2, 200, 200}, {"policy/3-daemons", 3, 200, 200}}
+	want := []shape{{"raw/append", 0, 200, 0}, {"policy/whole-log", 1, 200, 200}, {"policy/1-daemon", 1, 200, 200}, {"policy/2-daemons", 2, 200, 200}, {"policy/3-daemons", 3, 200, 200}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("results (-want +got):\n%s", diff)
 	}
@@ -69,7 +69,7 @@ func TestFleetRunSmall(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
-	for _, w := range []string{"raw/append", "policy/1-daemon", "policy/2-daemons", "policy/3-daemons", "decisions/s",
+	for _, w := range []string{"raw/append", "policy/whole-log", "policy/1-daemon", "policy/2-daemons", "policy/3-daemons", "decisions/s",
 		"share this machine's " + strconv.Itoa(runtime.NumCPU()) + " CPUs"} {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text report lacks %q:\n%s", w, text.String())
@@ -89,7 +89,7 @@ func TestFleetRunSmall(t *testing.T) {
 	}
 	for i, res := range rep.Results {
 		d := decoded.Results[i]
-		if d.Name != res.Name || d.Daemons != res.Daemons || d.Count != res.Count || d.Decided != res.Decided || d.PerSecond != res.PerSecond ||
+		if d.Name != res.Name || d.Daemons != res.Daemons || d.Partitions != res.Partitions || d.Count != res.Count || d.Decided != res.Decided || d.PerSecond != res.PerSecond ||
 			d.VsOneDaemon != res.VsOneDaemon || d.VsRaw != res.VsRaw || d.ElapsedSeconds != res.Elapsed.Seconds() {
 			t.Errorf("JSON result %d = %+v, want it to carry %+v", i, d, res)
 		}

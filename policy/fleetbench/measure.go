@@ -277,9 +277,15 @@ func (g *group) heard(d *eventstore.Decision) {
 
 // policy runs the round with k daemons: k subscribers, one on each of the
 // first k nodes, share the partitions; once they have, the writers append
-// Observations observations and the round waits for every decision.
-func (r *runner) policy(ctx context.Context, k int) (_ Result, err error) {
+// Observations observations and the round waits for every decision. With
+// partitioned false, one subscriber decides on the whole log, as a daemon
+// does by default: the baseline the partitions are compared with.
+func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result, err error) {
 	name := policyName(k)
+	partitions := r.cfg.Partitions
+	if !partitioned {
+		name, k, partitions = nameWholeLog, 1, 0
+	}
 	t0 := time.Now()
 	w, err := r.start(ctx)
 	if err != nil {
@@ -308,7 +314,7 @@ func (r *runner) policy(ctx context.Context, k int) (_ Result, err error) {
 		member := w.cl.buses[i].ServerName()
 		g.members = append(g.members, member)
 		sub := policy.NewSubscriber(w.cl.stores[i], policy.SubscriberConfig{
-			Partitions: r.cfg.Partitions,
+			Partitions: partitions,
 			Member:     member,
 			Owns:       func(parts []int) { g.owned(member, parts) },
 			Decided:    g.heard,
@@ -316,7 +322,7 @@ func (r *runner) policy(ctx context.Context, k int) (_ Result, err error) {
 		})
 		wg.Go(func() { g.keepRunning(subCtx, member, sub.Run) })
 	}
-	for !g.even() {
+	for partitioned && !g.even() {
 		select {
 		case <-g.changed:
 		case <-ctx.Done():
@@ -345,12 +351,16 @@ func (r *runner) policy(ctx context.Context, k int) (_ Result, err error) {
 	}
 	moves, restarts, decided := g.moves, g.restarts, g.decided
 	g.mu.Unlock()
-	res := Result{Name: name, Daemons: k, Count: r.cfg.Observations, Decided: decided, Writers: r.cfg.Writers, Journals: len(w.refs),
+	how := fmt.Sprintf("sharing %d partitions evenly once settled", partitions)
+	if !partitioned {
+		how = "reading the whole log (no partitions, a daemon's default)"
+	}
+	res := Result{Name: name, Daemons: k, Partitions: partitions, Count: r.cfg.Observations, Decided: decided, Writers: r.cfg.Writers, Journals: len(w.refs),
 		Elapsed: elapsed, PerSecond: benchkit.Rate(r.cfg.Observations, elapsed), Retries: int(w.retries.Load()),
 		Moves: moves, Restarts: restarts, Startup: startup, Settle: settle,
-		Method: fmt.Sprintf("%s, sharing %d partitions evenly once settled; %d observations appended as in raw/append; "+
+		Method: fmt.Sprintf("%s, %s; %d observations appended as in raw/append; "+
 			"from the first append to the Decided hooks having heard a decision on every observation",
-			subscribers(k), r.cfg.Partitions, r.cfg.Observations)}
+			subscribers(k), how, r.cfg.Observations)}
 	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
 	res.DecisionP50, res.DecisionP99 = benchkit.Percentile(decision, 0.5), benchkit.Percentile(decision, 0.99)
 	return res, nil

@@ -57,7 +57,7 @@ func (r Report) WriteText(w io.Writer) error {
 	for i, res := range r.Results {
 		names[i], notes[i] = res.Name, res.Method
 		s := fmt.Sprintf("%s %s", res.Name, res.Startup.Round(100*time.Millisecond))
-		if res.Daemons > 0 {
+		if res.Partitions > 0 {
 			s += fmt.Sprintf(" + settle %s", res.Settle.Round(100*time.Millisecond))
 		}
 		setup = append(setup, s)
@@ -99,6 +99,7 @@ type jsonConfig struct {
 type jsonResult struct {
 	Name               string  `json:"name"`
 	Daemons            int     `json:"daemons"`
+	Partitions         int     `json:"partitions"`
 	Count              int     `json:"count"`
 	Decided            int     `json:"decided,omitempty"`
 	Writers            int     `json:"writers"`
@@ -141,6 +142,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 		out.Results[i] = jsonResult{
 			Name:               res.Name,
 			Daemons:            res.Daemons,
+			Partitions:         res.Partitions,
 			Count:              res.Count,
 			Decided:            res.Decided,
 			Writers:            res.Writers,
