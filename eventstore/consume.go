@@ -62,9 +62,11 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	if cfg.Exclusive {
 		// A reader of the whole log beside a partitioned group of the
 		// same name would decide on the group's journals a second time.
-		if st, err := s.js.Stream(ctx, groupStreamName(s.cfg.Stream, cfg.Name)); err == nil {
-			return fmt.Errorf("consume %s: the %s readers of this log share it in %s partitions: give this one the same count (or, with them all stopped, delete stream %s to read the whole log again)",
-				cfg.Name, cfg.Name, st.CachedInfo().Config.Metadata[partitionsKey], st.CachedInfo().Config.Name)
+		bucket := groupBucket(s.cfg.Stream, cfg.Name)
+		if kv, err := s.js.KeyValue(ctx, bucket); err == nil {
+			n, _ := getUint(ctx, kv, partitionsKey)
+			return fmt.Errorf("consume %s: the %s readers of this log share it in %d partitions: give this one the same count (or, with them all stopped, delete bucket %s to read the whole log again)",
+				cfg.Name, cfg.Name, n, bucket)
 		}
 	}
 	cc := consumerConfig(cfg, cfg.Name, s.cfg.SubjectPrefix+".>")
@@ -238,7 +240,8 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, release <-chan struct{
 		}
 		// The heartbeat starts now: a record waiting behind its journal's
 		// earlier ones is as taken as the one being handled.
-		l.add(m.Subject(), delivery{m: m, entry: Entry{Offset: offset(m, meta), Record: r}, beat: inProgress(m, cfg.AckWait)})
+		l.add(m.Subject(), delivery{entry: Entry{Offset: offset(m, meta), Record: r}, beat: inProgress(m, cfg.AckWait),
+			done: func() error { return ackOnce(ctx, m, cfg.AckWait) }})
 	}
 }
 
@@ -259,11 +262,14 @@ type lanes struct {
 	err    error
 }
 
-// delivery is a record taken from the pull and not yet acknowledged.
+// delivery is a record taken from the log and not yet handled.
 type delivery struct {
-	m     jetstream.Msg
 	entry Entry
-	beat  *heartbeat
+	// beat, when not nil, tells the server the record is being handled.
+	beat *heartbeat
+	// done is called once the handler succeeded: it acknowledges the
+	// record.
+	done func() error
 }
 
 // add queues d behind its journal's earlier records, starting the
@@ -319,7 +325,7 @@ func (l *lanes) handle(d delivery) {
 		}
 	}
 	d.beat.stop()
-	if err := ackOnce(l.ctx, d.m, l.cfg.AckWait); err != nil && l.ctx.Err() == nil {
+	if err := d.done(); err != nil && l.ctx.Err() == nil {
 		// The record comes again AckWait from now, handled already: the
 		// pull is set up again, once the records taken are handled.
 		l.mu.Lock()
@@ -368,6 +374,9 @@ func inProgress(m jetstream.Msg, ackWait time.Duration) *heartbeat {
 }
 
 func (h *heartbeat) stop() {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,10 +18,11 @@ import (
 
 // PartitionConfig configures ConsumePartitioned.
 type PartitionConfig struct {
-	// ConsumerConfig is each partition's reader. Its Name names the
-	// group: the stream the partitions are kept in, their consumers and
-	// the group's members. A partition has one active reader at a time,
-	// whatever Exclusive says.
+	// ConsumerConfig says how records are handled. Its Name names the
+	// group (its buckets and the whole-log reader it replaces); its
+	// MaxAckPending bounds the records taken and not yet handled;
+	// Exclusive, AckWait and PinnedTTL do not apply: a partition has one
+	// member at a time by its lock.
 	ConsumerConfig
 	// Partitions is how many parts the journals are hashed into, 2 to
 	// MaxPartitions. It is fixed when the group is first created on a
@@ -30,8 +32,9 @@ type PartitionConfig struct {
 	// across restarts, so that a member that comes back gets the same
 	// partitions as before.
 	Member string
-	// Heartbeat is how often the member tells the group it is alive and
-	// looks at who else is; DefaultHeartbeat when 0. A member silent for
+	// Heartbeat is how often the member tells the group it is alive,
+	// renews its partitions' locks, saves their progress and looks at who
+	// else is there; DefaultHeartbeat when 0. A member silent for
 	// MemberTTLBeats heartbeats has left, and its partitions move.
 	Heartbeat time.Duration
 	// Owns, when set, hears the partitions this member reads whenever
@@ -43,38 +46,45 @@ type PartitionConfig struct {
 const (
 	MaxPartitions    = 1024
 	DefaultHeartbeat = time.Second
-	// MemberTTLBeats is how many heartbeats a member may miss before the
-	// others take its partitions over; a pinned consumer still keeps a
-	// partition with its old member until that one stops pulling, so a
-	// member that was only slow never shares a partition.
+	// MemberTTLBeats is how many heartbeats a member or a partition lock
+	// lasts unrenewed: a member that dies has its partitions taken over
+	// that long after its last heartbeat.
 	MemberTTLBeats = 5
 )
 
-// partitionsKey is the group stream's metadata entry that holds its
-// partition count.
-const partitionsKey = "agentjournal_partitions"
+// Keys of a group's buckets. Member names are [A-Za-z0-9_-], so a key
+// with a dot is never a member's.
+const (
+	partitionsKey = "partitions"
+	startKey      = "start"
+	lockPrefix    = "lock."
+	offsetPrefix  = "offset."
+)
 
 // ConsumePartitioned delivers the log's records to fn like Consume, but
 // shares the journals among the members of a group: the journals are
 // hashed into cfg.Partitions partitions, each partition is read by one
-// member at a time, and the members alive share the partitions evenly. A member that joins takes its
-// share from the others, which finish the records they have taken first;
-// a member that dies has its partitions taken over once it has been silent
-// for MemberTTLBeats heartbeats. Each journal's records still reach fn one
-// at a time, in log order, on one member at a time, except after a member
-// dies: the records it had taken are delivered again AckWait after it took
-// them, possibly after the journal's later ones.
+// member at a time, and the members alive share the partitions evenly.
+// Each journal's records reach fn one at a time, in log order.
 //
-// The partitions are a stream of their own that sources the journal
-// stream, with a subject transform that prefixes each journal's subject
-// with its partition; it keeps a record until its partition's reader
-// acknowledges it. A group created on a log that a Consume reader of the
-// same name already read starts where that reader's acknowledgements end.
+// Every member follows the whole log through an ordered consumer, which
+// costs the server no acknowledgements, and hands fn the records of the
+// partitions it holds. A member holds a partition by a lock in the group's
+// members bucket, renewed every heartbeat, and saves there how far it has
+// handled each partition's records (an offset below which all are
+// handled). A member that joins takes its share from the others, which
+// finish the records they have taken and save their progress before they
+// let go; a member that dies has its partitions taken over once their
+// locks lapse, from their last saved progress, so fn may be handed again
+// records it handled in the last heartbeat before the death: handlers must
+// be idempotent, as with Consume.
+//
+// A group created on a log that a Consume reader of the same name read
+// starts where that reader's acknowledgements end.
 func (s *JetStreamStore) ConsumePartitioned(ctx context.Context, cfg PartitionConfig, fn func(context.Context, Entry) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	cfg.Exclusive = true
 	base, err := cfg.ConsumerConfig.withDefaults()
 	if err != nil {
 		return err
@@ -87,77 +97,147 @@ func (s *JetStreamStore) ConsumePartitioned(ctx context.Context, cfg PartitionCo
 		return fmt.Errorf("consume %s: member %q: want 1 to %d of [A-Za-z0-9_-]", cfg.Name, cfg.Member, MaxIDLength)
 	}
 	cfg.Heartbeat = cmpOr(cfg.Heartbeat, DefaultHeartbeat)
-	g := &group{s: s, cfg: cfg, fn: fn, runs: map[int]*partitionRun{}}
+	g := &group{s: s, cfg: cfg, fn: fn, parts: map[int]*part{}, slots: make(chan struct{}, cfg.MaxAckPending)}
 	if err := g.open(ctx); err != nil {
 		return err
 	}
 	return g.run(ctx)
 }
 
+// groupBucket is the bucket of the group name on the journal stream.
+func groupBucket(stream, name string) string { return stream + "_" + name }
+
 // group is one member's view of a partitioned group.
 type group struct {
-	s       *JetStreamStore
-	cfg     PartitionConfig
-	fn      func(context.Context, Entry) error
-	stream  jetstream.Stream
-	members jetstream.KeyValue
+	s   *JetStreamStore
+	cfg PartitionConfig
+	fn  func(context.Context, Entry) error
+	// kv holds the group's partition count, where it starts, each
+	// partition's saved progress, and (with a TTL) its members and
+	// partition locks.
+	kv    jetstream.KeyValue
+	locks jetstream.KeyValue
+	start uint64
+	// slots bounds the records taken and not yet handled.
+	slots chan struct{}
 
-	runs  map[int]*partitionRun
-	owned []int
+	mu    sync.Mutex
+	parts map[int]*part
+	// gen counts the follower's runs; passed is the newest offset the
+	// current run has gone past.
+	gen    int
+	passed uint64
+	owned  []int
 }
 
-// partitionRun is a partition this member reads or is letting go of.
-type partitionRun struct {
-	release chan struct{}
-	done    chan struct{}
+// part is a partition this member holds.
+type part struct {
+	rev uint64 // its lock's revision
+	// from: the records at or below it are handled, or taken to be.
+	from uint64
+	// taken are the offsets handed to fn and not yet all handled, in
+	// order; done marks those handled.
+	taken []uint64
+	done  map[uint64]bool
+	saved uint64
+	// gen is the follower run that reads it: one started after it was
+	// taken, so every record above from passes through that run.
+	gen int
+	// leaving: records are no longer taken; it is let go of once those
+	// taken are handled.
+	leaving bool
+	// lost: another member holds its lock now.
+	lost bool
 }
 
-func (g *group) streamName() string { return groupStreamName(g.s.cfg.Stream, g.cfg.Name) }
+// handled is the offset at or below which p's records are handled.
+func (g *group) handled(p *part) uint64 {
+	for len(p.taken) > 0 && p.done[p.taken[0]] {
+		delete(p.done, p.taken[0])
+		p.taken = p.taken[1:]
+	}
+	if len(p.taken) > 0 {
+		return p.taken[0] - 1
+	}
+	if p.gen == g.gen {
+		return max(p.from, g.passed)
+	}
+	return p.from
+}
 
-// groupStreamName is the stream of the group name on the journal stream.
-func groupStreamName(stream, name string) string { return stream + "_" + name }
-
-func (g *group) bucketName() string { return g.streamName() + "_members" }
-
-func (g *group) consumerName(p int) string { return g.cfg.Name + "-" + strconv.Itoa(p) }
-
-func (g *group) subject(p int) string { return g.cfg.Name + "." + strconv.Itoa(p) + ".>" }
-
-// open finds or creates the group's stream and members bucket.
+// open finds or creates the group's buckets.
 func (g *group) open(ctx context.Context) error {
 	replicas := 1
 	if info := g.s.stream.CachedInfo(); info != nil && info.Config.Replicas > 0 {
 		replicas = info.Config.Replicas
 	}
-	st, err := g.s.js.Stream(ctx, g.streamName())
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = g.create(ctx, replicas)
-	}
+	name := groupBucket(g.s.cfg.Stream, g.cfg.Name)
+	kv, err := openBucket(ctx, g.s.js, jetstream.KeyValueConfig{Bucket: name, Storage: jetstream.FileStorage, Replicas: replicas,
+		Description: "the " + g.cfg.Name + " group's partition count and progress"})
 	if err != nil {
-		return fmt.Errorf("consume %s: partitions stream: %w", g.cfg.Name, err)
+		return fmt.Errorf("consume %s: group bucket: %w", g.cfg.Name, err)
 	}
-	if n := st.CachedInfo().Config.Metadata[partitionsKey]; n != strconv.Itoa(g.cfg.Partitions) {
-		return fmt.Errorf("consume %s: the group has %s partitions on this log, not %d: every member must use the same count (to change it, stop them all and delete stream %s)",
-			g.cfg.Name, n, g.cfg.Partitions, g.streamName())
-	}
-	g.stream = st
-	kv, err := g.s.js.KeyValue(ctx, g.bucketName())
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = g.s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:   g.bucketName(),
-			TTL:      MemberTTLBeats * g.cfg.Heartbeat,
-			Storage:  jetstream.FileStorage,
-			Replicas: replicas,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = g.s.js.KeyValue(ctx, g.bucketName())
-		}
-	}
+	g.kv = kv
+	locks, err := openBucket(ctx, g.s.js, jetstream.KeyValueConfig{Bucket: name + "_members", Storage: jetstream.FileStorage,
+		Replicas: replicas, TTL: MemberTTLBeats * g.cfg.Heartbeat, Description: "the " + g.cfg.Name + " group's members and partition locks"})
 	if err != nil {
 		return fmt.Errorf("consume %s: members bucket: %w", g.cfg.Name, err)
 	}
-	g.members = kv
-	return g.waitWholeLogReaders(ctx)
+	g.locks = locks
+	if err := g.waitWholeLogReaders(ctx); err != nil {
+		return err
+	}
+	// The first member writes where the group starts, then the count;
+	// the others wait for the count, so they read the start after it.
+	if _, err := kv.Get(ctx, partitionsKey); errors.Is(err, jetstream.ErrKeyNotFound) {
+		var floor uint64
+		if c, err := g.s.stream.Consumer(ctx, g.cfg.Name); err == nil {
+			floor = c.CachedInfo().AckFloor.Stream
+		}
+		if _, err := kv.Create(ctx, startKey, []byte(strconv.FormatUint(floor, 10))); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
+		}
+		if _, err := kv.Create(ctx, partitionsKey, []byte(strconv.Itoa(g.cfg.Partitions))); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
+		}
+	}
+	n, err := getUint(ctx, kv, partitionsKey)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
+	}
+	if n != uint64(g.cfg.Partitions) {
+		return fmt.Errorf("consume %s: the group has %d partitions on this log, not %d: every member must use the same count (to change it, stop them all and delete bucket %s)",
+			g.cfg.Name, n, g.cfg.Partitions, name)
+	}
+	if g.start, err = getUint(ctx, kv, startKey); err != nil {
+		return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
+	}
+	return nil
+}
+
+// openBucket opens the bucket cfg names, creating it if it does not exist.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	return kv, err
+}
+
+// getUint reads a decimal number from the bucket.
+func getUint(ctx context.Context, kv jetstream.KeyValue, key string) (uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	n, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %q is not a number", key, e.Value())
+	}
+	return n, nil
 }
 
 // waitWholeLogReaders waits until no reader of the whole log under the
@@ -192,84 +272,361 @@ func (g *group) waitWholeLogReaders(ctx context.Context) error {
 	}
 }
 
-// create makes the group's stream: a work queue that sources the journal
-// stream, each record's subject prefixed with the group's name and the
-// journal's partition.
-func (g *group) create(ctx context.Context, replicas int) (jetstream.Stream, error) {
-	prefix := g.s.cfg.SubjectPrefix
-	src := &jetstream.StreamSource{
-		Name: g.s.cfg.Stream,
-		SubjectTransforms: []jetstream.SubjectTransformConfig{{
-			Source:      prefix + ".*.*.*",
-			Destination: g.cfg.Name + ".{{partition(" + strconv.Itoa(g.cfg.Partitions) + ",1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
-		}},
-	}
-	// A reader that read the whole log under this name has decided up to
-	// its acknowledgement floor: the group starts after it rather than
-	// reading the log again from its start.
-	if c, err := g.s.stream.Consumer(ctx, g.cfg.Name); err == nil {
-		if floor := c.CachedInfo().AckFloor.Stream; floor > 0 {
-			src.OptStartSeq = floor + 1
-		}
-	}
-	st, err := g.s.js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:        g.streamName(),
-		Description: "journal records awaiting the " + g.cfg.Name + " group, by partition",
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-		Sources:     []*jetstream.StreamSource{src},
-		Metadata:    map[string]string{partitionsKey: strconv.Itoa(g.cfg.Partitions)},
-	})
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		// Another member created it at the same moment.
-		return g.s.js.Stream(ctx, g.streamName())
-	}
-	return st, err
-}
-
-// run keeps the member alive in the group and reads its partitions until
-// ctx ends; then it leaves the group, so that the others take its
-// partitions at once rather than after its heartbeats stop.
+// run keeps the member in the group and reads its partitions until ctx
+// ends; then it lets its partitions go and leaves the group, so that the
+// others take them at once rather than once their locks lapse.
 func (g *group) run(ctx context.Context) error {
-	ttl := MemberTTLBeats * g.cfg.Heartbeat
-	lastSeen := time.Now()
+	l := &lanes{ctx: ctx, cfg: g.cfg.ConsumerConfig, fn: g.fn, stopPull: func() {}, queues: map[string][]delivery{}}
+	// Each follower run has a context of its own, cancelled when the next
+	// starts; all end with ctx.
+	var followers sync.WaitGroup
+	stopFollower := func() {}
+	defer func() {
+		stopFollower()
+		followers.Wait()
+		l.wg.Wait()
+		g.leave()
+	}()
 	t := time.NewTicker(g.cfg.Heartbeat)
 	defer t.Stop()
 	for {
-		members, err := g.beat(ctx)
-		switch {
-		case err == nil:
-			lastSeen = time.Now()
-			g.own(ctx, owned(g.cfg.Member, members, g.cfg.Partitions))
-		case ctx.Err() != nil:
-		case time.Since(lastSeen) > ttl:
-			// The others no longer see this member and share its
-			// partitions among them: it lets them go.
-			if g.cfg.Retrying != nil {
-				g.cfg.Retrying(fmt.Errorf("consume %s: out of the group: %w", g.cfg.Name, err))
+		if g.beat(ctx) {
+			// A partition taken: the follower starts again below its
+			// progress. Records it took before are skipped by offset.
+			stopFollower()
+			followers.Wait()
+			fctx, cancel := context.WithCancel(ctx)
+			stopFollower = cancel
+			g.mu.Lock()
+			g.gen++
+			from := g.passed + 1
+			for _, p := range g.parts {
+				p.gen = g.gen
+				from = min(from, p.from+1)
 			}
-			g.own(ctx, nil)
+			g.passed = from - 1
+			gen := g.gen
+			g.mu.Unlock()
+			followers.Go(func() { g.follow(fctx, l, gen, from) })
 		}
 		select {
 		case <-ctx.Done():
-			g.leave()
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
 }
 
-// beat tells the group this member is alive and returns the members.
-func (g *group) beat(ctx context.Context) ([]string, error) {
-	if _, err := g.members.Put(ctx, g.cfg.Member, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+// beat renews the member and its partitions' locks, saves their progress,
+// lets go of those it no longer owns and takes those it newly owns. It
+// reports whether it took one.
+func (g *group) beat(ctx context.Context) (took bool) {
+	g.mu.Lock()
+	held := map[int]*part{}
+	for n, p := range g.parts {
+		held[n] = p
+	}
+	g.mu.Unlock()
+	members, err := g.members(ctx)
+	if err != nil {
+		if g.cfg.Retrying != nil && ctx.Err() == nil {
+			g.cfg.Retrying(fmt.Errorf("consume %s: group: %w", g.cfg.Name, err))
+		}
+		// Nothing moves while the group cannot be read; a lock that
+		// lapses meanwhile and is taken by another member is found
+		// lost when renewed.
+		for n, p := range held {
+			g.renew(ctx, n, p)
+		}
+		g.report()
+		return false
+	}
+	want := owned(g.cfg.Member, members, g.cfg.Partitions)
+	for n, p := range held {
+		if !slices.Contains(want, n) {
+			g.letGo(ctx, n, p)
+			continue
+		}
+		g.renew(ctx, n, p)
+	}
+	for _, n := range want {
+		if held[n] == nil && g.take(ctx, n) {
+			took = true
+		}
+	}
+	g.report()
+	return took
+}
+
+// members says this member is alive and returns the members.
+func (g *group) members(ctx context.Context) ([]string, error) {
+	if _, err := g.locks.Put(ctx, g.cfg.Member, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return nil, err
 	}
-	keys, err := g.members.Keys(ctx)
+	keys, err := g.locks.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		err = nil
 	}
-	return keys, err
+	var members []string
+	for _, k := range keys {
+		if !strings.Contains(k, ".") {
+			members = append(members, k)
+		}
+	}
+	return members, err
+}
+
+// take locks partition n and reads its saved progress; false when another
+// member still holds it.
+func (g *group) take(ctx context.Context, n int) bool {
+	key := lockPrefix + strconv.Itoa(n)
+	rev, err := g.locks.Create(ctx, key, []byte(g.cfg.Member))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// This member's own lock, from before a restart, is taken back.
+		e, gerr := g.locks.Get(ctx, key)
+		if gerr != nil || string(e.Value()) != g.cfg.Member {
+			return false
+		}
+		rev, err = g.locks.Update(ctx, key, []byte(g.cfg.Member), e.Revision())
+	}
+	if err != nil {
+		return false
+	}
+	from := g.start
+	if e, err := g.kv.Get(ctx, offsetPrefix+strconv.Itoa(n)); err == nil {
+		if from, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
+			from = g.start
+		}
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		// Without its progress the partition is not read: it would
+		// start from the group's start again.
+		_ = g.locks.Delete(ctx, key, jetstream.LastRevision(rev))
+		return false
+	}
+	g.mu.Lock()
+	g.parts[n] = &part{rev: rev, from: from, saved: from, done: map[uint64]bool{}}
+	g.mu.Unlock()
+	return true
+}
+
+// renew renews partition n's lock and saves its progress. A lock another
+// member took meanwhile (this one missed its heartbeats) is lost: the
+// partition is dropped without saving.
+func (g *group) renew(ctx context.Context, n int, p *part) {
+	g.save(ctx, n, p)
+	rev, err := g.locks.Update(ctx, lockPrefix+strconv.Itoa(n), []byte(g.cfg.Member), g.rev(p))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil:
+		p.rev = rev
+	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
+		p.lost, p.leaving = true, true
+		delete(g.parts, n)
+	}
+}
+
+func (g *group) rev(p *part) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return p.rev
+}
+
+// isWrongSequence reports whether err is a KV update refused because the
+// key moved on (it is reported as a JetStream API error).
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// save writes partition n's progress when it moved.
+func (g *group) save(ctx context.Context, n int, p *part) {
+	g.mu.Lock()
+	at := g.handled(p)
+	moved := at > p.saved && !p.lost
+	g.mu.Unlock()
+	if !moved {
+		return
+	}
+	if _, err := g.kv.Put(ctx, offsetPrefix+strconv.Itoa(n), []byte(strconv.FormatUint(at, 10))); err == nil {
+		g.mu.Lock()
+		p.saved = max(p.saved, at)
+		g.mu.Unlock()
+	}
+}
+
+// letGo stops taking partition n's records and, once those taken are
+// handled, saves its progress and unlocks it. Records still being handled
+// keep it until a later heartbeat.
+func (g *group) letGo(ctx context.Context, n int, p *part) {
+	g.mu.Lock()
+	p.leaving = true
+	g.handled(p)
+	pending := len(p.taken) > 0
+	g.mu.Unlock()
+	if pending {
+		g.renew(ctx, n, p)
+		return
+	}
+	g.save(ctx, n, p)
+	_ = g.locks.Delete(ctx, lockPrefix+strconv.Itoa(n), jetstream.LastRevision(g.rev(p)))
+	g.mu.Lock()
+	delete(g.parts, n)
+	g.mu.Unlock()
+}
+
+// report tells Owns of the partitions read, when they changed.
+func (g *group) report() {
+	g.mu.Lock()
+	var reading []int
+	for n, p := range g.parts {
+		if !p.leaving {
+			reading = append(reading, n)
+		}
+	}
+	slices.Sort(reading)
+	changed := !slices.Equal(reading, g.owned)
+	if changed {
+		g.owned = reading
+	}
+	g.mu.Unlock()
+	if changed && g.cfg.Owns != nil {
+		g.cfg.Owns(slices.Clone(reading))
+	}
+}
+
+// leave lets every partition go, saving its progress, and takes the member
+// out of the group.
+func (g *group) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	g.mu.Lock()
+	held := map[int]*part{}
+	for n, p := range g.parts {
+		held[n] = p
+	}
+	g.mu.Unlock()
+	for n, p := range held {
+		g.save(ctx, n, p)
+		_ = g.locks.Delete(ctx, lockPrefix+strconv.Itoa(n), jetstream.LastRevision(g.rev(p)))
+	}
+	_ = g.locks.Delete(ctx, g.cfg.Member)
+}
+
+// follow reads the log from offset from, handing the records of the
+// partitions held to the lanes, until ctx ends; a read that fails is set up
+// again after the last record taken.
+func (g *group) follow(ctx context.Context, l *lanes, gen int, from uint64) {
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		next, err := g.followOnce(ctx, l, gen, from)
+		if ctx.Err() != nil {
+			return
+		}
+		if next > from {
+			attempt = 0
+		}
+		from = next
+		if g.cfg.Retrying != nil {
+			g.cfg.Retrying(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// followOnce reads through one ordered consumer and returns the offset to
+// read from next.
+func (g *group) followOnce(ctx context.Context, l *lanes, gen int, from uint64) (uint64, error) {
+	cons, err := g.s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{g.s.cfg.SubjectPrefix + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+	})
+	if err != nil {
+		return from, fmt.Errorf("consume %s: follow the log from %d: %w", g.cfg.Name, from, err)
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(max(g.cfg.MaxAckPending, 256)))
+	if err != nil {
+		return from, fmt.Errorf("consume %s: follow the log from %d: %w", g.cfg.Name, from, err)
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			return from, fmt.Errorf("consume %s: follow the log: %w", g.cfg.Name, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return from, fmt.Errorf("consume %s: follow the log: %w", g.cfg.Name, err)
+		}
+		off := meta.Sequence.Stream
+		from = off + 1
+		if !g.takeRecord(ctx, l, gen, m.Subject(), off, m.Data()) {
+			return from, ctx.Err()
+		}
+	}
+}
+
+// takeRecord hands the record at offset off to its journal's lane when its
+// partition is held and the record is not handled yet; it reports false
+// when ctx ended first.
+func (g *group) takeRecord(ctx context.Context, l *lanes, gen int, subject string, off uint64, data []byte) bool {
+	n := partitionOf(subject, g.cfg.Partitions)
+	g.mu.Lock()
+	if g.gen != gen {
+		g.mu.Unlock()
+		return true
+	}
+	p := g.parts[n]
+	take := p != nil && !p.leaving && off > p.from
+	if take {
+		p.from = off
+		p.taken = append(p.taken, off)
+	}
+	g.mu.Unlock()
+	if take {
+		select {
+		case g.slots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		finish := func() error {
+			<-g.slots
+			g.mu.Lock()
+			p.done[off] = true
+			g.mu.Unlock()
+			return nil
+		}
+		r, err := Decode(data)
+		if err != nil {
+			// A record that cannot be decoded never will: reported and
+			// passed over.
+			if g.cfg.Skipped != nil {
+				g.cfg.Skipped(off, err)
+			}
+			_ = finish()
+		} else {
+			l.add(subject, delivery{entry: Entry{Offset: off, Record: r}, done: finish})
+		}
+	}
+	g.mu.Lock()
+	if g.gen == gen {
+		g.passed = max(g.passed, off)
+	}
+	g.mu.Unlock()
+	return true
+}
+
+// partitionOf is the partition of the journal with the given subject.
+func partitionOf(subject string, partitions int) int {
+	h := fnv.New64a()
+	h.Write([]byte(subject))
+	return int(h.Sum64() % uint64(partitions))
 }
 
 // owned returns the partitions member gets among members: each member
@@ -315,82 +672,3 @@ func rendezvousScore(member string, p int) uint64 {
 	sum := sha256.Sum256([]byte(member + "/" + strconv.Itoa(p)))
 	return binary.BigEndian.Uint64(sum[:8])
 }
-
-// own reads the partitions in want and lets go of the others.
-func (g *group) own(ctx context.Context, want []int) {
-	for p, r := range g.runs {
-		select {
-		case <-r.done:
-			delete(g.runs, p)
-			continue
-		default:
-		}
-		if !slices.Contains(want, p) && !isClosed(r.release) {
-			close(r.release)
-		}
-	}
-	var reading []int
-	for _, p := range want {
-		r := g.runs[p]
-		if r != nil && isClosed(r.release) {
-			// Still handing the records it took over; read again once
-			// it has (a later heartbeat).
-			continue
-		}
-		if r == nil {
-			r = &partitionRun{release: make(chan struct{}), done: make(chan struct{})}
-			g.runs[p] = r
-			go g.read(ctx, p, r)
-		}
-		reading = append(reading, p)
-	}
-	if !slices.Equal(reading, g.owned) {
-		g.owned = reading
-		if g.cfg.Owns != nil {
-			g.cfg.Owns(slices.Clone(reading))
-		}
-	}
-}
-
-// read reads partition p until ctx ends or the partition is released, then
-// unpins its consumer, so that the member that reads it next need not wait
-// out PinnedTTL.
-func (g *group) read(ctx context.Context, p int, r *partitionRun) {
-	defer close(r.done)
-	cc := consumerConfig(g.cfg.ConsumerConfig, g.consumerName(p), g.subject(p))
-	_, _ = g.s.consume(ctx, r.release, g.stream, cc, g.cfg.ConsumerConfig, sourcedOffset, g.fn)
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = g.stream.UnpinConsumer(uctx, cc.Durable, priorityGroup)
-}
-
-// leave takes this member out of the group and waits for its partitions'
-// readers to stop.
-func (g *group) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = g.members.Delete(ctx, g.cfg.Member)
-	var wg sync.WaitGroup
-	for _, r := range g.runs {
-		wg.Go(func() { <-r.done })
-	}
-	wg.Wait()
-}
-
-// sourcedOffset is the journal stream offset of a record delivered from
-// the group's stream, read from the header the server adds when sourcing
-// ("<stream> <sequence> ..."); 0 when it is missing.
-func sourcedOffset(m jetstream.Msg, _ *jetstream.MsgMetadata) uint64 {
-	f := strings.Fields(m.Headers().Get(streamSourceHeader))
-	if len(f) < 2 {
-		return 0
-	}
-	n, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// streamSourceHeader is the header the server adds to a sourced message.
-const streamSourceHeader = "Nats-Stream-Source"

@@ -191,15 +191,18 @@ func waitPartitions(t *testing.T, want int, members ...*member) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var all []int
+		idle := false
 		for _, m := range members {
-			all = append(all, m.partitions()...)
+			p := m.partitions()
+			idle = idle || len(p) == 0
+			all = append(all, p...)
 		}
 		slices.Sort(all)
-		if len(all) == want && len(slices.Compact(all)) == want {
+		if !idle && len(all) == want && len(slices.Compact(all)) == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("members read partitions %v, want each of 0 to %d once", all, want-1)
+			t.Fatalf("members read partitions %v, want each of 0 to %d once and every member reading", all, want-1)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

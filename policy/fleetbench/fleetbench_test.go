@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -138,13 +137,18 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	// A subscriber logs the partitions it takes: a second later the
-	// writers are appending and the subscribers deciding.
-	logger := slog.New(&onMessage{msg: "policy decides on partitions", do: func() { time.AfterFunc(time.Second, cancel) }})
+	// raw/append's progress line comes as the first policy round starts:
+	// a few seconds later its writers are appending and its subscriber
+	// deciding.
+	var once sync.Once
+	progress := writerFunc(func(p []byte) (int, error) {
+		once.Do(func() { time.AfterFunc(3*time.Second, cancel) })
+		return len(p), nil
+	})
 	_, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 1_000_000, RawAppends: 50,
-		RoundTimeout: time.Minute, Logger: logger})
-	if err == nil || !strings.Contains(err.Error(), "policy/1-daemon") {
-		t.Fatalf("Run stopped in policy/1-daemon = %v, want that round's error", err)
+		RoundTimeout: time.Minute, Progress: progress})
+	if err == nil || !strings.Contains(err.Error(), "policy/whole-log") {
+		t.Fatalf("Run stopped in policy/whole-log = %v, want that round's error", err)
 	}
 	entries, rerr := os.ReadDir(dir)
 	if rerr != nil {
@@ -156,23 +160,6 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 	waitGoroutines(t, before)
 }
 
-// onMessage is a log handler that calls do on the first record with
-// message msg.
-type onMessage struct {
-	msg  string
-	do   func()
-	once sync.Once
-}
-
-func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
-func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		h.once.Do(h.do)
-	}
-	return nil
-}
-func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *onMessage) WithGroup(string) slog.Handler      { return h }
 
 // TestFleetRunDefaults runs the full benchmark with default sizes when
 // FLEETBENCH_DEFAULTS=1, printing the report; it takes about a minute and a
@@ -279,3 +266,8 @@ func waitGoroutines(t *testing.T, before int) {
 	t.Errorf("%d goroutines left running after Run, want at most %d:\n%s",
 		runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }
+
+// writerFunc is an io.Writer that calls itself.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
