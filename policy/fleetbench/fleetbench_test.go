@@ -160,7 +160,6 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 	waitGoroutines(t, before)
 }
 
-
 // TestFleetRunDefaults runs the full benchmark with default sizes when
 // FLEETBENCH_DEFAULTS=1, printing the report; it takes about a minute and a
 // half.
