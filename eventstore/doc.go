@@ -16,6 +16,13 @@
 // and a deterministic record id as its message id, so concurrent writers
 // retry instead of interleaving and a retried append is not stored twice.
 //
+// Readers of the log: Follow (an ordered consumer, for projections),
+// Consume (a durable consumer whose readers take turns) and
+// ConsumePartitioned (members of a group sharing the journals by
+// partition, each holding its partitions by locks in a key-value bucket
+// with their saved progress). PublishDecided and SubscribeDecided carry
+// notices between the processes on a log, never stored.
+//
 // The package does not interpret records: replay, policy and projections
 // live in execution, policy and projections. It never hands out driver
 // types; callers see Record, Reference and Entry.
