@@ -159,7 +159,10 @@ func (g *group) handled(p *part) uint64 {
 	if len(p.taken) > 0 {
 		return p.taken[0] - 1
 	}
-	if p.gen == g.gen {
+	// The follower's position counts only for a partition it reads: a
+	// leaving one's records past the last taken were skipped, not
+	// handled.
+	if p.gen == g.gen && !p.leaving {
 		return max(p.from, g.passed)
 	}
 	return p.from
@@ -343,7 +346,9 @@ func (g *group) beat(ctx context.Context) (took bool) {
 	}
 	want := owned(g.cfg.Member, members, g.cfg.Partitions)
 	for n, p := range held {
-		if !slices.Contains(want, n) {
+		// One being let go of is let go of even if it is wanted again:
+		// it is taken afresh once released, from its saved progress.
+		if p.leaving || !slices.Contains(want, n) {
 			g.letGo(ctx, n, p)
 			continue
 		}
@@ -583,7 +588,10 @@ func (g *group) takeRecord(ctx context.Context, l *lanes, gen int, subject strin
 		return true
 	}
 	p := g.parts[n]
-	take := p != nil && !p.leaving && off > p.from
+	// A partition taken since this run started waits for the next run,
+	// which starts at or below its progress: taken here, its records
+	// between its progress and this run's position would be skipped.
+	take := p != nil && p.gen == gen && !p.leaving && off > p.from
 	if take {
 		p.from = off
 		p.taken = append(p.taken, off)

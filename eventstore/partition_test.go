@@ -420,3 +420,66 @@ func TestPartitionedGroupAndWholeLogReaderExcludeEachOther(t *testing.T) {
 		t.Errorf("a whole-log reader beside the group: %v, want refused", err)
 	}
 }
+
+// Members join and leave while records are appended: every record is
+// handed to a member, none lost in a handover, and each journal's records
+// in order once repeats are set aside.
+func TestPartitionedGroupLosesNothingWhileMembersMove(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	h := newHandled()
+	cfg := partitionConfig(8)
+	m1 := startMember(t, b, "m1", cfg, h.fn("m1"))
+	m2 := startMember(t, b, "m2", cfg, h.fn("m2"))
+	waitPartitions(t, 8, m1, m2)
+
+	last := map[string]uint64{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	appended := make(chan struct{})
+	go func() {
+		defer close(appended)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			part := map[string]uint64{}
+			appendJournals(t, s, 16, i, 1, part)
+			mu.Lock()
+			for j, seq := range part {
+				last[j] = seq
+			}
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	m3 := startMember(t, b, "m3", cfg, h.fn("m3"))
+	waitPartitions(t, 8, m1, m2, m3)
+	time.Sleep(300 * time.Millisecond)
+	m1.stop(t)
+	waitPartitions(t, 8, m2, m3)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	<-appended
+
+	mu.Lock()
+	defer mu.Unlock()
+	h.waitAll(t, last)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for j, seqs := range h.seqs {
+		var first []uint64
+		seen := map[uint64]bool{}
+		for _, seq := range seqs {
+			if !seen[seq] {
+				seen[seq] = true
+				first = append(first, seq)
+			}
+		}
+		if !slices.IsSorted(first) {
+			t.Errorf("journal %s first handed %v, want them in order", j, first)
+		}
+	}
+}
