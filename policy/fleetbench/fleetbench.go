@@ -159,6 +159,15 @@ type Result struct {
 	// raw/append.
 	DecisionP50 time.Duration
 	DecisionP99 time.Duration
+	// BacklogElapsed is the time the subscribers took to decide on a
+	// backlog of as many observations again, appended while their
+	// handlers were held back, from letting them go to the last decision
+	// heard; BacklogPerSecond is Count over it: how fast the daemons
+	// decide when decisions are the bottleneck, not the writers.
+	BacklogElapsed   time.Duration
+	BacklogPerSecond float64
+	// BacklogVsOneDaemon is BacklogPerSecond over policy/1-daemon's.
+	BacklogVsOneDaemon float64
 	// VsOneDaemon is PerSecond over policy/1-daemon's, VsRaw PerSecond
 	// over raw/append's; 0 where there is nothing to compare.
 	VsOneDaemon float64
@@ -245,6 +254,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 		if one.PerSecond > 0 {
 			rep.Results[i].VsOneDaemon = res.PerSecond / one.PerSecond
+		}
+		if one.BacklogPerSecond > 0 {
+			rep.Results[i].BacklogVsOneDaemon = res.BacklogPerSecond / one.BacklogPerSecond
 		}
 	}
 	rep.Elapsed = time.Since(rep.Started)

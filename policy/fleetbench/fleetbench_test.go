@@ -53,6 +53,10 @@ func TestFleetRunSmall(t *testing.T) {
 			t.Errorf("%s: decision p50 %s, p99 %s, %.2fx one daemon, %.2fx raw; want all positive and p99 >= p50",
 				res.Name, res.DecisionP50, res.DecisionP99, res.VsOneDaemon, res.VsRaw)
 		}
+		if res.Daemons > 0 && (res.BacklogElapsed <= 0 || res.BacklogPerSecond <= 0 || res.BacklogVsOneDaemon <= 0) {
+			t.Errorf("%s: backlog decided in %s, %v/s, %.2fx one daemon; want all positive",
+				res.Name, res.BacklogElapsed, res.BacklogPerSecond, res.BacklogVsOneDaemon)
+		}
 		if res.Method == "" {
 			t.Errorf("%s: no description of what was timed", res.Name)
 		}
@@ -89,7 +93,7 @@ func TestFleetRunSmall(t *testing.T) {
 	for i, res := range rep.Results {
 		d := decoded.Results[i]
 		if d.Name != res.Name || d.Daemons != res.Daemons || d.Partitions != res.Partitions || d.Count != res.Count || d.Decided != res.Decided || d.PerSecond != res.PerSecond ||
-			d.VsOneDaemon != res.VsOneDaemon || d.VsRaw != res.VsRaw || d.ElapsedSeconds != res.Elapsed.Seconds() {
+			d.VsOneDaemon != res.VsOneDaemon || d.VsRaw != res.VsRaw || d.BacklogPerSecond != res.BacklogPerSecond || d.ElapsedSeconds != res.Elapsed.Seconds() {
 			t.Errorf("JSON result %d = %+v, want it to carry %+v", i, d, res)
 		}
 	}

@@ -204,8 +204,13 @@ type group struct {
 	restarts int
 	lastErr  error
 	// decidedAt holds when observation i's decision was heard, decided
-	// how many were, lastAt when the last of them was.
+	// how many of the first phase's were, lastAt when the last of them
+	// was; backlog counts the backlog phase's (observations from
+	// len(decidedAt)/2 on), backlogAt when its last was heard.
 	decidedAt []time.Time
+	backlog   int
+	backlogAt time.Time
+	drained   chan struct{} // closed once the backlog is decided
 	decided   int
 	lastAt    time.Time
 
@@ -214,8 +219,8 @@ type group struct {
 }
 
 func newGroup(partitions, observations int) *group {
-	return &group{partitions: partitions, owns: map[string][]int{}, decidedAt: make([]time.Time, observations),
-		changed: make(chan struct{}, 1), all: make(chan struct{})}
+	return &group{partitions: partitions, owns: map[string][]int{}, decidedAt: make([]time.Time, 2*observations),
+		changed: make(chan struct{}, 1), all: make(chan struct{}), drained: make(chan struct{})}
 }
 
 // owned hears member's partitions.
@@ -269,8 +274,16 @@ func (g *group) heard(d *eventstore.Decision) {
 	if i < 0 || i >= len(g.decidedAt) || !g.decidedAt[i].IsZero() {
 		return
 	}
-	g.decidedAt[i], g.lastAt = now, now
-	if g.decided++; g.decided == len(g.decidedAt) {
+	g.decidedAt[i] = now
+	if half := len(g.decidedAt) / 2; i >= half {
+		g.backlogAt = now
+		if g.backlog++; g.backlog == half {
+			close(g.drained)
+		}
+		return
+	}
+	g.lastAt = now
+	if g.decided++; g.decided == len(g.decidedAt)/2 {
 		close(g.all)
 	}
 }
@@ -309,11 +322,12 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		stopSubs()
 		wg.Wait()
 	}()
+	gate := newGate()
 	t1 := time.Now()
 	for i := range k {
 		member := w.cl.buses[i].ServerName()
 		g.members = append(g.members, member)
-		sub := policy.NewSubscriber(w.cl.stores[i], policy.SubscriberConfig{
+		sub := policy.NewSubscriber(&gatedLog{JetStreamStore: w.cl.stores[i], gate: gate}, policy.SubscriberConfig{
 			Partitions: partitions,
 			Member:     member,
 			Owns:       func(parts []int) { g.owned(member, parts) },
@@ -343,11 +357,29 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		return Result{}, fmt.Errorf("%s: %d of %d observations decided%s: %w", name, g.decidedCount(), r.cfg.Observations, g.lastError(), ctx.Err())
 	}
 
+	// The backlog: with the handlers held back, as many observations
+	// again are appended; then the subscribers decide on them as fast as
+	// they can, which is their capacity rather than the writers' pace.
+	gate.shut()
+	if _, _, _, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
+		return r.appendObservation(ctx, w, r.cfg.Observations+i)
+	}); err != nil {
+		return Result{}, fmt.Errorf("%s: backlog: %w", name, err)
+	}
+	opened := time.Now()
+	gate.open()
+	select {
+	case <-g.drained:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("%s: backlog not decided%s: %w", name, g.lastError(), ctx.Err())
+	}
+
 	g.mu.Lock()
+	backlogElapsed := g.backlogAt.Sub(opened)
 	elapsed := g.lastAt.Sub(start)
 	decision := make([]time.Duration, len(starts))
-	for i, at := range g.decidedAt {
-		decision[i] = at.Sub(starts[i])
+	for i := range starts {
+		decision[i] = g.decidedAt[i].Sub(starts[i])
 	}
 	moves, restarts, decided := g.moves, g.restarts, g.decided
 	g.mu.Unlock()
@@ -363,7 +395,68 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 			subscribers(k), how, r.cfg.Observations)}
 	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
 	res.DecisionP50, res.DecisionP99 = benchkit.Percentile(decision, 0.5), benchkit.Percentile(decision, 0.99)
+	res.BacklogElapsed, res.BacklogPerSecond = backlogElapsed, benchkit.Rate(r.cfg.Observations, backlogElapsed)
 	return res, nil
+}
+
+// gate holds the subscribers' handlers back while it is shut.
+type gate struct {
+	mu sync.Mutex
+	ch chan struct{} // closed while the gate is open
+}
+
+func newGate() *gate {
+	g := &gate{ch: make(chan struct{})}
+	close(g.ch)
+	return g
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ch = make(chan struct{})
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.ch)
+}
+
+// wait returns once the gate is open, or ctx ended.
+func (g *gate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// gatedLog is a store whose readers' handlers wait for the gate.
+type gatedLog struct {
+	*eventstore.JetStreamStore
+	gate *gate
+}
+
+func (l *gatedLog) held(fn func(context.Context, eventstore.Entry) error) func(context.Context, eventstore.Entry) error {
+	return func(ctx context.Context, e eventstore.Entry) error {
+		if err := l.gate.wait(ctx); err != nil {
+			return err
+		}
+		return fn(ctx, e)
+	}
+}
+
+func (l *gatedLog) Consume(ctx context.Context, cfg eventstore.ConsumerConfig, fn func(context.Context, eventstore.Entry) error) error {
+	return l.JetStreamStore.Consume(ctx, cfg, l.held(fn))
+}
+
+func (l *gatedLog) ConsumePartitioned(ctx context.Context, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) error {
+	return l.JetStreamStore.ConsumePartitioned(ctx, cfg, l.held(fn))
 }
 
 // subscribers says where a round's k subscribers run.

@@ -21,10 +21,12 @@ func (r Report) WriteText(w io.Writer) error {
 		Nodes, Nodes, r.Config.Writers, r.Config.Journals, r.Config.Partitions, r.TextBytes, r.Elapsed.Round(100*time.Millisecond))
 
 	rows := [][]string{{"NAME", "DAEMONS", "COUNT", "ELAPSED", "RATE", "UNIT", "APPEND P50", "APPEND P99",
-		"DECISION P50", "DECISION P99", "X ONE DAEMON", "X RAW", "RETRIES", "MOVES", "RESTARTS"}}
+		"DECISION P50", "DECISION P99", "X ONE DAEMON", "X RAW", "BACKLOG/S", "X ONE DAEMON", "RETRIES", "MOVES", "RESTARTS"}}
 	for _, res := range r.Results {
 		unit, decP50, decP99, vsOne, vsRaw, moves, restarts := "appends/s", "-", "-", "-", "-", "-", "-"
+		backlog, backlogVsOne := "-", "-"
 		if res.Daemons > 0 {
+			backlog, backlogVsOne = fmt.Sprintf("%.0f", res.BacklogPerSecond), ratio(res.BacklogVsOneDaemon)
 			unit = "decisions/s"
 			decP50, decP99 = millis(res.DecisionP50), millis(res.DecisionP99)
 			vsOne, vsRaw = ratio(res.VsOneDaemon), ratio(res.VsRaw)
@@ -43,6 +45,8 @@ func (r Report) WriteText(w io.Writer) error {
 			decP99,
 			vsOne,
 			vsRaw,
+			backlog,
+			backlogVsOne,
 			strconv.Itoa(res.Retries),
 			moves,
 			restarts,
@@ -64,6 +68,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	benchkit.WriteNotes(&b, names, notes)
 	fmt.Fprintf(&b, "  (untimed set-up: cluster start and journals, then the group settling: %s)\n", strings.Join(setup, ", "))
+	b.WriteString("  BACKLOG/S: then, with the subscribers' handlers held back, as many observations again are appended, and let go: " +
+		"decisions per second from then to the last, the daemons' capacity rather than the writers' pace\n")
 	b.WriteString("  DECISION: from an observation's append starting to its decision heard; RETRIES: appends sent again after an error; " +
 		"MOVES: partition changes heard after the group settled; RESTARTS: subscribers started again after stopping on an error\n")
 	fmt.Fprintf(&b, "\nnote: all %d nodes, every daemon and every writer share this machine's %d CPUs (runtime.NumCPU()): "+
@@ -112,6 +118,9 @@ type jsonResult struct {
 	DecisionP99Seconds float64 `json:"decisionP99Seconds,omitempty"`
 	VsOneDaemon        float64 `json:"vsOneDaemon,omitempty"`
 	VsRaw              float64 `json:"vsRaw,omitempty"`
+	BacklogSeconds     float64 `json:"backlogSeconds,omitempty"`
+	BacklogPerSecond   float64 `json:"backlogPerSecond,omitempty"`
+	BacklogVsOneDaemon float64 `json:"backlogVsOneDaemon,omitempty"`
 	Retries            int     `json:"retries"`
 	Moves              int     `json:"moves"`
 	Restarts           int     `json:"restarts"`
@@ -155,6 +164,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 			DecisionP99Seconds: res.DecisionP99.Seconds(),
 			VsOneDaemon:        res.VsOneDaemon,
 			VsRaw:              res.VsRaw,
+			BacklogSeconds:     res.BacklogElapsed.Seconds(),
+			BacklogPerSecond:   res.BacklogPerSecond,
+			BacklogVsOneDaemon: res.BacklogVsOneDaemon,
 			Retries:            res.Retries,
 			Moves:              res.Moves,
 			Restarts:           res.Restarts,
