@@ -39,10 +39,12 @@ bbolt puts, peak RSS, append-to-visible latency at 1,000 records/s, the replay
 fold rate and policy decision latency. --suite api measures the HTTP API with
 200 concurrent clients against raw appends, and SSE fan-out to 100 subscribers.
 --suite fleet measures whether more daemons decide faster: on a fresh cluster of
-three embedded NATS servers (stream at 3 replicas) per round, 1, 2 and 3 policy
-subscribers share the journals' partitions while 64 writers append 6,000
-observations, timed until every one is decided, against raw appends to the same
-cluster set-up; all nodes share this machine's CPUs. --suite all runs the four.
+three embedded NATS servers (stream at 3 replicas) per round, one subscriber
+reading the whole log, then 1, 2 and 3 policy subscribers sharing the journals'
+partitions, decide while 64 writers append 6,000 observations, timed until every
+one is decided, and then decide a backlog of as many, appended while they were
+held back; against raw appends to the same cluster set-up. All nodes share this
+machine's CPUs. --suite all runs the four.
 The size flags apply to the store suite.`,
 	Example: "agentjournal --data /tmp/bench bench\nagentjournal bench --records 20000 --json",
 }
