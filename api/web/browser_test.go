@@ -237,6 +237,23 @@ func (b *browser) visibleText(t *testing.T) string {
 	return v
 }
 
+// click clicks the first element matching a CSS selector, waiting for there
+// to be one. Found and clicked in one evaluation, as text reads: a live
+// update that replaced the element between a query and a click made apart
+// failed the click with "Could not find node with given id".
+func (b *browser) click(t *testing.T, sel string) {
+	t.Helper()
+	q, err := json.Marshal(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (e === null) return false; e.click(); return true; })()`, q)
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
 // text returns the text content of the first element matching a CSS
 // selector, waiting for there to be one. The element is found and read in
 // one evaluation: a live update may replace it between a query and a read

@@ -124,7 +124,7 @@ func TestTodosAndApprovalsCards(t *testing.T) {
 	}
 
 	// A todo's history opens, and stays open as the card is drawn again.
-	b.do(t, chromedp.Click(chromedp.CSS(`#todos-list li.todo:first-child summary`)))
+	b.click(t, `#todos-list li.todo:first-child summary`)
 	history := `[...document.querySelectorAll('#todos-list li.todo:first-child .todo-history li')].map((li) => li.dataset.status + ' ' + li.querySelector('.seq').textContent)`
 	var plans []uint64
 	for _, o := range s.signals(t, id) {
@@ -144,7 +144,7 @@ func TestTodosAndApprovalsCards(t *testing.T) {
 	b.waitFor(t, 10*time.Second, "the history, still open", `document.querySelector('#todos-list li.todo:first-child details').open`)
 
 	// A change's sequence opens its record in the timeline.
-	b.do(t, chromedp.Click(chromedp.CSS(`#todos-list li.todo:first-child .todo-history li:last-child a.seq`)))
+	b.click(t, `#todos-list li.todo:first-child .todo-history li:last-child a.seq`)
 	b.waitFor(t, 10*time.Second, "the record in the timeline", fmt.Sprintf(
 		`location.hash === '#/executions/%s/at/%d' && document.querySelector('#timeline li.item.target[data-seq="%d"]') !== null`, id, plans[1], plans[1]))
 
