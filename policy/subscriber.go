@@ -42,6 +42,9 @@ type SubscriberConfig struct {
 	// share (eventstore.JetStreamStore.ConsumePartitioned). Every
 	// subscriber on a log must give the same count; 0 or 1 has one
 	// subscriber decide on the whole log while the others stand by.
+	// AckWait and PinnedTTL do not apply to partitions: a dead
+	// subscriber's partitions are taken over once their locks lapse
+	// (eventstore.MemberTTLBeats heartbeats, 5 s).
 	Partitions int
 	// Member is this subscriber's name among the partitioned ones, the
 	// same across restarts; required with Partitions.
