@@ -665,3 +665,33 @@ func TestMCPMount(t *testing.T) {
 	}
 	r.fail(t, "POST", "/mcp", "{}", "", http.StatusUnauthorized, "unauthorized", "")
 }
+
+// /healthz shows the daemon's share of the policy's partitions when it has
+// one, and nothing of them when it does not.
+func TestHealthShowsThePolicyShare(t *testing.T) {
+	share := api.PolicyShare{Member: "node-a", Partitions: []int{1, 4}, Of: 6}
+	r := newRig(t, func(c *api.Config) { c.PolicyShare = func() api.PolicyShare { return share } })
+	code, body := r.do(t, "GET", "/healthz", nil, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /healthz: %d %s", code, body)
+	}
+	var h struct {
+		Policy *api.PolicyShare `json:"policy"`
+	}
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Policy == nil || h.Policy.Member != share.Member || !slices.Equal(h.Policy.Partitions, share.Partitions) || h.Policy.Of != share.Of {
+		t.Errorf("health's policy is %+v, want %+v", h.Policy, share)
+	}
+	// A daemon waiting for its partitions says it decides on none, as a list.
+	share = api.PolicyShare{Member: "node-a", Of: 6}
+	if _, body = r.do(t, "GET", "/healthz", nil, ""); !strings.Contains(string(body), `"policy":{"member":"node-a","partitions":[],"of":6}`) {
+		t.Errorf("health with no partitions: %s", body)
+	}
+
+	plain := newRig(t)
+	if _, body = plain.do(t, "GET", "/healthz", nil, ""); strings.Contains(string(body), `"policy"`) {
+		t.Errorf("health of a daemon not sharing partitions: %s, want no policy", body)
+	}
+}

@@ -172,6 +172,18 @@ type health struct {
 	Damaged    []string `json:"damaged,omitempty"`
 	// Storage is the disk holding the log, when the daemon measures it.
 	Storage *storageHealth `json:"storage,omitempty"`
+	// Policy is this daemon's share of the policy's partitions, when the
+	// daemons of the log share them.
+	Policy *PolicyShare `json:"policy,omitempty"`
+}
+
+// PolicyShare is a daemon's share of the policy's partitions: its name
+// among the daemons of the log, the partitions it decides on now (none
+// while it waits for another daemon to let them go) and their number.
+type PolicyShare struct {
+	Member     string `json:"member"`
+	Partitions []int  `json:"partitions"`
+	Of         int    `json:"of"`
 }
 
 // storageHealth is DiskSpace as /healthz shows it.
@@ -203,6 +215,13 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 				h.Status = "disk_full"
 			}
 		}
+	}
+	if s.cfg.PolicyShare != nil {
+		p := s.cfg.PolicyShare()
+		if p.Partitions == nil {
+			p.Partitions = []int{}
+		}
+		h.Policy = &p
 	}
 	// Damage outlasts a full disk, which passes once space is freed.
 	if h.Damaged = s.damaged(); len(h.Damaged) > 0 {

@@ -119,6 +119,10 @@ type Config struct {
 	// holds the log, and false when there is none; /healthz shows it and a
 	// disk_full answer quotes it.
 	DiskSpace func() (DiskSpace, bool)
+	// PolicyShare, when set, returns the partitions this daemon's policy
+	// decides on when the daemons of its log share them; /healthz shows
+	// it.
+	PolicyShare func() PolicyShare
 	// Logger receives server errors. Nil discards them.
 	Logger *slog.Logger
 	// MaxBody bounds a request body; DefaultMaxBody when 0.

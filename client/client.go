@@ -135,6 +135,18 @@ type Health struct {
 	Lag        uint64   `json:"lag"`
 	Damaged    []string `json:"damaged,omitempty"`
 	Storage    *Storage `json:"storage,omitempty"`
+	// Policy is the daemon's share of the policy's partitions, when the
+	// daemons of its log share them (serve --policy-partitions).
+	Policy *PolicyShare `json:"policy,omitempty"`
+}
+
+// PolicyShare is a daemon's share of the policy's partitions: its name
+// among the daemons of the log, the partitions it decides on now and their
+// number.
+type PolicyShare struct {
+	Member     string `json:"member"`
+	Partitions []int  `json:"partitions"`
+	Of         int    `json:"of"`
 }
 
 // Storage is the daemon's last measurement of the disk holding its log.

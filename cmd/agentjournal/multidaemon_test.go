@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -619,6 +620,12 @@ func TestClusterDaemonsSharePolicyPartitions(t *testing.T) {
 	}
 	nodes := startCluster(t, "aj-parts", "--policy-partitions", "6")
 	waitShares(t, nodes, 6)
+	// The daemons' logs say so too.
+	for _, n := range nodes {
+		if data, err := os.ReadFile(n.log); err != nil || !strings.Contains(string(data), `msg="policy decides on partitions"`) {
+			t.Errorf("node %s's log does not say which partitions it decides on (%v)", n.name, err)
+		}
+	}
 
 	var execs []string
 	for i, n := range nodes {
@@ -644,32 +651,31 @@ func TestClusterDaemonsSharePolicyPartitions(t *testing.T) {
 	}
 }
 
-// waitShares waits until the last partitions each node's log says its
-// policy decides on are an even share of the partitions, every one
-// decided by one node.
+// waitShares waits until the partitions each node's /healthz says its
+// policy decides on are an even share of the partitions, every one decided
+// by one node.
 func waitShares(t *testing.T, nodes []*daemonProc, partitions int) {
 	t.Helper()
 	pollUntil(t, procConvergeWait, "the nodes share the partitions", func() (bool, string) {
-		owner := map[string]string{}
+		owner := map[int]string{}
 		for _, n := range nodes {
-			data, err := os.ReadFile(n.log)
-			if err != nil {
-				return false, err.Error()
+			code, body, err := n.do("GET", "/healthz", nil)
+			if err != nil || code != http.StatusOK {
+				return false, fmt.Sprintf("node %s: /healthz %d %v %s", n.name, code, err, body)
 			}
-			i := strings.LastIndex(string(data), `msg="policy decides on partitions"`)
-			if i < 0 {
-				return false, "node " + n.name + " decides on no partition yet"
+			var h client.Health
+			if err := json.Unmarshal(body, &h); err != nil {
+				t.Fatalf("node %s: /healthz %s: %v", n.name, body, err)
 			}
-			line, _, _ := strings.Cut(string(data[i:]), "\n")
-			_, list, _ := strings.Cut(line, `partitions="[`)
-			list, _, _ = strings.Cut(list, `]"`)
-			parts := strings.Fields(list)
-			if len(parts) != partitions/len(nodes) {
-				return false, fmt.Sprintf("node %s decides on partitions %v", n.name, parts)
+			if h.Policy == nil || h.Policy.Of != partitions || h.Policy.Member == "" {
+				return false, fmt.Sprintf("node %s: /healthz says %s, want its policy's share of %d partitions", n.name, body, partitions)
 			}
-			for _, p := range parts {
+			if len(h.Policy.Partitions) != partitions/len(nodes) {
+				return false, fmt.Sprintf("node %s decides on partitions %v", n.name, h.Policy.Partitions)
+			}
+			for _, p := range h.Policy.Partitions {
 				if o, ok := owner[p]; ok {
-					return false, fmt.Sprintf("partition %s decided by %s and %s", p, o, n.name)
+					return false, fmt.Sprintf("partition %d decided by %s and %s", p, o, n.name)
 				}
 				owner[p] = n.name
 			}

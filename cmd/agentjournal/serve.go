@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -319,6 +320,21 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 			return err
 		}
 	}
+	var share func() api.PolicyShare
+	if d.partitions > 0 {
+		var mu sync.Mutex
+		owned := []int{}
+		pc.Owns = func(parts []int) {
+			mu.Lock()
+			defer mu.Unlock()
+			owned = parts
+		}
+		share = func() api.PolicyShare {
+			mu.Lock()
+			defer mu.Unlock()
+			return api.PolicyShare{Member: pc.Member, Partitions: slices.Clone(owned), Of: d.partitions}
+		}
+	}
 	pol := policy.NewSubscriber(store, pc)
 	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
 
@@ -385,6 +401,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		d, ok := b.DiskSpace()
 		return api.DiskSpace{Dir: d.Dir, Free: d.Free, Reserve: d.Reserve, Full: d.Full}, ok
 	}
+	acfg.PolicyShare = share
 	served, err := ep.serve(work, acfg, nil, b.ClientURL(), d.onClose)
 	if err != nil {
 		return err
