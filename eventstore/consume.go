@@ -69,9 +69,62 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 				cfg.Name, cfg.Name, n, bucket)
 		}
 	}
-	cc := consumerConfig(cfg, cfg.Name, s.cfg.SubjectPrefix+".>")
-	_, err = s.consume(ctx, nil, s.stream, cc, cfg, streamOffset, fn)
-	return err
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: s.cfg.SubjectPrefix + ".>",
+		// Records pending beyond the limit wait on the server, in log
+		// order; each journal's are handled in order here.
+		MaxAckPending: cfg.MaxAckPending,
+	}
+	var opts []jetstream.PullMessagesOpt
+	if cfg.Exclusive {
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PriorityGroups = []string{priorityGroup}
+		cc.PinnedTTL = cfg.PinnedTTL
+		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
+	}
+	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
+	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
+	opts = append(opts, jetstream.PullMaxMessages(cfg.MaxAckPending), jetstream.PullExpiry(expiry))
+	// A pull that fails (missed heartbeats on a loaded machine, a server
+	// restart, a reconnect) is set up again: a reader stops only when ctx
+	// ends, so the log never waits on a reader that gave up.
+	// The consumer handle is kept across retries: it remembers the pin the
+	// server gave this reader, so a reader that set up its pull again keeps
+	// its turn instead of waiting out PinnedTTL behind its own old pin.
+	var cons jetstream.Consumer
+	for attempt := 0; ; attempt++ {
+		var err error
+		if cons == nil {
+			cons, err = s.stream.CreateOrUpdateConsumer(ctx, cc)
+			if err != nil {
+				err = fmt.Errorf("consume %s: %w", cfg.Name, err)
+			}
+		}
+		if cons != nil {
+			err = s.consumeOnce(ctx, cfg, cons, opts, fn)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				cons = nil
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if cfg.Retrying != nil {
+			cfg.Retrying(err)
+		}
+		t := time.NewTimer(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // withDefaults checks cfg and fills in its defaults.
@@ -89,119 +142,13 @@ func (cfg ConsumerConfig) withDefaults() (ConsumerConfig, error) {
 	return cfg, nil
 }
 
-// consumerConfig is the durable consumer that reads the records of subjects
-// filter for cfg.
-func consumerConfig(cfg ConsumerConfig, name, filter string) jetstream.ConsumerConfig {
-	cc := jetstream.ConsumerConfig{
-		Durable:       name,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		FilterSubject: filter,
-		// Records pending beyond the limit wait on the server, in log
-		// order; each journal's are handled in order here.
-		MaxAckPending: cfg.MaxAckPending,
-	}
-	if cfg.Exclusive {
-		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
-		cc.PriorityGroups = []string{priorityGroup}
-		cc.PinnedTTL = cfg.PinnedTTL
-	}
-	return cc
-}
-
-// offsetOf returns the log offset of a delivered message.
-type offsetOf func(jetstream.Msg, *jetstream.MsgMetadata) uint64
-
-// streamOffset is the offset of a message delivered from the journal
-// stream itself.
-func streamOffset(_ jetstream.Msg, meta *jetstream.MsgMetadata) uint64 { return meta.Sequence.Stream }
-
-// consume runs the consumer cc of stream st until ctx ends or, when release
-// is not nil, until release is closed: then the pull stops, the records
-// already taken are handled, and consume returns released true.
-func (s *JetStreamStore) consume(ctx context.Context, release <-chan struct{}, st jetstream.Stream, cc jetstream.ConsumerConfig, cfg ConsumerConfig, offset offsetOf, fn func(context.Context, Entry) error) (released bool, _ error) {
-	var opts []jetstream.PullMessagesOpt
-	if cfg.Exclusive {
-		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
-	}
-	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
-	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))
-	opts = append(opts, jetstream.PullMaxMessages(cfg.MaxAckPending), jetstream.PullExpiry(expiry))
-	// A pull that fails (missed heartbeats on a loaded machine, a server
-	// restart, a reconnect) is set up again: a reader stops only when ctx
-	// ends, so the log never waits on a reader that gave up.
-	// The consumer handle is kept across retries: it remembers the pin the
-	// server gave this reader, so a reader that set up its pull again keeps
-	// its turn instead of waiting out PinnedTTL behind its own old pin.
-	var cons jetstream.Consumer
-	for attempt := 0; ; attempt++ {
-		var err error
-		if cons == nil {
-			cons, err = st.CreateOrUpdateConsumer(ctx, cc)
-			if err != nil {
-				err = fmt.Errorf("consume %s: %w", cc.Durable, err)
-			}
-		}
-		if cons != nil {
-			err = s.consumeOnce(ctx, release, cfg, cons, opts, offset, fn)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-				cons = nil
-			}
-		}
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if isClosed(release) {
-			return true, nil
-		}
-		if cfg.Retrying != nil {
-			cfg.Retrying(err)
-		}
-		t := time.NewTimer(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		case <-release:
-			t.Stop()
-			return true, nil
-		case <-t.C:
-		}
-	}
-}
-
-// isClosed reports whether c, which may be nil, is closed.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *JetStreamStore) consumeOnce(ctx context.Context, release <-chan struct{}, cfg ConsumerConfig, cons jetstream.Consumer, opts []jetstream.PullMessagesOpt, offset offsetOf, fn func(context.Context, Entry) error) error {
+func (s *JetStreamStore) consumeOnce(ctx context.Context, cfg ConsumerConfig, cons jetstream.Consumer, opts []jetstream.PullMessagesOpt, fn func(context.Context, Entry) error) error {
 	msgs, err := cons.Messages(opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Name, err)
 	}
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
-	if release != nil {
-		// Released, the pull stops taking records; those it has taken
-		// are still handed out, and handled before consume returns.
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			select {
-			case <-release:
-				msgs.Drain()
-			case <-done:
-			}
-		}()
-	}
 	l := &lanes{ctx: ctx, cfg: cfg, fn: fn, stopPull: msgs.Stop, queues: map[string][]delivery{}}
 	defer func() {
 		// The records already taken are handled before the pull is set
@@ -215,9 +162,6 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, release <-chan struct{
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
-			}
-			if isClosed(release) {
-				return l.failed()
 			}
 			if err := l.failed(); err != nil {
 				return err
@@ -234,13 +178,13 @@ func (s *JetStreamStore) consumeOnce(ctx context.Context, release <-chan struct{
 			// and move on rather than block the log behind it.
 			_ = m.Term()
 			if cfg.Skipped != nil {
-				cfg.Skipped(offset(m, meta), err)
+				cfg.Skipped(meta.Sequence.Stream, err)
 			}
 			continue
 		}
 		// The heartbeat starts now: a record waiting behind its journal's
 		// earlier ones is as taken as the one being handled.
-		l.add(m.Subject(), delivery{entry: Entry{Offset: offset(m, meta), Record: r}, beat: inProgress(m, cfg.AckWait),
+		l.add(m.Subject(), delivery{entry: Entry{Offset: meta.Sequence.Stream, Record: r}, beat: inProgress(m, cfg.AckWait),
 			done: func() error { return ackOnce(ctx, m, cfg.AckWait) }})
 	}
 }

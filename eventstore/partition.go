@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,7 +424,7 @@ func (g *group) renew(ctx context.Context, n int, p *part) {
 	switch {
 	case err == nil:
 		p.rev = rev
-	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 		p.lost, p.leaving = true, true
 		delete(g.parts, n)
 	}
@@ -435,13 +434,6 @@ func (g *group) rev(p *part) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return p.rev
-}
-
-// isWrongSequence reports whether err is a KV update refused because the
-// key moved on (it is reported as a JetStream API error).
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // save writes partition n's progress when it moved.
@@ -596,45 +588,47 @@ func (g *group) takeRecord(ctx context.Context, l *lanes, gen int, subject strin
 		p.from = off
 		p.taken = append(p.taken, off)
 	}
+	// The follower is past off: a record taken stays unhandled in p.taken
+	// until its lane is done with it.
+	g.passed = max(g.passed, off)
 	g.mu.Unlock()
-	if take {
-		select {
-		case g.slots <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		}
-		finish := func() error {
-			<-g.slots
-			g.mu.Lock()
-			p.done[off] = true
-			g.mu.Unlock()
-			return nil
-		}
-		r, err := Decode(data)
-		if err != nil {
-			// A record that cannot be decoded never will: reported and
-			// passed over.
-			if g.cfg.Skipped != nil {
-				g.cfg.Skipped(off, err)
-			}
-			_ = finish()
-		} else {
-			l.add(subject, delivery{entry: Entry{Offset: off, Record: r}, done: finish})
-		}
+	if !take {
+		return true
 	}
-	g.mu.Lock()
-	if g.gen == gen {
-		g.passed = max(g.passed, off)
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
 	}
-	g.mu.Unlock()
+	finish := func() error {
+		<-g.slots
+		g.mu.Lock()
+		p.done[off] = true
+		g.mu.Unlock()
+		return nil
+	}
+	r, err := Decode(data)
+	if err != nil {
+		// A record that cannot be decoded never will: reported and
+		// passed over.
+		if g.cfg.Skipped != nil {
+			g.cfg.Skipped(off, err)
+		}
+		return finish() == nil
+	}
+	l.add(subject, delivery{entry: Entry{Offset: off, Record: r}, done: finish})
 	return true
 }
 
 // partitionOf is the partition of the journal with the given subject.
 func partitionOf(subject string, partitions int) int {
-	h := fnv.New64a()
-	h.Write([]byte(subject))
-	return int(h.Sum64() % uint64(partitions))
+	// FNV-1a, inline: it runs for every record of the log.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(subject); i++ {
+		h ^= uint64(subject[i])
+		h *= 1099511628211
+	}
+	return int(h % uint64(partitions))
 }
 
 // owned returns the partitions member gets among members: each member
