@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
 // fixtureAgent is the fixture agent kept alive reading its stdin.
@@ -110,14 +111,8 @@ func TestRunSmall(t *testing.T) {
 		}
 	}
 
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("scratch directory holds %d entries after Run, want 0 (the run's directory removed)", len(entries))
-	}
-	waitGoroutines(t, before)
+	benchtest.EmptyDir(t, dir, "after Run")
+	benchtest.WaitGoroutines(t, before, 5*time.Second)
 }
 
 // TestTargets: recordObservation's rate and p99 are judged against the
@@ -230,19 +225,9 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
+			benchtest.Mentions(t, err, tt.want)
 			if tt.want == nil {
-				if err != nil {
-					t.Errorf("Validate() = %v, want nil", err)
-				}
 				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %q, want it to mention %q", err, w)
-				}
 			}
 		})
 	}
@@ -293,19 +278,4 @@ func TestReadEvents(t *testing.T) {
 	if got := st.seen.Load(); got != 12 {
 		t.Errorf("seen = %d, want 12", got)
 	}
-}
-
-// waitGoroutines waits for the goroutines started since before to end: the
-// stack Run started must be gone.
-func waitGoroutines(t *testing.T, before int) {
-	t.Helper()
-	for range 100 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Errorf("%d goroutines left running after Run, want at most %d:\n%s",
-		runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }

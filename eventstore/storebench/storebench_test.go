@@ -15,6 +15,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
 func TestRunSmall(t *testing.T) {
@@ -93,14 +94,8 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("JSON report has %d results, want %d", got, want)
 	}
 
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("scratch directory holds %d entries after Run, want 0 (each server's directory removed)", len(entries))
-	}
-	waitGoroutines(t, before)
+	benchtest.EmptyDir(t, dir, "after Run")
+	benchtest.WaitGoroutines(t, before, 5*time.Second)
 }
 
 // TestRunDefaults runs the full benchmark with default sizes when
@@ -137,19 +132,9 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
+			benchtest.Mentions(t, err, tt.want)
 			if tt.want == nil {
-				if err != nil {
-					t.Errorf("Validate() = %v, want nil", err)
-				}
 				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %q, want it to mention %q", err, w)
-				}
 			}
 		})
 	}
@@ -172,21 +157,6 @@ func TestResultVerdict(t *testing.T) {
 			t.Errorf("%s: Verdict() = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-}
-
-// waitGoroutines waits for the goroutines started since before to end: the
-// servers and connections Run opened must all be gone.
-func waitGoroutines(t *testing.T, before int) {
-	t.Helper()
-	for range 100 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Errorf("%d goroutines left running after Run, want at most %d:\n%s",
-		runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }
 
 // benchServer starts a server for a benchmark and closes it afterwards.

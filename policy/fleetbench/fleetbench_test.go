@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
 func TestFleetRunSmall(t *testing.T) {
@@ -101,14 +103,8 @@ func TestFleetRunSmall(t *testing.T) {
 		t.Errorf("JSON config %+v, nodes %d, cpus %d", decoded.Config, decoded.Nodes, decoded.CPUs)
 	}
 
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("scratch directory holds %d entries after Run, want 0 (every round's cluster removed)", len(entries))
-	}
-	waitGoroutines(t, before)
+	benchtest.EmptyDir(t, dir, "after Run")
+	benchtest.WaitGoroutines(t, before, 10*time.Second)
 }
 
 // TestFleetRunFailsCleanly: a round that cannot finish in time fails the run,
@@ -123,14 +119,8 @@ func TestFleetRunFailsCleanly(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run with a round timeout too short to start a cluster succeeded, want an error")
 	}
-	entries, rerr := os.ReadDir(dir)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	if len(entries) != 0 {
-		t.Errorf("scratch directory holds %d entries after a failed Run, want 0", len(entries))
-	}
-	waitGoroutines(t, before)
+	benchtest.EmptyDir(t, dir, "after a failed Run")
+	benchtest.WaitGoroutines(t, before, 10*time.Second)
 }
 
 // TestFleetRunStopsMidRound: a run stopped while its subscribers decide
@@ -154,14 +144,8 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "policy/whole-log") {
 		t.Fatalf("Run stopped in policy/whole-log = %v, want that round's error", err)
 	}
-	entries, rerr := os.ReadDir(dir)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	if len(entries) != 0 {
-		t.Errorf("scratch directory holds %d entries after a stopped Run, want 0", len(entries))
-	}
-	waitGoroutines(t, before)
+	benchtest.EmptyDir(t, dir, "after a stopped Run")
+	benchtest.WaitGoroutines(t, before, 10*time.Second)
 }
 
 // TestFleetRunDefaults runs the full benchmark with default sizes when
@@ -206,19 +190,9 @@ func TestFleetConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
+			benchtest.Mentions(t, err, tt.want)
 			if tt.want == nil {
-				if err != nil {
-					t.Errorf("Validate() = %v, want nil", err)
-				}
 				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %q, want it to mention %q", err, w)
-				}
 			}
 			if _, rerr := Run(t.Context(), tt.cfg); rerr == nil || rerr.Error() != err.Error() {
 				t.Errorf("Run with an invalid Config = %v, want the Validate error", rerr)
@@ -253,21 +227,6 @@ func TestFleetGroupEven(t *testing.T) {
 	if g.moves != 1 {
 		t.Errorf("moves = %d after a change once settled, want 1", g.moves)
 	}
-}
-
-// waitGoroutines waits for the goroutines started since before to end:
-// every round's servers and subscribers must be gone.
-func waitGoroutines(t *testing.T, before int) {
-	t.Helper()
-	for range 200 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Errorf("%d goroutines left running after Run, want at most %d:\n%s",
-		runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }
 
 // writerFunc is an io.Writer that calls itself.
