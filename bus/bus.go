@@ -307,9 +307,7 @@ func (b *Bus) ServerName() string {
 
 // Shared reports whether other processes may use this log: it is another
 // server's, or the embedded server listens for clients or routes.
-func (b *Bus) Shared() bool {
-	return b.cfg.URL != "" || b.cfg.Listen != "" || b.cfg.Cluster.enabled()
-}
+func (b *Bus) Shared() bool { return b.cfg.shared() }
 
 // NodeName is this daemon's lasting name: its server name in a cluster,
 // else a name kept in the data directory and made on first use, so that a

@@ -315,5 +315,11 @@ func splitListen(listen string) (host string, port int, err error) {
 // it, since another process's publish would be acknowledged before its
 // fsync. A cluster's durability is its replicas'.
 func (c Config) groupCommit() bool {
-	return c.URL == "" && c.Sync == SyncAlways && c.Listen == "" && !c.Cluster.enabled()
+	return c.Sync == SyncAlways && !c.shared()
+}
+
+// shared reports whether other processes may use the log: it is another
+// server's, or the embedded server listens for clients or routes.
+func (c Config) shared() bool {
+	return c.URL != "" || c.Listen != "" || c.Cluster.enabled()
 }
