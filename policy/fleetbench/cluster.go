@@ -17,7 +17,9 @@ import (
 
 // cluster is one round's three nodes, each with the journal store on it.
 type cluster struct {
-	dir    string
+	dir string
+	// secret is what clients log in to its nodes with.
+	secret string
 	buses  []*bus.Bus
 	stores []*eventstore.JetStreamStore
 }
@@ -40,6 +42,7 @@ func openCluster(ctx context.Context, parent string) (_ *cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c.secret = secret
 	ports, err := freePorts(Nodes)
 	if err != nil {
 		return nil, err

@@ -24,13 +24,18 @@
 //     decisions per second, also given as a ratio to the 1-daemon rate and
 //     to the raw append rate.
 //
-// All three nodes, every subscriber and every writer share this process and
-// this machine's CPUs, so a daemon added brings no CPU of its own: the
-// report says so, and says how many CPUs there were. It reports what was
-// measured and judges nothing.
+// By default all three nodes, every subscriber and every writer share this
+// process and this machine's CPUs, so a daemon added brings no CPU of its
+// own, and the report says so. With Config.DaemonCPU each subscriber runs
+// instead as a process of its own (this program again, started with
+// MemberCommand), connected to its node over loopback and held to that
+// many CPUs by a Linux cpu control group: a daemon added then brings a CPU
+// budget of its own, as a daemon on a machine of its own does, and the
+// report gives the CPU time the daemons used. It reports what was measured
+// and judges nothing.
 //
-// The package owns the workload, the cluster set-up of each round and the
-// report. It does not own the bus, the store, the policy or the command
+// The package owns the workload, the cluster set-up of each round, the
+// member processes and their control groups, and the report. It does not own the bus, the store, the policy or the command
 // line: it uses their public constructors as the daemon does, and leaves
 // flags and printing to its caller.
 package fleetbench

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -26,6 +27,10 @@ const (
 	// never comes fails the run instead of stalling it.
 	DefaultRoundTimeout = 3 * time.Minute
 )
+
+// MaxDaemonCPU is the largest Config.DaemonCPU: a daemon's budget is a
+// part of a machine's CPUs, and this is a machine's worth.
+const MaxDaemonCPU = 64
 
 // Nodes is the size of every round's cluster, and the most daemons a round
 // runs: one daemon per node, as a fleet deploys them.
@@ -56,6 +61,15 @@ type Config struct {
 	RawAppends int
 	// RoundTimeout bounds each round. Zero means DefaultRoundTimeout.
 	RoundTimeout time.Duration
+	// DaemonCPU, when above 0, runs each policy subscriber as a process of
+	// its own, connected to its node over loopback and limited to this
+	// many CPUs (a Linux cpu control group): each daemon then has a CPU
+	// budget of its own, as on a small machine of its own, and the
+	// nodes and writers share what is left. The program running the
+	// rounds must hand MemberCommand to MemberMain, and may need to be
+	// root to make control groups. Zero runs the subscribers in this
+	// process, sharing every CPU.
+	DaemonCPU float64
 	// Progress, when set, receives one line per round as it finishes.
 	Progress io.Writer
 	// Logger receives the policy subscribers' logs; nil discards them.
@@ -92,6 +106,11 @@ func (c Config) Validate() error {
 	p.NotNegative("RawAppends", c.RawAppends, DefaultRawAppends)
 	if c.RoundTimeout < 0 {
 		p.Addf("RoundTimeout %s is negative (want a positive duration, or 0 for %s)", c.RoundTimeout, DefaultRoundTimeout)
+	}
+	if c.DaemonCPU < 0 || c.DaemonCPU > MaxDaemonCPU || math.IsNaN(c.DaemonCPU) {
+		p.Addf("DaemonCPU %v is out of range (want 0.01 to %v CPUs, or 0 for subscribers in this process)", c.DaemonCPU, MaxDaemonCPU)
+	} else if c.DaemonCPU > 0 && c.DaemonCPU < 0.01 {
+		p.Addf("DaemonCPU %v is too small to schedule (want 0.01 to %v CPUs, or 0 for subscribers in this process)", c.DaemonCPU, MaxDaemonCPU)
 	}
 	return p.Err()
 }
@@ -187,6 +206,10 @@ type Result struct {
 	// evenly, from starting the subscribers.
 	Startup time.Duration
 	Settle  time.Duration
+	// DaemonCPUTime is the CPU time the round's member processes used,
+	// from their start to their stop, with Config.DaemonCPU set; 0
+	// otherwise.
+	DaemonCPUTime time.Duration
 	// Method says in words what was timed.
 	Method string
 }
@@ -226,6 +249,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.DaemonCPU > 0 {
+		if err := CanLimitCPU(); err != nil {
+			return Report{}, fmt.Errorf("fleetbench: DaemonCPU %v: %w", cfg.DaemonCPU, err)
+		}
+	}
 	rep := Report{Config: cfg, TextBytes: textBytes, Host: benchkit.Here(), Started: time.Now()}
 	r := &runner{cfg: cfg, summary: benchkit.Filler(textBytes)}
 	rounds := []func(context.Context) (Result, error){r.rawAppend,

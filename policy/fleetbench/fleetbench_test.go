@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -150,12 +152,19 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 
 // TestFleetRunDefaults runs the full benchmark with default sizes when
 // FLEETBENCH_DEFAULTS=1, printing the report; it takes about a minute and a
-// half.
+// half. FLEETBENCH_DAEMON_CPU sets Config.DaemonCPU.
 func TestFleetRunDefaults(t *testing.T) {
 	if os.Getenv("FLEETBENCH_DEFAULTS") != "1" {
 		t.Skip("set FLEETBENCH_DEFAULTS=1 to run the full benchmark")
 	}
-	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Progress: t.Output()})
+	var cpu float64
+	if s := os.Getenv("FLEETBENCH_DAEMON_CPU"); s != "" {
+		var err error
+		if cpu, err = strconv.ParseFloat(s, 64); err != nil {
+			t.Fatalf("FLEETBENCH_DAEMON_CPU: %v", err)
+		}
+	}
+	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Progress: t.Output(), DaemonCPU: cpu})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -174,6 +183,10 @@ func TestFleetConfigValidate(t *testing.T) {
 		{name: "defaults", cfg: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
 		{name: "no dir", cfg: Config{}, want: []string{"fleetbench: no Dir"}},
 		{name: "too few partitions", cfg: Config{Dir: "x", Partitions: 2}, want: []string{"Partitions 2 is out of range (want 3 to 1024"}},
+		{name: "daemon cpu", cfg: Config{Dir: "x", DaemonCPU: 0.25}},
+		{name: "negative daemon cpu", cfg: Config{Dir: "x", DaemonCPU: -1}, want: []string{"DaemonCPU -1 is out of range (want 0.01 to 64 CPUs, or 0"}},
+		{name: "daemon cpu too small", cfg: Config{Dir: "x", DaemonCPU: 0.001}, want: []string{"DaemonCPU 0.001 is too small to schedule"}},
+		{name: "daemon cpu not a number", cfg: Config{Dir: "x", DaemonCPU: math.NaN()}, want: []string{"DaemonCPU NaN is out of range"}},
 		{
 			name: "every negative size at once",
 			cfg:  Config{Dir: "x", Partitions: -1, Writers: -2, Journals: -3, Observations: -4, RawAppends: -5, RoundTimeout: -time.Second},
@@ -233,3 +246,52 @@ func TestFleetGroupEven(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestMain runs this test binary as a member process when a round with
+// DaemonCPU starts it as one.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == MemberCommand {
+		os.Exit(MemberMain())
+	}
+	os.Exit(m.Run())
+}
+
+// TestFleetRunDaemonProcesses: with DaemonCPU, each round's subscribers are
+// processes of their own, limited by a control group, and still decide on
+// every observation; they and their groups are gone afterwards. Where
+// control groups cannot be made, the run says so and leaves nothing.
+func TestFleetRunDaemonProcesses(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
+		RoundTimeout: time.Minute, DaemonCPU: 0.5})
+	if limitErr := CanLimitCPU(); limitErr != nil {
+		if err == nil || !strings.Contains(err.Error(), "control group") {
+			t.Fatalf("Run with DaemonCPU where control groups cannot be made (%v) = %v, want an error naming the control group", limitErr, err)
+		}
+		benchtest.EmptyDir(t, dir, "after a refused Run")
+		return
+	}
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, res := range rep.Results {
+		if res.Daemons == 0 {
+			continue
+		}
+		if res.Decided != 200 || res.DaemonCPUTime <= 0 || !strings.Contains(res.Method, "process of its own limited to 0.5 CPU") {
+			t.Errorf("%s: decided %d, member CPU %s, method %q; want 200 decided by member processes that used CPU",
+				res.Name, res.Decided, res.DaemonCPUTime, res.Method)
+		}
+	}
+	benchtest.EmptyDir(t, dir, "after Run")
+	parent, _, err := ownCPUGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := filepath.Glob(filepath.Join(parent, "agentjournal-fleetbench-"+strconv.Itoa(os.Getpid())+"-*"))
+	if err != nil || len(groups) > 0 {
+		t.Errorf("control groups left behind: %v (%v)", groups, err)
+	}
+}

@@ -43,7 +43,10 @@ func (r *runner) progress(res Result) {
 	line := fmt.Sprintf("%s: %d from %d writers, %.0f/s, append p50 %s, p99 %s", res.Name, res.Count, res.Writers,
 		res.PerSecond, millis(res.AppendP50), millis(res.AppendP99))
 	if res.Daemons > 0 {
-		line += fmt.Sprintf(", decision p50 %s, p99 %s", millis(res.DecisionP50), millis(res.DecisionP99))
+		line += fmt.Sprintf(", decision p50 %s, p99 %s, backlog %.0f/s", millis(res.DecisionP50), millis(res.DecisionP99), res.BacklogPerSecond)
+	}
+	if res.DaemonCPUTime > 0 {
+		line += fmt.Sprintf(", daemons' CPU %s", res.DaemonCPUTime.Round(time.Millisecond))
 	}
 	// Progress is informational: a failing writer does not stop the run.
 	fmt.Fprintln(r.cfg.Progress, line)
@@ -308,34 +311,24 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 	startup := time.Since(t0)
 
 	g := newGroup(r.cfg.Partitions, r.cfg.Observations)
-	// The subscribers run on a context without the round's deadline, as
-	// in the daemon: the JetStream client then bounds each of their
-	// requests by its own timeout and they try again, where with the
-	// deadline one request lost while the cluster settles waits out the
-	// whole round. They still stop when the round ends.
-	subCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
-	defer context.AfterFunc(ctx, stopSubs)()
-	var wg sync.WaitGroup
+	t1 := time.Now()
+	var ds deciders
+	if r.cfg.DaemonCPU > 0 {
+		ds, err = r.startProcesses(w, k, partitions, g)
+	} else {
+		ds = r.startInProcess(ctx, w, k, partitions, g)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
 	// Registered after the cluster's Close, so it runs first: the
 	// subscribers stop before their nodes do.
+	stopped := false
 	defer func() {
-		stopSubs()
-		wg.Wait()
+		if !stopped {
+			err = errors.Join(err, ds.stop())
+		}
 	}()
-	gate := newGate()
-	t1 := time.Now()
-	for i := range k {
-		member := w.cl.buses[i].ServerName()
-		g.members = append(g.members, member)
-		sub := policy.NewSubscriber(&gatedLog{JetStreamStore: w.cl.stores[i], gate: gate}, policy.SubscriberConfig{
-			Partitions: partitions,
-			Member:     member,
-			Owns:       func(parts []int) { g.owned(member, parts) },
-			Decided:    g.heard,
-			Logger:     r.cfg.Logger,
-		})
-		wg.Go(func() { g.keepRunning(subCtx, member, sub.Run) })
-	}
 	for partitioned && !g.even() {
 		select {
 		case <-g.changed:
@@ -360,18 +353,24 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 	// The backlog: with the handlers held back, as many observations
 	// again are appended; then the subscribers decide on them as fast as
 	// they can, which is their capacity rather than the writers' pace.
-	gate.shut()
+	if err := ds.hold(ctx); err != nil {
+		return Result{}, fmt.Errorf("%s: backlog: %w", name, err)
+	}
 	if _, _, _, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
 		return r.appendObservation(ctx, w, r.cfg.Observations+i)
 	}); err != nil {
 		return Result{}, fmt.Errorf("%s: backlog: %w", name, err)
 	}
 	opened := time.Now()
-	gate.open()
+	ds.release()
 	select {
 	case <-g.drained:
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("%s: backlog not decided%s: %w", name, g.lastError(), ctx.Err())
+	}
+	stopped = true
+	if err := ds.stop(); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 
 	g.mu.Lock()
@@ -392,10 +391,11 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		Moves: moves, Restarts: restarts, Startup: startup, Settle: settle,
 		Method: fmt.Sprintf("%s, %s; %d observations appended as in raw/append; "+
 			"from the first append to the Decided hooks having heard a decision on every observation",
-			subscribers(k), how, r.cfg.Observations)}
+			r.subscribers(k), how, r.cfg.Observations)}
 	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
 	res.DecisionP50, res.DecisionP99 = benchkit.Percentile(decision, 0.5), benchkit.Percentile(decision, 0.99)
 	res.BacklogElapsed, res.BacklogPerSecond = backlogElapsed, benchkit.Rate(r.cfg.Observations, backlogElapsed)
+	res.DaemonCPUTime = ds.cpu()
 	return res, nil
 }
 
@@ -460,11 +460,15 @@ func (l *gatedLog) ConsumePartitioned(ctx context.Context, cfg eventstore.Partit
 }
 
 // subscribers says where a round's k subscribers run.
-func subscribers(k int) string {
-	if k == 1 {
-		return "1 policy subscriber on node 0's store"
+func (r *runner) subscribers(k int) string {
+	where := "1 policy subscriber on node 0's store"
+	if k > 1 {
+		where = fmt.Sprintf("%d policy subscribers, one on each of nodes 0 to %d's stores", k, k-1)
 	}
-	return fmt.Sprintf("%d policy subscribers, one on each of nodes 0 to %d's stores", k, k-1)
+	if r.cfg.DaemonCPU > 0 {
+		where += fmt.Sprintf(", each a process of its own limited to %v CPU and connected over loopback", r.cfg.DaemonCPU)
+	}
+	return where
 }
 
 // Restarts of a subscriber that stopped on an error wait restartFirst,
@@ -475,9 +479,10 @@ const (
 )
 
 // keepRunning runs a subscriber until ctx ends, starting it again when it
-// stops on an error, as the daemon does: a member that joins a cluster
-// still electing the group's stream leader can fail to open the group.
-func (g *group) keepRunning(ctx context.Context, member string, run func(context.Context) error) {
+// stops on an error, which it hands to failed first, as the daemon does: a
+// member that joins a cluster still electing the group's stream leader can
+// fail to open the group.
+func keepRunning(ctx context.Context, run func(context.Context) error, failed func(error)) {
 	delay := restartFirst
 	for {
 		err := run(ctx)
@@ -487,10 +492,7 @@ func (g *group) keepRunning(ctx context.Context, member string, run func(context
 		if err == nil {
 			err = errors.New("stopped without an error")
 		}
-		g.mu.Lock()
-		g.restarts++
-		g.lastErr = fmt.Errorf("subscriber %s: %w", member, err)
-		g.mu.Unlock()
+		failed(err)
 		select {
 		case <-ctx.Done():
 			return
@@ -498,6 +500,14 @@ func (g *group) keepRunning(ctx context.Context, member string, run func(context
 		}
 		delay = min(2*delay, restartLast)
 	}
+}
+
+// failed hears that member's subscriber stopped on err and starts again.
+func (g *group) failed(member string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.restarts++
+	g.lastErr = fmt.Errorf("subscriber %s: %w", member, err)
 }
 
 // lastError is the last error a subscriber stopped on, for an error
@@ -576,4 +586,112 @@ func timeEachStart(ctx context.Context, n, workers int, do func(ctx context.Cont
 // millis formats a latency in milliseconds.
 func millis(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// deciders are a round's policy subscribers, wherever they run.
+type deciders interface {
+	// hold holds their handlers back, returning once every one is held;
+	// release lets them go.
+	hold(ctx context.Context) error
+	release()
+	// stop stops them and waits until they have.
+	stop() error
+	// cpu is the CPU time they used, once stopped; 0 when it is not
+	// theirs alone to measure.
+	cpu() time.Duration
+}
+
+// inProcess is k subscribers in this process, one on each of the first k
+// nodes' stores, sharing all of its CPUs.
+type inProcess struct {
+	gate  *gate
+	stopF context.CancelFunc
+	wg    sync.WaitGroup
+}
+
+func (r *runner) startInProcess(ctx context.Context, w *workload, k, partitions int, g *group) *inProcess {
+	d := &inProcess{gate: newGate()}
+	// The subscribers run on a context without the round's deadline, as
+	// in the daemon: the JetStream client then bounds each of their
+	// requests by its own timeout and they try again, where with the
+	// deadline one request lost while the cluster settles waits out the
+	// whole round. They still stop when the round ends.
+	subCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, stopSubs)
+	d.stopF = func() { unhook(); stopSubs() }
+	for i := range k {
+		member := w.cl.buses[i].ServerName()
+		g.members = append(g.members, member)
+		sub := policy.NewSubscriber(&gatedLog{JetStreamStore: w.cl.stores[i], gate: d.gate}, policy.SubscriberConfig{
+			Partitions: partitions,
+			Member:     member,
+			Owns:       func(parts []int) { g.owned(member, parts) },
+			Decided:    g.heard,
+			Logger:     r.cfg.Logger,
+		})
+		d.wg.Go(func() { keepRunning(subCtx, sub.Run, func(err error) { g.failed(member, err) }) })
+	}
+	return d
+}
+
+func (d *inProcess) hold(context.Context) error { d.gate.shut(); return nil }
+func (d *inProcess) release()                   { d.gate.open() }
+func (d *inProcess) cpu() time.Duration         { return 0 }
+func (d *inProcess) stop() error {
+	d.stopF()
+	d.wg.Wait()
+	return nil
+}
+
+// processes is k member processes, one on each of the first k nodes, each
+// limited to Config.DaemonCPU CPUs.
+type processes []*memberProc
+
+func (r *runner) startProcesses(w *workload, k, partitions int, g *group) (processes, error) {
+	var ps processes
+	for i := range k {
+		m, err := r.startMember(w, i, partitions, g)
+		if err != nil {
+			return nil, errors.Join(err, ps.stop())
+		}
+		g.members = append(g.members, m.name)
+		ps = append(ps, m)
+	}
+	return ps, nil
+}
+
+func (ps processes) hold(ctx context.Context) error {
+	for _, m := range ps {
+		if err := m.hold(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ps processes) release() {
+	for _, m := range ps {
+		m.release()
+	}
+}
+
+func (ps processes) cpu() time.Duration {
+	var t time.Duration
+	for _, m := range ps {
+		if st := m.cmd.ProcessState; st != nil {
+			t += st.UserTime() + st.SystemTime()
+		}
+	}
+	return t
+}
+
+// stop stops every member at once.
+func (ps processes) stop() error {
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, m := range ps {
+		wg.Go(func() { errs[i] = m.stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -72,11 +72,29 @@ func (r Report) WriteText(w io.Writer) error {
 		"decisions per second from then to the last, the daemons' capacity rather than the writers' pace\n")
 	b.WriteString("  DECISION: from an observation's append starting to its decision heard; RETRIES: appends sent again after an error; " +
 		"MOVES: partition changes heard after the group settled; RESTARTS: subscribers started again after stopping on an error\n")
-	fmt.Fprintf(&b, "\nnote: all %d nodes, every daemon and every writer share this machine's %d CPUs (runtime.NumCPU()): "+
-		"a daemon added brings no CPU of its own here, so these figures say what sharing the deciding does on one machine, "+
-		"not what daemons on machines of their own would do.\n", Nodes, r.Host.CPUs)
+	b.WriteString("\n" + r.cpuNote() + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cpuNote says how the CPUs were shared, which decides what the figures
+// can say about adding daemons.
+func (r Report) cpuNote() string {
+	if r.Config.DaemonCPU > 0 {
+		var used []string
+		for _, res := range r.Results {
+			if res.Daemons > 0 {
+				used = append(used, fmt.Sprintf("%s %s", res.Name, res.DaemonCPUTime.Round(10*time.Millisecond)))
+			}
+		}
+		return fmt.Sprintf("note: each daemon ran as a process of its own limited to %v CPU by a Linux cpu control group, "+
+			"as a daemon on a machine of its own is held to that machine's CPUs, so a daemon added brings CPU of its own; "+
+			"the %d nodes and the writers shared the rest of this machine's %d CPUs (runtime.NumCPU()). "+
+			"CPU time the daemons used: %s.", r.Config.DaemonCPU, Nodes, r.Host.CPUs, strings.Join(used, ", "))
+	}
+	return fmt.Sprintf("note: all %d nodes, every daemon and every writer share this machine's %d CPUs (runtime.NumCPU()): "+
+		"a daemon added brings no CPU of its own here, so these figures say what sharing the deciding does on one machine, "+
+		"not what daemons on machines of their own would do (Config.DaemonCPU gives each one a budget of its own).", Nodes, r.Host.CPUs)
 }
 
 // ratio formats a ratio of rates.
@@ -100,6 +118,7 @@ type jsonConfig struct {
 	Observations        int     `json:"observations"`
 	RawAppends          int     `json:"rawAppends"`
 	RoundTimeoutSeconds float64 `json:"roundTimeoutSeconds"`
+	DaemonCPU           float64 `json:"daemonCPU"`
 }
 
 type jsonResult struct {
@@ -126,6 +145,7 @@ type jsonResult struct {
 	Restarts           int     `json:"restarts"`
 	StartupSeconds     float64 `json:"startupSeconds"`
 	SettleSeconds      float64 `json:"settleSeconds,omitempty"`
+	DaemonCPUSeconds   float64 `json:"daemonCPUSeconds,omitempty"`
 	Method             string  `json:"method"`
 }
 
@@ -144,6 +164,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 			Observations:        r.Config.Observations,
 			RawAppends:          r.Config.RawAppends,
 			RoundTimeoutSeconds: r.Config.RoundTimeout.Seconds(),
+			DaemonCPU:           r.Config.DaemonCPU,
 		},
 		Results: make([]jsonResult, len(r.Results)),
 	}
@@ -172,6 +193,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 			Restarts:           res.Restarts,
 			StartupSeconds:     res.Startup.Seconds(),
 			SettleSeconds:      res.Settle.Seconds(),
+			DaemonCPUSeconds:   res.DaemonCPUTime.Seconds(),
 			Method:             res.Method,
 		}
 	}
