@@ -35,7 +35,8 @@
 // and judges nothing.
 //
 // The package owns the workload, the cluster set-up of each round, the
-// member processes and their control groups, and the report. It does not own the bus, the store, the policy or the command
-// line: it uses their public constructors as the daemon does, and leaves
-// flags and printing to its caller.
+// member processes and their control groups, and the report. It does not
+// own the bus, the store, the policy or the command line: it uses their
+// public constructors as the daemon does, and leaves flags and printing to
+// its caller.
 package fleetbench
