@@ -1,5 +1,16 @@
-// Package benchkit holds what the four benchmark packages (storebench,
-// projbench, apibench, fleetbench) share: the description of the machine a
-// report was measured on, configuration checks, the statistics (rate,
-// median, percentile) and the aligned text tables of their reports.
+// Package benchkit is the one harness of the four benchmark suites
+// (eventstore/storebench, projections/projbench, api/apibench,
+// policy/fleetbench) and owns their one report: Report, Result, Check and
+// Figure, the text writer (WriteText, one aligned table per suite that
+// leaves out the columns no result uses, then the targets with their
+// verdicts, what was timed and the notes), the JSON writer and reader
+// (WriteJSON, ReadJSON: the host once and a list of suites), the progress
+// line (WriteProgress) and the formatting of figures. It also holds what
+// the suites share in measuring: the description of the machine (Host),
+// configuration checks (Problems, Default), the statistics (Rate, Median,
+// Percentile) and settling the disk before a latency measurement.
+//
+// It does not own any workload, server or figure: each suite measures on
+// its own and fills in a Report; the bench command chooses the suites and
+// prints their reports together.
 package benchkit
