@@ -94,6 +94,22 @@ func TestWriteTextLeavesOutUnused(t *testing.T) {
 	}
 }
 
+// The figure columns keep the order of every result's figures.
+func TestWriteTextFigureOrder(t *testing.T) {
+	rep := Report{Suite: "s", Title: "t", Host: testHost, Results: []Result{
+		{Name: "raw", Figures: []Figure{{Name: "a", Value: 1}, {Name: "d", Value: 4}}},
+		{Name: "policy", Figures: []Figure{{Name: "a", Value: 1}, {Name: "b", Value: 2}, {Name: "d", Value: 4}, {Name: "e", Value: 5}}},
+		{Name: "other", Figures: []Figure{{Name: "c", Value: 3}, {Name: "d", Value: 4}}},
+	}}
+	var b bytes.Buffer
+	if err := WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nNAME    A  B  C  D  E\nraw     1  -  -  4  -\n") {
+		t.Errorf("figure columns not in order A B C D E:\n%s", b.String())
+	}
+}
+
 // Several reports are one report: the host line once, a section each.
 func TestWriteTextSeveral(t *testing.T) {
 	other := sample()

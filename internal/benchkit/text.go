@@ -94,12 +94,23 @@ func (r Report) writeResults(b *strings.Builder) {
 			return nonZero(res.Baseline != "", FormatValue(res.Ratio, "x")+" "+res.Baseline)
 		}},
 	}
+	// The figures' columns keep every result's order: a figure first met
+	// in a later result goes before the next figure of that result that
+	// has a column already, or last.
 	var figures []string
 	for _, res := range r.Results {
-		for _, f := range res.Figures {
-			if !slices.Contains(figures, f.Name) {
-				figures = append(figures, f.Name)
+		for k, f := range res.Figures {
+			if slices.Contains(figures, f.Name) {
+				continue
 			}
+			at := len(figures)
+			for _, next := range res.Figures[k+1:] {
+				if i := slices.Index(figures, next.Name); i >= 0 {
+					at = i
+					break
+				}
+			}
+			figures = slices.Insert(figures, at, f.Name)
 		}
 	}
 	for _, name := range figures {
