@@ -3,8 +3,10 @@ package apibench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentjournal/agentjournal/internal/benchkit"
@@ -124,110 +126,14 @@ const (
 	recordObservationP99Target = 3.0
 )
 
-// Result is one measurement.
-type Result struct {
-	// Name says what was measured, e.g. "api/sendMessage".
-	Name string
-	// Count is the number of timed operations: requests, appends, or
-	// (event, subscriber) deliveries expected.
-	Count int
-	// Concurrency is the number of clients, goroutines or subscribers.
-	Concurrency int
-	// Elapsed is the measurement's wall time: from the first request or
-	// append to the last answer or arrival.
-	Elapsed time.Duration
-	// PerSecond is the operations completed per second of Elapsed (for
-	// sse/fan-out, the deliveries that arrived).
-	PerSecond float64
-	// P50 and P99 are latency percentiles over every operation.
-	P50 time.Duration
-	P99 time.Duration
-	// Baseline names the result this one is compared with, "" for none.
-	Baseline string
-	// P99Ratio is P99 over the baseline's P99; 0 without a baseline.
-	P99Ratio float64
-	// RateRatio is PerSecond over the baseline's PerSecond; 0 without a
-	// baseline.
-	RateRatio float64
-	// RateTarget is the lowest acceptable RateRatio, P99Target the highest
-	// acceptable P99Ratio; 0 when there is none.
-	RateTarget float64
-	P99Target  float64
-	// Missing counts the deliveries of sse/fan-out that never arrived.
-	Missing int
-	// Method says in words what was timed.
-	Method string
-}
-
-// Verdict words: a target is met or the figure is below it.
+// Names of the figures and checks of a result beside the common ones.
 const (
-	verdictPass  = "PASS"
-	verdictBelow = "BELOW"
+	figureConcurrency = "concurrency"
+	figureP99Ratio    = "p99 ratio"
+	figureMissing     = "missing"
+	checkRateRatio    = "ops/s ratio"
+	checkP99Ratio     = "p99 ratio"
 )
-
-// RateVerdict is "PASS" when RateRatio reaches RateTarget, "BELOW" when it
-// does not, and "" when there is no target.
-func (r Result) RateVerdict() string {
-	switch {
-	case r.RateTarget == 0:
-		return ""
-	case r.RateRatio >= r.RateTarget:
-		return verdictPass
-	default:
-		return verdictBelow
-	}
-}
-
-// P99Verdict is "PASS" when P99Ratio is at most P99Target, "BELOW" (the
-// target) when it is over, and "" when there is no target.
-func (r Result) P99Verdict() string {
-	switch {
-	case r.P99Target == 0:
-		return ""
-	case r.P99Ratio <= r.P99Target:
-		return verdictPass
-	default:
-		return verdictBelow
-	}
-}
-
-// Report is the outcome of Run and the machine it ran on.
-type Report struct {
-	Results []Result
-	// Config is the configuration run, defaults filled in.
-	Config Config
-	// TextBytes is the length of every message text and progress summary.
-	TextBytes int
-	// EventInterval is the pace of sse/fan-out's appends.
-	EventInterval time.Duration
-	benchkit.Host
-	Started time.Time
-	// Startup is the time taken to start the stack and launch the agents.
-	Startup time.Duration
-	// Elapsed is the whole run, starting and stopping the stack included.
-	Elapsed time.Duration
-}
-
-// Result returns the result of the given name.
-func (r Report) Result(name string) (Result, bool) {
-	for _, res := range r.Results {
-		if res.Name == name {
-			return res, true
-		}
-	}
-	return Result{}, false
-}
-
-// Below returns the results that miss a target.
-func (r Report) Below() []Result {
-	var out []Result
-	for _, res := range r.Results {
-		if res.RateVerdict() == verdictBelow || res.P99Verdict() == verdictBelow {
-			out = append(out, res)
-		}
-	}
-	return out
-}
 
 // Names of the results.
 const (
@@ -241,67 +147,101 @@ const (
 // It fails when the stack cannot start, a request or append fails, or an
 // answer is not the one expected (a message not delivered, a decision
 // other than record-only). Missing event deliveries are not an error: they
-// are in the report.
-func Run(ctx context.Context, cfg Config) (_ Report, err error) {
+// are in the report, and so is a result below its target (Report.Below
+// lists them).
+func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 	if err := cfg.Validate(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	cfg = cfg.withDefaults()
-	rep := Report{
-		Config:        cfg,
-		TextBytes:     textBytes,
-		EventInterval: eventInterval,
-		Host:          benchkit.Here(),
-		Started:       time.Now(),
+	rep := benchkit.Report{
+		Suite:   "api",
+		Title:   "HTTP API vs journal store",
+		Host:    benchkit.Here(),
+		Started: time.Now(),
 	}
 	st, err := startStack(ctx, cfg)
 	if err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	rep.Startup = time.Since(rep.Started)
+	startup := time.Since(rep.Started)
 	r := &runner{cfg: cfg, st: st, text: benchkit.Filler(textBytes)}
 	// raw/append goes last: the policy decides on every observation it
 	// appends, and waiting for it to finish before a later measurement
 	// would take longer than the measurement itself.
-	steps := []func(context.Context) (Result, error){
+	steps := []func(context.Context) (benchkit.Result, error){
 		r.sendMessage,
 		r.recordObservation,
 		r.fanOut,
 		r.rawAppend,
 	}
-	var results []Result
+	var results []benchkit.Result
 	for _, step := range steps {
 		if err := st.settle(ctx); err != nil {
-			return Report{}, err
+			return benchkit.Report{}, err
 		}
 		res, err := step(ctx)
 		if err != nil {
-			return Report{}, err
+			return benchkit.Report{}, err
 		}
-		r.progress(res)
+		benchkit.WriteProgress(cfg.Progress, res)
 		results = append(results, res)
 	}
 	if err := st.Close(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	rep.Results = ordered(results)
-	for i, res := range rep.Results {
-		base, ok := rep.Result(res.Baseline)
-		if ok && base.P99 > 0 {
-			rep.Results[i].P99Ratio = float64(res.P99) / float64(base.P99)
-		}
-		if ok && base.PerSecond > 0 {
-			rep.Results[i].RateRatio = res.PerSecond / base.PerSecond
-		}
+	compare(rep.Results)
+	rep.Setup = []string{
+		fmt.Sprintf("%d agents (%s), %d-byte texts; one run, latencies over every operation; %s of the run starting the stack",
+			cfg.Agents, strings.Join(cfg.Agent, " "), textBytes, startup.Round(100*time.Millisecond)),
+		fmt.Sprintf("targets, each against %s measured in the same run", nameRawAppend),
+	}
+	rep.Config = []benchkit.Setting{
+		{Name: "clients", Value: cfg.Clients},
+		{Name: "requests", Value: cfg.Requests},
+		{Name: "subscribers", Value: cfg.Subscribers},
+		{Name: "events", Value: cfg.Events},
+		{Name: "agents", Value: cfg.Agents},
+		{Name: "agent", Value: cfg.Agent},
+		{Name: "textBytes", Value: textBytes},
+		{Name: "eventIntervalSeconds", Value: eventInterval.Seconds()},
+		{Name: "startupSeconds", Value: startup.Seconds()},
 	}
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }
 
+// compare gives each result with a baseline its ratios to the baseline's
+// rate and p99, and judges api/recordObservation against its targets.
+func compare(results []benchkit.Result) {
+	rep := benchkit.Report{Results: results}
+	for i, res := range results {
+		base, ok := rep.Result(res.Baseline)
+		if !ok {
+			continue
+		}
+		var p99Ratio float64
+		if base.P99 > 0 {
+			p99Ratio = float64(res.P99) / float64(base.P99)
+		}
+		if base.Rate > 0 {
+			results[i].Ratio = res.Rate / base.Rate
+		}
+		results[i].Figures = append(results[i].Figures, benchkit.Figure{Name: figureP99Ratio, Value: p99Ratio, Unit: "x"})
+		if res.Name == nameRecordObservation {
+			results[i].Checks = []benchkit.Check{
+				{Metric: checkRateRatio, Value: results[i].Ratio, Target: recordObservationRateTarget, Unit: "x"},
+				{Metric: checkP99Ratio, Value: p99Ratio, Target: recordObservationP99Target, Unit: "x", Max: true},
+			}
+		}
+	}
+}
+
 // ordered puts the baseline first, then the results in the order measured.
-func ordered(results []Result) []Result {
-	out := make([]Result, 0, len(results))
+func ordered(results []benchkit.Result) []benchkit.Result {
+	out := make([]benchkit.Result, 0, len(results))
 	for _, res := range results {
 		if res.Name == nameRawAppend {
 			out = append(out, res)

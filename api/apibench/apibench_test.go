@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
@@ -49,7 +50,8 @@ func TestRunSmall(t *testing.T) {
 	}
 	var got []shape
 	for _, res := range rep.Results {
-		got = append(got, shape{res.Name, res.Count, res.Concurrency, res.Baseline})
+		concurrency, _ := res.Figure(figureConcurrency)
+		got = append(got, shape{res.Name, res.Count, int(concurrency), res.Baseline})
 	}
 	want := []shape{
 		{"raw/append", 100, 8, ""},
@@ -61,31 +63,33 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, res := range rep.Results {
-		if res.Elapsed <= 0 || res.PerSecond <= 0 || res.P50 <= 0 || res.P99 < res.P50 {
+		if res.Elapsed <= 0 || res.Rate <= 0 || res.P50 <= 0 || res.P99 < res.P50 {
 			t.Errorf("%s: elapsed %s, %v/s, p50 %s, p99 %s; want all positive and p99 >= p50",
-				res.Name, res.Elapsed, res.PerSecond, res.P50, res.P99)
+				res.Name, res.Elapsed, res.Rate, res.P50, res.P99)
 		}
-		if res.Baseline != "" && (math.IsNaN(res.P99Ratio) || math.IsInf(res.P99Ratio, 0) || res.P99Ratio <= 0) {
-			t.Errorf("%s: p99 ratio %v, want a finite positive number", res.Name, res.P99Ratio)
+		if p99Ratio, _ := res.Figure(figureP99Ratio); res.Baseline != "" && (math.IsNaN(p99Ratio) || math.IsInf(p99Ratio, 0) || p99Ratio <= 0) {
+			t.Errorf("%s: p99 ratio %v, want a finite positive number", res.Name, p99Ratio)
 		}
 		if res.Method == "" {
 			t.Errorf("%s: no description of what was timed", res.Name)
 		}
 	}
-	if obs, ok := rep.Result("api/recordObservation"); !ok || obs.RateTarget != 0.5 || obs.P99Target != 3 || obs.RateRatio <= 0 ||
-		obs.RateVerdict() == "" || obs.P99Verdict() == "" {
-		t.Errorf("api/recordObservation: rate %.2f (target %.2f, %q), p99 ratio %.2f (target %.2f, %q); want both targets judged",
-			obs.RateRatio, obs.RateTarget, obs.RateVerdict(), obs.P99Ratio, obs.P99Target, obs.P99Verdict())
+	obs, _ := rep.Result("api/recordObservation")
+	rate, rateOK := obs.Check(checkRateRatio)
+	p99, p99OK := obs.Check(checkP99Ratio)
+	if !rateOK || !p99OK || rate.Target != 0.5 || p99.Target != 3 || !p99.Max || rate.Value <= 0 || rate.Value != obs.Ratio {
+		t.Errorf("api/recordObservation: checks %+v, ratio %.2f; want the rate ratio judged against 0.5 and the p99 ratio against at most 3", obs.Checks, obs.Ratio)
 	}
-	if fan, ok := rep.Result("sse/fan-out"); !ok || fan.Missing != 0 {
-		t.Errorf("sse/fan-out: %d deliveries missing (found %t), want 0", fan.Missing, ok)
+	fan, ok := rep.Result("sse/fan-out")
+	if missing, has := fan.Figure(figureMissing); !ok || !has || missing != 0 {
+		t.Errorf("sse/fan-out: %v deliveries missing (found %t, figure %t), want 0", missing, ok, has)
 	}
 	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
 	}
 
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := benchkit.WriteText(&text, rep); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
 	for _, res := range rep.Results {
@@ -95,19 +99,19 @@ func TestRunSmall(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := benchkit.WriteJSON(&js, rep); err != nil {
 		t.Fatalf("WriteJSON: %v", err)
 	}
-	var decoded jsonReport
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+	decoded, err := benchkit.ReadJSON(&js)
+	if err != nil {
 		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
 	}
-	if got, want := len(decoded.Results), len(rep.Results); got != want {
+	if got, want := len(decoded[0].Results), len(rep.Results); got != want {
 		t.Errorf("JSON report has %d results, want %d", got, want)
 	}
-	for _, res := range decoded.Results {
-		if got, want := res.Missing != nil, res.Name == "sse/fan-out"; got != want {
-			t.Errorf("JSON result %s: has missing %t, want %t", res.Name, got, want)
+	for _, res := range decoded[0].Results {
+		if _, got := res.Figure(figureMissing); got != (res.Name == "sse/fan-out") {
+			t.Errorf("JSON result %s: has missing %t, want %t", res.Name, got, !got)
 		}
 	}
 
@@ -131,40 +135,44 @@ func TestTargets(t *testing.T) {
 		wantBelowCount int
 	}{
 		{name: "both met", rate: 2500, p99: ms(300), rateVerdict: "PASS", p99Verdict: "PASS", wantRateRatio: 0.5, wantP99Ratio: 3,
-			wantRows: []string{"api/recordObservation ops/s 2500 5000 0.50 >= 0.50 PASS", "api/recordObservation p99 300.00ms 100.00ms 3.00 <= 3.00 PASS"}},
+			wantRows: []string{"api/recordObservation ops/s ratio 0.50x >= 0.50x PASS", "api/recordObservation p99 ratio 3.00x <= 3.00x PASS"}},
 		{name: "both missed", rate: 1000, p99: ms(450), rateVerdict: "BELOW", p99Verdict: "BELOW", wantRateRatio: 0.2, wantP99Ratio: 4.5, wantBelowCount: 1,
-			wantRows: []string{"api/recordObservation ops/s 1000 5000 0.20 >= 0.50 BELOW", "api/recordObservation p99 450.00ms 100.00ms 4.50 <= 3.00 BELOW"}},
+			wantRows: []string{"api/recordObservation ops/s ratio 0.20x >= 0.50x BELOW", "api/recordObservation p99 ratio 4.50x <= 3.00x BELOW"}},
 		{name: "rate met, p99 missed", rate: 4000, p99: ms(1000), rateVerdict: "PASS", p99Verdict: "BELOW", wantRateRatio: 0.8, wantP99Ratio: 10, wantBelowCount: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw := Result{Name: "raw/append", Count: 10, Concurrency: 2, PerSecond: 5000, P50: ms(50), P99: ms(100), Method: "raw"}
-			obs := Result{Name: "api/recordObservation", Count: 10, Concurrency: 2, PerSecond: tt.rate, P50: ms(90), P99: tt.p99,
-				Baseline: "raw/append", RateTarget: recordObservationRateTarget, P99Target: recordObservationP99Target, Method: "obs"}
-			obs.RateRatio, obs.P99Ratio = obs.PerSecond/raw.PerSecond, float64(obs.P99)/float64(raw.P99)
-			if math.Abs(obs.RateRatio-tt.wantRateRatio) > 1e-9 || math.Abs(obs.P99Ratio-tt.wantP99Ratio) > 1e-9 {
-				t.Fatalf("ratios %.2f, %.2f; want %.2f, %.2f", obs.RateRatio, obs.P99Ratio, tt.wantRateRatio, tt.wantP99Ratio)
+			raw := benchkit.Result{Name: "raw/append", Count: 10, Rate: 5000, RateUnit: "ops/s", P50: ms(50), P99: ms(100), Method: "raw"}
+			obs := benchkit.Result{Name: "api/recordObservation", Count: 10, Rate: tt.rate, RateUnit: "ops/s", P50: ms(90), P99: tt.p99,
+				Baseline: "raw/append", Method: "obs"}
+			rep := benchkit.Report{Suite: "api", Results: []benchkit.Result{raw, obs}}
+			compare(rep.Results)
+			obs = rep.Results[1]
+			rate, _ := obs.Check(checkRateRatio)
+			p99, _ := obs.Check(checkP99Ratio)
+			p99Ratio, _ := obs.Figure(figureP99Ratio)
+			if math.Abs(obs.Ratio-tt.wantRateRatio) > 1e-9 || math.Abs(p99Ratio-tt.wantP99Ratio) > 1e-9 || rate.Value != obs.Ratio || p99.Value != p99Ratio {
+				t.Fatalf("ratios %.2f, %.2f, checked %.2f, %.2f; want %.2f, %.2f", obs.Ratio, p99Ratio, rate.Value, p99.Value, tt.wantRateRatio, tt.wantP99Ratio)
 			}
-			if got := obs.RateVerdict(); got != tt.rateVerdict {
-				t.Errorf("RateVerdict() = %q, want %q", got, tt.rateVerdict)
+			if got := rate.Verdict(); got != tt.rateVerdict {
+				t.Errorf("rate verdict %q, want %q", got, tt.rateVerdict)
 			}
-			if got := obs.P99Verdict(); got != tt.p99Verdict {
-				t.Errorf("P99Verdict() = %q, want %q", got, tt.p99Verdict)
+			if got := p99.Verdict(); got != tt.p99Verdict {
+				t.Errorf("p99 verdict %q, want %q", got, tt.p99Verdict)
 			}
-			if got := (Result{}).RateVerdict() + (Result{}).P99Verdict(); got != "" {
-				t.Errorf("verdicts without targets %q, want none", got)
+			if got := rep.Results[0].Verdict(); got != "" || len(rep.Results[0].Checks) != 0 {
+				t.Errorf("the baseline is judged (%q), want no targets", got)
 			}
-			rep := Report{Results: []Result{raw, obs}}
 			if got := len(rep.Below()); got != tt.wantBelowCount {
 				t.Errorf("Below() has %d results, want %d", got, tt.wantBelowCount)
 			}
 			var text bytes.Buffer
-			if err := rep.WriteText(&text); err != nil {
+			if err := benchkit.WriteText(&text, rep); err != nil {
 				t.Fatal(err)
 			}
 			var rows []string
 			for line := range strings.Lines(text.String()) {
-				if strings.HasPrefix(line, "api/recordObservation ") {
+				if strings.HasPrefix(strings.TrimSpace(line), "api/recordObservation ") {
 					rows = append(rows, strings.Join(strings.Fields(line), " "))
 				}
 			}
@@ -174,19 +182,29 @@ func TestTargets(t *testing.T) {
 				}
 			}
 			var js bytes.Buffer
-			if err := rep.WriteJSON(&js); err != nil {
+			if err := benchkit.WriteJSON(&js, rep); err != nil {
 				t.Fatal(err)
 			}
-			var decoded jsonReport
+			var decoded struct {
+				Suites []struct {
+					Results []struct {
+						Checks []struct {
+							Metric  string  `json:"metric"`
+							Target  float64 `json:"target"`
+							Verdict string  `json:"verdict"`
+						} `json:"checks"`
+					} `json:"results"`
+				} `json:"suites"`
+			}
 			if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
 				t.Fatal(err)
 			}
-			got := decoded.Results[1]
-			if got.RateVerdict != tt.rateVerdict || got.P99Verdict != tt.p99Verdict || got.RateTarget != 0.5 || got.P99Target != 3 {
-				t.Errorf("JSON result %+v, want verdicts %s and %s against 0.5 and 3", got, tt.rateVerdict, tt.p99Verdict)
+			got := decoded.Suites[0].Results[1].Checks
+			if len(got) != 2 || got[0].Verdict != tt.rateVerdict || got[1].Verdict != tt.p99Verdict || got[0].Target != 0.5 || got[1].Target != 3 {
+				t.Errorf("JSON checks %+v, want verdicts %s and %s against 0.5 and 3", got, tt.rateVerdict, tt.p99Verdict)
 			}
-			if decoded.Results[0].RateVerdict != "" || decoded.Results[0].RateTarget != 0 {
-				t.Errorf("JSON baseline %+v, want no target", decoded.Results[0])
+			if checks := decoded.Suites[0].Results[0].Checks; len(checks) != 0 {
+				t.Errorf("JSON baseline has checks %+v, want none", checks)
 			}
 		})
 	}
@@ -202,7 +220,7 @@ func TestRunDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if err := rep.WriteText(t.Output()); err != nil {
+	if err := benchkit.WriteText(t.Output(), rep); err != nil {
 		t.Fatal(err)
 	}
 }

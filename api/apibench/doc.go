@@ -32,15 +32,16 @@
 //     results; it goes last because the policy decides on every observation
 //     it appends.
 //
-// Every result reports p50 and p99 latencies, and the API results their p99
-// as a ratio to raw/append's. api/recordObservation has two targets against
+// Every result reports p50 and p99 latencies, and the API results their
+// rate and their p99 as ratios to raw/append's. api/recordObservation has two targets against
 // the raw/append of the same run, each judged PASS or BELOW in the report:
 // at least half its rate (a decision is an append of its own after the
 // observation's), and a p99 at most three times its p99. A result below
-// its target is not an error: Report.Below lists them.
+// its target is not an error: benchkit.Report.Below lists them.
 //
-// The package owns the workload and the report. It does not own the stack's
-// parts, the agent program or the command line: it wires the parts with
+// The package owns the workload and what goes into its benchkit.Report;
+// the report's form and its text and JSON writers are benchkit's. It does
+// not own the stack's parts, the agent program or the command line: it wires the parts with
 // their public constructors, launches whatever program Config.Agent names,
 // and leaves flags and printing to its caller.
 package apibench

@@ -26,19 +26,6 @@ type runner struct {
 	text string
 }
 
-func (r *runner) progress(res Result) {
-	if r.cfg.Progress == nil {
-		return
-	}
-	line := fmt.Sprintf("%s: %d from %d, %.0f/s, p50 %s, p99 %s", res.Name, res.Count, res.Concurrency,
-		res.PerSecond, millis(res.P50), millis(res.P99))
-	if res.Name == nameFanOut {
-		line += fmt.Sprintf(", %d missing", res.Missing)
-	}
-	// Progress is informational: a failing writer does not stop the run.
-	fmt.Fprintln(r.cfg.Progress, line)
-}
-
 // observation is the record recordObservation writes for the benchmark's
 // request body: a progress signal an agent reports through MCP.
 func observation(id, summary string) *eventstore.Observation {
@@ -53,7 +40,7 @@ func observation(id, summary string) *eventstore.Observation {
 // rawAppend appends Requests observations with the store from Clients
 // goroutines to as many journals of their own as there are agents, each
 // goroutine keeping to one: the baseline of the API results.
-func (r *runner) rawAppend(ctx context.Context) (Result, error) {
+func (r *runner) rawAppend(ctx context.Context) (benchkit.Result, error) {
 	refs := make([]eventstore.Reference, r.cfg.Agents)
 	for i := range refs {
 		task := fmt.Sprintf("%sraw-%d", ownerPrefix, i)
@@ -66,7 +53,7 @@ func (r *runner) rawAppend(ctx context.Context) (Result, error) {
 				ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}})
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: journal %d: %w", nameRawAppend, i, err)
+			return benchkit.Result{}, fmt.Errorf("%s: journal %d: %w", nameRawAppend, i, err)
 		}
 	}
 	recs := make([]eventstore.Record, r.cfg.Requests)
@@ -78,7 +65,7 @@ func (r *runner) rawAppend(ctx context.Context) (Result, error) {
 		return err
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+		return benchkit.Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
 	}
 	return result(nameRawAppend, r.cfg.Clients, lat, elapsed, "",
 		fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals of their own, "+
@@ -94,15 +81,15 @@ type messageBody struct {
 
 // sendMessage sends Requests prompts from Clients HTTP clients, client c
 // to agent c mod Agents.
-func (r *runner) sendMessage(ctx context.Context) (Result, error) {
+func (r *runner) sendMessage(ctx context.Context) (benchkit.Result, error) {
 	payload, err := json.Marshal(map[string]string{"text": r.text})
 	if err != nil {
-		return Result{}, err
+		return benchkit.Result{}, err
 	}
 	bodies := make([][]byte, r.cfg.Requests)
 	for i := range bodies {
 		if bodies[i], err = json.Marshal(messageBody{MessageID: fmt.Sprintf("msg-%d", i), Type: "prompt", Payload: payload}); err != nil {
-			return Result{}, err
+			return benchkit.Result{}, err
 		}
 	}
 	paths := r.paths("messages")
@@ -118,7 +105,7 @@ func (r *runner) sendMessage(ctx context.Context) (Result, error) {
 		return nil
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", nameSendMessage, err)
+		return benchkit.Result{}, fmt.Errorf("%s: %w", nameSendMessage, err)
 	}
 	return result(nameSendMessage, r.cfg.Clients, lat, elapsed, nameRawAppend,
 		fmt.Sprintf("POST /v1/executions/{id}/messages of a prompt (a %d-byte text, its own messageId) from %d clients to %d running agents, "+
@@ -145,13 +132,13 @@ type observationAnswer struct {
 
 // recordObservation records Requests progress observations from Clients
 // HTTP clients, client c for agent c mod Agents.
-func (r *runner) recordObservation(ctx context.Context) (Result, error) {
+func (r *runner) recordObservation(ctx context.Context) (benchkit.Result, error) {
 	bodies := make([][]byte, r.cfg.Requests)
 	for i := range bodies {
 		o := observation(fmt.Sprintf("obs-%d", i), r.text)
 		var err error
 		if bodies[i], err = json.Marshal(observationBody{ObservationID: o.ObservationID, Source: o.Source, Confidence: o.Confidence, Signal: o.Signal}); err != nil {
-			return Result{}, err
+			return benchkit.Result{}, err
 		}
 	}
 	paths := r.paths("observations")
@@ -167,12 +154,11 @@ func (r *runner) recordObservation(ctx context.Context) (Result, error) {
 		return nil
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", nameRecordObservation, err)
+		return benchkit.Result{}, fmt.Errorf("%s: %w", nameRecordObservation, err)
 	}
 	res := result(nameRecordObservation, r.cfg.Clients, lat, elapsed, nameRawAppend,
 		fmt.Sprintf("POST /v1/executions/{id}/observations of a progress signal (a %d-byte summary) from %d clients for %d running agents, "+
 			"each client keeping to one; answered with the policy's decision (%s) once the policy subscriber has appended it", textBytes, r.cfg.Clients, len(paths), eventstore.ActionRecordOnly))
-	res.RateTarget, res.P99Target = recordObservationRateTarget, recordObservationP99Target
 	return res, nil
 }
 
@@ -186,9 +172,10 @@ func (r *runner) paths(route string) []string {
 }
 
 // result summarizes timed operations.
-func result(name string, concurrency int, lat []time.Duration, elapsed time.Duration, baseline, method string) Result {
-	res := Result{Name: name, Count: len(lat), Concurrency: concurrency, Elapsed: elapsed,
-		PerSecond: benchkit.Rate(len(lat), elapsed), Baseline: baseline, Method: method}
+func result(name string, concurrency int, lat []time.Duration, elapsed time.Duration, baseline, method string) benchkit.Result {
+	res := benchkit.Result{Name: name, Count: len(lat), Elapsed: elapsed,
+		Rate: benchkit.Rate(len(lat), elapsed), RateUnit: "ops/s", Baseline: baseline, Method: method,
+		Figures: []benchkit.Figure{{Name: figureConcurrency, Value: float64(concurrency)}}}
 	res.P50, res.P99 = latencies(lat)
 	return res
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
 const (
@@ -34,7 +35,7 @@ var overflowEvent = []byte("overflow")
 // fanOut holds Subscribers event streams open while Events activity
 // updates are appended with the store at a steady pace, and times each
 // event's arrival at each stream from just before its Append.
-func (r *runner) fanOut(ctx context.Context) (Result, error) {
+func (r *runner) fanOut(ctx context.Context) (benchkit.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	streams := make([]*stream, 0, r.cfg.Subscribers)
 	defer func() {
@@ -46,7 +47,7 @@ func (r *runner) fanOut(ctx context.Context) (Result, error) {
 	for range r.cfg.Subscribers {
 		s, err := r.st.openStream(ctx)
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
+			return benchkit.Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
 		}
 		streams = append(streams, s)
 	}
@@ -62,14 +63,14 @@ func (r *runner) fanOut(ctx context.Context) (Result, error) {
 	next := time.Now()
 	for k := range sends {
 		if err := sleepUntil(ctx, next); err != nil {
-			return Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
+			return benchkit.Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
 		}
 		ref := r.st.agents[k%len(r.st.agents)]
 		rec := activity(ref, fmt.Sprintf("sse-%d", k), r.text)
 		at := time.Now()
 		e, err := r.st.store.Append(ctx, ref, rec)
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
+			return benchkit.Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
 		}
 		sends[k] = sent{offset: e.Offset, at: at}
 		last = max(last, e.Offset)
@@ -84,7 +85,7 @@ func (r *runner) fanOut(ctx context.Context) (Result, error) {
 	deadline := time.Now().Add(deliveryTimeout)
 	for !allReached(streams, last) && time.Now().Before(deadline) {
 		if err := sleepUntil(ctx, time.Now().Add(deliveryPoll)); err != nil {
-			return Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
+			return benchkit.Result{}, fmt.Errorf("%s: %w", nameFanOut, err)
 		}
 	}
 	cancel()
@@ -113,7 +114,7 @@ func (r *runner) fanOut(ctx context.Context) (Result, error) {
 			"to the %d agents' journals, one every %s; each (record, client) timed from just before the Append to the arrival of the first event with the record's offset as id",
 			r.cfg.Subscribers, r.cfg.Events, textBytes, len(r.st.agents), eventInterval))
 	res.Count = len(sends) * len(streams)
-	res.Missing = missing
+	res.Figures = append(res.Figures, benchkit.Figure{Name: figureMissing, Value: float64(missing)})
 	return res, nil
 }
 

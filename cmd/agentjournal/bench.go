@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
 	"github.com/agentjournal/agentjournal/api/apibench"
 	"github.com/agentjournal/agentjournal/eventstore/storebench"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/policy/fleetbench"
 	"github.com/agentjournal/agentjournal/projections/projbench"
 )
 
-// BenchCommand measures the journal store against raw JetStream.
+// BenchCommand runs the benchmark suites and prints their reports as one.
 type BenchCommand struct {
 	env *Env
 }
@@ -45,7 +45,31 @@ partitions, decide while 64 writers append 6,000 observations, timed until every
 one is decided, and then decide a backlog of as many, appended while they were
 held back; against raw appends to the same cluster set-up. All nodes share this
 machine's CPUs. --suite all runs the four.
-The size flags apply to the store suite.`,
+The size flags apply to the store suite.
+
+Every suite prints the same report, and --suite all prints one report for the
+four: a "host:" line (Go version, OS/arch, CPUs, GOMAXPROCS, nats-server), then
+a section per suite. A section starts with "[suite] title; the run took T",
+its set-up lines and a "config:" line of name=value settings, then a table with
+a row per result: NAME, COUNT, ELAPSED, RATE and its UNIT, P50, P99, RATIO
+(to the named baseline, e.g. "0.62x raw"), the suite's own figures (RAW REC/S,
+PEER REC/S, CONCURRENCY, MISSING, P99 RATIO...) and RESULT (PASS, or BELOW
+when a target is missed); a column no row has a value in is left out, and
+"-" marks a value a row lacks. Then "targets:" (result, metric, value, bound,
+verdict), "what was timed:" (each result's method) and "notes:".
+
+--json prints one JSON document instead:
+  {"host": {"goVersion", "os", "arch", "cpus", "gomaxprocs", "natsServer"},
+   "suites": [{"suite", "title", "setup": [lines], "started",
+     "elapsedSeconds", "config": [{"name", "value"}],
+     "results": [{"name", "count", "elapsedSeconds", "rate", "rateUnit",
+       "p50Seconds", "p99Seconds", "baseline", "ratio",
+       "checks": [{"metric", "value", "target", "unit", "max", "verdict"}],
+       "figures": [{"name", "value", "unit"}], "method"}],
+     "notes": [lines]}]}
+Durations are seconds. A field a result does not have is left out; "max"
+marks a target that is an upper bound; a figure's unit is "s" for seconds,
+"x" for a ratio, or a word such as "MiB".`,
 	Example: "agentjournal --data /tmp/bench bench\nagentjournal bench --records 20000 --json",
 }
 
@@ -83,11 +107,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return benchSpec.usageErr(fs, "%v", err)
 	}
-	type report interface {
-		WriteText(io.Writer) error
-		WriteJSON(io.Writer) error
-	}
-	var reports []report
+	var reports []benchkit.Report
 	if *suite == "store" || *suite == "all" {
 		rep, err := storebench.Run(ctx, cfg)
 		if err != nil {
@@ -120,19 +140,10 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("bench fleet: %w", err)
 		}
-		reports = append(reports, rep)
+		reports = append(reports, fleetReport(rep))
 	}
-	for i, rep := range reports {
-		if i > 0 && !*asJSON {
-			fmt.Fprintln(c.env.Stdout)
-		}
-		write := rep.WriteText
-		if *asJSON {
-			write = rep.WriteJSON
-		}
-		if err := write(c.env.Stdout); err != nil {
-			return err
-		}
+	if *asJSON {
+		return benchkit.WriteJSON(c.env.Stdout, reports...)
 	}
-	return nil
+	return benchkit.WriteText(c.env.Stdout, reports...)
 }

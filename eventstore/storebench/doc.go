@@ -31,8 +31,12 @@
 // package only.
 //
 // Some results carry a target ratio; the report says PASS or BELOW for them.
-// The package owns the workloads and the report. It does not own the store,
-// the server or the command line: cmd/agentjournal's bench command and the Go
+// Run returns its figures as a benchkit.Report: each result's store
+// records/s and ratio to raw, the raw records/s and time, the peer's
+// records/s and the targets as checks. The package owns the workloads and
+// what goes into the report; the report's form and its text and JSON
+// writers are benchkit's. It does not own the store, the server or the
+// command line: cmd/agentjournal's bench command and the Go
 // benchmarks in this package's tests both call Run or the same workloads.
 // Unlike other packages above eventstore, it talks to JetStream directly,
 // because the raw baselines are JetStream with nothing on top.

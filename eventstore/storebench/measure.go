@@ -19,22 +19,6 @@ type runner struct {
 	recordBytes int
 }
 
-func (r *runner) progress(res Result) {
-	if r.cfg.Progress == nil {
-		return
-	}
-	verdict := ""
-	if v := res.Verdict(); v != "" {
-		verdict = fmt.Sprintf(", target %.2f %s", res.Target, v)
-	}
-	// Progress is informational: a failing writer does not stop the run.
-	if res.PeerPerSecond > 0 {
-		verdict += fmt.Sprintf("; sqlite peer %.0f rec/s, ratio %.2f, target %.2f %s", res.PeerPerSecond, res.PeerRatio, res.PeerTarget, res.PeerVerdict())
-	}
-	fmt.Fprintf(r.cfg.Progress, "%s: %d records, store %.0f rec/s, raw %.0f rec/s, ratio %.2f%s\n",
-		res.Name, res.Records, res.PerSecond, res.RawPerSecond, res.Ratio, verdict)
-}
-
 // side is one side of a comparison: it prepares the round's data without
 // timing it, does the measured work, and returns how long that took.
 type side func(ctx context.Context, round int) (time.Duration, error)
@@ -100,7 +84,7 @@ func (r *runner) sample(ctx context.Context, srv *server) ([]byte, error) {
 
 // appendSingle compares one writer appending to one journal with one
 // publisher on one subject, on a server with the given sync mode.
-func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Result, err error) {
+func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []benchkit.Result, err error) {
 	name := "append/single-writer/sync-" + string(sync)
 	srv, err := startServer(ctx, r.cfg.Dir, "append-sync-"+string(sync), sync)
 	if err != nil {
@@ -137,7 +121,7 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return []Result{result(name, n, appendTarget, baseline, st, rw)}, nil
+		return []benchkit.Result{result(name, n, appendTarget, baseline, st, rw)}, nil
 	}
 	// Durable appends also race the SQLite peer, as durable as they are.
 	peer := peerSide(srv.dir, func(round int) ([]eventstore.Reference, error) {
@@ -148,13 +132,13 @@ func (r *runner) appendSingle(ctx context.Context, sync bus.SyncMode) (_ []Resul
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	res := result(name, n, appendTarget, baseline, times[0], times[1])
-	return []Result{res.withPeer(peerSingleTarget, times[2])}, nil
+	return []benchkit.Result{withPeer(res, peerSingleTarget, times[2])}, nil
 }
 
 // appendSpread compares concurrent writers appending across many journals
 // with as many publishers across as many subjects, on a server that syncs
 // every write.
-func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
+func (r *runner) appendSpread(ctx context.Context) (_ []benchkit.Result, err error) {
 	j, w := r.cfg.Journals, r.cfg.Writers
 	name := fmt.Sprintf("append/%d-journals/%d-writers", j, w)
 	srv, err := startServer(ctx, r.cfg.Dir, "append-spread", bus.SyncAlways)
@@ -202,14 +186,14 @@ func (r *runner) appendSpread(ctx context.Context) (_ []Result, err error) {
 	}
 	baseline := fmt.Sprintf("js.PublishMsg from %d goroutines across %d subjects, acked one at a time, sync-always", w, j)
 	res := result(name, n, 0, baseline, times[0], times[1])
-	return []Result{res.withPeer(peerSpreadTarget, times[2])}, nil
+	return []benchkit.Result{withPeer(res, peerSpreadTarget, times[2])}, nil
 }
 
 // read compares reading one journal, and then the whole log, with an
 // ordered consumer on the same subjects that does not decode. The journal
 // is interleaved record by record with a second one of the same length, so
 // half of the log is filtered out of the journal read.
-func (r *runner) read(ctx context.Context) (_ []Result, err error) {
+func (r *runner) read(ctx context.Context) (_ []benchkit.Result, err error) {
 	n := r.cfg.ReadRecords
 	readName := fmt.Sprintf("read/journal-%d", n)
 	const scanName = "scan/log"
@@ -251,7 +235,7 @@ func (r *runner) read(ctx context.Context) (_ []Result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", readName, err)
 	}
-	results := []Result{result(readName, n, readTarget, "ordered consumer on the journal's subject, default pull options, records not decoded", st, rw)}
+	results := []benchkit.Result{result(readName, n, readTarget, "ordered consumer on the journal's subject, default pull options, records not decoded", st, rw)}
 
 	all := bus.SubjectPrefix + ".>"
 	st, rw, err = compare(ctx,

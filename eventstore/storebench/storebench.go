@@ -2,6 +2,7 @@ package storebench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -54,7 +55,7 @@ type Config struct {
 	Writers int
 	// PayloadBytes is the length of each record's variable part (the
 	// summary of its progress signal); the encoded record is that plus its
-	// fixed fields (see Report.RecordBytes). Zero means DefaultPayloadBytes.
+	// fixed fields (the report's recordBytes setting). Zero means DefaultPayloadBytes.
 	PayloadBytes int
 	// Progress, when set, receives one line per measurement as it finishes.
 	Progress io.Writer
@@ -99,149 +100,98 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Result is one comparison of the store with raw JetStream.
-type Result struct {
-	// Name says what was measured, e.g. "append/single-writer/sync-always".
-	Name string
-	// Records is the number of records each side handled per round.
-	Records int
-	// Elapsed and RawElapsed are the median times of the store and of the
-	// raw baseline.
-	Elapsed    time.Duration
-	RawElapsed time.Duration
-	// PerSecond is the store's records per second.
-	PerSecond float64
-	// RawPerSecond is the raw baseline's records per second, measured on the
-	// same server in the same run.
-	RawPerSecond float64
-	// Ratio is PerSecond / RawPerSecond.
-	Ratio float64
-	// Target is the lowest acceptable Ratio; 0 when there is none.
-	Target float64
-	// Baseline says in words what the raw figure is.
-	Baseline string
-	// PeerPerSecond is the records per second of the SQLite peer doing the
-	// same appends as durably, measured in the same run; 0 when the result
-	// has no peer.
-	PeerPerSecond float64
-	// PeerRatio is PerSecond / PeerPerSecond.
-	PeerRatio float64
-	// PeerTarget is the lowest acceptable PeerRatio; 0 when there is none.
-	PeerTarget float64
-}
-
-// withPeer adds the SQLite peer's median time to a result.
-func (r Result) withPeer(target float64, peer []time.Duration) Result {
-	r.PeerPerSecond = benchkit.Rate(r.Records, benchkit.Median(peer))
-	r.PeerTarget = target
-	if r.PeerPerSecond > 0 {
-		r.PeerRatio = r.PerSecond / r.PeerPerSecond
-	}
-	return r
-}
-
-// PeerVerdict is Verdict for PeerRatio and PeerTarget.
-func (r Result) PeerVerdict() string {
-	switch {
-	case r.PeerTarget == 0:
-		return ""
-	case r.PeerRatio >= r.PeerTarget:
-		return "PASS"
-	default:
-		return "BELOW"
-	}
-}
-
-// Verdict is "PASS" when the ratio reaches the target, "BELOW" when it does
-// not, and "" when there is no target.
-func (r Result) Verdict() string {
-	switch {
-	case r.Target == 0:
-		return ""
-	case r.Ratio >= r.Target:
-		return "PASS"
-	default:
-		return "BELOW"
-	}
-}
-
-// Report is the outcome of Run and the machine it ran on.
-type Report struct {
-	Results []Result
-	// Config is the configuration run, defaults filled in.
-	Config Config
-	// Rounds is how many times each side was measured; figures are medians.
-	Rounds int
-	// RecordBytes is the encoded size of one appended record.
-	RecordBytes int
-	benchkit.Host
-	Started time.Time
-	// Elapsed is the whole run, server start-ups and data set-up included.
-	Elapsed time.Duration
-}
-
-// Below returns the results whose ratio to the raw baseline or to the
-// SQLite peer is under its target.
-func (r Report) Below() []Result {
-	var out []Result
-	for _, res := range r.Results {
-		if res.Verdict() == "BELOW" || res.PeerVerdict() == "BELOW" {
-			out = append(out, res)
-		}
-	}
-	return out
-}
+// Names of the figures and checks of a result beside the common ones.
+const (
+	figureRawRate     = "raw rec/s"
+	figureRawElapsed  = "raw elapsed"
+	figurePeerRate    = "peer rec/s"
+	checkRatioToRaw   = "ratio to raw"
+	checkRatioToPeer  = "ratio to sqlite peer"
+	baselineRaw       = "raw"
+	unitRecordsPerSec = "records/s"
+)
 
 // Run measures every comparison in turn. A ratio under its target is not an
-// error: it is in the report. Run fails when a server cannot start, an
-// operation fails or a read returns the wrong number of records.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+// error: it is in the report, and Report.Below lists it. Run fails when a
+// server cannot start, an operation fails or a read returns the wrong
+// number of records.
+func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	if err := cfg.Validate(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	cfg = cfg.withDefaults()
-	rep := Report{
-		Config:  cfg,
-		Rounds:  rounds,
+	rep := benchkit.Report{
+		Suite:   "store",
+		Title:   "journal store vs raw JetStream",
 		Host:    benchkit.Here(),
 		Started: time.Now(),
+		Notes:   []string{"sqlite peer: " + peerDescription},
 	}
 	r := &runner{cfg: cfg, summary: benchkit.Filler(cfg.PayloadBytes)}
-	steps := []func(context.Context) ([]Result, error){
-		func(ctx context.Context) ([]Result, error) { return r.appendSingle(ctx, bus.SyncAlways) },
-		func(ctx context.Context) ([]Result, error) { return r.appendSingle(ctx, bus.SyncInterval) },
+	steps := []func(context.Context) ([]benchkit.Result, error){
+		func(ctx context.Context) ([]benchkit.Result, error) { return r.appendSingle(ctx, bus.SyncAlways) },
+		func(ctx context.Context) ([]benchkit.Result, error) { return r.appendSingle(ctx, bus.SyncInterval) },
 		r.appendSpread,
 		r.read,
 	}
 	for _, step := range steps {
 		res, err := step(ctx)
 		if err != nil {
-			return Report{}, err
+			return benchkit.Report{}, err
 		}
 		for _, x := range res {
-			r.progress(x)
+			benchkit.WriteProgress(cfg.Progress, x)
 		}
 		rep.Results = append(rep.Results, res...)
 	}
-	rep.RecordBytes = r.recordBytes
+	rep.Setup = []string{fmt.Sprintf("%d-byte records; every figure is the median of %d rounds, the store's and the raw baseline's measured side by side", r.recordBytes, rounds)}
+	rep.Config = []benchkit.Setting{
+		{Name: "records", Value: cfg.Records},
+		{Name: "readRecords", Value: cfg.ReadRecords},
+		{Name: "journals", Value: cfg.Journals},
+		{Name: "writers", Value: cfg.Writers},
+		{Name: "payloadBytes", Value: cfg.PayloadBytes},
+		{Name: "rounds", Value: rounds},
+		{Name: "recordBytes", Value: r.recordBytes},
+	}
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }
 
-// result turns the measured rounds of both sides into a Result.
-func result(name string, records int, target float64, baseline string, store, raw []time.Duration) Result {
-	res := Result{
-		Name:       name,
-		Records:    records,
-		Elapsed:    benchkit.Median(store),
-		RawElapsed: benchkit.Median(raw),
-		Target:     target,
-		Baseline:   baseline,
+// result turns the measured rounds of both sides into a result: the
+// store's median against the raw baseline's, judged against target when it
+// is above 0. baseline says in words what the raw side did.
+func result(name string, records int, target float64, baseline string, store, raw []time.Duration) benchkit.Result {
+	elapsed, rawElapsed := benchkit.Median(store), benchkit.Median(raw)
+	res := benchkit.Result{
+		Name:     name,
+		Count:    records,
+		Elapsed:  elapsed,
+		Rate:     benchkit.Rate(records, elapsed),
+		RateUnit: unitRecordsPerSec,
+		Baseline: baselineRaw,
+		Method:   "raw baseline: " + baseline,
 	}
-	res.PerSecond = benchkit.Rate(records, res.Elapsed)
-	res.RawPerSecond = benchkit.Rate(records, res.RawElapsed)
-	if res.RawPerSecond > 0 {
-		res.Ratio = res.PerSecond / res.RawPerSecond
+	rawRate := benchkit.Rate(records, rawElapsed)
+	if rawRate > 0 {
+		res.Ratio = res.Rate / rawRate
 	}
+	res.Figures = []benchkit.Figure{{Name: figureRawRate, Value: rawRate}, benchkit.Seconds(figureRawElapsed, rawElapsed)}
+	if target > 0 {
+		res.Checks = []benchkit.Check{{Metric: checkRatioToRaw, Value: res.Ratio, Target: target, Unit: "x"}}
+	}
+	return res
+}
+
+// withPeer adds the SQLite peer's median time to a result, with the store's
+// ratio to it judged against target.
+func withPeer(res benchkit.Result, target float64, peer []time.Duration) benchkit.Result {
+	peerRate := benchkit.Rate(res.Count, benchkit.Median(peer))
+	var ratio float64
+	if peerRate > 0 {
+		ratio = res.Rate / peerRate
+	}
+	res.Figures = append(res.Figures, benchkit.Figure{Name: figurePeerRate, Value: peerRate})
+	res.Checks = append(res.Checks, benchkit.Check{Metric: checkRatioToPeer, Value: ratio, Target: target, Unit: "x"})
 	return res
 }

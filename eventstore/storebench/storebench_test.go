@@ -2,7 +2,6 @@ package storebench
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"runtime"
@@ -41,7 +40,8 @@ func TestRunSmall(t *testing.T) {
 	}
 	var got []shape
 	for _, res := range rep.Results {
-		got = append(got, shape{res.Name, res.Records, res.Target})
+		c, _ := res.Check(checkRatioToRaw)
+		got = append(got, shape{res.Name, res.Count, c.Target})
 	}
 	want := []shape{
 		{"append/single-writer/sync-always", 200, 0.7},
@@ -54,26 +54,36 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, res := range rep.Results {
-		if res.Records <= 0 || res.PerSecond <= 0 || res.RawPerSecond <= 0 || res.Elapsed <= 0 || res.RawElapsed <= 0 {
-			t.Errorf("%s: records %d, store %v rec/s in %s, raw %v rec/s in %s; want all positive",
-				res.Name, res.Records, res.PerSecond, res.Elapsed, res.RawPerSecond, res.RawElapsed)
+		rawRate, _ := res.Figure(figureRawRate)
+		rawElapsed, _ := res.Figure(figureRawElapsed)
+		if res.Count <= 0 || res.Rate <= 0 || rawRate <= 0 || res.Elapsed <= 0 || rawElapsed <= 0 {
+			t.Errorf("%s: records %d, store %v rec/s in %s, raw %v rec/s in %vs; want all positive",
+				res.Name, res.Count, res.Rate, res.Elapsed, rawRate, rawElapsed)
 		}
 		if math.IsNaN(res.Ratio) || math.IsInf(res.Ratio, 0) || res.Ratio <= 0 {
 			t.Errorf("%s: ratio %v, want a finite positive number", res.Name, res.Ratio)
 		}
-		if res.Baseline == "" {
-			t.Errorf("%s: no baseline description", res.Name)
+		if res.Baseline != baselineRaw || !strings.HasPrefix(res.Method, "raw baseline: ") || len(res.Method) <= len("raw baseline: ") {
+			t.Errorf("%s: baseline %q, method %q; want the raw baseline described", res.Name, res.Baseline, res.Method)
 		}
 	}
-	if rep.RecordBytes < DefaultPayloadBytes {
-		t.Errorf("RecordBytes = %d, want at least the payload's %d", rep.RecordBytes, DefaultPayloadBytes)
+	for _, name := range []string{"append/single-writer/sync-always", "append/10-journals/4-writers"} {
+		res, _ := rep.Result(name)
+		peer, _ := res.Figure(figurePeerRate)
+		c, ok := res.Check(checkRatioToPeer)
+		if peer <= 0 || !ok || c.Value <= 0 || c.Target <= 0 {
+			t.Errorf("%s: sqlite peer %v rec/s, check %+v; want the peer measured and judged", name, peer, c)
+		}
+	}
+	if got := setting(rep, "recordBytes"); got < DefaultPayloadBytes {
+		t.Errorf("recordBytes = %d, want at least the payload's %d", got, DefaultPayloadBytes)
 	}
 	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
 	}
 
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := benchkit.WriteText(&text, rep); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
 	for _, res := range rep.Results {
@@ -81,16 +91,21 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
 		}
 	}
+	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "sqlite peer: SQLite"} {
+		if !strings.Contains(text.String(), word) {
+			t.Errorf("text report does not say %q:\n%s", word, text.String())
+		}
+	}
 
 	var js bytes.Buffer
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := benchkit.WriteJSON(&js, rep); err != nil {
 		t.Fatalf("WriteJSON: %v", err)
 	}
-	var decoded jsonReport
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+	decoded, err := benchkit.ReadJSON(&js)
+	if err != nil {
 		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
 	}
-	if got, want := len(decoded.Results), len(rep.Results); got != want {
+	if got, want := len(decoded[0].Results), len(rep.Results); got != want {
 		t.Errorf("JSON report has %d results, want %d", got, want)
 	}
 
@@ -109,7 +124,7 @@ func TestRunDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if err := rep.WriteText(t.Output()); err != nil {
+	if err := benchkit.WriteText(t.Output(), rep); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -140,22 +155,42 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// setting is the report's integer setting of the given name, 0 when there
+// is none.
+func setting(rep benchkit.Report, name string) int {
+	for _, s := range rep.Config {
+		if s.Name == name {
+			v, _ := s.Value.(int)
+			return v
+		}
+	}
+	return 0
+}
+
+// TestResultVerdict: a result with a target is judged on its ratio to the
+// raw baseline, one without is not judged.
 func TestResultVerdict(t *testing.T) {
+	sec := func(n float64) []time.Duration { return []time.Duration{time.Duration(n * float64(time.Second))} }
 	tests := []struct {
-		name  string
-		ratio float64
-		tgt   float64
-		want  string
+		name       string
+		store, raw float64 // seconds
+		tgt        float64
+		want       string
 	}{
-		{"no target", 0.1, 0, ""},
-		{"at target", 0.7, 0.7, "PASS"},
-		{"above", 0.9, 0.7, "PASS"},
-		{"below", 0.69, 0.7, "BELOW"},
+		{"no target", 10, 1, 0, ""},
+		{"at target", 2, 1, 0.5, "PASS"},
+		{"above", 2, 1.5, 0.5, "PASS"},
+		{"below", 4, 1, 0.5, "BELOW"},
 	}
 	for _, tt := range tests {
-		if got := (Result{Ratio: tt.ratio, Target: tt.tgt}).Verdict(); got != tt.want {
-			t.Errorf("%s: Verdict() = %q, want %q", tt.name, got, tt.want)
+		res := result("x", 10, tt.tgt, "raw side", sec(tt.store), sec(tt.raw))
+		if got := res.Verdict(); got != tt.want {
+			t.Errorf("%s: ratio %v against %v: Verdict() = %q, want %q", tt.name, res.Ratio, tt.tgt, got, tt.want)
 		}
+	}
+	peered := withPeer(result("x", 10, 0, "raw side", sec(1), sec(1)), 2, sec(1))
+	if c, ok := peered.Check(checkRatioToPeer); !ok || c.Value != 1 || c.Verdict() != "BELOW" {
+		t.Errorf("peer check %+v (found %t), want ratio 1 BELOW its target 2", c, ok)
 	}
 }
 

@@ -32,8 +32,10 @@
 //     policy.Subscriber on the log and its decision appended, on a log of
 //     its own.
 //
-// Results carry targets; the report says PASS or BELOW for each. The
-// package owns the workload and the report, not the store, the projection
-// or the command line. Like eventstore/storebench it talks to JetStream and
+// Results carry targets; the report says PASS or BELOW for each. Run
+// returns a benchkit.Report, the targets as its results' checks. The
+// package owns the workload and what goes into the report; the report's
+// form and its text and JSON writers are benchkit's. It does not own the
+// store, the projection or the command line. Like eventstore/storebench it talks to JetStream and
 // bbolt directly, because the raw baselines are those with nothing on top.
 package projbench

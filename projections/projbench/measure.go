@@ -54,28 +54,10 @@ func (r *runner) cleanup() error {
 	return err
 }
 
-func (r *runner) progress(res Result) {
-	if r.cfg.Progress == nil {
-		return
-	}
-	line := fmt.Sprintf("%s: %d records", res.Name, res.Records)
-	if res.PerSecond > 0 {
-		line += fmt.Sprintf(", %.0f rec/s", res.PerSecond)
-	}
-	if res.P99 > 0 {
-		line += fmt.Sprintf(", p50 %s, p99 %s", duration(res.P50), duration(res.P99))
-	}
-	for _, c := range res.Checks {
-		line += fmt.Sprintf(", %s %s (target %s) %s", c.Metric, c.value(), c.target(), c.Verdict())
-	}
-	// Progress is informational: a failing writer does not stop the run.
-	fmt.Fprintln(r.cfg.Progress, line)
-}
-
 // project writes the log, then measures catching a new projection up with
 // it against the two raw baselines, and the append-to-visible latency of a
 // projector following it.
-func (r *runner) project(ctx context.Context) (_ []Result, err error) {
+func (r *runner) project(ctx context.Context) (_ []benchkit.Result, err error) {
 	n, j := r.cfg.Records, r.cfg.Journals
 	srv, err := startServer(ctx, filepath.Join(r.dir, "log"))
 	if err != nil {
@@ -163,23 +145,20 @@ func (r *runner) project(ctx context.Context) (_ []Result, err error) {
 		return nil, fmt.Errorf("project/catch-up: %w", err)
 	}
 
-	readRes := Result{Name: "raw/read-log", Records: n, Elapsed: benchkit.Median(read),
-		Method: fmt.Sprintf("ordered consumer on %s pulling %d at a time, records not decoded", all, eventstore.FollowPull)}
-	readRes.PerSecond = benchkit.Rate(n, readRes.Elapsed)
-	putRes := Result{Name: "raw/bbolt-put", Records: n, Elapsed: benchkit.Median(put),
-		Method: fmt.Sprintf("the log's record bytes put into a new bbolt file keyed by offset, %d per transaction, fsync on commit", projections.DefaultBatchSize)}
-	putRes.PerSecond = benchkit.Rate(n, putRes.Elapsed)
-	res := Result{Name: "project/catch-up", Records: n, Elapsed: benchkit.Median(catchUp),
-		Method: fmt.Sprintf("DB.CatchUp of a new projection file from offset 1 (%d journals, %d written at a time), then Close, which syncs it; peak RSS is the process's, embedded server included, sampled every %s",
-			j, min(activeJournals, j), rssInterval)}
-	res.PerSecond = benchkit.Rate(n, res.Elapsed)
-	slower := min(readRes.PerSecond, putRes.PerSecond)
-	res.Checks = append(res.Checks, Check{Metric: "ratio to slower raw", Value: res.PerSecond / slower, Target: catchUpTarget})
+	readRes := throughput("raw/read-log", n, read,
+		fmt.Sprintf("ordered consumer on %s pulling %d at a time, records not decoded", all, eventstore.FollowPull))
+	putRes := throughput("raw/bbolt-put", n, put,
+		fmt.Sprintf("the log's record bytes put into a new bbolt file keyed by offset, %d per transaction, fsync on commit", projections.DefaultBatchSize))
+	res := throughput("project/catch-up", n, catchUp,
+		fmt.Sprintf("DB.CatchUp of a new projection file from offset 1 (%d journals, %d written at a time), then Close, which syncs it; peak RSS is the process's, embedded server included, sampled every %s",
+			j, min(activeJournals, j), rssInterval))
+	slower := min(readRes.Rate, putRes.Rate)
+	res.Checks = append(res.Checks, benchkit.Check{Metric: "ratio to slower raw", Value: res.Rate / slower, Target: catchUpTarget, Unit: "x"})
 	if peak.Total > 0 {
 		res.Method += fmt.Sprintf(" (at the peak: %d MiB anonymous, %d MiB mapped files)", peak.Anon>>20, peak.File>>20)
-		res.Checks = append(res.Checks, Check{Metric: "peak RSS", Value: float64(peak.Total) / (1 << 20), Target: rssTarget / (1 << 20), Unit: "MiB", Below: true})
+		res.Checks = append(res.Checks, benchkit.Check{Metric: "peak RSS", Value: float64(peak.Total) / (1 << 20), Target: rssTarget / (1 << 20), Unit: "MiB", Max: true})
 	}
-	results := []Result{res, readRes, putRes}
+	results := []benchkit.Result{res, readRes, putRes}
 
 	live, err := r.visible(ctx, srv.store, projection)
 	if err != nil {
@@ -377,10 +356,10 @@ const liveJournals = 8
 // visible follows the log with a projector on the projection file at path
 // and appends LatencyRecords records at Rate records/s, timing each from
 // just before its Append to when the projection shows it.
-func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, path string) (_ Result, err error) {
+func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, path string) (_ benchkit.Result, err error) {
 	db, err := projections.Open(projections.DefaultConfig(path))
 	if err != nil {
-		return Result{}, err
+		return benchkit.Result{}, err
 	}
 	defer benchkit.CloseInto(db, &err)
 	pctx, cancel := context.WithCancel(ctx)
@@ -402,19 +381,19 @@ func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, pat
 	for i := range gens {
 		ref, err := reference("live", i)
 		if err != nil {
-			return Result{}, err
+			return benchkit.Result{}, err
 		}
 		gens[i] = newGenerator(ref, n/liveJournals+2)
 		if _, err := st.EnsureJournal(ctx, ref, gens[i].header()); err != nil {
-			return Result{}, err
+			return benchkit.Result{}, err
 		}
 	}
 	last, err := st.LastOffset(ctx)
 	if err != nil {
-		return Result{}, err
+		return benchkit.Result{}, err
 	}
 	if err := db.WaitFor(pctx, last); err != nil {
-		return Result{}, err
+		return benchkit.Result{}, err
 	}
 	// Each record becomes visible with a commit, whose fsync would
 	// otherwise wait behind the writeback of the catch-up's files.
@@ -454,14 +433,14 @@ func (r *runner) visible(ctx context.Context, st *eventstore.JetStreamStore, pat
 		err = werr
 	}
 	if err != nil {
-		return Result{}, err
+		return benchkit.Result{}, err
 	}
 	took := time.Since(began)
-	res := Result{Name: "project/append-to-visible", Records: n, Elapsed: took,
+	res := benchkit.Result{Name: "project/append-to-visible", Count: n, Elapsed: took,
 		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("Append to %d journals paced at %d records/s (achieved %.0f) while Project follows the log; each record timed from before Append to DB.WaitFor of its offset, on a disk with nothing left to write back; the slowest took %s",
 			liveJournals, r.cfg.Rate, benchkit.Rate(n, took), slices.Max(latencies).Round(10*time.Microsecond))}
-	res.Checks = []Check{{Metric: "p99", Value: ms(res.P99), Target: ms(visibleTarget), Unit: "ms", Below: true}}
+	res.Checks = []benchkit.Check{{Metric: "p99", Value: ms(res.P99), Target: ms(visibleTarget), Unit: "ms", Max: true}}
 	return res, nil
 }
 

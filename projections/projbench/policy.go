@@ -27,7 +27,7 @@ const (
 
 // replay measures execution.Replay over one long journal, decoded from its
 // encoded form beforehand as a reader of the log would have it.
-func (r *runner) replay(context.Context) ([]Result, error) {
+func (r *runner) replay(context.Context) ([]benchkit.Result, error) {
 	ref, err := reference("fold", 0)
 	if err != nil {
 		return nil, err
@@ -57,11 +57,10 @@ func (r *runner) replay(context.Context) ([]Result, error) {
 		}
 		times = append(times, d)
 	}
-	res := Result{Name: "replay/fold", Records: len(recs), Elapsed: benchkit.Median(times),
-		Method: "execution.Replay of one generated journal, records decoded beforehand, timeline items kept"}
-	res.PerSecond = benchkit.Rate(len(recs), res.Elapsed)
-	res.Checks = []Check{{Metric: "records/s", Value: res.PerSecond, Target: foldTarget}}
-	return []Result{res}, nil
+	res := throughput("replay/fold", len(recs), times,
+		"execution.Replay of one generated journal, records decoded beforehand, timeline items kept")
+	res.Checks = []benchkit.Check{{Metric: "records/s", Value: res.Rate, Target: foldTarget}}
+	return []benchkit.Result{res}, nil
 }
 
 // mixedObservation returns the i-th observation of a mix of every signal,
@@ -105,7 +104,7 @@ func mixedObservation(i int) *eventstore.Observation {
 
 // decide measures policy.Decide alone, call by call, on the state of a
 // running execution.
-func (r *runner) decide(context.Context) ([]Result, error) {
+func (r *runner) decide(context.Context) ([]benchkit.Result, error) {
 	ref, err := reference("decide", 0)
 	if err != nil {
 		return nil, err
@@ -136,17 +135,17 @@ func (r *runner) decide(context.Context) ([]Result, error) {
 	if decided != len(obs) {
 		return nil, fmt.Errorf("policy/decide: %d of %d observations decided, want all", decided, len(obs))
 	}
-	res := Result{Name: "policy/decide", Records: len(obs), Elapsed: took,
+	res := benchkit.Result{Name: "policy/decide", Count: len(obs), Elapsed: took,
 		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("policy.Decide on the state of a running execution %d records into its journal, each of a mix of every signal timed on its own", decideStateRecords)}
-	return []Result{res}, nil
+	return []benchkit.Result{res}, nil
 }
 
 // decideLive measures the whole loop of the policy on a log of its own: an
 // observation appended, delivered to a policy.Subscriber, decided and its
 // decision appended, timed from just before the observation's Append until
 // a follower of the log reads the decision.
-func (r *runner) decideLive(ctx context.Context) (_ []Result, err error) {
+func (r *runner) decideLive(ctx context.Context) (_ []benchkit.Result, err error) {
 	n := max(10, r.cfg.LatencyRecords/10)
 	pace := max(1, r.cfg.Rate/10)
 	srv, err := startServer(ctx, filepath.Join(r.dir, "policy"))
@@ -248,8 +247,8 @@ func (r *runner) decideLive(ctx context.Context) (_ []Result, err error) {
 	if err := <-subErr; err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("policy/append-to-decision: subscriber: %w", err)
 	}
-	res := Result{Name: "policy/append-to-decision", Records: n, Elapsed: time.Since(began),
+	res := benchkit.Result{Name: "policy/append-to-decision", Count: n, Elapsed: time.Since(began),
 		P50: benchkit.Percentile(latencies, 0.50), P99: benchkit.Percentile(latencies, 0.99),
 		Method: fmt.Sprintf("observations appended to %d journals at %d/s with a policy.Subscriber on the log; each timed from before its Append until a follower of the log reads its decision.recorded", liveJournals, pace)}
-	return []Result{res}, nil
+	return []benchkit.Result{res}, nil
 }

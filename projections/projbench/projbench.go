@@ -2,8 +2,8 @@ package projbench
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/agentjournal/agentjournal/internal/benchkit"
@@ -102,112 +102,35 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Result is one measurement.
-type Result struct {
-	// Name says what was measured, e.g. "project/catch-up".
-	Name string
-	// Records is the number of records (or calls) one round handled.
-	Records int
-	// Elapsed is the median time of one round.
-	Elapsed time.Duration
-	// PerSecond is records per second, for a throughput measurement; 0
-	// for a latency one.
-	PerSecond float64
-	// P50 and P99 are the latency percentiles of a latency measurement; 0
-	// for a throughput one.
-	P50, P99 time.Duration
-	// Checks are the result's targets and how it did against them.
-	Checks []Check
-	// Method says in words what was timed.
-	Method string
-}
-
-// Check is one target of a result.
-type Check struct {
-	// Metric names the figure, e.g. "ratio to slower raw" or "p99".
-	Metric string
-	// Value and Target are in Unit.
-	Value, Target float64
-	Unit          string
-	// Below is true when Target is an upper bound (latency, memory), false
-	// when it is a lower bound (throughput).
-	Below bool
-}
-
-// Pass reports whether the value meets the target.
-func (c Check) Pass() bool {
-	if c.Below {
-		return c.Value < c.Target
-	}
-	return c.Value >= c.Target
-}
-
-// Verdict is "PASS" or "BELOW" (the value misses its target).
-func (c Check) Verdict() string {
-	if c.Pass() {
-		return "PASS"
-	}
-	return "BELOW"
-}
-
-// Report is the outcome of Run and the machine it ran on.
-type Report struct {
-	Results []Result
-	// Config is the configuration run, defaults filled in.
-	Config Config
-	// Rounds is how many times each throughput measurement ran; its
-	// figures are medians.
-	Rounds int
-	// LogBytes is the size of the catch-up log's records, encoded.
-	LogBytes int64
-	benchkit.Host
-	Started time.Time
-	// Elapsed is the whole run, set-up included.
-	Elapsed time.Duration
-}
-
-// Result returns the result of the given name.
-func (r Report) Result(name string) (Result, bool) {
-	i := slices.IndexFunc(r.Results, func(res Result) bool { return res.Name == name })
-	if i < 0 {
-		return Result{}, false
-	}
-	return r.Results[i], true
-}
-
-// Below returns the checks that miss their targets, by result name.
-func (r Report) Below() map[string][]Check {
-	out := map[string][]Check{}
-	for _, res := range r.Results {
-		for _, c := range res.Checks {
-			if !c.Pass() {
-				out[res.Name] = append(out[res.Name], c)
-			}
-		}
-	}
-	return out
+// throughput is the result of a throughput measurement: n records a round,
+// the median of the rounds' times.
+func throughput(name string, n int, times []time.Duration, method string) benchkit.Result {
+	elapsed := benchkit.Median(times)
+	return benchkit.Result{Name: name, Count: n, Elapsed: elapsed,
+		Rate: benchkit.Rate(n, elapsed), RateUnit: "records/s", Method: method}
 }
 
 // Run takes every measurement in turn. A figure that misses its target is
-// not an error: it is in the report. Run fails when a server cannot start,
-// an operation fails or a projection comes out wrong.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+// not an error: it is in the report, and Report.Below lists it. Run fails
+// when a server cannot start, an operation fails or a projection comes out
+// wrong.
+func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	if err := cfg.Validate(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	cfg = cfg.withDefaults()
-	rep := Report{
-		Config:  cfg,
-		Rounds:  rounds,
+	rep := benchkit.Report{
+		Suite:   "read",
+		Title:   "projections read side",
 		Host:    benchkit.Here(),
 		Started: time.Now(),
 	}
 	r, err := newRunner(cfg)
 	if err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	defer r.cleanup()
-	steps := []func(context.Context) ([]Result, error){
+	steps := []func(context.Context) ([]benchkit.Result, error){
 		r.project,
 		r.replay,
 		r.decide,
@@ -216,17 +139,26 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	for _, step := range steps {
 		res, err := step(ctx)
 		if err != nil {
-			return Report{}, err
+			return benchkit.Report{}, err
 		}
 		for _, x := range res {
-			r.progress(x)
+			benchkit.WriteProgress(cfg.Progress, x)
 		}
 		rep.Results = append(rep.Results, res...)
 	}
-	rep.LogBytes = r.logBytes
+	rep.Setup = []string{fmt.Sprintf("catch-up log: %d records in %d journals, %d MiB encoded; throughputs are the median of %d rounds",
+		cfg.Records, cfg.Journals, r.logBytes>>20, rounds)}
+	rep.Config = []benchkit.Setting{
+		{Name: "records", Value: cfg.Records},
+		{Name: "journals", Value: cfg.Journals},
+		{Name: "rate", Value: cfg.Rate},
+		{Name: "latencyRecords", Value: cfg.LatencyRecords},
+		{Name: "rounds", Value: rounds},
+		{Name: "logBytes", Value: r.logBytes},
+	}
 	rep.Elapsed = time.Since(rep.Started)
 	if err := r.cleanup(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	return rep, nil
 }

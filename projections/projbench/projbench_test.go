@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/policy"
 )
 
@@ -26,8 +28,9 @@ var full = flag.Bool("projbench.full", false, "TestRunDefault runs Run with the 
 func TestRunSmall(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var progress bytes.Buffer
+	dir := t.TempDir()
 	rep, err := Run(t.Context(), Config{
-		Dir:            t.TempDir(),
+		Dir:            dir,
 		Records:        2000,
 		Journals:       20,
 		LatencyRecords: 200,
@@ -45,7 +48,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	var got []shape
 	for _, res := range rep.Results {
-		s := shape{Name: res.Name, Records: res.Records}
+		s := shape{Name: res.Name, Records: res.Count}
 		for _, c := range res.Checks {
 			s.Checks = append(s.Checks, c.Metric)
 		}
@@ -68,15 +71,15 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, res := range rep.Results {
-		if res.Records <= 0 || res.Elapsed <= 0 {
-			t.Errorf("%s: records %d in %s, want both positive", res.Name, res.Records, res.Elapsed)
+		if res.Count <= 0 || res.Elapsed <= 0 {
+			t.Errorf("%s: records %d in %s, want both positive", res.Name, res.Count, res.Elapsed)
 		}
 		latency := strings.HasPrefix(res.Name, "policy/") || res.Name == "project/append-to-visible"
 		if latency && (res.P50 <= 0 || res.P99 < res.P50) {
 			t.Errorf("%s: p50 %s, p99 %s; want 0 < p50 <= p99", res.Name, res.P50, res.P99)
 		}
-		if !latency && res.PerSecond <= 0 {
-			t.Errorf("%s: %v records/s, want a positive rate", res.Name, res.PerSecond)
+		if !latency && res.Rate <= 0 {
+			t.Errorf("%s: %v records/s, want a positive rate", res.Name, res.Rate)
 		}
 		for _, c := range res.Checks {
 			if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) || c.Value <= 0 || c.Target <= 0 {
@@ -87,15 +90,15 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s: no method", res.Name)
 		}
 	}
-	if rep.LogBytes <= 0 {
-		t.Errorf("LogBytes = %d, want the log's size", rep.LogBytes)
+	if i := slices.IndexFunc(rep.Config, func(s benchkit.Setting) bool { return s.Name == "logBytes" }); i < 0 || rep.Config[i].Value.(int64) <= 0 {
+		t.Errorf("config %v, want logBytes, the log's size", rep.Config)
 	}
 	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
 	}
 
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := benchkit.WriteText(&text, rep); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
 	for _, res := range rep.Results {
@@ -111,25 +114,34 @@ func TestRunSmall(t *testing.T) {
 	t.Logf("\n%s", text.String())
 
 	var js bytes.Buffer
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := benchkit.WriteJSON(&js, rep); err != nil {
 		t.Fatalf("WriteJSON: %v", err)
 	}
 	var decoded struct {
-		Results []struct {
-			Name   string `json:"name"`
-			Checks []struct {
-				Verdict string `json:"verdict"`
-			} `json:"checks"`
-		} `json:"results"`
+		Suites []struct {
+			Results []struct {
+				Name   string `json:"name"`
+				Checks []struct {
+					Verdict string `json:"verdict"`
+				} `json:"checks"`
+			} `json:"results"`
+		} `json:"suites"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
 		t.Fatalf("WriteJSON wrote invalid JSON: %v\n%s", err, js.String())
 	}
-	if len(decoded.Results) != len(rep.Results) {
-		t.Errorf("JSON has %d results, want %d", len(decoded.Results), len(rep.Results))
+	if len(decoded.Suites) != 1 || len(decoded.Suites[0].Results) != len(rep.Results) {
+		t.Fatalf("JSON has %d suites, want 1 with %d results:\n%s", len(decoded.Suites), len(rep.Results), js.String())
+	}
+	for i, res := range decoded.Suites[0].Results {
+		for k, c := range res.Checks {
+			if want := rep.Results[i].Checks[k].Verdict(); c.Verdict != want {
+				t.Errorf("JSON %s check %d: verdict %q, want %q", res.Name, k, c.Verdict, want)
+			}
+		}
 	}
 
-	entries, err := os.ReadDir(rep.Config.Dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +173,7 @@ func TestRunDefault(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := benchkit.WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", text.String())
