@@ -31,7 +31,7 @@ type Config struct {
 	// Dir is a scratch directory. The run keeps its server and projection
 	// file in a fresh subdirectory of it and removes that when done.
 	// Required.
-	Dir string
+	Dir string `bench:"-"`
 	// Clients is the number of concurrent HTTP clients of each API
 	// measurement, and of goroutines appending in raw/append. Zero means
 	// DefaultClients.
@@ -198,17 +198,9 @@ func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 			cfg.Agents, strings.Join(cfg.Agent, " "), textBytes, startup.Round(100*time.Millisecond)),
 		fmt.Sprintf("targets, each against %s measured in the same run", nameRawAppend),
 	}
-	rep.Config = []benchkit.Setting{
-		{Name: "clients", Value: cfg.Clients},
-		{Name: "requests", Value: cfg.Requests},
-		{Name: "subscribers", Value: cfg.Subscribers},
-		{Name: "events", Value: cfg.Events},
-		{Name: "agents", Value: cfg.Agents},
-		{Name: "agent", Value: cfg.Agent},
-		{Name: "textBytes", Value: textBytes},
-		{Name: "eventIntervalSeconds", Value: eventInterval.Seconds()},
-		{Name: "startupSeconds", Value: startup.Seconds()},
-	}
+	rep.Config = append(benchkit.SettingsOf(cfg), benchkit.Setting{Name: "textBytes", Value: textBytes},
+		benchkit.Setting{Name: "eventIntervalSeconds", Value: eventInterval.Seconds()},
+		benchkit.Setting{Name: "startupSeconds", Value: startup.Seconds()})
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,17 +22,8 @@ func fleetReport(r fleetbench.Report) benchkit.Report {
 		Host:    r.Host,
 		Started: r.Started,
 		Elapsed: r.Elapsed,
-		Config: []benchkit.Setting{
-			{Name: "partitions", Value: r.Config.Partitions},
-			{Name: "writers", Value: r.Config.Writers},
-			{Name: "journals", Value: r.Config.Journals},
-			{Name: "observations", Value: r.Config.Observations},
-			{Name: "rawAppends", Value: r.Config.RawAppends},
-			{Name: "roundTimeoutSeconds", Value: r.Config.RoundTimeout.Seconds()},
-			{Name: "daemonCPU", Value: r.Config.DaemonCPU},
-			{Name: "nodes", Value: fleetbench.Nodes},
-			{Name: "textBytes", Value: r.TextBytes},
-		},
+		Config: append(slices.DeleteFunc(benchkit.SettingsOf(r.Config), func(s benchkit.Setting) bool { return s.Name == "dir" }),
+			benchkit.Setting{Name: "nodes", Value: fleetbench.Nodes}, benchkit.Setting{Name: "textBytes", Value: r.TextBytes}),
 	}
 	var setup []string
 	for _, res := range r.Results {

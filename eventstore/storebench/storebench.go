@@ -39,7 +39,7 @@ type Config struct {
 	// Dir is a scratch directory. Each measurement runs its own server in a
 	// fresh subdirectory of it and removes that subdirectory when done.
 	// Required.
-	Dir string
+	Dir string `bench:"-"`
 	// Records is the number of records appended per round by each append
 	// measurement. Zero means DefaultRecords.
 	Records int
@@ -145,15 +145,8 @@ func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 		rep.Results = append(rep.Results, res...)
 	}
 	rep.Setup = []string{fmt.Sprintf("%d-byte records; every figure is the median of %d rounds, the store's and the raw baseline's measured side by side", r.recordBytes, rounds)}
-	rep.Config = []benchkit.Setting{
-		{Name: "records", Value: cfg.Records},
-		{Name: "readRecords", Value: cfg.ReadRecords},
-		{Name: "journals", Value: cfg.Journals},
-		{Name: "writers", Value: cfg.Writers},
-		{Name: "payloadBytes", Value: cfg.PayloadBytes},
-		{Name: "rounds", Value: rounds},
-		{Name: "recordBytes", Value: r.recordBytes},
-	}
+	rep.Config = append(benchkit.SettingsOf(cfg),
+		benchkit.Setting{Name: "rounds", Value: rounds}, benchkit.Setting{Name: "recordBytes", Value: r.recordBytes})
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }

@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,4 +225,29 @@ func formatSetting(v any) string {
 		return fmt.Sprintf("%q", v)
 	}
 	return fmt.Sprint(v)
+}
+
+// SettingsOf lists the settings of a suite's configuration, a struct, in
+// the order of its fields: each exported field of a number, a bool, a list
+// of strings or a duration (named with "Seconds" and given in seconds),
+// named as in JSON (Records is "records"). Fields of other types (a
+// Progress writer, a logger) are left out, and so is a field tagged
+// `bench:"-"` (a scratch directory).
+func SettingsOf(cfg any) []Setting {
+	v := reflect.ValueOf(cfg)
+	var out []Setting
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() || f.Tag.Get("bench") == "-" {
+			continue
+		}
+		name := strings.ToLower(f.Name[:1]) + f.Name[1:]
+		switch x := v.Field(i).Interface().(type) {
+		case time.Duration:
+			out = append(out, Setting{Name: name + "Seconds", Value: x.Seconds()})
+		case int, int64, float64, bool, string, []string:
+			out = append(out, Setting{Name: name, Value: x})
+		}
+	}
+	return out
 }

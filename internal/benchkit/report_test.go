@@ -3,6 +3,7 @@ package benchkit
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -248,4 +249,22 @@ func TestFormat(t *testing.T) {
 		t.Errorf("progress %q, want %q", b.String(), want)
 	}
 	WriteProgress(nil, Result{}) // does nothing
+}
+
+func TestSettingsOf(t *testing.T) {
+	type config struct {
+		Dir          string `bench:"-"`
+		Records      int
+		PayloadBytes int
+		Agent        []string
+		RoundTimeout time.Duration
+		DaemonCPU    float64
+		Progress     io.Writer
+		hidden       int
+	}
+	got := SettingsOf(config{Dir: "x", Records: 5, PayloadBytes: 16, Agent: []string{"sh"}, RoundTimeout: time.Minute, DaemonCPU: 0.5, hidden: 1})
+	want := []Setting{{"records", 5}, {"payloadBytes", 16}, {"agent", []string{"sh"}}, {"roundTimeoutSeconds", 60.0}, {"daemonCPU", 0.5}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SettingsOf (-want +got):\n%s", diff)
+	}
 }

@@ -44,7 +44,7 @@ type Config struct {
 	// Dir is a scratch directory. The run keeps its servers and projection
 	// files in a fresh subdirectory of it and removes that when done.
 	// Required.
-	Dir string
+	Dir string `bench:"-"`
 	// Records is the length of the log the catch-up projects, headers
 	// included. Zero means DefaultRecords.
 	Records int
@@ -148,14 +148,8 @@ func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	}
 	rep.Setup = []string{fmt.Sprintf("catch-up log: %d records in %d journals, %d MiB encoded; throughputs are the median of %d rounds",
 		cfg.Records, cfg.Journals, r.logBytes>>20, rounds)}
-	rep.Config = []benchkit.Setting{
-		{Name: "records", Value: cfg.Records},
-		{Name: "journals", Value: cfg.Journals},
-		{Name: "rate", Value: cfg.Rate},
-		{Name: "latencyRecords", Value: cfg.LatencyRecords},
-		{Name: "rounds", Value: rounds},
-		{Name: "logBytes", Value: r.logBytes},
-	}
+	rep.Config = append(benchkit.SettingsOf(cfg),
+		benchkit.Setting{Name: "rounds", Value: rounds}, benchkit.Setting{Name: "logBytes", Value: r.logBytes})
 	rep.Elapsed = time.Since(rep.Started)
 	if err := r.cleanup(); err != nil {
 		return benchkit.Report{}, err
