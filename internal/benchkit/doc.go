@@ -5,7 +5,8 @@
 // leaves out the columns no result uses, then the targets with their
 // verdicts, what was timed and the notes), the JSON writer and reader
 // (WriteJSON, ReadJSON: the host once and a list of suites), the progress
-// line (WriteProgress) and the formatting of figures. It also holds what
+// line (WriteProgress), the settings read off a suite's Config
+// (SettingsOf) and the formatting of figures (FormatValue, FormatDuration). It also holds what
 // the suites share in measuring: the description of the machine (Host),
 // configuration checks (Problems, Default), the statistics (Rate, Median,
 // Percentile) and settling the disk before a latency measurement.
