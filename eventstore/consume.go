@@ -37,6 +37,11 @@ type ConsumerConfig struct {
 	Skipped func(offset uint64, err error)
 	// Retrying, when set, hears of a pull that failed and is set up again.
 	Retrying func(err error)
+	// Regrouped, when set, hears that starting this reader changed how the
+	// readers of its name share the log: a partitioned group's count
+	// changed, or the group gave way to a reader of the whole log. It
+	// says what changed and from which offset the log is read again.
+	Regrouped func(change string)
 }
 
 // priorityGroup is the one priority group exclusive readers join.
@@ -59,16 +64,6 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 	if err != nil {
 		return err
 	}
-	if cfg.Exclusive {
-		// A reader of the whole log beside a partitioned group of the
-		// same name would decide on the group's journals a second time.
-		bucket := groupBucket(s.cfg.Stream, cfg.Name)
-		if kv, err := s.js.KeyValue(ctx, bucket); err == nil {
-			n, _ := getUint(ctx, kv, partitionsKey)
-			return fmt.Errorf("consume %s: the %s readers of this log share it in %d partitions: give this one the same count (or, with them all stopped, delete bucket %s to read the whole log again)",
-				cfg.Name, cfg.Name, n, bucket)
-		}
-	}
 	cc := jetstream.ConsumerConfig{
 		Durable:       cfg.Name,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -86,6 +81,18 @@ func (s *JetStreamStore) Consume(ctx context.Context, cfg ConsumerConfig, fn fun
 		cc.PriorityGroups = []string{priorityGroup}
 		cc.PinnedTTL = cfg.PinnedTTL
 		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
+		// A reader of the whole log beside a partitioned group of the
+		// same name would decide on the group's journals a second time:
+		// it is refused while any member is in the group, and takes the
+		// group's place, from its lowest progress, once none is.
+		if err := s.replaceGroup(ctx, cfg, cc); err != nil {
+			return err
+		}
+	}
+	if c, err := s.stream.Consumer(ctx, cfg.Name); err == nil {
+		// Where a consumer starts is fixed when it is made: one made to
+		// take a group's place keeps its start.
+		cc.DeliverPolicy, cc.OptStartSeq = c.CachedInfo().Config.DeliverPolicy, c.CachedInfo().Config.OptStartSeq
 	}
 	// Pulls are renewed well inside PinnedTTL, so a live reader stays pinned.
 	expiry := max(time.Second, min(cfg.PinnedTTL/2, 5*time.Second))

@@ -24,8 +24,9 @@ type PartitionConfig struct {
 	// member at a time by its lock.
 	ConsumerConfig
 	// Partitions is how many parts the journals are hashed into, 2 to
-	// MaxPartitions. It is fixed when the group is first created on a
-	// log: every member must give the same count.
+	// MaxPartitions. Every member must give the same count; a member
+	// that gives another while no other member is in the group changes
+	// the group's to its own (see recount).
 	Partitions int
 	// Member is this reader's id in the group ([A-Za-z0-9_-]), the same
 	// across restarts, so that a member that comes back gets the same
@@ -51,13 +52,17 @@ const (
 	MemberTTLBeats = 5
 )
 
+// regroupAttempts bounds how often a member starting reads the group again
+// after another changed it meanwhile.
+const regroupAttempts = 5
+
 // Keys of a group's buckets. Member names are [A-Za-z0-9_-], so a key
 // with a dot is never a member's.
 const (
 	partitionsKey = "partitions"
 	startKey      = "start"
 	lockPrefix    = "lock."
-	offsetPrefix  = "offset."
+	offsetPrefix  = "offset." // then the count, a dot and the partition
 )
 
 // ConsumePartitioned delivers the log's records to fn like Consume, but
@@ -203,18 +208,48 @@ func (g *group) open(ctx context.Context) error {
 			return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
 		}
 	}
-	n, err := getUint(ctx, kv, partitionsKey)
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
+	// In the group before looking at its count: another member starting
+	// with another count then sees this one, rather than each changing
+	// the count to its own in turn.
+	if _, err := locks.Put(ctx, g.cfg.Member, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("consume %s: join the group: %w", g.cfg.Name, err)
 	}
-	if n != uint64(g.cfg.Partitions) {
-		return fmt.Errorf("consume %s: the group has %d partitions on this log, not %d: every member must use the same count (to change it, stop them all and delete bucket %s)",
-			g.cfg.Name, n, g.cfg.Partitions, name)
+	if err := g.sameCountOrRecount(ctx); err != nil {
+		_ = locks.Delete(context.WithoutCancel(ctx), g.cfg.Member)
+		return err
 	}
 	if g.start, err = getUint(ctx, kv, startKey); err != nil {
 		return fmt.Errorf("consume %s: %w", g.cfg.Name, err)
 	}
 	return nil
+}
+
+// sameCountOrRecount returns once the group's count is this member's,
+// changing it when no other member is in the group.
+func (g *group) sameCountOrRecount(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		e, err := g.kv.Get(ctx, partitionsKey)
+		if err != nil {
+			return fmt.Errorf("consume %s: read %s: %w", g.cfg.Name, partitionsKey, err)
+		}
+		n, err := strconv.ParseUint(string(e.Value()), 10, 64)
+		if err != nil {
+			return fmt.Errorf("consume %s: read %s: %q is not a number", g.cfg.Name, partitionsKey, e.Value())
+		}
+		if n == uint64(g.cfg.Partitions) {
+			return nil
+		}
+		// Another member changing the count at the same moment is met
+		// by reading it again.
+		err = g.recount(ctx, n, e.Revision())
+		switch {
+		case errors.Is(err, errRegrouped) && attempt == regroupAttempts:
+			return fmt.Errorf("consume %s: the group's partition count kept changing while this member started", g.cfg.Name)
+		case errors.Is(err, errRegrouped):
+		case err != nil:
+			return err
+		}
+	}
 }
 
 // openBucket opens the bucket cfg names, creating it if it does not exist.
@@ -292,6 +327,9 @@ func (g *group) run(ctx context.Context) error {
 	t := time.NewTicker(g.cfg.Heartbeat)
 	defer t.Stop()
 	for {
+		if err := g.sameCount(ctx); err != nil {
+			return err
+		}
 		if g.beat(ctx) {
 			// A partition taken: the follower starts again below its
 			// progress. Records it took before are skipped by offset.
@@ -317,6 +355,19 @@ func (g *group) run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// sameCount fails once the group's partition count is no longer this
+// member's: another member changed it while this one was taken to have
+// left (its heartbeats had stopped for their TTL), and this one's
+// partitions are not the group's any more. A count that cannot be read
+// is taken to be the same until it can.
+func (g *group) sameCount(ctx context.Context) error {
+	n, err := getUint(ctx, g.kv, partitionsKey)
+	if err != nil || n == uint64(g.cfg.Partitions) {
+		return nil
+	}
+	return fmt.Errorf("consume %s: the group's partition count changed to %d while this member read %d: start it again with the group's count", g.cfg.Name, n, g.cfg.Partitions)
 }
 
 // beat renews the member and its partitions' locks, saves their progress,
@@ -396,12 +447,8 @@ func (g *group) take(ctx context.Context, n int) bool {
 	if err != nil {
 		return false
 	}
-	from := g.start
-	if e, err := g.kv.Get(ctx, offsetPrefix+strconv.Itoa(n)); err == nil {
-		if from, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
-			from = g.start
-		}
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+	from, err := savedProgress(ctx, g.kv, g.cfg.Partitions, n, g.start)
+	if err != nil {
 		// Without its progress the partition is not read: it would
 		// start from the group's start again.
 		_ = g.locks.Delete(ctx, key, jetstream.LastRevision(rev))
@@ -445,7 +492,7 @@ func (g *group) save(ctx context.Context, n int, p *part) {
 	if !moved {
 		return
 	}
-	if _, err := g.kv.Put(ctx, offsetPrefix+strconv.Itoa(n), []byte(strconv.FormatUint(at, 10))); err == nil {
+	if _, err := g.kv.Put(ctx, progressKey(g.cfg.Partitions, n), []byte(strconv.FormatUint(at, 10))); err == nil {
 		g.mu.Lock()
 		p.saved = max(p.saved, at)
 		g.mu.Unlock()

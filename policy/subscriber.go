@@ -218,6 +218,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		Retrying: func(err error) {
 			s.cfg.Logger.Warn("policy consumer restarting", "err", err)
 		},
+		Regrouped: func(change string) {
+			s.cfg.Logger.Warn("policy deciders regrouped", "change", change)
+		},
 	}
 	var err error
 	if s.cfg.Partitions > 1 {

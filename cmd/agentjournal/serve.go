@@ -50,7 +50,11 @@ every daemon of the log, 12 say) the journals are hashed into N partitions
 that the daemons share evenly, so that adding daemons adds decisions. A daemon
 that stops hands its partitions over at once; one that dies, within seconds.
 Daemons restarted one by one with partitions start deciding once the last
-one without them has stopped.
+one without them has stopped. To change N, or to go back to one daemon
+deciding, stop every daemon of the log and start them again with the new
+setting: the first to start regroups the log, and the deciding resumes from
+the lowest progress any partition saved (a daemon started while another with
+the old setting still runs is refused, and says which).
 
 --cluster-name, --cluster-listen and --routes make the embedded NATS one node
 of a cluster, each node a daemon with its own data directory; the log is then
