@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/agentjournal/agentjournal/api/apibench"
 	"github.com/agentjournal/agentjournal/eventstore/storebench"
@@ -20,7 +21,7 @@ type BenchCommand struct {
 
 var benchSpec = cmdSpec{
 	Name: "bench",
-	Args: "[--suite store|read|api|fleet|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--json]",
+	Args: "[--suite store|read|api|fleet|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--daemon-cpu auto|CPUS] [--json]",
 	Summary: `Measure the journal store against raw JetStream in one process and one run:
 acknowledged single-writer appends (sync always and sync interval) against raw
 publishes of the same bytes, appends across many journals from many writers,
@@ -43,8 +44,13 @@ three embedded NATS servers (stream at 3 replicas) per round, one subscriber
 reading the whole log, then 1, 2 and 3 policy subscribers sharing the journals'
 partitions, decide while 64 writers append 6,000 observations, timed until every
 one is decided, and then decide a backlog of as many, appended while they were
-held back; against raw appends to the same cluster set-up. All nodes share this
-machine's CPUs. --suite all runs the four.
+held back; against raw appends to the same cluster set-up. With --daemon-cpu
+CPUS each policy subscriber runs as a process of its own held to that many CPUs
+by a Linux cpu control group (root, or a delegated cgroup, needed), as a daemon
+on a machine of its own is held to that machine's: adding daemons then adds
+CPU, while the servers and writers share the rest. The default, auto, uses 0.1
+CPU where control groups can be made, and otherwise runs the subscribers in
+this process, sharing every CPU; 0 always does. --suite all runs the four.
 The size flags apply to the store suite.
 
 Every suite prints the same report, and --suite all prints one report for the
@@ -84,6 +90,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	payload := fs.Int("payload", d.PayloadBytes, "approximate record payload `BYTES`")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	suite := fs.String("suite", "store", "which measurements: `store`, read, api, fleet or all")
+	daemonCPU := fs.String("daemon-cpu", "auto", "fleet suite: each daemon's CPU budget, `CPUS` (0.01 to 64), 0 for none, or auto")
 	pos, err := benchSpec.parse(fs, args)
 	if err != nil {
 		return err
@@ -102,6 +109,22 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
+	fcfg := fleetbench.DefaultConfig()
+	fcfg.Dir, fcfg.Progress = scratch, c.env.Stderr
+	if *daemonCPU == "auto" {
+		fcfg.DaemonCPU = fleetbench.AutoDaemonCPU
+		if *suite == "fleet" || *suite == "all" {
+			if err := fleetbench.CanLimitCPU(); err != nil {
+				fcfg.DaemonCPU = 0
+				fmt.Fprintf(c.env.Stderr, "bench: the fleet suite's daemons share every CPU: %v\n", err)
+			}
+		}
+	} else if fcfg.DaemonCPU, err = strconv.ParseFloat(*daemonCPU, 64); err != nil {
+		return benchSpec.usageErr(fs, "--daemon-cpu %q (want auto, 0, or a number of CPUs such as 0.1)", *daemonCPU)
+	}
+	if err := fcfg.Validate(); err != nil {
+		return benchSpec.usageErr(fs, "--daemon-cpu: %v", err)
+	}
 	cfg := storebench.Config{Dir: scratch, Records: *records, ReadRecords: *readRecords, Journals: *journals,
 		Writers: *writers, PayloadBytes: *payload, Progress: c.env.Stderr}
 	if err := cfg.Validate(); err != nil {
@@ -134,13 +157,11 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		reports = append(reports, rep)
 	}
 	if *suite == "fleet" || *suite == "all" {
-		fcfg := fleetbench.DefaultConfig()
-		fcfg.Dir, fcfg.Progress = scratch, c.env.Stderr
 		rep, err := fleetbench.Run(ctx, fcfg)
 		if err != nil {
 			return fmt.Errorf("bench fleet: %w", err)
 		}
-		reports = append(reports, fleetReport(rep))
+		reports = append(reports, rep)
 	}
 	if *asJSON {
 		return benchkit.WriteJSON(c.env.Stdout, reports...)

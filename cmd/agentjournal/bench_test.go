@@ -3,10 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentjournal/agentjournal/internal/benchkit"
-	"github.com/agentjournal/agentjournal/policy/fleetbench"
 )
 
 // benchSmall are the size flags of a store suite that runs in seconds.
@@ -55,44 +53,14 @@ func TestBenchSuiteFlag(t *testing.T) {
 	if r.code == exitOK || !strings.Contains(r.stderr, `--suite "everything" (want one of: store, read, api, fleet, all)`) {
 		t.Errorf("bench --suite everything: exit %d, stderr %q; want a usage error naming the suites", r.code, r.stderr)
 	}
-}
-
-// TestBenchFleetReport: the fleet suite's rounds print in the common form,
-// with every figure its own report shows.
-func TestBenchFleetReport(t *testing.T) {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	fleet := fleetbench.Report{
-		Config:    fleetbench.DefaultConfig(),
-		TextBytes: 64,
-		Host:      benchkit.Here(),
-		Elapsed:   time.Minute,
-		Results: []fleetbench.Result{
-			{Name: "raw/append", Count: 3000, Writers: 64, Journals: 120, Elapsed: time.Second, PerSecond: 3000,
-				AppendP50: ms(2), AppendP99: ms(9), Retries: 1, Startup: time.Second, Method: "appends"},
-			{Name: "policy/2-daemons", Daemons: 2, Partitions: 12, Count: 600, Decided: 600, Writers: 64, Journals: 120,
-				Elapsed: 2 * time.Second, PerSecond: 300, AppendP50: ms(3), AppendP99: ms(12), DecisionP50: ms(20), DecisionP99: ms(80),
-				BacklogElapsed: time.Second, BacklogPerSecond: 600, BacklogVsOneDaemon: 1.5, VsOneDaemon: 1.4, VsRaw: 0.1,
-				Moves: 2, Restarts: 0, Startup: time.Second, Settle: ms(500), Method: "decisions"},
-		},
-	}
-	var b strings.Builder
-	if err := benchkit.WriteText(&b, fleetReport(fleet)); err != nil {
-		t.Fatal(err)
-	}
-	var row string
-	for line := range strings.Lines(b.String()) {
-		if strings.HasPrefix(line, "policy/2-daemons ") {
-			row = strings.Join(strings.Fields(line), " ")
-			break
-		}
-	}
-	want := "policy/2-daemons 600 2s 300 decisions/s 3ms 12ms 0.10x raw/append 2 12 600 64 120 20ms 80ms 1.40x 600 1s 1.50x 0 2 0 1s 500ms"
-	if row != want {
-		t.Errorf("row %q, want %q:\n%s", row, want, b.String())
-	}
-	for _, head := range []string{"DAEMONS", "RETRIES", "DECISION P99", "X ONE DAEMON", "BACKLOG/S", "BACKLOG X ONE DAEMON", "MOVES", "RESTARTS"} {
-		if !strings.Contains(b.String(), head) {
-			t.Errorf("no column %s:\n%s", head, b.String())
+	for arg, want := range map[string]string{
+		"lots":  `--daemon-cpu "lots" (want auto, 0, or a number of CPUs such as 0.1)`,
+		"-1":    "DaemonCPU -1 is out of range (want 0.01 to 64 CPUs",
+		"0.001": "DaemonCPU 0.001 is too small to schedule",
+	} {
+		r := run(t, t.TempDir(), "bench", "--suite", "fleet", "--daemon-cpu", arg)
+		if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("bench --daemon-cpu %s: exit %d, stderr %q; want a usage error with %q", arg, r.code, r.stderr, want)
 		}
 	}
 }

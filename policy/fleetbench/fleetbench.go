@@ -28,6 +28,11 @@ const (
 	DefaultRoundTimeout = 3 * time.Minute
 )
 
+// AutoDaemonCPU is the CPU budget the bench command gives each daemon
+// where control groups can be made: little enough that three daemons'
+// deciding, not the servers sharing this machine, is what runs out.
+const AutoDaemonCPU = 0.1
+
 // MaxDaemonCPU is the largest Config.DaemonCPU: a daemon's budget is a
 // part of a machine's CPUs, and this is a machine's worth.
 const MaxDaemonCPU = 64
@@ -41,7 +46,7 @@ const Nodes = 3
 type Config struct {
 	// Dir is a scratch directory. Each round keeps its cluster in a fresh
 	// subdirectory of it and removes that when done. Required.
-	Dir string
+	Dir string `bench:"-"`
 	// Partitions is how many partitions the journals are hashed into for
 	// the policy's group, at least Nodes so that every daemon has a share.
 	// A multiple of 6 gives 1, 2 and 3 daemons equal shares. Zero means
@@ -144,8 +149,9 @@ func policyName(k int) string {
 	return fmt.Sprintf("policy/%d-daemons", k)
 }
 
-// Result is one round.
-type Result struct {
+// round is what one round measured; report turns the rounds into the
+// suite's report.
+type round struct {
 	// Name says what was measured, e.g. "policy/2-daemons".
 	Name string
 	// Daemons is the number of policy subscribers, 0 for raw/append.
@@ -214,79 +220,68 @@ type Result struct {
 	Method string
 }
 
-// Report is the outcome of Run and the machine it ran on.
-type Report struct {
-	Results []Result
-	// Config is the configuration run, defaults filled in.
-	Config Config
-	// TextBytes is the length of every observation's progress summary.
-	TextBytes int
-	benchkit.Host
-	Started time.Time
-	// Elapsed is the whole run, starting and stopping the clusters
-	// included.
-	Elapsed time.Duration
-}
-
-// Result returns the result of the given name.
-func (r Report) Result(name string) (Result, bool) {
-	for _, res := range r.Results {
-		if res.Name == name {
-			return res, true
-		}
-	}
-	return Result{}, false
-}
-
 // Run measures raw/append, the policy reading the whole log, and then the
 // policy with 1, 2 and 3 daemons sharing its partitions, each
 // on a cluster of its own that it removes afterwards. It fails when a
 // cluster cannot start, an append keeps failing, a subscriber stops, the
 // group does not settle or a decision does not come within the round's
 // timeout.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	if err := cfg.Validate(); err != nil {
-		return Report{}, err
+		return benchkit.Report{}, err
 	}
 	cfg = cfg.withDefaults()
 	if cfg.DaemonCPU > 0 {
 		if err := CanLimitCPU(); err != nil {
-			return Report{}, fmt.Errorf("fleetbench: DaemonCPU %v: %w", cfg.DaemonCPU, err)
+			return benchkit.Report{}, fmt.Errorf("fleetbench: DaemonCPU %v: %w", cfg.DaemonCPU, err)
 		}
 	}
-	rep := Report{Config: cfg, TextBytes: textBytes, Host: benchkit.Here(), Started: time.Now()}
+	started, host := time.Now(), benchkit.Here()
 	r := &runner{cfg: cfg, summary: benchkit.Filler(textBytes)}
-	rounds := []func(context.Context) (Result, error){r.rawAppend,
-		func(ctx context.Context) (Result, error) { return r.policy(ctx, 1, false) }}
+	steps := []func(context.Context) (round, error){r.rawAppend,
+		func(ctx context.Context) (round, error) { return r.policy(ctx, 1, false) }}
 	for k := 1; k <= Nodes; k++ {
-		rounds = append(rounds, func(ctx context.Context) (Result, error) { return r.policy(ctx, k, true) })
+		steps = append(steps, func(ctx context.Context) (round, error) { return r.policy(ctx, k, true) })
 	}
-	for _, round := range rounds {
+	var rounds []round
+	for _, step := range steps {
 		rctx, cancel := context.WithTimeout(ctx, cfg.RoundTimeout)
-		res, err := round(rctx)
+		res, err := step(rctx)
 		cancel()
 		if err != nil {
-			return Report{}, err
+			return benchkit.Report{}, err
 		}
-		r.progress(res)
-		rep.Results = append(rep.Results, res)
+		benchkit.WriteProgress(cfg.Progress, res.result(cfg))
+		rounds = append(rounds, res)
 	}
-	raw, _ := rep.Result(nameRawAppend)
-	one, _ := rep.Result(nameOneDaemon)
-	for i, res := range rep.Results {
+	compare(rounds)
+	return report(cfg, host, started, rounds), nil
+}
+
+// compare sets each policy round's ratios to raw/append and to
+// policy/1-daemon.
+func compare(rounds []round) {
+	var raw, one round
+	for _, res := range rounds {
+		switch res.Name {
+		case nameRawAppend:
+			raw = res
+		case nameOneDaemon:
+			one = res
+		}
+	}
+	for i, res := range rounds {
 		if res.Daemons == 0 {
 			continue
 		}
 		if raw.PerSecond > 0 {
-			rep.Results[i].VsRaw = res.PerSecond / raw.PerSecond
+			rounds[i].VsRaw = res.PerSecond / raw.PerSecond
 		}
 		if one.PerSecond > 0 {
-			rep.Results[i].VsOneDaemon = res.PerSecond / one.PerSecond
+			rounds[i].VsOneDaemon = res.PerSecond / one.PerSecond
 		}
 		if one.BacklogPerSecond > 0 {
-			rep.Results[i].BacklogVsOneDaemon = res.BacklogPerSecond / one.BacklogPerSecond
+			rounds[i].BacklogVsOneDaemon = res.BacklogPerSecond / one.BacklogPerSecond
 		}
 	}
-	rep.Elapsed = time.Since(rep.Started)
-	return rep, nil
 }

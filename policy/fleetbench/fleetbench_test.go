@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
@@ -35,13 +36,13 @@ func TestFleetRunSmall(t *testing.T) {
 
 	type shape struct {
 		Name    string
-		Daemons int
+		Daemons float64
 		Count   int
-		Decided int
+		Decided float64
 	}
 	var got []shape
 	for _, res := range rep.Results {
-		got = append(got, shape{res.Name, res.Daemons, res.Count, res.Decided})
+		got = append(got, shape{res.Name, figure(t, res, "daemons"), res.Count, figureOr(res, "decided")})
 	}
 	// Every policy round heard a decision on each of its observations.
 	want := []shape{{"raw/append", 0, 200, 0}, {"policy/whole-log", 1, 200, 200}, {"policy/1-daemon", 1, 200, 200}, {"policy/2-daemons", 2, 200, 200}, {"policy/3-daemons", 3, 200, 200}}
@@ -49,60 +50,58 @@ func TestFleetRunSmall(t *testing.T) {
 		t.Fatalf("results (-want +got):\n%s", diff)
 	}
 	for _, res := range rep.Results {
-		if res.Elapsed <= 0 || res.PerSecond <= 0 || res.AppendP50 <= 0 || res.AppendP99 < res.AppendP50 {
+		if res.Elapsed <= 0 || res.Rate <= 0 || res.P50 <= 0 || res.P99 < res.P50 {
 			t.Errorf("%s: elapsed %s, %v/s, append p50 %s, p99 %s; want all positive and p99 >= p50",
-				res.Name, res.Elapsed, res.PerSecond, res.AppendP50, res.AppendP99)
+				res.Name, res.Elapsed, res.Rate, res.P50, res.P99)
 		}
-		if res.Daemons > 0 && (res.DecisionP50 <= 0 || res.DecisionP99 < res.DecisionP50 || res.VsOneDaemon <= 0 || res.VsRaw <= 0) {
-			t.Errorf("%s: decision p50 %s, p99 %s, %.2fx one daemon, %.2fx raw; want all positive and p99 >= p50",
-				res.Name, res.DecisionP50, res.DecisionP99, res.VsOneDaemon, res.VsRaw)
-		}
-		if res.Daemons > 0 && (res.BacklogElapsed <= 0 || res.BacklogPerSecond <= 0 || res.BacklogVsOneDaemon <= 0) {
-			t.Errorf("%s: backlog decided in %s, %v/s, %.2fx one daemon; want all positive",
-				res.Name, res.BacklogElapsed, res.BacklogPerSecond, res.BacklogVsOneDaemon)
+		if figure(t, res, "daemons") > 0 {
+			p50, p99 := figure(t, res, "decision p50"), figure(t, res, "decision p99")
+			vsOne := figure(t, res, "x one daemon")
+			if p50 <= 0 || p99 < p50 || vsOne <= 0 || res.Ratio <= 0 || res.Baseline != "raw/append" || res.RateUnit != "decisions/s" {
+				t.Errorf("%s: decision p50 %v, p99 %v, %.2fx one daemon, %.2fx %s in %s; want all positive, p99 >= p50, against raw/append, decisions/s",
+					res.Name, p50, p99, vsOne, res.Ratio, res.Baseline, res.RateUnit)
+			}
+			if figure(t, res, "backlog elapsed") <= 0 || figure(t, res, "backlog/s") <= 0 || figure(t, res, "backlog x one daemon") <= 0 {
+				t.Errorf("%s: backlog figures %v; want all positive", res.Name, res.Figures)
+			}
 		}
 		if res.Method == "" {
 			t.Errorf("%s: no description of what was timed", res.Name)
 		}
 	}
-	if one, _ := rep.Result("policy/1-daemon"); one.VsOneDaemon != 1 {
-		t.Errorf("policy/1-daemon is %vx itself, want 1", one.VsOneDaemon)
+	if one, _ := rep.Result("policy/1-daemon"); figure(t, one, "x one daemon") != 1 {
+		t.Errorf("policy/1-daemon is %vx itself, want 1", figure(t, one, "x one daemon"))
 	}
 	if got := strings.Count(progress.String(), "\n"); got != len(want) {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, len(want), progress.String())
 	}
+	if rep.Suite != Suite || len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "share this machine's "+strconv.Itoa(runtime.NumCPU())+" CPUs") {
+		t.Errorf("suite %q, notes %q; want %q and a note on the CPUs shared", rep.Suite, rep.Notes, Suite)
+	}
+	settings := map[string]any{}
+	for _, st := range rep.Config {
+		settings[st.Name] = st.Value
+	}
+	if settings["observations"] != 200 || settings["partitions"] != 6 || settings["nodes"] != Nodes || settings["dir"] != nil {
+		t.Errorf("settings %v; want observations 200, partitions 6, nodes %d and no dir", settings, Nodes)
+	}
 
+	// The common writers take it.
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := benchkit.WriteText(&text, rep); err != nil {
 		t.Fatalf("WriteText: %v", err)
 	}
-	for _, w := range []string{"raw/append", "policy/whole-log", "policy/1-daemon", "policy/2-daemons", "policy/3-daemons", "decisions/s",
-		"share this machine's " + strconv.Itoa(runtime.NumCPU()) + " CPUs"} {
+	for _, w := range []string{"raw/append", "policy/whole-log", "policy/3-daemons", "decisions/s", "BACKLOG/S"} {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text report lacks %q:\n%s", w, text.String())
 		}
 	}
-
 	var js bytes.Buffer
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := benchkit.WriteJSON(&js, rep); err != nil {
 		t.Fatalf("WriteJSON: %v", err)
 	}
-	var decoded jsonReport
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
-		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
-	}
-	if len(decoded.Results) != len(rep.Results) {
-		t.Fatalf("JSON report has %d results, want %d", len(decoded.Results), len(rep.Results))
-	}
-	for i, res := range rep.Results {
-		d := decoded.Results[i]
-		if d.Name != res.Name || d.Daemons != res.Daemons || d.Partitions != res.Partitions || d.Count != res.Count || d.Decided != res.Decided || d.PerSecond != res.PerSecond ||
-			d.VsOneDaemon != res.VsOneDaemon || d.VsRaw != res.VsRaw || d.BacklogPerSecond != res.BacklogPerSecond || d.ElapsedSeconds != res.Elapsed.Seconds() {
-			t.Errorf("JSON result %d = %+v, want it to carry %+v", i, d, res)
-		}
-	}
-	if decoded.Config.Observations != 200 || decoded.Config.Partitions != 6 || decoded.Nodes != Nodes || decoded.CPUs != runtime.NumCPU() {
-		t.Errorf("JSON config %+v, nodes %d, cpus %d", decoded.Config, decoded.Nodes, decoded.CPUs)
+	if !json.Valid(js.Bytes()) {
+		t.Errorf("JSON report does not decode:\n%s", js.String())
 	}
 
 	benchtest.EmptyDir(t, dir, "after Run")
@@ -168,7 +167,7 @@ func TestFleetRunDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if err := rep.WriteText(t.Output()); err != nil {
+	if err := benchkit.WriteText(t.Output(), rep); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -277,12 +276,12 @@ func TestFleetRunDaemonProcesses(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	for _, res := range rep.Results {
-		if res.Daemons == 0 {
+		if figure(t, res, "daemons") == 0 {
 			continue
 		}
-		if res.Decided != 200 || res.DaemonCPUTime <= 0 || !strings.Contains(res.Method, "process of its own limited to 0.5 CPU") {
-			t.Errorf("%s: decided %d, member CPU %s, method %q; want 200 decided by member processes that used CPU",
-				res.Name, res.Decided, res.DaemonCPUTime, res.Method)
+		if decided, cpu := figure(t, res, "decided"), figure(t, res, "daemon cpu"); decided != 200 || cpu <= 0 || !strings.Contains(res.Method, "process of its own limited to 0.5 CPU") {
+			t.Errorf("%s: decided %v, member CPU %vs, method %q; want 200 decided by member processes that used CPU",
+				res.Name, decided, cpu, res.Method)
 		}
 	}
 	benchtest.EmptyDir(t, dir, "after Run")
@@ -293,5 +292,55 @@ func TestFleetRunDaemonProcesses(t *testing.T) {
 	groups, err := filepath.Glob(filepath.Join(parent, "agentjournal-fleetbench-"+strconv.Itoa(os.Getpid())+"-*"))
 	if err != nil || len(groups) > 0 {
 		t.Errorf("control groups left behind: %v (%v)", groups, err)
+	}
+}
+
+// figure is res's figure of the given name, failing the test without it.
+func figure(t *testing.T, res benchkit.Result, name string) float64 {
+	t.Helper()
+	v, ok := res.Figure(name)
+	if !ok {
+		t.Fatalf("%s has no figure %q: %v", res.Name, name, res.Figures)
+	}
+	return v
+}
+
+// figureOr is res's figure of the given name, 0 without it.
+func figureOr(res benchkit.Result, name string) float64 {
+	v, _ := res.Figure(name)
+	return v
+}
+
+// TestFleetReportRows: the rounds print in the common form,
+// with every figure its own report shows.
+func TestFleetReportRows(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	rounds := []round{
+		{Name: "raw/append", Count: 3000, Writers: 64, Journals: 120, Elapsed: time.Second, PerSecond: 3000,
+			AppendP50: ms(2), AppendP99: ms(9), Retries: 1, Startup: time.Second, Method: "appends"},
+		{Name: "policy/2-daemons", Daemons: 2, Partitions: 12, Count: 600, Decided: 600, Writers: 64, Journals: 120,
+			Elapsed: 2 * time.Second, PerSecond: 300, AppendP50: ms(3), AppendP99: ms(12), DecisionP50: ms(20), DecisionP99: ms(80),
+			BacklogElapsed: time.Second, BacklogPerSecond: 600, BacklogVsOneDaemon: 1.5, VsOneDaemon: 1.4, VsRaw: 0.1,
+			Moves: 2, Restarts: 0, Startup: time.Second, Settle: ms(500), Method: "decisions"},
+	}
+	var b strings.Builder
+	if err := benchkit.WriteText(&b, report(DefaultConfig(), benchkit.Here(), time.Now(), rounds)); err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for line := range strings.Lines(b.String()) {
+		if strings.HasPrefix(line, "policy/2-daemons ") {
+			row = strings.Join(strings.Fields(line), " ")
+			break
+		}
+	}
+	want := "policy/2-daemons 600 2s 300 decisions/s 3ms 12ms 0.10x raw/append 2 12 600 64 120 20ms 80ms 1.40x 600 1s 1.50x 0 2 0 1s 500ms"
+	if row != want {
+		t.Errorf("row %q, want %q:\n%s", row, want, b.String())
+	}
+	for _, head := range []string{"DAEMONS", "RETRIES", "DECISION P99", "X ONE DAEMON", "BACKLOG/S", "BACKLOG X ONE DAEMON", "MOVES", "RESTARTS"} {
+		if !strings.Contains(b.String(), head) {
+			t.Errorf("no column %s:\n%s", head, b.String())
+		}
 	}
 }

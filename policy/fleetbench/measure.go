@@ -36,22 +36,6 @@ type runner struct {
 	summary string
 }
 
-func (r *runner) progress(res Result) {
-	if r.cfg.Progress == nil {
-		return
-	}
-	line := fmt.Sprintf("%s: %d from %d writers, %.0f/s, append p50 %s, p99 %s", res.Name, res.Count, res.Writers,
-		res.PerSecond, millis(res.AppendP50), millis(res.AppendP99))
-	if res.Daemons > 0 {
-		line += fmt.Sprintf(", decision p50 %s, p99 %s, backlog %.0f/s", millis(res.DecisionP50), millis(res.DecisionP99), res.BacklogPerSecond)
-	}
-	if res.DaemonCPUTime > 0 {
-		line += fmt.Sprintf(", daemons' CPU %s", res.DaemonCPUTime.Round(time.Millisecond))
-	}
-	// Progress is informational: a failing writer does not stop the run.
-	fmt.Fprintln(r.cfg.Progress, line)
-}
-
 // observationID is observation i's id: the decision names it, which tells
 // which observation a decision answers.
 func observationID(i int) string { return "obs-" + strconv.Itoa(i) }
@@ -169,11 +153,11 @@ func pause(ctx context.Context, attempt int) bool {
 }
 
 // rawAppend appends RawAppends observations with no policy running.
-func (r *runner) rawAppend(ctx context.Context) (_ Result, err error) {
+func (r *runner) rawAppend(ctx context.Context) (_ round, err error) {
 	t0 := time.Now()
 	w, err := r.start(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+		return round{}, fmt.Errorf("%s: %w", nameRawAppend, err)
 	}
 	defer func() { err = errors.Join(err, w.cl.Close()) }()
 	startup := time.Since(t0)
@@ -181,9 +165,9 @@ func (r *runner) rawAppend(ctx context.Context) (_ Result, err error) {
 		return r.appendObservation(ctx, w, i)
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
+		return round{}, fmt.Errorf("%s: %w", nameRawAppend, err)
 	}
-	res := Result{Name: nameRawAppend, Count: len(lat), Writers: r.cfg.Writers, Journals: len(w.refs),
+	res := round{Name: nameRawAppend, Count: len(lat), Writers: r.cfg.Writers, Journals: len(w.refs),
 		Elapsed: elapsed, PerSecond: benchkit.Rate(len(lat), elapsed), Retries: int(w.retries.Load()), Startup: startup,
 		Method: fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals, "+
 			"journal j through node j mod %d; no policy running; from the first append to the last acknowledged", textBytes, r.cfg.Writers, len(w.refs), Nodes)}
@@ -296,7 +280,7 @@ func (g *group) heard(d *eventstore.Decision) {
 // Observations observations and the round waits for every decision. With
 // partitioned false, one subscriber decides on the whole log, as a daemon
 // does by default: the baseline the partitions are compared with.
-func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result, err error) {
+func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ round, err error) {
 	name := policyName(k)
 	partitions := r.cfg.Partitions
 	if !partitioned {
@@ -305,7 +289,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 	t0 := time.Now()
 	w, err := r.start(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", name, err)
+		return round{}, fmt.Errorf("%s: %w", name, err)
 	}
 	defer func() { err = errors.Join(err, w.cl.Close()) }()
 	startup := time.Since(t0)
@@ -319,7 +303,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		ds = r.startInProcess(ctx, w, k, partitions, g)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", name, err)
+		return round{}, fmt.Errorf("%s: %w", name, err)
 	}
 	// Registered after the cluster's Close, so it runs first: the
 	// subscribers stop before their nodes do.
@@ -333,7 +317,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		select {
 		case <-g.changed:
 		case <-ctx.Done():
-			return Result{}, fmt.Errorf("%s: the group did not settle (shares %v%s): %w", name, g.shares(), g.lastError(), ctx.Err())
+			return round{}, fmt.Errorf("%s: the group did not settle (shares %v%s): %w", name, g.shares(), g.lastError(), ctx.Err())
 		}
 	}
 	settle := time.Since(t1)
@@ -342,35 +326,35 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 		return r.appendObservation(ctx, w, i)
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", name, err)
+		return round{}, fmt.Errorf("%s: %w", name, err)
 	}
 	select {
 	case <-g.all:
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("%s: %d of %d observations decided%s: %w", name, g.decidedCount(), r.cfg.Observations, g.lastError(), ctx.Err())
+		return round{}, fmt.Errorf("%s: %d of %d observations decided%s: %w", name, g.decidedCount(), r.cfg.Observations, g.lastError(), ctx.Err())
 	}
 
 	// The backlog: with the handlers held back, as many observations
 	// again are appended; then the subscribers decide on them as fast as
 	// they can, which is their capacity rather than the writers' pace.
 	if err := ds.hold(ctx); err != nil {
-		return Result{}, fmt.Errorf("%s: backlog: %w", name, err)
+		return round{}, fmt.Errorf("%s: backlog: %w", name, err)
 	}
 	if _, _, _, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
 		return r.appendObservation(ctx, w, r.cfg.Observations+i)
 	}); err != nil {
-		return Result{}, fmt.Errorf("%s: backlog: %w", name, err)
+		return round{}, fmt.Errorf("%s: backlog: %w", name, err)
 	}
 	opened := time.Now()
 	ds.release()
 	select {
 	case <-g.drained:
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("%s: backlog not decided%s: %w", name, g.lastError(), ctx.Err())
+		return round{}, fmt.Errorf("%s: backlog not decided%s: %w", name, g.lastError(), ctx.Err())
 	}
 	stopped = true
 	if err := ds.stop(); err != nil {
-		return Result{}, fmt.Errorf("%s: %w", name, err)
+		return round{}, fmt.Errorf("%s: %w", name, err)
 	}
 
 	g.mu.Lock()
@@ -386,7 +370,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ Result,
 	if !partitioned {
 		how = "reading the whole log (no partitions, a daemon's default)"
 	}
-	res := Result{Name: name, Daemons: k, Partitions: partitions, Count: r.cfg.Observations, Decided: decided, Writers: r.cfg.Writers, Journals: len(w.refs),
+	res := round{Name: name, Daemons: k, Partitions: partitions, Count: r.cfg.Observations, Decided: decided, Writers: r.cfg.Writers, Journals: len(w.refs),
 		Elapsed: elapsed, PerSecond: benchkit.Rate(r.cfg.Observations, elapsed), Retries: int(w.retries.Load()),
 		Moves: moves, Restarts: restarts, Startup: startup, Settle: settle,
 		Method: fmt.Sprintf("%s, %s; %d observations appended as in raw/append; "+
@@ -581,11 +565,6 @@ func timeEachStart(ctx context.Context, n, workers int, do func(ctx context.Cont
 		return nil, nil, start, err
 	}
 	return lat, starts, start, nil
-}
-
-// millis formats a latency in milliseconds.
-func millis(d time.Duration) string {
-	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 }
 
 // deciders are a round's policy subscribers, wherever they run.
