@@ -251,10 +251,12 @@ func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 		if err != nil {
 			return benchkit.Report{}, err
 		}
-		benchkit.WriteProgress(cfg.Progress, res.result(cfg))
+		// raw/append and policy/1-daemon come first, so each round's
+		// ratios are known when its progress line is written.
 		rounds = append(rounds, res)
+		compare(rounds)
+		benchkit.WriteProgress(cfg.Progress, rounds[len(rounds)-1].result(cfg))
 	}
-	compare(rounds)
 	return report(cfg, host, started, rounds), nil
 }
 

@@ -72,6 +72,10 @@ func TestFleetRunSmall(t *testing.T) {
 	if one, _ := rep.Result("policy/1-daemon"); figure(t, one, "x one daemon") != 1 {
 		t.Errorf("policy/1-daemon is %vx itself, want 1", figure(t, one, "x one daemon"))
 	}
+	// A ratio not known yet is left out of a progress line, not shown as 0.
+	if strings.Contains(progress.String(), " 0.00x") || !strings.Contains(progress.String(), "x one daemon 1.00x") {
+		t.Errorf("progress shows a ratio of 0, or none to one daemon:\n%s", progress.String())
+	}
 	if got := strings.Count(progress.String(), "\n"); got != len(want) {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, len(want), progress.String())
 	}
