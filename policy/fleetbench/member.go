@@ -155,8 +155,8 @@ type memberProc struct {
 	err    error         // how it exited, set before exited is closed
 }
 
-// startMember starts member process i of k, on node i, limited to cpus
-// CPUs, and feeds what it says to g.
+// startMember starts member process i on node i, limited to
+// Config.DaemonCPU CPUs, and feeds what it says to g.
 func (r *runner) startMember(w *workload, i int, partitions int, g *group) (_ *memberProc, err error) {
 	exe, err := os.Executable()
 	if err != nil {
