@@ -194,7 +194,7 @@ func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, er
 		db.states.purge()
 		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, err)
 	}
-	db.notify()
+	db.notifyAt(cp)
 	return cp, nil
 }
 

@@ -195,9 +195,14 @@ type DB struct {
 	marked bool
 
 	// applied is closed and replaced whenever the checkpoint moves or
-	// the DB closes; WaitFor waits on it.
-	appliedMu sync.Mutex
-	applied   chan struct{}
+	// the DB closes; WaitFor waits on it. appliedAt is the checkpoint a
+	// commit last moved it to, when appliedKnown: a waiter for a later
+	// offset goes back to waiting without reading the file, so a few
+	// hundred waiters do not each open a read transaction per commit.
+	appliedMu    sync.Mutex
+	applied      chan struct{}
+	appliedAt    uint64
+	appliedKnown bool
 }
 
 // Open opens the projection file at cfg.Path, creating it when missing. An
