@@ -17,7 +17,7 @@ import (
 // value is ready to use.
 type Decisions struct {
 	mu      sync.Mutex
-	waiting map[decisionKey][]chan *eventstore.Decision
+	waiting map[decisionKey][]chan eventstore.Decided
 }
 
 // decisionKey is an observation of an execution.
@@ -27,12 +27,12 @@ type decisionKey struct{ execution, observation string }
 // gets the decision if the publisher sees it after the call, so a caller
 // that registers before it appends the observation needs no read for a
 // decision that came first; release ends the wait.
-func (w *Decisions) wait(execution, observation string) (<-chan *eventstore.Decision, func()) {
+func (w *Decisions) wait(execution, observation string) (<-chan eventstore.Decided, func()) {
 	k := decisionKey{execution, observation}
-	ch := make(chan *eventstore.Decision, 1)
+	ch := make(chan eventstore.Decided, 1)
 	w.mu.Lock()
 	if w.waiting == nil {
-		w.waiting = map[decisionKey][]chan *eventstore.Decision{}
+		w.waiting = map[decisionKey][]chan eventstore.Decided{}
 	}
 	w.waiting[k] = append(w.waiting[k], ch)
 	w.mu.Unlock()
@@ -54,9 +54,19 @@ func (w *Decisions) wait(execution, observation string) (<-chan *eventstore.Deci
 	}
 }
 
+// Waits reports whether a request waits for the decision on the
+// execution's observation: a decision notice no one here waits for need
+// not be decoded (eventstore.JetStreamStore.SubscribeDecided).
+func (w *Decisions) Waits(execution, observation string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.waiting[decisionKey{execution, observation}]
+	return ok
+}
+
 // Deliver hands a decision carried out to whoever waits for it.
-func (w *Decisions) Deliver(d *eventstore.Decision) {
-	k := decisionKey{d.AgentExecutionID, d.ObservationID}
+func (w *Decisions) Deliver(d eventstore.Decided) {
+	k := decisionKey{d.Decision.AgentExecutionID, d.Decision.ObservationID}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ch := range w.waiting[k] {

@@ -70,6 +70,20 @@ func (s *Server) catchUp(ctx context.Context) error {
 	return err
 }
 
+// settleThrough is settle for a write whose last record is at offset
+// through: the projection need not reach records appended since, so the
+// log's end is not asked for. A through of 0 (not known) settles on the
+// log's end.
+func (s *Server) settleThrough(ctx context.Context, through uint64) {
+	if through == 0 {
+		s.settle(ctx)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+	defer cancel()
+	_ = s.cfg.Views.WaitFor(wctx, through)
+}
+
 // settle lets the projection catch up with a write before its answer, so
 // that a client reads what it has just written: it waits up to
 // DecisionWait and then answers anyway, since the write itself succeeded
@@ -610,7 +624,9 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	defer cancel()
 	pushed, release := s.decisions.wait(id, obs.ObservationID)
 	defer release()
-	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, id, obs)
+	// The observation is durable once its decision is (awaitDecision),
+	// so its own append does not wait for the disk.
+	e, dup, err := s.cfg.Runtime.RecordObservationPending(ctx, id, obs)
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):
 		return notFound("no execution %q", id)
@@ -619,15 +635,21 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	d, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
+	decided, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
 	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+		defer cancel()
+		if err := s.cfg.Runtime.WaitDurable(dctx); err != nil {
+			return err
+		}
 		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+
 			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, s.cfg.DecisionWait)
 	}
 	if err != nil {
 		return err
 	}
-	s.settle(r.Context())
+	s.settleThrough(r.Context(), decided.Through)
+	d := decided.Decision
 	writeJSON(w, http.StatusOK, observationAck{
 		ObservationID: obs.ObservationID, Sequence: b.Sequence, Duplicate: dup,
 		Decision: decisionView{DecisionID: d.DecisionID, Action: d.Action, Reason: d.Reason, Sequence: d.Sequence},
@@ -647,7 +669,7 @@ const (
 	decisionPollMax         = 2 * time.Second
 )
 
-// awaitDecision waits, up to DecisionWait, for the decision on the
+// awaitDecision waits, up to DecisionWait, for the durable decision on the
 // observation at sequence from. A policy subscriber in this process hands
 // it over on pushed once its state changes are appended too (Decisions);
 // pushed is registered before the observation was appended, so only an
@@ -655,7 +677,7 @@ const (
 // journal already, and the journal is read at once only then. Otherwise
 // it is read now and then, for a decision another process made; each read
 // starts after the last record seen.
-func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan *eventstore.Decision, readFirst bool) (*eventstore.Decision, error) {
+func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
 	delay := decisionPollFirst
@@ -665,7 +687,7 @@ func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, ob
 	if !readFirst {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return eventstore.Decided{}, ctx.Err()
 		case d := <-pushed:
 			return d, nil
 		case <-time.After(delay):
@@ -677,18 +699,20 @@ func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, ob
 		for e, err := range s.cfg.Store.ReadJournal(ctx, ref, from) {
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, ctx.Err()
+					return eventstore.Decided{}, ctx.Err()
 				}
-				return nil, fmt.Errorf("await the decision on %s: %w", observationID, err)
+				return eventstore.Decided{}, fmt.Errorf("await the decision on %s: %w", observationID, err)
 			}
 			if d, ok := e.Record.(*eventstore.Decision); ok && d.ObservationID == observationID {
-				return d, nil
+				// A decision read from the log may be stored and not yet
+				// on disk; one handed over is durable.
+				return eventstore.Decided{Decision: d}, s.cfg.Runtime.WaitDurable(ctx)
 			}
 			from = e.Record.RecordBase().Sequence + 1
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return eventstore.Decided{}, ctx.Err()
 		case d := <-pushed:
 			return d, nil
 		case <-t.C:

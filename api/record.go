@@ -20,15 +20,22 @@ func (s *Server) RecordObservation(ctx context.Context, agentExecutionID string,
 	}
 	pushed, release := s.decisions.wait(agentExecutionID, o.ObservationID)
 	defer release()
-	e, dup, err := s.cfg.Runtime.RecordObservation(ctx, agentExecutionID, o)
+	// The observation is durable once its decision is (awaitDecision).
+	e, dup, err := s.cfg.Runtime.RecordObservationPending(ctx, agentExecutionID, o)
 	if err != nil {
 		return mcp.Decision{}, err
 	}
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
-	d, err := s.awaitDecision(ctx, ref, o.ObservationID, b.Sequence, pushed, dup)
+	decided, err := s.awaitDecision(ctx, ref, o.ObservationID, b.Sequence, pushed, dup)
 	if err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
+		defer cancel()
+		if derr := s.cfg.Runtime.WaitDurable(dctx); derr != nil {
+			return mcp.Decision{}, fmt.Errorf("observation %s may not be recorded: %w", o.ObservationID, derr)
+		}
 		return mcp.Decision{}, fmt.Errorf("observation %s is recorded, but no decision arrived: %w", o.ObservationID, err)
 	}
+	d := decided.Decision
 	return mcp.Decision{DecisionID: d.DecisionID, Action: string(d.Action), Reason: d.Reason, Duplicate: dup}, nil
 }

@@ -196,6 +196,24 @@ var errHasHeader = errors.New("journal has a header")
 
 // Append implements Store.
 func (s *JetStreamStore) Append(ctx context.Context, ref Reference, r Record) (Entry, error) {
+	e, err := s.AppendPending(ctx, ref, r)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := s.durable(ctx); err != nil {
+		return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+	}
+	return e, nil
+}
+
+// AppendPending appends r as Append does, but returns once the log has
+// stored it, without waiting for it to reach the disk (WaitDurable does).
+// It is for a caller whose answer waits for a later record that is
+// durable, such as the policy's decision on an observation: the log is
+// durable in order, so once a record is on disk every record stored
+// before it is. A caller that answers without such a record calls
+// WaitDurable first.
+func (s *JetStreamStore) AppendPending(ctx context.Context, ref Reference, r Record) (Entry, error) {
 	ref, subj, err := s.resolve(ref)
 	if err != nil {
 		return Entry{}, err
@@ -206,14 +224,17 @@ func (s *JetStreamStore) Append(ctx context.Context, ref Reference, r Record) (E
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	e, err := s.appendLocked(ctx, j, ref, subj, r)
-	if err != nil {
-		return Entry{}, err
-	}
+	return s.appendLocked(ctx, j, ref, subj, r)
+}
+
+// WaitDurable returns once every record stored before the call is on
+// disk: at once where the server syncs each write itself or the log is
+// not synced on each append (--sync interval).
+func (s *JetStreamStore) WaitDurable(ctx context.Context) error {
 	if err := s.durable(ctx); err != nil {
-		return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+		return fmt.Errorf("wait for the log to reach the disk: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // AppendAll appends records to one journal, one after the other as Append

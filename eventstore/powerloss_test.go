@@ -209,27 +209,41 @@ func powerLossTrial(t *testing.T, rig powerLossRig, refs []eventstore.Reference,
 				id := fmt.Sprintf("t%d-w%d-%d", trial, w, n)
 				// The last writer appends three records at a time with
 				// AppendAll, which waits for the disk once for all three.
+				// The one before it appends a record with AppendPending,
+				// which does not wait for the disk, and calls it
+				// acknowledged once a record after it, in another
+				// journal, is: as an observation is once its decision is.
 				ids := []string{id}
-				if w == powerLossWriters-1 {
+				switch w {
+				case powerLossWriters - 1:
 					ids = []string{id + "a", id + "b", id + "c"}
+				case powerLossWriters - 2:
+					ids = []string{id + "-pending", id}
 				}
 				recs := make([]eventstore.Record, len(ids))
+				in := make([]eventstore.Reference, len(ids))
 				for i, id := range ids {
-					recs[i] = storetest.Message(id, "power loss")
+					recs[i], in[i] = storetest.Message(id, "power loss"), ref
 				}
 				var err error
-				if len(recs) == 1 {
-					_, err = s.Append(writing, ref, recs[0])
-				} else {
+				switch w {
+				case powerLossWriters - 1:
 					_, err = s.AppendAll(writing, ref, recs)
+				case powerLossWriters - 2:
+					in[1] = mine[(n+1)%len(mine)]
+					if _, err = s.AppendPending(writing, ref, recs[0]); err == nil {
+						_, err = s.Append(writing, in[1], recs[1])
+					}
+				default:
+					_, err = s.Append(writing, ref, recs[0])
 				}
 				if err != nil {
 					return
 				}
 				now := time.Now()
 				mu.Lock()
-				for _, id := range ids {
-					acks = append(acks, ack{ref: ref, id: id, at: now})
+				for i, id := range ids {
+					acks = append(acks, ack{ref: in[i], id: id, at: now})
 				}
 				mu.Unlock()
 			}

@@ -1815,6 +1815,37 @@ func (rt *Runtime) firstAck(ctx context.Context, ref eventstore.Reference, messa
 // RecordObservation records a daemon-normalized observation. A repeated
 // observation id returns the stored record and appends nothing.
 func (rt *Runtime) RecordObservation(ctx context.Context, id string, o *eventstore.Observation) (eventstore.Entry, bool, error) {
+	e, dup, err := rt.RecordObservationPending(ctx, id, o)
+	if err != nil {
+		return e, dup, err
+	}
+	if err := rt.WaitDurable(ctx); err != nil {
+		return e, dup, fmt.Errorf("record observation %s: %w", o.ObservationID, err)
+	}
+	return e, dup, nil
+}
+
+// pendingAppender is a Store that can append without waiting for the disk
+// (eventstore.JetStreamStore).
+type pendingAppender interface {
+	AppendPending(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error)
+	WaitDurable(ctx context.Context) error
+}
+
+// WaitDurable returns once every record the store holds is on disk.
+func (rt *Runtime) WaitDurable(ctx context.Context) error {
+	if s, ok := rt.cfg.Store.(pendingAppender); ok {
+		return s.WaitDurable(ctx)
+	}
+	return nil
+}
+
+// RecordObservationPending is RecordObservation without the wait for the
+// disk, where the store can append without it: for a caller that answers
+// with the policy's decision on the observation, whose being durable
+// makes the observation durable too (the log is durable in order). A
+// caller that answers without the decision calls WaitDurable first.
+func (rt *Runtime) RecordObservationPending(ctx context.Context, id string, o *eventstore.Observation) (eventstore.Entry, bool, error) {
 	ref, _, _, err := rt.resolve(ctx, id)
 	if err != nil {
 		return eventstore.Entry{}, false, err
@@ -1826,7 +1857,11 @@ func (rt *Runtime) RecordObservation(ctx context.Context, id string, o *eventsto
 		e, err := rt.storedObservation(ctx, ref, o.ObservationID, seq)
 		return e, true, err
 	}
-	e, err := rt.cfg.Store.Append(ctx, ref, o)
+	appendRecord := rt.cfg.Store.Append
+	if s, ok := rt.cfg.Store.(pendingAppender); ok {
+		appendRecord = s.AppendPending
+	}
+	e, err := appendRecord(ctx, ref, o)
 	if err != nil {
 		return e, false, fmt.Errorf("record observation %s: %w", o.ObservationID, err)
 	}

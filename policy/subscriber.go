@@ -55,8 +55,9 @@ type SubscriberConfig struct {
 	// Decided, when set, hears of every decision this subscriber carried
 	// out, once the decision and its state changes are appended and
 	// durable: a process that answers with a decision (the API) learns of
-	// it without reading the log.
-	Decided func(*eventstore.Decision)
+	// it, and of the offset its projection must reach to hold its
+	// records, without reading the log.
+	Decided func(eventstore.Decided)
 	Logger  *slog.Logger
 }
 
@@ -361,7 +362,7 @@ func (s *Subscriber) carryOut(ctx context.Context, ref eventstore.Reference, c *
 	}
 	if s.cfg.Decided != nil {
 		if d, ok := entries[0].Record.(*eventstore.Decision); ok {
-			s.cfg.Decided(d)
+			s.cfg.Decided(eventstore.Decided{Decision: d, Through: entries[len(entries)-1].Offset})
 		}
 	}
 	return nil

@@ -309,13 +309,13 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 		// policy, and one recorded elsewhere by this one's: each tells
 		// the others, so that no request waits to find its decision by
 		// reading the journal.
-		if err := store.SubscribeDecided(work, decisions.Deliver); err != nil {
+		if err := store.SubscribeDecided(work, decisions.Waits, decisions.Deliver); err != nil {
 			return err
 		}
-		pc.Decided = func(dec *eventstore.Decision) {
+		pc.Decided = func(dec eventstore.Decided) {
 			decisions.Deliver(dec)
 			if err := store.PublishDecided(dec); err != nil {
-				d.logger.Warn("decision notice not sent", "decision", dec.DecisionID, "err", err)
+				d.logger.Warn("decision notice not sent", "decision", dec.Decision.DecisionID, "err", err)
 			}
 		}
 	}

@@ -605,7 +605,7 @@ func (r *runner) startInProcess(ctx context.Context, w *workload, k, partitions 
 			Partitions: partitions,
 			Member:     member,
 			Owns:       func(parts []int) { g.owned(member, parts) },
-			Decided:    g.heard,
+			Decided:    func(d eventstore.Decided) { g.heard(d.Decision) },
 			Logger:     r.cfg.Logger,
 		})
 		d.wg.Go(func() { keepRunning(subCtx, sub.Run, func(err error) { g.failed(member, err) }) })

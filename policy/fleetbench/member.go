@@ -100,7 +100,7 @@ func runMember() (err error) {
 			}
 			out.line(strings.Join(words, " "))
 		},
-		Decided: func(d *eventstore.Decision) { out.line(lineDecided + " " + d.ObservationID) },
+		Decided: func(d eventstore.Decided) { out.line(lineDecided + " " + d.Decision.ObservationID) },
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	go func() {
