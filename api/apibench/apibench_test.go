@@ -84,7 +84,16 @@ func TestRunSmall(t *testing.T) {
 	if missing, has := fan.Figure(figureMissing); !ok || !has || missing != 0 {
 		t.Errorf("sse/fan-out: %v deliveries missing (found %t, figure %t), want 0", missing, ok, has)
 	}
-	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
+	for _, name := range []string{"raw/append", "api/recordObservation"} {
+		res, _ := rep.Result(name)
+		if n, ok := res.Figure(figureRounds); !ok || n != rounds {
+			t.Errorf("%s: rounds figure %v (present %t), want %d", name, n, ok, rounds)
+		}
+		if !slices.ContainsFunc(rep.Setup, func(line string) bool { return strings.HasPrefix(line, name+" rounds: ") }) {
+			t.Errorf("set-up does not give %s's rounds: %q", name, rep.Setup)
+		}
+	}
+	if got, want := strings.Count(progress.String(), "\n"), 2+2*rounds; got != want {
 		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
 	}
 
@@ -222,6 +231,30 @@ func TestRunDefaults(t *testing.T) {
 	}
 	if err := benchkit.WriteText(t.Output(), rep); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// medianRounds keeps a result measured once as it is and, of one measured
+// several times, the round of median rate with its own latencies.
+func TestMedianRounds(t *testing.T) {
+	r := func(name string, rate float64, p99 time.Duration) benchkit.Result {
+		return benchkit.Result{Name: name, Rate: rate, RateUnit: "ops/s", P99: p99}
+	}
+	got, spreads := medianRounds([]benchkit.Result{
+		r("once", 5, time.Second),
+		r("thrice", 300, 3*time.Millisecond),
+		r("thrice", 100, 1*time.Millisecond),
+		r("thrice", 200, 2*time.Millisecond),
+	})
+	want := []benchkit.Result{
+		r("once", 5, time.Second),
+		{Name: "thrice", Rate: 200, RateUnit: "ops/s", P99: 2 * time.Millisecond, Figures: []benchkit.Figure{{Name: figureRounds, Value: 3}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"thrice rounds: 300, 100, 200 ops/s"}, spreads); diff != "" {
+		t.Errorf("spreads (-want +got):\n%s", diff)
 	}
 }
 

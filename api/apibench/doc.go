@@ -10,7 +10,7 @@
 // API served by an http.Server on a loopback listener. It launches
 // Config.Agents long-running agents through the API, each for a task of
 // its own, and then measures, one after the other, letting the log go quiet
-// between measurements:
+// between measurements (the policy decides on every observation appended):
 //
 //   - api/sendMessage: Config.Clients HTTP clients send Config.Requests
 //     prompts, each with its own messageId, to the running agents, each
@@ -29,8 +29,12 @@
 //     observations (progress signals, the record recordObservation writes)
 //     with the store's Append, to as many journals as there are agents, each
 //     goroutine keeping to one journal. This is the baseline of the API
-//     results; it goes last because the policy decides on every observation
-//     it appends.
+//     results.
+//
+// sendMessage and fan-out are measured once; recordObservation and
+// raw/append three times each, taking turns after them, so that a slow
+// spell of a shared machine falls on both, and each is reported by its
+// round of median rate (the report's set-up lines give every round's).
 //
 // Every result reports p50 and p99 latencies, and the API results their
 // rate and their p99 as ratios to raw/append's. api/recordObservation has two targets against

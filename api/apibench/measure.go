@@ -24,6 +24,10 @@ type runner struct {
 	st  *stack
 	// text is every message's text and every observation's summary.
 	text string
+	// rawRounds and observationRounds count the rounds begun, whose
+	// number is in each record's id: a round must not repeat an earlier
+	// one's ids, which would be duplicates.
+	rawRounds, observationRounds int
 }
 
 // observation is the record recordObservation writes for the benchmark's
@@ -56,9 +60,10 @@ func (r *runner) rawAppend(ctx context.Context) (benchkit.Result, error) {
 			return benchkit.Result{}, fmt.Errorf("%s: journal %d: %w", nameRawAppend, i, err)
 		}
 	}
+	r.rawRounds++
 	recs := make([]eventstore.Record, r.cfg.Requests)
 	for i := range recs {
-		recs[i] = observation(fmt.Sprintf("raw-%d", i), r.text)
+		recs[i] = observation(fmt.Sprintf("raw-%d-%d", r.rawRounds, i), r.text)
 	}
 	lat, elapsed, err := timeEach(ctx, len(recs), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
 		_, err := r.st.store.Append(ctx, refs[worker%len(refs)], recs[i])
@@ -133,9 +138,10 @@ type observationAnswer struct {
 // recordObservation records Requests progress observations from Clients
 // HTTP clients, client c for agent c mod Agents.
 func (r *runner) recordObservation(ctx context.Context) (benchkit.Result, error) {
+	r.observationRounds++
 	bodies := make([][]byte, r.cfg.Requests)
 	for i := range bodies {
-		o := observation(fmt.Sprintf("obs-%d", i), r.text)
+		o := observation(fmt.Sprintf("obs-%d-%d", r.observationRounds, i), r.text)
 		var err error
 		if bodies[i], err = json.Marshal(observationBody{ObservationID: o.ObservationID, Source: o.Source, Confidence: o.Confidence, Signal: o.Signal}); err != nil {
 			return benchkit.Result{}, err
