@@ -248,6 +248,11 @@ func TestFormat(t *testing.T) {
 	if want := "append: 5000 in 2s, 2500 records/s, 0.50x raw, raw rec/s 5000, ratio to raw 0.50x (target >= 0.70x) BELOW\n"; b.String() != want {
 		t.Errorf("progress %q, want %q", b.String(), want)
 	}
+	b.Reset()
+	WriteProgress(&b, Result{Name: "api", Count: 10, Elapsed: time.Second, Rate: 10, RateUnit: "ops/s", Baseline: "raw"})
+	if want := "api: 10 in 1s, 10 ops/s\n"; b.String() != want {
+		t.Errorf("progress before the baseline is known %q, want %q (no ratio)", b.String(), want)
+	}
 	WriteProgress(nil, Result{}) // does nothing
 }
 

@@ -172,7 +172,9 @@ func WriteProgress(w io.Writer, res Result) {
 	if res.P99 != 0 {
 		parts = append(parts, "p50 "+FormatDuration(res.P50)+", p99 "+FormatDuration(res.P99))
 	}
-	if res.Baseline != "" {
+	// A suite that measures the baseline later leaves the ratio 0 until
+	// its report: a line then names no ratio rather than a false one.
+	if res.Baseline != "" && res.Ratio != 0 {
 		parts = append(parts, FormatValue(res.Ratio, "x")+" "+res.Baseline)
 	}
 	for _, f := range res.Figures {
