@@ -38,7 +38,9 @@ not touched.
 records in 1,000 journals against a raw ordered-consumer read and raw batched
 bbolt puts, peak RSS, append-to-visible latency at 1,000 records/s, the replay
 fold rate and policy decision latency. --suite api measures the HTTP API with
-200 concurrent clients against raw appends, and SSE fan-out to 100 subscribers.
+200 concurrent clients against raw appends (recordObservation and the raw
+appends in three alternating rounds, each shown by its median round), and SSE
+fan-out to 100 subscribers.
 --suite fleet measures whether more daemons decide faster: on a fresh cluster of
 three embedded NATS servers (stream at 3 replicas) per round, one subscriber
 reading the whole log, then 1, 2 and 3 policy subscribers sharing the journals'
