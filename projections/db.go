@@ -194,15 +194,13 @@ type DB struct {
 	boot   string
 	marked bool
 
-	// applied is closed and replaced whenever the checkpoint moves or
-	// the DB closes; WaitFor waits on it. appliedAt is the checkpoint a
-	// commit last moved it to, when appliedKnown: a waiter for a later
-	// offset goes back to waiting without reading the file, so a few
-	// hundred waiters do not each open a read transaction per commit.
-	appliedMu    sync.Mutex
-	applied      chan struct{}
-	appliedAt    uint64
-	appliedKnown bool
+	// waiters are the WaitFor calls waiting for the checkpoint. A commit
+	// wakes those whose offset it reached; a change of another kind (a
+	// rebuild's swap, Close) wakes all, to read the checkpoint from the
+	// file. So a few hundred waiters, each for its own offset, are not
+	// all woken, nor each read the file, at every commit.
+	waitersMu sync.Mutex
+	waiters   []*waiter
 }
 
 // Open opens the projection file at cfg.Path, creating it when missing. An
@@ -218,7 +216,7 @@ func Open(cfg Config) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize), applied: make(chan struct{})}
+	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize)}
 	if boot, ok := bootID(); ok && !cfg.SyncCommits && !cfg.NoSync {
 		db.boot = boot
 	}

@@ -1,55 +1,77 @@
 package projections
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // WaitFor returns when the checkpoint reaches offset: once the record at
 // offset, and every one before it, is visible to readers. It returns
 // ctx's error when ctx ends first and ErrClosed when the DB closes.
 func (db *DB) WaitFor(ctx context.Context, offset uint64) error {
 	for {
-		changed, at, known := db.changed()
-		if !known || at >= offset {
-			cp, err := db.Checkpoint()
-			if err != nil {
-				return err
-			}
-			if cp >= offset {
-				return nil
-			}
+		// Registered before the checkpoint is read, so that a commit
+		// between the two still wakes it.
+		w := db.await(offset)
+		cp, err := db.Checkpoint()
+		if err == nil && cp >= offset {
+			db.forget(w)
+			return nil
+		}
+		if err != nil {
+			db.forget(w)
+			return err
 		}
 		select {
 		case <-ctx.Done():
+			db.forget(w)
 			return ctx.Err()
-		case <-changed:
+		case <-w.woken:
 		}
 	}
 }
 
-// changed returns a channel closed at the next move of the checkpoint,
-// and the checkpoint the last commit moved it to, if known.
-func (db *DB) changed() (<-chan struct{}, uint64, bool) {
-	db.appliedMu.Lock()
-	defer db.appliedMu.Unlock()
-	return db.applied, db.appliedAt, db.appliedKnown
+// waiter is a WaitFor call waiting for the checkpoint to reach offset.
+type waiter struct {
+	offset uint64
+	woken  chan struct{}
 }
 
-// notify wakes every WaitFor, which reads the checkpoint from the file:
+// await registers a waiter for offset.
+func (db *DB) await(offset uint64) *waiter {
+	w := &waiter{offset: offset, woken: make(chan struct{})}
+	db.waitersMu.Lock()
+	defer db.waitersMu.Unlock()
+	db.waiters = append(db.waiters, w)
+	return w
+}
+
+// forget removes a waiter that stops waiting before it is woken.
+func (db *DB) forget(w *waiter) {
+	db.waitersMu.Lock()
+	defer db.waitersMu.Unlock()
+	if i := slices.Index(db.waiters, w); i >= 0 {
+		db.waiters = slices.Delete(db.waiters, i, i+1)
+	}
+}
+
+// notify wakes every waiter, each to read the checkpoint from the file:
 // for a change other than a commit moving it forward (a rebuild's swap,
 // Close).
-func (db *DB) notify() {
-	db.appliedMu.Lock()
-	defer db.appliedMu.Unlock()
-	db.appliedKnown = false
-	close(db.applied)
-	db.applied = make(chan struct{})
-}
+func (db *DB) notify() { db.wake(func(*waiter) bool { return true }) }
 
-// notifyAt wakes every WaitFor after a commit that moved the checkpoint to
-// cp; those waiting for a later offset need not read the file.
-func (db *DB) notifyAt(cp uint64) {
-	db.appliedMu.Lock()
-	defer db.appliedMu.Unlock()
-	db.appliedAt, db.appliedKnown = cp, true
-	close(db.applied)
-	db.applied = make(chan struct{})
+// notifyAt wakes the waiters whose offset a commit that moved the
+// checkpoint to cp reached.
+func (db *DB) notifyAt(cp uint64) { db.wake(func(w *waiter) bool { return w.offset <= cp }) }
+
+func (db *DB) wake(reached func(*waiter) bool) {
+	db.waitersMu.Lock()
+	defer db.waitersMu.Unlock()
+	db.waiters = slices.DeleteFunc(db.waiters, func(w *waiter) bool {
+		if reached(w) {
+			close(w.woken)
+			return true
+		}
+		return false
+	})
 }
