@@ -71,7 +71,12 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 		}
 		defer r.close()
 
-		batch := make([]Entry, 0, maxBatch)
+		// A yielded batch belongs to the caller, so each batch has an
+		// array of its own, sized like the last one: maxBatch entries for
+		// each batch of a caught-up follower, which gets a few records at
+		// a time, were 8% of a loaded daemon's allocations.
+		next := func(last int) []Entry { return make([]Entry, 0, min(maxBatch, max(16, last))) }
+		batch := next(maxBatch)
 		for {
 			b, ok := r.next()
 			if !ok {
@@ -84,7 +89,7 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 						if !yield(batch, nil) {
 							return
 						}
-						batch = make([]Entry, 0, maxBatch)
+						batch = next(len(batch))
 					}
 					if !yield(nil, b.errs[i]) {
 						return
@@ -97,7 +102,7 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 				if !yield(batch, nil) {
 					return
 				}
-				batch = make([]Entry, 0, maxBatch)
+				batch = next(len(batch))
 			}
 			if b.err != nil {
 				if len(batch) > 0 && !yield(batch, nil) {

@@ -194,6 +194,10 @@ type DB struct {
 	boot   string
 	marked bool
 
+	// slab is the last transaction's newest slab of kept values, which
+	// the next transaction reuses (applier.keep); used with writing held.
+	slab []byte
+
 	// waiters are the WaitFor calls waiting for the checkpoint. A commit
 	// wakes those whose offset it reached; a change of another kind (a
 	// rebuild's swap, Close) wakes all, to read the checkpoint from the
