@@ -29,7 +29,8 @@ reading one journal against a raw ordered consumer, and a scan of the whole log.
 Each line gives records/s for the store and for the raw baseline measured right
 beside it, their ratio and the target ratio where there is one. The two durable
 append lines also race an SQLite peer (WAL, synchronous=FULL, one row per
-record) in the same rounds, with the store's ratio to it. Each figure is the
+record) in the same rounds, with the store's ratio to it and the raw
+baseline's (RAW/PEER, the floor of the store's ratio). Each figure is the
 median of several rounds. The servers run in scratch directories under the
 data directory and are removed afterwards; the data directory's own journals are
 not touched.

@@ -105,6 +105,7 @@ const (
 	figureRawRate     = "raw rec/s"
 	figureRawElapsed  = "raw elapsed"
 	figurePeerRate    = "peer rec/s"
+	figureRawToPeer   = "raw/peer"
 	checkRatioToRaw   = "ratio to raw"
 	checkRatioToPeer  = "ratio to sqlite peer"
 	baselineRaw       = "raw"
@@ -185,6 +186,11 @@ func withPeer(res benchkit.Result, target float64, peer []time.Duration) benchki
 		ratio = res.Rate / peerRate
 	}
 	res.Figures = append(res.Figures, benchkit.Figure{Name: figurePeerRate, Value: peerRate})
+	// The raw baseline against the peer is the floor of the store's
+	// ratio: nats-server storing and syncing the same records itself.
+	if rawRate, ok := res.Figure(figureRawRate); ok && peerRate > 0 {
+		res.Figures = append(res.Figures, benchkit.Figure{Name: figureRawToPeer, Value: rawRate / peerRate, Unit: "x"})
+	}
 	res.Checks = append(res.Checks, benchkit.Check{Metric: checkRatioToPeer, Value: ratio, Target: target, Unit: "x"})
 	return res
 }

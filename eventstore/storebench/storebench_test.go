@@ -74,6 +74,10 @@ func TestRunSmall(t *testing.T) {
 		if peer <= 0 || !ok || c.Value <= 0 || c.Target <= 0 {
 			t.Errorf("%s: sqlite peer %v rec/s, check %+v; want the peer measured and judged", name, peer, c)
 		}
+		rawRate, _ := res.Figure(figureRawRate)
+		if floor, ok := res.Figure(figureRawToPeer); !ok || peer <= 0 || math.Abs(floor-rawRate/peer) > 1e-9 {
+			t.Errorf("%s: raw/peer %v (present %t), want raw %v / peer %v", name, floor, ok, rawRate, peer)
+		}
 	}
 	if got := setting(rep, "recordBytes"); got < DefaultPayloadBytes {
 		t.Errorf("recordBytes = %d, want at least the payload's %d", got, DefaultPayloadBytes)
@@ -91,7 +95,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
 		}
 	}
-	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "sqlite peer: SQLite"} {
+	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "RAW/PEER", "sqlite peer: SQLite"} {
 		if !strings.Contains(text.String(), word) {
 			t.Errorf("text report does not say %q:\n%s", word, text.String())
 		}
