@@ -59,13 +59,19 @@ func (s *Server) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the end of the log: %w", err)
 	}
+	return s.projectedThrough(ctx, last)
+}
+
+// projectedThrough waits, up to DecisionWait, until the projection has
+// applied the record at offset and every one before it.
+func (s *Server) projectedThrough(ctx context.Context, offset uint64) error {
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
-	err = s.cfg.Views.WaitFor(wctx, last)
+	err := s.cfg.Views.WaitFor(wctx, offset)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		cp, _ := s.cfg.Views.Checkpoint()
 		return timeout("the read model has applied the log up to offset %d of %d and did not catch up within %s; is the projector running?",
-			cp, last, s.cfg.DecisionWait)
+			cp, offset, s.cfg.DecisionWait)
 	}
 	return err
 }
@@ -79,9 +85,20 @@ func (s *Server) settleThrough(ctx context.Context, through uint64) {
 		s.settle(ctx)
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+	_ = s.projectedThrough(ctx, through)
+}
+
+// observationDurable waits for an observation appended without waiting
+// for the disk (Runtime.RecordObservationPending) to be on it, for an
+// answer that does not carry its decision. The wait is the daemon's own:
+// a client that stops waiting does not cut it short.
+func (s *Server) observationDurable(ctx context.Context, observationID string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
 	defer cancel()
-	_ = s.cfg.Views.WaitFor(wctx, through)
+	if err := s.cfg.Runtime.WaitDurable(ctx); err != nil {
+		return fmt.Errorf("observation %s may not be recorded: %w", observationID, err)
+	}
+	return nil
 }
 
 // settle lets the projection catch up with a write before its answer, so
@@ -637,9 +654,7 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
 	decided, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
 	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
-		defer cancel()
-		if err := s.cfg.Runtime.WaitDurable(dctx); err != nil {
+		if err := s.observationDurable(r.Context(), obs.ObservationID); err != nil {
 			return err
 		}
 		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+

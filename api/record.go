@@ -29,10 +29,8 @@ func (s *Server) RecordObservation(ctx context.Context, agentExecutionID string,
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
 	decided, err := s.awaitDecision(ctx, ref, o.ObservationID, b.Sequence, pushed, dup)
 	if err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
-		defer cancel()
-		if derr := s.cfg.Runtime.WaitDurable(dctx); derr != nil {
-			return mcp.Decision{}, fmt.Errorf("observation %s may not be recorded: %w", o.ObservationID, derr)
+		if derr := s.observationDurable(ctx, o.ObservationID); derr != nil {
+			return mcp.Decision{}, derr
 		}
 		return mcp.Decision{}, fmt.Errorf("observation %s is recorded, but no decision arrived: %w", o.ObservationID, err)
 	}
