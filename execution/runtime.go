@@ -1356,10 +1356,12 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	p.outputMu.Lock()
 	p.closeOutput()
 	p.outputMu.Unlock()
-	close(p.done)
+	// Gone from live before done closes: whoever waited on done (Stop)
+	// and then asks Done must hear that it is not live any more.
 	rt.mu.Lock()
 	delete(rt.live, p.ref.AgentExecutionID)
 	rt.mu.Unlock()
+	close(p.done)
 	// A slot is free.
 	rt.dispatch()
 }

@@ -147,6 +147,11 @@ func TestLifecycleFollowsTheProcess(t *testing.T) {
 				if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
 					t.Fatal(err)
 				}
+				// Stop returned once the process ended: it is no longer
+				// live here (the API's answer to a stop says so).
+				if r.rt.Done(ref.AgentExecutionID) != nil {
+					t.Fatalf("Done(%s) is not nil after Stop returned: still live", ref.AgentExecutionID)
+				}
 			}
 			st := r.wait(t, ref)
 			if st.Lifecycle != c.want || !strings.Contains(st.LifecycleReason, c.reason) {
