@@ -186,23 +186,33 @@ func appendJournals(t *testing.T, s *eventstore.JetStreamStore, journals, first,
 	}
 }
 
+// waitPartitions returns once the members have settled: each reads the
+// partitions it holds among them for good. Each of 0 to want-1 read once
+// and every member reading is not enough: a member that has not yet seen
+// the last to join can hold more than its share for a moment, and one of
+// its partitions moves after.
 func waitPartitions(t *testing.T, want int, members ...*member) {
 	t.Helper()
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.name
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		settled := true
 		var all []int
-		idle := false
 		for _, m := range members {
 			p := m.partitions()
-			idle = idle || len(p) == 0
+			slices.Sort(p)
+			settled = settled && slices.Equal(p, eventstore.Owned(m.name, names, want))
 			all = append(all, p...)
 		}
 		slices.Sort(all)
-		if !idle && len(all) == want && len(slices.Compact(all)) == want {
+		if settled && len(all) == want && len(slices.Compact(all)) == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("members read partitions %v, want each of 0 to %d once and every member reading", all, want-1)
+			t.Fatalf("members read partitions %v, want each of 0 to %d once, each member its settled share", all, want-1)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
