@@ -38,7 +38,7 @@ type liveView struct {
 }
 
 func (s *Server) live(id string) liveView {
-	v := liveView{Running: s.cfg.Runtime.Done(id) != nil}
+	v := liveView{Running: s.cfg.Runtime.IsRunning(id)}
 	v.TerminalID, _ = s.cfg.Runtime.TerminalID(id)
 	return v
 }

@@ -1385,6 +1385,21 @@ func (rt *Runtime) Done(id string) <-chan struct{} {
 	return nil
 }
 
+// IsRunning reports whether the execution has a live process here that has
+// not begun to end: false from the moment its ending is being recorded,
+// so that a reader who sees its final lifecycle never sees it running.
+func (rt *Runtime) IsRunning(id string) bool {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.ended
+}
+
 // Stop ends an execution. One still queued ends cancelled at once, its
 // process never started (dispatch.go). A conversation between turns ends at once,
 // completed. A CLI that reads its turns on stdin is first asked to finish

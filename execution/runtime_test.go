@@ -720,3 +720,23 @@ func openStore(t *testing.T, b *bus.Bus) *eventstore.JetStreamStore {
 	}
 	return s
 }
+
+// Once the journal holds an execution's final lifecycle, the runtime no
+// longer calls it running: the API's live overlay must never show an
+// ended run as running.
+func TestEndedRunIsNotRunningOnceItsEndIsRecorded(t *testing.T) {
+	r := newRig(t, 500*time.Millisecond)
+	for range 10 {
+		ref := r.launch(t, "say:hi")
+		deadline := time.Now().Add(60 * time.Second)
+		for !r.replay(t, ref).Lifecycle.Final() {
+			if time.Now().After(deadline) {
+				t.Fatal("the run never ended")
+			}
+		}
+		if r.rt.IsRunning(ref.AgentExecutionID) {
+			t.Fatalf("%s: final lifecycle recorded, but IsRunning says it still runs", ref.AgentExecutionID)
+		}
+		r.wait(t, ref)
+	}
+}
