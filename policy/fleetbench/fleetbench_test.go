@@ -125,7 +125,17 @@ func TestFleetRunFailsCleanly(t *testing.T) {
 		t.Fatal("Run with a round timeout too short to start a cluster succeeded, want an error")
 	}
 	benchtest.EmptyDir(t, dir, "after a failed Run")
-	benchtest.WaitGoroutines(t, before, 10*time.Second)
+	// A cluster cut off while it starts can leave a raft group's log
+	// store running inside nats-server (v2.15.2, raft.go initRaftNode):
+	// when the server's system account goes away, as it does in a
+	// shutdown, while a group's node is being made, the node is marked
+	// closed without stopping the store made for its log, which only the
+	// node's run loop, never started, would stop. Nothing outside the
+	// server holds that store. Its flush loop, and the clock service every
+	// open store keeps registered, are that store's, not the run's.
+	benchtest.WaitGoroutinesExcept(t, before, 10*time.Second,
+		"nats-server/v2/server.(*fileStore).flushStreamStateLoop",
+		"nats-server/v2/server/ats.Register.func1")
 }
 
 // TestFleetRunStopsMidRound: a run stopped while its subscribers decide
