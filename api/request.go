@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxBodyDepth bounds how deeply a request body may nest objects and
@@ -56,56 +57,213 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optio
 // and the journal could disagree on what was sent. It also refuses
 // nesting deeper than maxBodyDepth. Malformed JSON passes, for the
 // decoder to report.
+//
+// It walks the bytes itself rather than through json.Decoder's tokens,
+// which cost every request as much as decoding the body did.
 func checkKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var path []string
-	err := walkKeys(dec, &path)
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae
-	}
-	return nil
+	k := keyCheck{data: data}
+	k.value()
+	return k.err
 }
 
-// walkKeys reads one JSON value from dec. path holds the segments of the
-// value's JSON path, joined only when a duplicate is found.
-func walkKeys(dec *json.Decoder, path *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	open, ok := tok.(json.Delim)
-	if !ok || (open != '{' && open != '[') {
-		return nil
-	}
-	if len(*path) >= maxBodyDepth {
-		return invalidField("(body)", nil, "objects and arrays nest deeper than %d levels (want at most %d)", maxBodyDepth, maxBodyDepth)
-	}
-	seen := map[string]struct{}{}
-	for i := 0; dec.More(); i++ {
-		seg := "[" + strconv.Itoa(i) + "]"
-		if open == '{' {
-			tok, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := tok.(string)
-			seg = key
-			if _, dup := seen[key]; dup {
-				field := clip(jsonPath(append(*path, key)), maxFieldLen)
-				return invalidField(field, nil, "key %q appears more than once in the same object (want each key once)", clip(key, maxFieldLen))
-			}
-			seen[key] = struct{}{}
-		}
-		*path = append(*path, seg)
-		err := walkKeys(dec, path)
-		*path = (*path)[:len(*path)-1]
-		if err != nil {
-			return err
+// keyCheck is one walk of checkKeys. A walk stops at the first duplicate
+// or at too deep a nesting, with err set, or at malformed JSON, with err
+// nil.
+type keyCheck struct {
+	data []byte
+	i    int
+	// path is the containers around the value being read, outermost
+	// first: the key or index each is at.
+	path []pathSeg
+	err  error
+	done bool
+}
+
+type pathSeg struct {
+	key   string
+	index int
+	array bool
+}
+
+// keysInline is how many keys of one object are compared one by one before
+// a map takes over, so that a hostile object of many keys stays linear.
+const keysInline = 16
+
+func (k *keyCheck) space() {
+	for k.i < len(k.data) {
+		switch k.data[k.i] {
+		case ' ', '\t', '\n', '\r':
+			k.i++
+		default:
+			return
 		}
 	}
-	_, err = dec.Token() // the closing delimiter
-	return err
+}
+
+// value reads one value; an object or array is walked, anything else
+// passed over.
+func (k *keyCheck) value() {
+	k.space()
+	if k.i >= len(k.data) {
+		k.done = true
+		return
+	}
+	switch k.data[k.i] {
+	case '{', '[':
+		k.container(k.data[k.i] == '{')
+	case '"':
+		if _, ok := k.str(); !ok {
+			k.done = true
+		}
+	default:
+		// A number or a literal: the decoder judges it.
+		for k.i < len(k.data) && !strings.ContainsRune(",]} \t\n\r", rune(k.data[k.i])) {
+			k.i++
+		}
+	}
+}
+
+// str reads a string at k.i and returns it as its JSON text, quotes
+// included.
+func (k *keyCheck) str() ([]byte, bool) {
+	start := k.i
+	for k.i++; k.i < len(k.data); k.i++ {
+		switch k.data[k.i] {
+		case '\\':
+			k.i++
+		case '"':
+			k.i++
+			return k.data[start:k.i], true
+		}
+	}
+	return nil, false
+}
+
+// container walks an object or array at k.i.
+func (k *keyCheck) container(object bool) {
+	if len(k.path) >= maxBodyDepth {
+		k.err = invalidField("(body)", nil, "objects and arrays nest deeper than %d levels (want at most %d)", maxBodyDepth, maxBodyDepth)
+		k.done = true
+		return
+	}
+	closing := byte(']')
+	if object {
+		closing = '}'
+	}
+	k.i++
+	k.space()
+	if k.i < len(k.data) && k.data[k.i] == closing {
+		k.i++
+		return
+	}
+	var inline [keysInline]string
+	keys := inline[:0]
+	var many map[string]struct{}
+	for n := 0; !k.done; n++ {
+		seg := pathSeg{index: n, array: !object}
+		if object {
+			k.space()
+			if k.i >= len(k.data) || k.data[k.i] != '"' {
+				k.done = true
+				return
+			}
+			raw, ok := k.str()
+			if !ok {
+				k.done = true
+				return
+			}
+			key, ok := keyText(raw)
+			if !ok {
+				k.done = true
+				return
+			}
+			dup := slices.Contains(keys, key)
+			if many != nil {
+				_, dup = many[key]
+			}
+			if dup {
+				k.err = invalidField(clip(jsonPath(k.segments(key)), maxFieldLen), nil,
+					"key %q appears more than once in the same object (want each key once)", clip(key, maxFieldLen))
+				k.done = true
+				return
+			}
+			switch {
+			case many != nil:
+				many[key] = struct{}{}
+			case len(keys) < keysInline:
+				keys = append(keys, key)
+			default:
+				many = make(map[string]struct{}, 2*keysInline)
+				for _, key := range keys {
+					many[key] = struct{}{}
+				}
+				many[key] = struct{}{}
+			}
+			seg.key = key
+			k.space()
+			if k.i >= len(k.data) || k.data[k.i] != ':' {
+				k.done = true
+				return
+			}
+			k.i++
+		}
+		k.path = append(k.path, seg)
+		k.value()
+		k.path = k.path[:len(k.path)-1]
+		if k.done {
+			return
+		}
+		k.space()
+		if k.i >= len(k.data) {
+			k.done = true
+			return
+		}
+		switch k.data[k.i] {
+		case ',':
+			k.i++
+		case closing:
+			k.i++
+			return
+		default:
+			k.done = true
+			return
+		}
+	}
+}
+
+// keyText is a key's string as the decoder reads it. Only a key with an
+// escape or a byte outside ASCII needs decoding: the decoder also turns
+// invalid UTF-8 into U+FFFD, and two keys may meet there.
+func keyText(raw []byte) (string, bool) {
+	plain := true
+	for _, c := range raw {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", false
+	}
+	return key, true
+}
+
+// segments is the path of key in the object being walked, as jsonPath
+// joins it.
+func (k *keyCheck) segments(key string) []string {
+	segs := make([]string, 0, len(k.path)+1)
+	for _, p := range k.path {
+		if p.array {
+			segs = append(segs, "["+strconv.Itoa(p.index)+"]")
+		} else {
+			segs = append(segs, p.key)
+		}
+	}
+	return append(segs, key)
 }
 
 // jsonPath joins path segments the way error fields name them:
