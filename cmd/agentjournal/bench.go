@@ -30,8 +30,11 @@ Each line gives records/s for the store and for the raw baseline measured right
 beside it, their ratio and the target ratio where there is one. The two durable
 append lines also race an SQLite peer (WAL, synchronous=FULL, one row per
 record) in the same rounds, with the store's ratio to it and the raw
-baseline's (RAW/PEER, the floor of the store's ratio). Each figure is the
-median of several rounds. The servers run in scratch directories under the
+baseline's (RAW/PEER, the floor of the store's ratio). disk/sync-per-record
+measures the file system beneath both: a record appended to a file and synced,
+as a JetStream block grows, against one written over bytes the file holds and
+synced, as SQLite's log is once grown. Each figure is the median of several
+rounds. The servers run in scratch directories under the
 data directory and are removed afterwards; the data directory's own journals are
 not touched.
 

@@ -20,7 +20,7 @@ func TestBenchReport(t *testing.T) {
 	}
 	for _, want := range []string{"\n[store] journal store vs raw JetStream; the run took ",
 		"config: records=40 readRecords=20 journals=2 writers=2 payloadBytes=16 rounds=5 recordBytes=",
-		"\nNAME ", " RATIO ", " RAW REC/S ", " PEER REC/S ", " RESULT\n", "append/2-journals/2-writers ",
+		"\nNAME ", " RATIO ", " RAW REC/S ", " PEER REC/S ", " RESULT\n", "append/2-journals/2-writers ", "disk/sync-per-record ", " OVERWRITE REC/S ",
 		"\ntargets:\n", "ratio to sqlite peer", "\nwhat was timed:\n", "\nnotes:\n  sqlite peer: SQLite"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text report lacks %q:\n%s", want, text)
@@ -37,8 +37,8 @@ func TestBenchReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reps) != 1 || reps[0].Suite != "store" || len(reps[0].Results) != 5 || reps[0].Host.NATSServer == "" {
-		t.Fatalf("JSON report: %d suites, want one store suite of 5 results with its host:\n%s", len(reps), js)
+	if len(reps) != 1 || reps[0].Suite != "store" || len(reps[0].Results) != 6 || reps[0].Host.NATSServer == "" {
+		t.Fatalf("JSON report: %d suites, want one store suite of 6 results with its host:\n%s", len(reps), js)
 	}
 	if res, ok := reps[0].Result("read/journal-20"); !ok || res.Rate <= 0 || res.Baseline != "raw" || res.Verdict() == "" {
 		t.Errorf("read/journal-20 = %+v (found %t), want a judged rate against raw", res, ok)

@@ -11,6 +11,11 @@
 //   - append/single-writer/sync-always: acknowledged Append of one journal
 //     against JetStream publishes of the same encoded record, on a server
 //     that syncs every write (the embedded default).
+//   - disk/sync-per-record: no server, only the file system beneath the
+//     durable lines: one writer syncing each record it appends to a file,
+//     against one syncing each record it writes over bytes a file already
+//     holds. A JetStream block grows with each record; SQLite's write-ahead
+//     log, once grown, is written over from its start.
 //   - append/single-writer/sync-interval: the same on a server that syncs on
 //     an interval.
 //   - append/<journals>-journals/<writers>-writers: concurrent appends

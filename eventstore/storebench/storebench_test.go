@@ -45,6 +45,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	want := []shape{
 		{"append/single-writer/sync-always", 200, 0.7},
+		{nameDiskSync, 200, 0},
 		{"append/single-writer/sync-interval", 200, 0.7},
 		{"append/10-journals/4-writers", 200, 0},
 		{"read/journal-500", 500, 0.5},
@@ -54,6 +55,15 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, res := range rep.Results {
+		if res.Name == nameDiskSync {
+			// The file system's own floor: appended against overwritten.
+			over, _ := res.Figure(figureOverwriteRate)
+			if res.Rate <= 0 || over <= 0 || math.Abs(res.Ratio-res.Rate/over) > 1e-9 || res.Baseline != baselineOverwrite || res.Method == "" {
+				t.Errorf("%s: %v rec/s against %v overwritten, ratio %v, baseline %q; want both measured, their ratio and the method",
+					res.Name, res.Rate, over, res.Ratio, res.Baseline)
+			}
+			continue
+		}
 		rawRate, _ := res.Figure(figureRawRate)
 		rawElapsed, _ := res.Figure(figureRawElapsed)
 		if res.Count <= 0 || res.Rate <= 0 || rawRate <= 0 || res.Elapsed <= 0 || rawElapsed <= 0 {
@@ -95,7 +105,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
 		}
 	}
-	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "RAW/PEER", "sqlite peer: SQLite"} {
+	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "RAW/PEER", "sqlite peer: SQLite", "OVERWRITE REC/S", nameDiskSync + ": the floor"} {
 		if !strings.Contains(text.String(), word) {
 			t.Errorf("text report does not say %q:\n%s", word, text.String())
 		}
