@@ -82,6 +82,12 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 	var reached uint64
 	wait := time.NewTimer(0)
 	defer wait.Stop()
+	// lingerUntil is how long a transaction that has caught up with the
+	// log may wait for more of it: set under load (see lingerAbove), zero
+	// otherwise.
+	var lingerUntil time.Time
+	linger := time.NewTimer(0)
+	defer linger.Stop()
 	// more extends a transaction with the next batch, when it has room for
 	// it, so that a projection catching up writes BatchSize entries per
 	// transaction while holding only a few read batches in memory. Up to
@@ -101,6 +107,13 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 			case <-wait.C:
 			}
 			wait.Stop()
+		} else if wait := time.Until(lingerUntil); wait > 0 {
+			linger.Reset(wait)
+			select {
+			case f, ok = <-batches:
+			case <-linger.C:
+			}
+			linger.Stop()
 		} else {
 			select {
 			case f, ok = <-batches:
@@ -145,8 +158,16 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 			return fmt.Errorf("project %s: follow log after offset %d: %w", db.cfg.Path, cp, f.err)
 		default:
 			reached = lastOffset(f.batch, reached)
+			before := cp
 			if cp, err = db.apply(f.batch, more); err != nil {
 				return err
+			}
+			// A transaction of many records means records come faster
+			// than transactions end: the next one waits a little for
+			// more, and writes its pages once for all of them.
+			lingerUntil = time.Time{}
+			if cp-before >= lingerAbove {
+				lingerUntil = time.Now().Add(maxLinger)
 			}
 		}
 		if target == 0 {
@@ -188,6 +209,19 @@ const maxReadBatch = 1000
 // milliseconds; the bound only matters when the log lacks records it was
 // known to hold, and then costs that transaction this much delay.
 const maxSpanWait = time.Second
+
+// lingerAbove and maxLinger set when a caught-up projection waits for more
+// of the log before it commits: after a transaction of at least lingerAbove
+// records, the next may wait for more until maxLinger after that one
+// ended. Every commit rewrites each page it touched, and under a steady
+// load of many journals a transaction of ten records touches nearly as many
+// pages as one of a hundred, so fewer, larger commits leave more of the
+// machine to the writers (bench --suite api: see docs/architecture.md). A
+// projection that sees records one at a time never waits.
+const (
+	lingerAbove = 8
+	maxLinger   = 3 * time.Millisecond
+)
 
 // readAhead is how many batches the reader of follow may fetch before the
 // applier takes them. One keeps reading and applying overlapped; more only

@@ -689,3 +689,34 @@ func checkTransactions(t *testing.T, calls [][2]uint64, batchSize, last uint64) 
 		t.Fatalf("progress ends at %d, want %d", prev, last)
 	}
 }
+
+// TestLingerAfterABusyTransactionEnds: after a transaction of many records
+// a caught-up projection waits a little for more before its next commit,
+// but not for long: a record that comes alone right after, with nothing
+// after it, is still committed.
+func TestLingerAfterABusyTransactionEnds(t *testing.T) {
+	_, s := startLog(t)
+	rs := refs(2)
+	writeJournals(t, s, rs, 0, 6)
+	last := lastOffset(t, s)
+	if last < 12 {
+		t.Fatalf("the log ends at %d, want at least 12 records", last)
+	}
+	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runProject(t, db, s)
+	if err := db.WaitFor(ctx, last); err != nil {
+		t.Fatalf("WaitFor(%d): %v", last, err)
+	}
+	// The commit that reached last took every record so far, more than
+	// the projection lingers after; the record appended now comes while
+	// it would wait for more.
+	for i := range 3 {
+		appendRecord(t, s, rs[0], record(rs[0], 100+i))
+		if err := db.WaitFor(ctx, last+uint64(i)+1); err != nil {
+			t.Fatalf("WaitFor(%d), a lone record after a busy commit: %v", last+uint64(i)+1, err)
+		}
+	}
+	checkAgainstReplay(t, db, s, rs, 100)
+}
