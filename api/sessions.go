@@ -51,14 +51,24 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	all, err := s.cfg.Views.Sessions(0)
+	ids, err := s.cfg.Views.SessionIDs()
 	if err != nil {
 		return err
 	}
+	// Only the sessions answered, and those passed over by the status
+	// filter, have their runs read in full.
 	out := []contract.AgentSession{}
-	for _, runs := range all {
+	for _, id := range ids {
 		if limit > 0 && len(out) == int(limit) {
 			break
+		}
+		runs, err := s.cfg.Views.SessionRuns(id)
+		if errors.Is(err, projections.ErrNotFound) {
+			// Gone since the list was read: the read models were rebuilt.
+			continue
+		}
+		if err != nil {
+			return err
 		}
 		if sess := s.session(runs); status == "" || sess.Status == status {
 			out = append(out, sess)

@@ -494,15 +494,12 @@ func runItemKey(c contract.Change) []byte {
 // loadRun reads a run from its contract bucket: the head, then every item
 // in key order. A run without a bucket is ErrNotFound.
 func loadRun(contractBucket *bolt.Bucket, path string, id []byte) (*contract.Run, error) {
+	r, err := loadRunHead(contractBucket, path, id)
+	if err != nil {
+		return nil, err
+	}
 	b := contractBucket.Bucket(id)
-	if b == nil {
-		return nil, fmt.Errorf("execution %q: %w", id, ErrNotFound)
-	}
-	r := &contract.Run{}
-	if err := json.Unmarshal(b.Get(keyRunHead), r); err != nil {
-		return nil, corrupt(path, fmt.Sprintf("contract run %q has no head that decodes", id), err)
-	}
-	err := b.ForEach(func(k, v []byte) error {
+	err = b.ForEach(func(k, v []byte) error {
 		if bytes.Equal(k, keyRunHead) {
 			return nil
 		}
@@ -515,6 +512,19 @@ func loadRun(contractBucket *bolt.Bucket, path string, id []byte) (*contract.Run
 		return nil
 	})
 	return r, err
+}
+
+// loadRunHead reads a run's head alone: the run without its lists.
+func loadRunHead(contractBucket *bolt.Bucket, path string, id []byte) (*contract.Run, error) {
+	b := contractBucket.Bucket(id)
+	if b == nil {
+		return nil, fmt.Errorf("execution %q: %w", id, ErrNotFound)
+	}
+	r := &contract.Run{}
+	if err := json.Unmarshal(b.Get(keyRunHead), r); err != nil {
+		return nil, corrupt(path, fmt.Sprintf("contract run %q has no head that decodes", id), err)
+	}
+	return r, nil
 }
 
 // encodeState is the stored form of a state: without its timeline, which

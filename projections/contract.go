@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -50,48 +51,47 @@ func (db *DB) SessionRuns(sessionID string) ([]*contract.Run, error) {
 	return runs, nil
 }
 
-// Sessions returns every session's runs, each in the order they started,
-// the sessions by their first run's start, newest first, at most limit
-// of them (0: all).
-func (db *DB) Sessions(limit int) ([][]*contract.Run, error) {
-	var out [][]*contract.Run
+// SessionIDs returns every session's id, the sessions by their first
+// run's start, newest first. It reads only the runs' heads, so that a
+// caller that wants a few sessions loads the runs of those alone
+// (SessionRuns) rather than every run there is.
+func (db *DB) SessionIDs() ([]string, error) {
+	type session struct {
+		id      string
+		started time.Time
+	}
+	var out []session
 	err := db.view(func(tx *bolt.Tx) error {
-		var cur []byte
-		var runs []*contract.Run
-		flush := func() {
-			if len(runs) > 0 {
-				sortRuns(runs)
-				out = append(out, runs)
-			}
-			runs = nil
-		}
-		err := tx.Bucket(bucketBySession).ForEach(func(k, _ []byte) error {
+		runs := tx.Bucket(bucketContract)
+		return tx.Bucket(bucketBySession).ForEach(func(k, _ []byte) error {
 			i := bytes.LastIndexByte(k, 0)
 			if i < 0 {
 				return corrupt(db.cfg.Path, fmt.Sprintf("by-session key %q has no separator", k), nil)
 			}
-			if !bytes.Equal(k[:i], cur) {
-				flush()
-				cur = append(cur[:0], k[:i]...)
-			}
-			r, err := db.run(tx, k[i+1:])
+			r, err := loadRunHead(runs, db.cfg.Path, k[i+1:])
 			if err != nil {
 				return err
 			}
-			runs = append(runs, r)
+			// Keys run in session order: a session's runs are together.
+			if n := len(out); n > 0 && out[n-1].id == string(k[:i]) {
+				if r.CreatedAt.Before(out[n-1].started) {
+					out[n-1].started = r.CreatedAt
+				}
+				return nil
+			}
+			out = append(out, session{string(k[:i]), r.CreatedAt})
 			return nil
 		})
-		flush()
-		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(out, func(a, b []*contract.Run) int { return b[0].CreatedAt.Compare(a[0].CreatedAt) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	slices.SortStableFunc(out, func(a, b session) int { return b.started.Compare(a.started) })
+	ids := make([]string, len(out))
+	for i, s := range out {
+		ids[i] = s.id
 	}
-	return out, nil
+	return ids, nil
 }
 
 func sortRuns(runs []*contract.Run) {

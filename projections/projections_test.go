@@ -720,3 +720,39 @@ func TestLingerAfterABusyTransactionEnds(t *testing.T) {
 	}
 	checkAgainstReplay(t, db, s, rs, 100)
 }
+
+// TestSessionIDsNewestFirst: sessions come by their first run's start,
+// newest first, each once however many runs it has, and a session's runs
+// come in the order they started.
+func TestSessionIDsNewestFirst(t *testing.T) {
+	_, s := startLog(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	rs := refs(4)
+	// exec-000 starts first, exec-002 second and exec-003 third; exec-001
+	// starts last but joins exec-000's session, which stays the oldest.
+	starts := []time.Duration{0, 3 * time.Hour, time.Hour, 2 * time.Hour}
+	for i, ref := range rs {
+		h := at(storetest.Header("agent"), t0.Add(starts[i]))
+		if i == 1 {
+			h.SessionID = rs[0].AgentExecutionID
+		}
+		if _, err := s.EnsureJournal(ctx, ref, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
+	catchUp(t, db, s)
+	ids, err := db.SessionIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{rs[3].AgentExecutionID, rs[2].AgentExecutionID, rs[0].AgentExecutionID}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("SessionIDs (-want +got):\n%s", diff)
+	}
+	runs, err := db.SessionRuns(rs[0].AgentExecutionID)
+	if err != nil || len(runs) != 2 || runs[0].RunID != rs[0].AgentExecutionID || runs[1].RunID != rs[1].AgentExecutionID {
+		t.Errorf("SessionRuns(%s) = %d runs, %v; want exec-000 then exec-001", rs[0].AgentExecutionID, len(runs), err)
+	}
+}
