@@ -104,3 +104,36 @@ func BenchmarkRawBoltBatchPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSessionList lists sessions as GET /v1/sessions does: the order
+// from the runs' heads, then the runs of the sessions answered. "first-20"
+// answers 20 of 1,000 sessions, "all" every one, the cost of listing
+// before the order was read from the heads alone.
+func BenchmarkSessionList(b *testing.B) {
+	_, s := startLog(b)
+	writeJournals(b, s, refs(1000), 0, 24)
+	db := openDB(b, projections.Config{Path: filepath.Join(b.TempDir(), "p.db")})
+	catchUp(b, db, s)
+	for _, limit := range []int{20, 0} {
+		name := "all"
+		if limit > 0 {
+			name = "first-" + strconv.Itoa(limit)
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				ids, err := db.SessionIDs()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if limit > 0 {
+					ids = ids[:limit]
+				}
+				for _, id := range ids {
+					if _, err := db.SessionRuns(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
