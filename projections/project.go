@@ -82,7 +82,7 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 	var reached uint64
 	wait := time.NewTimer(0)
 	defer wait.Stop()
-	// lingerUntil is how long a transaction that has caught up with the
+	// lingerUntil is until when a transaction that has caught up with the
 	// log may wait for more of it: set under load (see lingerAbove), zero
 	// otherwise.
 	var lingerUntil time.Time
@@ -107,8 +107,8 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 			case <-wait.C:
 			}
 			wait.Stop()
-		} else if wait := time.Until(lingerUntil); wait > 0 {
-			linger.Reset(wait)
+		} else if left := time.Until(lingerUntil); left > 0 {
+			linger.Reset(left)
 			select {
 			case f, ok = <-batches:
 			case <-linger.C:
