@@ -151,84 +151,97 @@ func (k *keyCheck) container(object bool) {
 		closing = '}'
 	}
 	k.i++
-	k.space()
-	if k.i < len(k.data) && k.data[k.i] == closing {
-		k.i++
+	if k.next(closing) {
 		return
 	}
-	var inline [keysInline]string
-	keys := inline[:0]
-	var many map[string]struct{}
-	for n := 0; !k.done; n++ {
+	var keys keySet
+	for n := 0; ; n++ {
 		seg := pathSeg{index: n, array: !object}
 		if object {
-			k.space()
-			if k.i >= len(k.data) || k.data[k.i] != '"' {
+			if seg.key, k.done = k.key(); k.done {
+				return
+			}
+			if keys.add(seg.key) {
+				k.err = invalidField(clip(jsonPath(k.segments(seg.key)), maxFieldLen), nil,
+					"key %q appears more than once in the same object (want each key once)", clip(seg.key, maxFieldLen))
 				k.done = true
 				return
 			}
-			raw, ok := k.str()
-			if !ok {
-				k.done = true
+			if k.done = !k.next(':'); k.done {
 				return
 			}
-			key, ok := keyText(raw)
-			if !ok {
-				k.done = true
-				return
-			}
-			dup := slices.Contains(keys, key)
-			if many != nil {
-				_, dup = many[key]
-			}
-			if dup {
-				k.err = invalidField(clip(jsonPath(k.segments(key)), maxFieldLen), nil,
-					"key %q appears more than once in the same object (want each key once)", clip(key, maxFieldLen))
-				k.done = true
-				return
-			}
-			switch {
-			case many != nil:
-				many[key] = struct{}{}
-			case len(keys) < keysInline:
-				keys = append(keys, key)
-			default:
-				many = make(map[string]struct{}, 2*keysInline)
-				for _, key := range keys {
-					many[key] = struct{}{}
-				}
-				many[key] = struct{}{}
-			}
-			seg.key = key
-			k.space()
-			if k.i >= len(k.data) || k.data[k.i] != ':' {
-				k.done = true
-				return
-			}
-			k.i++
 		}
 		k.path = append(k.path, seg)
 		k.value()
 		k.path = k.path[:len(k.path)-1]
-		if k.done {
+		switch {
+		case k.done:
 			return
-		}
-		k.space()
-		if k.i >= len(k.data) {
-			k.done = true
+		case k.next(closing):
 			return
-		}
-		switch k.data[k.i] {
-		case ',':
-			k.i++
-		case closing:
-			k.i++
-			return
-		default:
+		case !k.next(','):
 			k.done = true
 			return
 		}
 	}
+}
+
+// next passes over white space and, when c comes next, over c too,
+// reporting whether it did.
+func (k *keyCheck) next(c byte) bool {
+	k.space()
+	if k.i < len(k.data) && k.data[k.i] == c {
+		k.i++
+		return true
+	}
+	return false
+}
+
+// key reads an object's key as the decoder reads it; malformed says the
+// key is not a JSON string.
+func (k *keyCheck) key() (key string, malformed bool) {
+	k.space()
+	if k.i >= len(k.data) || k.data[k.i] != '"' {
+		return "", true
+	}
+	raw, ok := k.str()
+	if !ok {
+		return "", true
+	}
+	key, ok = keyText(raw)
+	return key, !ok
+}
+
+// keySet holds an object's keys: the first keysInline in a list, compared
+// one by one, and all of them in a map once there are more.
+type keySet struct {
+	inline [keysInline]string
+	n      int
+	many   map[string]struct{}
+}
+
+// add adds key and reports whether it was there already.
+func (s *keySet) add(key string) (dup bool) {
+	if s.many != nil {
+		if _, dup = s.many[key]; !dup {
+			s.many[key] = struct{}{}
+		}
+		return dup
+	}
+	if slices.Contains(s.inline[:s.n], key) {
+		return true
+	}
+	if s.n < keysInline {
+		s.inline[s.n] = key
+		s.n++
+		return false
+	}
+	s.many = make(map[string]struct{}, 2*keysInline)
+	for _, k := range s.inline {
+		s.many[k] = struct{}{}
+	}
+	s.many[key] = struct{}{}
+	return false
 }
 
 // keyText is a key's string as the decoder reads it. Only a key with an

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
 // streamWriteTimeout is the StreamWriteTimeout of the stuck-client test:
@@ -121,17 +121,8 @@ func (r *rig) openStreams(t *testing.T) int {
 
 // streamGoroutines counts the goroutines serving an event stream.
 func streamGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, g := range benchtest.Stacks() {
 		if strings.Contains(g, "api.(*Server).events(") {
 			count++
 		}

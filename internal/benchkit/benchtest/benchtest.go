@@ -44,22 +44,26 @@ func WaitGoroutinesExcept(t testing.TB, before int, within time.Duration, except
 // goroutines returns every goroutine's stack and how many there are, not
 // counting those whose stack names a function in except.
 func goroutines(except []string) (string, int) {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	var kept []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range Stacks() {
 		if !slices.ContainsFunc(except, func(fn string) bool { return strings.Contains(g, fn+"(") }) {
 			kept = append(kept, g)
 		}
 	}
 	return strings.Join(kept, "\n\n"), len(kept)
+}
+
+// Stacks returns the stack of every goroutine of the process, one string
+// each, as runtime.Stack writes them.
+func Stacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // EmptyDir fails t unless dir is empty: a run removes what it made in its
