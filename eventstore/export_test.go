@@ -5,3 +5,6 @@ package eventstore
 func Owned(member string, members []string, partitions int) []int {
 	return owned(member, members, partitions)
 }
+
+// PartitionOf is partitionOf, for the external tests.
+func PartitionOf(subject string, partitions int) int { return partitionOf(subject, partitions) }

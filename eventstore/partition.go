@@ -621,31 +621,36 @@ func (g *group) followOnce(ctx context.Context, l *lanes, gen int, from uint64) 
 // when ctx ended first.
 func (g *group) takeRecord(ctx context.Context, l *lanes, gen int, subject string, off uint64, data []byte) bool {
 	n := partitionOf(subject, g.cfg.Partitions)
+	// A record is marked taken only once it has a slot: a follower stopped
+	// while it waits for one (another starts when a partition is taken)
+	// leaves the record to the next, which starts below it. Marked first,
+	// it stayed taken and never handed over, and its partition's progress
+	// stopped there for as long as this member held it.
 	g.mu.Lock()
-	if g.gen != gen {
+	if !g.takes(n, gen, off) {
+		g.pass(gen, off)
 		g.mu.Unlock()
 		return true
 	}
-	p := g.parts[n]
-	// A partition taken since this run started waits for the next run,
-	// which starts at or below its progress: taken here, its records
-	// between its progress and this run's position would be skipped.
-	take := p != nil && p.gen == gen && !p.leaving && off > p.from
-	if take {
-		p.from = off
-		p.taken = append(p.taken, off)
-	}
-	// The follower is past off: a record taken stays unhandled in p.taken
-	// until its lane is done with it.
-	g.passed = max(g.passed, off)
 	g.mu.Unlock()
-	if !take {
-		return true
-	}
 	select {
 	case g.slots <- struct{}{}:
 	case <-ctx.Done():
 		return false
+	}
+	g.mu.Lock()
+	// Checked again: the partition may have been let go of meanwhile.
+	take := g.takes(n, gen, off)
+	p := g.parts[n]
+	if take {
+		p.from = off
+		p.taken = append(p.taken, off)
+	}
+	g.pass(gen, off)
+	g.mu.Unlock()
+	if !take {
+		<-g.slots
+		return true
 	}
 	finish := func() error {
 		<-g.slots
@@ -665,6 +670,26 @@ func (g *group) takeRecord(ctx context.Context, l *lanes, gen int, subject strin
 	}
 	l.add(subject, delivery{entry: Entry{Offset: off, Record: r}, done: finish})
 	return true
+}
+
+// pass notes that the follower of generation gen is past offset off: a
+// record taken stays unhandled in its partition's taken list until its lane
+// is done with it. A follower of an earlier generation moves nothing: the
+// current one set the position it starts from. g.mu is held.
+func (g *group) pass(gen int, off uint64) {
+	if g.gen == gen {
+		g.passed = max(g.passed, off)
+	}
+}
+
+// takes reports whether the follower of generation gen takes the record at
+// offset off of partition n. A partition taken since that follower started
+// waits for the next, which starts at or below its progress: taken here,
+// its records between its progress and this follower's position would be
+// skipped. g.mu is held.
+func (g *group) takes(n, gen int, off uint64) bool {
+	p := g.parts[n]
+	return g.gen == gen && p != nil && p.gen == gen && !p.leaving && off > p.from
 }
 
 // partitionOf is the partition of the journal with the given subject.

@@ -493,3 +493,62 @@ func TestPartitionedGroupLosesNothingWhileMembersMove(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionedRecordWaitingForASlotWhenAPartitionIsTaken: a member's
+// follower waiting for a slot for a record when the member takes another
+// partition, which starts a new follower, leaves the record to the new one.
+// It is handled once the slot frees, not left marked taken and never
+// handed over, with its partition's progress stuck below it.
+func TestPartitionedRecordWaitingForASlotWhenAPartitionIsTaken(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	s := openJetStream(t, b)
+	cfg := partitionConfig(2)
+	cfg.MaxAckPending = 1
+	mine := eventstore.Owned("m1", []string{"m1", "m2"}, 2)[0]
+	ctx := context.Background()
+	var ref eventstore.Reference
+	for j := 0; ref.JournalID == ""; j++ {
+		r, err := s.EnsureJournal(ctx, storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprintf("j%d", j)), storetest.Header("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subj, err := r.Subject(bus.SubjectPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eventstore.PartitionOf(subj, 2) == mine {
+			ref = r
+		}
+	}
+	for i := range 2 {
+		if _, err := s.Append(ctx, ref, storetest.Activity(ref.JournalID, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// m1 holds the one slot with the journal's header until released;
+	// its follower meanwhile waits for a slot for the next record.
+	h := newHandled()
+	handle := h.fn("m1")
+	held, release := make(chan struct{}), make(chan struct{})
+	m1 := startMember(t, b, "m1", cfg, func(ctx context.Context, e eventstore.Entry) error {
+		if b := e.Record.RecordBase(); b.JournalID == ref.JournalID && b.Sequence == 1 {
+			close(held)
+			<-release
+		}
+		return handle(ctx, e)
+	})
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("m1 was not handed the journal's header")
+	}
+	m2 := startMember(t, b, "m2", cfg, h.fn("m2"))
+	waitPartitions(t, 2, m1, m2)
+	// m2 leaves: m1 takes its partition back, and starts its follower
+	// again while the old one waits for the slot.
+	m2.stop(t)
+	waitPartitions(t, 2, m1)
+	close(release)
+	h.waitAll(t, map[string]uint64{ref.JournalID: 3})
+}
