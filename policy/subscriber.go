@@ -75,8 +75,12 @@ const (
 
 // DefaultMaxAckPending is the records a subscriber has in hand by default:
 // every record of the log passes through it, its own decisions included,
-// and a few hundred agents may each have an observation waiting.
-const DefaultMaxAckPending = 256
+// and a few hundred agents may each have an observation waiting. An
+// observation holds its place until its decision is durable, and each
+// brings two records of the subscriber's own after it, so a few hundred
+// waiting agents need three places each and more: with 256, 200 clients'
+// answers waited for places (bench --suite api, docs/architecture.md).
+const DefaultMaxAckPending = 1024
 
 // Subscriber reads the log, decides on every observation and every answering
 // message, and appends the decision and its records. Several subscribers on
