@@ -205,6 +205,9 @@ type DB struct {
 	// all woken, nor each read the file, at every commit.
 	waitersMu sync.Mutex
 	waiters   []*waiter
+	// arrived holds a token when a waiter has come since the projector
+	// last looked: a lingering transaction commits at once for it.
+	arrived chan struct{}
 }
 
 // Open opens the projection file at cfg.Path, creating it when missing. An
@@ -220,7 +223,7 @@ func Open(cfg Config) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize)}
+	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize), arrived: make(chan struct{}, 1)}
 	if boot, ok := bootID(); ok && !cfg.SyncCommits && !cfg.NoSync {
 		db.boot = boot
 	}

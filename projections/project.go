@@ -107,11 +107,14 @@ func (db *DB) follow(ctx context.Context, src Source, target, behind uint64, pro
 			case <-wait.C:
 			}
 			wait.Stop()
-		} else if left := time.Until(lingerUntil); left > 0 {
+		} else if left := time.Until(lingerUntil); left > 0 && !db.awaited() {
+			// Nobody waits for this transaction's records to be
+			// visible: it takes more of the log until one does.
 			linger.Reset(left)
 			select {
 			case f, ok = <-batches:
 			case <-linger.C:
+			case <-db.arrived:
 			}
 			linger.Stop()
 		} else {
@@ -217,11 +220,15 @@ const maxSpanWait = time.Second
 // load of many journals a transaction of ten records touches nearly as many
 // pages as one of a hundred, so fewer, larger commits leave more of the
 // machine to the writers (bench --suite api: see docs/architecture.md). A
-// projection that sees records one at a time never waits.
-const (
-	lingerAbove = 8
-	maxLinger   = 3 * time.Millisecond
-)
+// projection that sees records one at a time never waits, and a WaitFor
+// call ends the wait: someone reads, and wants the records visible. So the
+// wait can be long enough for a hundred records or more under load without
+// a reader paying for it: the API's reads and the answers that settle wait
+// with WaitFor.
+const lingerAbove = 8
+
+// maxLinger is a variable for tests only, which make it long.
+var maxLinger = 30 * time.Millisecond
 
 // readAhead is how many batches the reader of follow may fetch before the
 // applier takes them. One keeps reading and applying overlapped; more only

@@ -711,14 +711,33 @@ func TestLingerAfterABusyTransactionEnds(t *testing.T) {
 	}
 	// The commit that reached last took every record so far, more than
 	// the projection lingers after; the record appended now comes while
-	// it would wait for more.
+	// it would wait for more. Nothing waits for it (WaitFor would end the
+	// linger): the checkpoint is polled (waitCheckpoint).
 	for i := range 3 {
 		appendRecord(t, s, rs[0], record(rs[0], 100+i))
-		if err := db.WaitFor(ctx, last+uint64(i)+1); err != nil {
-			t.Fatalf("WaitFor(%d), a lone record after a busy commit: %v", last+uint64(i)+1, err)
-		}
+		waitCheckpoint(t, db, last+uint64(i)+1)
 	}
 	checkAgainstReplay(t, db, s, rs, 100)
+}
+
+// TestWaitForEndsTheLinger: a projection lingering for more of the log
+// commits at once for a WaitFor call, here with a linger far longer than
+// the test may take.
+func TestWaitForEndsTheLinger(t *testing.T) {
+	projections.SetMaxLinger(t, time.Hour)
+	_, s := startLog(t)
+	rs := refs(2)
+	writeJournals(t, s, rs, 0, 6)
+	last := lastOffset(t, s)
+	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runProject(t, db, s)
+	waitCheckpoint(t, db, last)
+	appendRecord(t, s, rs[0], record(rs[0], 100))
+	if err := db.WaitFor(ctx, last+1); err != nil {
+		t.Fatalf("WaitFor(%d) of a record appended while the projection lingers for an hour: %v", last+1, err)
+	}
 }
 
 // TestSessionIDsNewestFirst: sessions come by their first run's start,

@@ -9,6 +9,11 @@ import (
 // offset, and every one before it, is visible to readers. It returns
 // ctx's error when ctx ends first and ErrClosed when the DB closes.
 func (db *DB) WaitFor(ctx context.Context, offset uint64) error {
+	// Reached already: no waiter is registered, which would end a busy
+	// projector's linger for nothing.
+	if cp, err := db.Checkpoint(); err == nil && cp >= offset {
+		return nil
+	}
 	for {
 		// Registered before the checkpoint is read, so that a commit
 		// between the two still wakes it.
@@ -43,7 +48,23 @@ func (db *DB) await(offset uint64) *waiter {
 	db.waitersMu.Lock()
 	defer db.waitersMu.Unlock()
 	db.waiters = append(db.waiters, w)
+	select {
+	case db.arrived <- struct{}{}:
+	default:
+	}
 	return w
+}
+
+// awaited reports whether a WaitFor call is waiting, after clearing the
+// token of any that came before: one that comes later leaves a new one.
+func (db *DB) awaited() bool {
+	select {
+	case <-db.arrived:
+	default:
+	}
+	db.waitersMu.Lock()
+	defer db.waitersMu.Unlock()
+	return len(db.waiters) > 0
 }
 
 // forget removes a waiter that stops waiting before it is woken.
