@@ -250,6 +250,13 @@ func (b *broker) close() {
 	clear(b.subs)
 }
 
+// listening reports whether any stream is attached.
+func (b *broker) listening() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
+}
+
 // publish queues the events of the record at offset for every subscriber
 // that wants them and has not had that offset yet. The events are made
 // only when some stream is open: with none, deriving them (which reads
@@ -343,14 +350,30 @@ func (s *Server) follow(ctx context.Context, from uint64) error {
 		if len(batch) == 0 {
 			continue
 		}
+		// Events carry the state the projection holds after their
+		// record, so they wait for it to apply the batch. With no stream
+		// listening none is derived and nothing waits: a waiter would
+		// cut short a busy projector's lingering (DB.WaitFor).
 		last := batch[len(batch)-1].Offset
-		if err := s.cfg.Views.WaitFor(ctx, last); err != nil {
-			return fmt.Errorf("wait for the projection to apply offset %d: %w", last, err)
+		waited := false
+		if s.broker.listening() {
+			if err := s.cfg.Views.WaitFor(ctx, last); err != nil {
+				return fmt.Errorf("wait for the projection to apply offset %d: %w", last, err)
+			}
+			waited = true
 		}
 		var sums *summaries
 		for _, e := range batch {
 			s.broker.publish(e.Offset, func() []event {
 				if sums == nil {
+					if !waited {
+						// A stream began listening since the check:
+						// it waits here, holding the broker, rarely
+						// and for one batch. An error is ctx's, and
+						// ends the follow at the next record.
+						_ = s.cfg.Views.WaitFor(ctx, last)
+						waited = true
+					}
 					sums = s.newSummaries()
 				}
 				return derive(e, sums.get(e.Record.RecordBase()))

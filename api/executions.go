@@ -76,16 +76,44 @@ func (s *Server) projectedThrough(ctx context.Context, offset uint64) error {
 	return err
 }
 
-// settleThrough is settle for a write whose last record is at offset
-// through: the projection need not reach records appended since, so the
-// log's end is not asked for. A through of 0 (not known) settles on the
+// tell is settle's cheaper form for an answer that tells of the records up
+// to through: it answers at once and every later read of the read models
+// waits for the projection to reach through instead (readable), so a
+// client still reads what it was told of, and a busy projection is not
+// asked for a commit per answer. A through of 0 (not known) settles on the
 // log's end.
-func (s *Server) settleThrough(ctx context.Context, through uint64) {
+func (s *Server) tell(ctx context.Context, through uint64) {
 	if through == 0 {
 		s.settle(ctx)
 		return
 	}
-	_ = s.projectedThrough(ctx, through)
+	for {
+		told := s.told.Load()
+		if through <= told || s.told.CompareAndSwap(told, through) {
+			return
+		}
+	}
+}
+
+// readable waits, up to DecisionWait, until the projection has applied
+// every record an answer told of (tell), and then reads anyway, as settle
+// does: a projection that stays behind shows in /healthz. Once a wait has
+// run out, reads do not wait again until the projection moves: a stopped
+// projector would otherwise hold every read for DecisionWait.
+func (s *Server) readable(ctx context.Context) {
+	told := s.told.Load()
+	if told == 0 {
+		return
+	}
+	cp, err := s.cfg.Views.Checkpoint()
+	if err != nil || cp >= told || s.stalledAt.Load() == cp+1 {
+		return
+	}
+	// An error with the client still waiting is the wait running out.
+	if err := s.projectedThrough(ctx, told); err != nil && ctx.Err() == nil && s.stalledAt.Swap(cp+1) != cp+1 {
+		s.log.Warn("the read models are behind what answers told of; reads are served as they are until the projection moves",
+			logKeyOffset, cp, logKeyTold, told, logKeyErr, err)
+	}
 }
 
 // observationDurable waits for an observation appended without waiting
@@ -663,7 +691,7 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	s.settleThrough(r.Context(), decided.Through)
+	s.tell(r.Context(), decided.Through)
 	d := decided.Decision
 	writeJSON(w, http.StatusOK, observationAck{
 		ObservationID: obs.ObservationID, Sequence: b.Sequence, Duplicate: dup,

@@ -34,6 +34,7 @@ func (s *Server) RecordObservation(ctx context.Context, agentExecutionID string,
 		}
 		return mcp.Decision{}, fmt.Errorf("observation %s is recorded, but no decision arrived: %w", o.ObservationID, err)
 	}
+	s.tell(ctx, decided.Through)
 	d := decided.Decision
 	return mcp.Decision{DecisionID: d.DecisionID, Action: string(d.Action), Reason: d.Reason, Duplicate: dup}, nil
 }

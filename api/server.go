@@ -57,6 +57,7 @@ const (
 	logKeyStatus    = "status"
 	logKeyClient    = "client"
 	logKeyLimit     = "limit"
+	logKeyTold      = "told"
 )
 
 // Store is what the API reads from the journal store.
@@ -220,6 +221,13 @@ type Server struct {
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
 	streams atomic.Int64 // event streams open, attached to the broker or not
+	// told is the offset of the last record an answer has told a client of
+	// without waiting for the projection to apply it (tell): reads of the
+	// read models wait for it first (readable).
+	told atomic.Uint64
+	// stalledAt is one more than the checkpoint at which a wait for told
+	// ran out (readable), zero when none did.
+	stalledAt atomic.Uint64
 
 	// damage is what the check of the log at start found (damage.go).
 	damageMu sync.Mutex
@@ -377,10 +385,44 @@ func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, 
 				return
 			}
 		}
+		if !ownPace[pattern] {
+			s.readable(r.Context())
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, s.lostLog(r, err))
 		}
 	})
+}
+
+// ownPace are the routes that do not wait for the read models to hold what
+// earlier answers told of (readable): those that read none (the log, the
+// runtime, the terminals and tokens answer them, and the log has every
+// record an answer told of), the observation route, which is the one that
+// tells without waiting, the event stream, which waits for the projection
+// record by record itself, and the health and metrics routes, which report
+// how far behind it is.
+var ownPace = map[string]bool{
+	"GET /healthz":                               true,
+	"GET /metrics":                               true,
+	"GET /v1/openapi.yaml":                       true,
+	"POST /v1/executions/{id}/observations":      true,
+	"GET /v1/events":                             true,
+	"GET /v1/executions/{id}/records":            true,
+	"GET /v1/executions/{id}/replay":             true,
+	"GET /v1/executions/{id}/lineage":            true,
+	"GET /v1/events/{eventId}/origin":            true,
+	"GET /v1/log":                                true,
+	"GET /v1/journals":                           true,
+	"POST /v1/journals":                          true,
+	"GET /v1/journals/{id}":                      true,
+	"GET /v1/journals/{id}/entries":              true,
+	"GET /v1/queue":                              true,
+	"POST /v1/executions/{id}/token":             true,
+	"POST /v1/executions/{id}/terminal":          true,
+	"POST /v1/executions/{id}/terminal/attach":   true,
+	"GET /v1/executions/{id}/terminal":           true,
+	"POST /v1/executions/{id}/terminal/input":    true,
+	"GET /v1/executions/{id}/terminal/recording": true,
 }
 
 // lostLog words a write that failed because the log went away while it

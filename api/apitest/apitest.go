@@ -33,6 +33,17 @@ type Stack struct {
 	HTTP    *httptest.Server
 	// Agent is the fixture agent binary.
 	Agent string
+
+	// project starts the projector and returns what stops it.
+	project       func() (stop func())
+	stopProjector func()
+}
+
+// PauseProjector stops the projector until resume is called, for tests of
+// what answers and reads do while the read models are behind the log.
+func (s *Stack) PauseProjector() (resume func()) {
+	s.stopProjector()
+	return func() { s.stopProjector = s.project() }
 }
 
 // Options change what Start builds.
@@ -61,11 +72,19 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := views.Project(ctx, store); err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	})
+	s := &Stack{Bus: b, Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
+	s.project = func() (stop func()) {
+		pctx, pcancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		wg.Go(func() {
+			defer close(done)
+			if err := views.Project(pctx, store); err != nil && pctx.Err() == nil {
+				t.Errorf("projector: %v", err)
+			}
+		})
+		return func() { pcancel(); <-done }
+	}
+	s.stopProjector = s.project()
 	var decisions *api.Decisions
 	if !opts.NoPolicy {
 		decisions = &api.Decisions{}
@@ -73,7 +92,6 @@ func Start(t testing.TB, opts Options) *Stack {
 		wg.Go(func() { sub.Run(ctx) })
 	}
 
-	s := &Stack{Bus: b, Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
 	terms := terminal.NewRegistry(nil)
 	data := t.TempDir()
 	recordings, output := filepath.Join(data, "terminal-recordings"), filepath.Join(data, "agent-output")
