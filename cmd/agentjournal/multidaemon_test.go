@@ -309,17 +309,38 @@ type seenRecord struct {
 // records reads an execution's whole journal through the daemon's API.
 func (d *daemonProc) records(t *testing.T, execID string) []seenRecord {
 	t.Helper()
-	var all []seenRecord
+	recs, busy := d.tryRecords(t, execID)
+	if busy != "" {
+		t.Fatal(busy)
+	}
+	return recs
+}
+
+// tryRecords is records for a poll while the cluster recovers from a lost
+// node: a 503 or 504 (the log not answering in time yet) is returned as a
+// reason to poll again; any other failure ends the test.
+func (d *daemonProc) tryRecords(t *testing.T, execID string) (recs []seenRecord, busy string) {
+	t.Helper()
 	from := uint64(1)
 	for {
+		path := fmt.Sprintf("/v1/executions/%s/records?fromSeq=%d&limit=1000", execID, from)
+		code, body, err := d.do("GET", path, nil)
+		switch {
+		case err == nil && (code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout):
+			return nil, fmt.Sprintf("daemon %s: GET %s: %d %s", d.name, path, code, body)
+		case err != nil || code != http.StatusOK:
+			t.Fatalf("daemon %s: GET %s: %d %v %s", d.name, path, code, err, body)
+		}
 		var page struct {
 			Records []seenRecord `json:"records"`
 			Next    *uint64      `json:"next"`
 		}
-		d.get(t, fmt.Sprintf("/v1/executions/%s/records?fromSeq=%d&limit=1000", execID, from), &page)
-		all = append(all, page.Records...)
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("daemon %s: GET %s: %v", d.name, path, err)
+		}
+		recs = append(recs, page.Records...)
 		if page.Next == nil {
-			return all
+			return recs, ""
 		}
 		from = *page.Next
 	}
@@ -590,7 +611,10 @@ func TestClusterDaemonsSurviveANode(t *testing.T) {
 	// moment behind the leader, hence the wait.
 	for _, d := range []*daemonProc{via, other} {
 		pollUntil(t, procConvergeWait, "node "+d.name+" holds every acknowledged record", func() (bool, string) {
-			recs := d.records(t, id)
+			recs, busy := d.tryRecords(t, id)
+			if busy != "" {
+				return false, busy
+			}
 			bySeq := map[uint64]seenRecord{}
 			for _, r := range recs {
 				bySeq[r.Sequence] = r
