@@ -184,7 +184,10 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 	if err != nil {
 		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
 	}
-	running := rt.Done(pref.AgentExecutionID) != nil || !st.Lifecycle.Final()
+	running, err := rt.stillRunning(ctx, pref.AgentExecutionID, st)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
+	}
 
 	link := &eventstore.ForkLink{JournalID: pref.JournalID, AgentExecutionID: pref.AgentExecutionID, Sequence: req.At}
 	if link.EventID, err = eventstore.EventID(conv.at); err != nil {
@@ -324,7 +327,11 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 	if err != nil {
 		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
 	}
-	if rt.Done(ref.AgentExecutionID) != nil || !st.Lifecycle.Final() {
+	running, err := rt.stillRunning(ctx, ref.AgentExecutionID, st)
+	if err != nil {
+		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
+	}
+	if running {
 		// Two processes on one session would interleave it.
 		return eventstore.Reference{}, &ForkError{Conflict: true, msg: fmt.Sprintf("%s is still running (lifecycle %s): stop it before resuming its session, or fork it", req.Execution, st.Lifecycle)}
 	}
