@@ -138,6 +138,10 @@ type Config struct {
 	// launch waits; runtime.NumCPU() when 0. Interactive and remote
 	// launches start at once whatever the count, and count toward it.
 	MaxRunning int
+
+	// beforeLaunchDelivery, set by a test, runs after a launch has started
+	// its agent and before it records the prompt's delivery.
+	beforeLaunchDelivery func(*process)
 }
 
 // LaunchRequest is the intent to run one agent.
@@ -651,6 +655,9 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 		}
 	}
 	if prompt.stored != nil {
+		if rt.cfg.beforeLaunchDelivery != nil {
+			rt.cfg.beforeLaunchDelivery(p)
+		}
 		if _, err := rt.deliverAccepted(ctx, ref, p, prompt, !pl.onStdin); err != nil {
 			return err
 		}
@@ -1677,7 +1684,11 @@ func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc ev
 
 // deliverAccepted delivers an accepted message and records the outcome.
 func (rt *Runtime) deliverAccepted(ctx context.Context, ref eventstore.Reference, p *process, m accepted, launchArgument bool) (MessageAck, error) {
-	prompt := p != nil && m.stored.MessageType == "prompt"
+	// A prompt passed on the command line started the first turn with its
+	// process: it starts no next turn, even when that turn has ended (and
+	// the execution waits for the operator) before its delivery is
+	// recorded.
+	prompt := p != nil && m.stored.MessageType == "prompt" && !launchArgument
 	if prompt {
 		p.mu.Lock()
 		if p.awaiting {
