@@ -381,6 +381,36 @@ func TestSignalRegistry(t *testing.T) {
 	}
 }
 
+// TestSignalWireForm: a signal is stored as {"type":…,"payload":{…}}, in
+// that order, on its own and inside an observation, and reads back the same.
+func TestSignalWireForm(t *testing.T) {
+	one, two := int64(1), int64(2)
+	s := NewSignal(&ProgressSignal{Summary: "halfway", Units: &Units{Completed: &one, Total: &two}})
+	got, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"progress","payload":{"summary":"halfway","units":{"completed":1,"total":2}}}`
+	if string(got) != want {
+		t.Fatalf("signal encodes as\n%s\nwant\n%s", got, want)
+	}
+	o := &Observation{Base: base(KindObservation, 4), ObservationID: "o-1", Source: ObservedMCP, Confidence: ConfidenceAuthoritative, Signal: s}
+	data, err := Encode(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"signal":`+want) {
+		t.Fatalf("observation %s does not hold the signal as %s", data, want)
+	}
+	back, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(o, back); diff != "" {
+		t.Errorf("observation read back (-wrote +read):\n%s", diff)
+	}
+}
+
 func TestDecodeRejectsTrailingData(t *testing.T) {
 	data, err := Encode(validRecords()[KindDecision])
 	if err != nil {

@@ -77,9 +77,13 @@ type SignalPayload interface {
 }
 
 // Signal is an agent-authored signal: {"type": …, "payload": {…}}.
+//
+// It encodes through its tags, not a MarshalJSON of its own: encoding/json
+// scans again whatever a marshaler returns, which on the append path cost
+// more than encoding the payload.
 type Signal struct {
-	Type    SignalType
-	Payload SignalPayload
+	Type    SignalType    `json:"type"`
+	Payload SignalPayload `json:"payload"`
 }
 
 // NewSignal wraps a payload with its type.
@@ -88,14 +92,6 @@ func NewSignal(p SignalPayload) *Signal { return &Signal{Type: p.SignalType(), P
 type signalWire struct {
 	Type    SignalType      `json:"type"`
 	Payload json.RawMessage `json:"payload"`
-}
-
-// MarshalJSON writes {"type": …, "payload": …} in one encoding pass.
-func (s Signal) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Type    SignalType    `json:"type"`
-		Payload SignalPayload `json:"payload"`
-	}{s.Type, s.Payload})
 }
 
 // UnmarshalJSON decodes the payload strictly into the type the registry

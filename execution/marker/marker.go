@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -270,7 +271,7 @@ func Format(nonce string, s *eventstore.Signal) ([]byte, error) {
 	if err := check(s); err != nil {
 		return nil, err
 	}
-	body, err := s.MarshalJSON()
+	body, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s signal: %w", s.Type, err)
 	}
