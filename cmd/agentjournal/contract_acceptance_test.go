@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/narrative"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // TestDispatchedRunResumedAfterDaemonKill is the runtime contract's (004)
@@ -164,7 +166,31 @@ func killSupervisedNow(t *testing.T, dataDir string) {
 		if err := json.Unmarshal(data, &pids); err != nil || pids.Agent <= 0 || pids.Supervisor <= 0 {
 			t.Fatalf("%s: %s (%v)", path, data, err)
 		}
-		_ = syscall.Kill(-pids.Agent, syscall.SIGKILL)
+		// The supervisor first, so that it cannot record the agent's
+		// death as an exit of its own.
 		_ = syscall.Kill(pids.Supervisor, syscall.SIGKILL)
+		_ = syscall.Kill(-pids.Agent, syscall.SIGKILL)
+		// A kill is delivered, not done: until the supervisor has exited
+		// it holds its lock, and a daemon started meanwhile attaches to it
+		// and then sees it die (a crash, not the machine going down).
+		waitLockReleased(t, filepath.Dir(path))
+	}
+}
+
+// waitLockReleased waits until the supervisor of state directory dir no
+// longer holds its lock: what a restarted daemon asks before it attaches.
+func waitLockReleased(t *testing.T, dir string) {
+	t.Helper()
+	h, err := supervisor.Attach(dir)
+	if err != nil && !errors.Is(err, supervisor.ErrLost) {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for h.Alive() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the supervisor in %s held its lock 30s after SIGKILL", dir)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
