@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +24,7 @@ type clusterNode struct {
 // each on its own data directory, every node routing to all of them.
 func clusterConfigs(t *testing.T, n int) []clusterNode {
 	t.Helper()
-	ports := freePorts(t, n)
+	ports := fixtures.FreePorts(t, n)
 	routes := make([]string, n)
 	for i, p := range ports {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
@@ -42,49 +40,14 @@ func clusterConfigs(t *testing.T, n int) []clusterNode {
 	return nodes
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
-// Routes name their peers' ports up front, so port 0 will not do.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Held open until all are picked, so the ports are distinct.
-		defer ln.Close()
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports
-}
-
-// openCluster opens every node at once: each Open waits for a majority of
-// the cluster, so opening them one after the other would never finish.
+// openCluster opens every node at once.
 func openCluster(t *testing.T, nodes []clusterNode) []*bus.Bus {
 	t.Helper()
-	buses := make([]*bus.Bus, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
+	cfgs := make([]bus.Config, len(nodes))
 	for i, n := range nodes {
-		wg.Go(func() { buses[i], errs[i] = bus.Open(t.Context(), n.cfg) })
+		cfgs[i] = n.cfg
 	}
-	wg.Wait()
-	for i, b := range buses {
-		if b != nil {
-			t.Cleanup(func() {
-				if err := b.Close(); err != nil {
-					t.Errorf("close node %d: %v", i, err)
-				}
-			})
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("open node %d: %v", i, err)
-		}
-	}
-	return buses
+	return fixtures.OpenNATSCluster(t, cfgs)
 }
 
 func TestClusterReplicatesTheStream(t *testing.T) {

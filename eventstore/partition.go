@@ -179,13 +179,13 @@ func (g *group) open(ctx context.Context) error {
 		replicas = info.Config.Replicas
 	}
 	name := groupBucket(g.s.cfg.Stream, g.cfg.Name)
-	kv, err := openBucket(ctx, g.s.js, jetstream.KeyValueConfig{Bucket: name, Storage: jetstream.FileStorage, Replicas: replicas,
+	kv, err := g.s.openBucket(ctx, jetstream.KeyValueConfig{Bucket: name, Storage: jetstream.FileStorage, Replicas: replicas,
 		Description: "the " + g.cfg.Name + " group's partition count and progress"})
 	if err != nil {
 		return fmt.Errorf("consume %s: group bucket: %w", g.cfg.Name, err)
 	}
 	g.kv = kv
-	locks, err := openBucket(ctx, g.s.js, jetstream.KeyValueConfig{Bucket: name + "_members", Storage: jetstream.FileStorage,
+	locks, err := g.s.openBucket(ctx, jetstream.KeyValueConfig{Bucket: name + "_members", Storage: jetstream.FileStorage,
 		Replicas: replicas, TTL: MemberTTLBeats * g.cfg.Heartbeat, Description: "the " + g.cfg.Name + " group's members and partition locks"})
 	if err != nil {
 		return fmt.Errorf("consume %s: members bucket: %w", g.cfg.Name, err)
@@ -253,7 +253,26 @@ func (g *group) sameCountOrRecount(ctx context.Context) error {
 }
 
 // openBucket opens the bucket cfg names, creating it if it does not exist.
-func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+// Members starting together on a new cluster create it at the same moment,
+// and JetStream may leave some of those requests unanswered: each attempt
+// has attemptTimeout, and one left unanswered is made again (the next finds
+// the bucket in place), waiting out the log as an append does.
+func (s *JetStreamStore) openBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var down outage
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		kv, err := openBucketOnce(actx, s.js, cfg)
+		cancel()
+		if err == nil {
+			return kv, nil
+		}
+		if err := s.waitUnavailable(ctx, &down, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func openBucketOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg)

@@ -114,7 +114,8 @@ func (m *member) partitions() []int {
 
 func startMember(t *testing.T, b *bus.Bus, name string, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) *member {
 	t.Helper()
-	nc, err := nats.Connect("", nats.InProcessServer(b.Server()))
+	// Clustered servers authenticate every client, in-process ones too.
+	nc, err := nats.Connect("", nats.InProcessServer(b.Server()), nats.UserInfo(bus.User, fixtures.NATSSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +211,15 @@ func waitPartitions(t *testing.T, want int, members ...*member) {
 		slices.Sort(all)
 		if settled && len(all) == want && len(slices.Compact(all)) == want {
 			return
+		}
+		for _, m := range members {
+			// A member that returned will read nothing more: say why.
+			select {
+			case err := <-m.done:
+				m.stopped = true
+				t.Fatalf("member %s stopped while the group settled: %v", m.name, err)
+			default:
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("members read partitions %v, want each of 0 to %d once, each member its settled share", all, want-1)
@@ -551,4 +561,24 @@ func TestPartitionedRecordWaitingForASlotWhenAPartitionIsTaken(t *testing.T) {
 	waitPartitions(t, 2, m1)
 	close(release)
 	h.waitAll(t, map[string]uint64{ref.JournalID: 3})
+}
+
+// TestPartitionedMembersStartTogetherOnANewCluster: members starting at the
+// same moment on a new cluster each create the group's buckets, and
+// JetStream may leave some of those requests unanswered. A member tries
+// again instead of failing, so every member joins and the journals are
+// shared from the start.
+func TestPartitionedMembersStartTogetherOnANewCluster(t *testing.T) {
+	buses := fixtures.StartNATSCluster(t, 3)
+	h := newHandled()
+	cfg := partitionConfig(6)
+	var members []*member
+	for i, b := range buses {
+		name := fmt.Sprintf("m%d", i+1)
+		members = append(members, startMember(t, b, name, cfg, h.fn(name)))
+	}
+	waitPartitions(t, 6, members...)
+	last := map[string]uint64{}
+	appendJournals(t, openJetStream(t, buses[0]), 12, 0, 5, last)
+	h.waitAll(t, last)
 }

@@ -392,7 +392,7 @@ func TestPolicyTakeoverAfterKill(t *testing.T) {
 	t.Parallel()
 	// A fixed address, so that the posters reach the daemon again after
 	// each restart.
-	listen := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0])
+	listen := fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0])
 	d := startDaemon(t, "solo", t.TempDir(), nil, "--listen", listen)
 	var execs []string
 	for i := range 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
 
@@ -276,7 +277,7 @@ func TestImportBesideARunningDaemon(t *testing.T) {
 	}
 	file = writeLines(t, want)
 	daemonDir := t.TempDir()
-	url, token, _ := startServe(t, daemonDir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0]))
+	url, token, _ := startServe(t, daemonDir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	data, err := os.ReadFile(filepath.Join(daemonDir, daemonFile))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -448,7 +447,7 @@ func TestDaemonsShareOneLog(t *testing.T) {
 	}
 	dirA := t.TempDir()
 	// A fixed port, so that B finds A again after A restarts.
-	a := startDaemon(t, "A", dirA, nil, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0]))
+	a := startDaemon(t, "A", dirA, nil, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	if !strings.HasPrefix(a.natsURL, "nats://127.0.0.1:") {
 		t.Fatalf("daemon A's natsUrl = %q, want nats://127.0.0.1:<port>", a.natsURL)
 	}
@@ -712,7 +711,7 @@ func waitShares(t *testing.T, nodes []*daemonProc, partitions int) {
 // with the journal stream on all three, and waits until each serves.
 func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 	t.Helper()
-	ports := freeLoopbackPorts(t, 3)
+	ports := fixtures.FreePorts(t, 3)
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
@@ -741,23 +740,6 @@ func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 		n.waitReady()
 	}
 	return nodes
-}
-
-// freeLoopbackPorts returns n distinct loopback ports that were free a
-// moment ago. Cluster routes name their peers' ports up front, so port 0
-// will not do.
-func freeLoopbackPorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports
 }
 
 // streamLeader returns the index of the node that leads the journal stream,
@@ -839,7 +821,7 @@ func TestJoinedDaemonFailsFastWhileItsNATSIsDown(t *testing.T) {
 		t.Skip("runs a daemon as a process")
 	}
 	natsDir := t.TempDir()
-	listen := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0])
+	listen := fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0])
 	host := fixtures.StartNATSAt(t, natsDir, func(c *bus.Config) { c.Listen = listen })
 	b := startDaemon(t, "B", t.TempDir(), []string{"--nats-url", host.ClientURL(), "--nats-secret-file", natsSecretFile(t)})
 	id := b.launchAgent(t, "t-down", "wait")

@@ -180,7 +180,7 @@ func TestDamageThroughTheDaemon(t *testing.T) {
 	fixtures.PublishPastTheEnd(t, bb, refB, refB.LastSequence+3)
 	closeBus(t, bb)
 
-	_, stop := startServeStop(t, dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPorts(t, 1)[0]))
+	_, stop := startServeStop(t, dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	// A foreign writer's record on a's subject, in the place of a's next
 	// sequence, which no reader decodes.
 	data, err := os.ReadFile(filepath.Join(dir, daemonFile))
