@@ -12,7 +12,6 @@ import (
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // readCounter is a Store that counts the records its ReadJournal yields.
@@ -40,14 +39,9 @@ func (c *readCounter) ReadJournal(ctx context.Context, ref eventstore.Reference,
 // asked for again is handed back, not appended twice.
 func TestTurnCheckpointsFoldOnlyWhatIsNew(t *testing.T) {
 	ctx := t.Context()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := internalStore(t)
 	counter := &readCounter{Store: s}
-	rt := NewRuntime(Config{Store: counter})
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	rt := internalRuntime(t, Config{Store: counter})
 	ref, err := s.EnsureJournal(ctx, storetest.Ref(eventstore.OwnerTask, "t", "cp-fold"), storetest.Header("a"))
 	if err != nil {
 		t.Fatal(err)

@@ -184,10 +184,10 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 	if err != nil {
 		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
 	}
-	running, err := rt.stillRunning(ctx, pref.AgentExecutionID, st)
-	if err != nil {
-		return eventstore.Reference{}, fmt.Errorf("fork %s: %w", req.Parent, err)
-	}
+	// A process whose ending is being recorded has exited: what it still
+	// does is let go of its files, so a client that read its final
+	// lifecycle is never told it runs.
+	running := rt.IsRunning(pref.AgentExecutionID) || !st.Lifecycle.Final()
 
 	link := &eventstore.ForkLink{JournalID: pref.JournalID, AgentExecutionID: pref.AgentExecutionID, Sequence: req.At}
 	if link.EventID, err = eventstore.EventID(conv.at); err != nil {
@@ -327,12 +327,9 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 	if err != nil {
 		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
 	}
-	running, err := rt.stillRunning(ctx, ref.AgentExecutionID, st)
-	if err != nil {
-		return eventstore.Reference{}, fmt.Errorf("resume %s: %w", req.Execution, err)
-	}
-	if running {
-		// Two processes on one session would interleave it.
+	if rt.IsRunning(ref.AgentExecutionID) || !st.Lifecycle.Final() {
+		// Two processes on one session would interleave it; one whose
+		// ending is being recorded has exited (IsRunning).
 		return eventstore.Reference{}, &ForkError{Conflict: true, msg: fmt.Sprintf("%s is still running (lifecycle %s): stop it before resuming its session, or fork it", req.Execution, st.Lifecycle)}
 	}
 	h, conv, err := rt.conversation(ctx, ref, ref.LastSequence)

@@ -18,12 +18,8 @@ import (
 // delivery must not read as the start of a next turn, which would leave it
 // looking autonomous with no turn running.
 func TestLaunchPromptEndedBeforeItsDeliveryStartsNoTurn(t *testing.T) {
-	b := fixtures.StartNATS(t)
 	ctx := context.Background()
-	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := internalStore(t)
 	turn := filepath.Join(t.TempDir(), "capture.jsonl")
 	if err := os.WriteFile(turn, []byte(strings.Join([]string{
 		`{"type":"thread.started","thread_id":"th-7"}`,
@@ -53,8 +49,7 @@ func TestLaunchPromptEndedBeforeItsDeliveryStartsNoTurn(t *testing.T) {
 		}
 		t.Error("turn 1 did not end before the launch recorded its delivery")
 	}}
-	rt := NewRuntime(cfg)
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	rt := internalRuntime(t, cfg)
 	ref, err := rt.Launch(ctx, LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-fast",
 		Agent: "codex", Prompt: "first", Command: []string{fixtures.AgentBinary(t), "replay:" + turn}})
 	if err != nil {

@@ -9,37 +9,28 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
-// TestResumeWaitsOutAnEndingAlreadyRecorded: an execution whose final
-// lifecycle is in its journal, while its process here is still letting go,
-// is resumed once it has, not refused as still running. A client that saw
-// the run end must be able to resume it.
-func TestResumeWaitsOutAnEndingAlreadyRecorded(t *testing.T) {
-	b := fixtures.StartNATS(t)
+// TestResumeAnEndingAlreadyRecorded: an execution whose final lifecycle is
+// in its journal, while its process here is still letting go of its files,
+// is resumed, not refused as still running. A client that saw the run end
+// must be able to resume it.
+func TestResumeAnEndingAlreadyRecorded(t *testing.T) {
 	ctx := context.Background()
-	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := NewRuntime(Config{Store: s, StopGrace: time.Second})
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	s := internalStore(t)
+	rt := internalRuntime(t, Config{Store: s, StopGrace: time.Second})
 	ref, err := rt.Launch(ctx, LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
 		Agent: "generic", Command: []string{fixtures.AgentBinary(t), "wait"}, Prompt: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.mu.Lock()
-	p := rt.live[ref.AgentExecutionID]
-	rt.mu.Unlock()
-	if p == nil {
-		t.Fatal("the execution is not live")
-	}
-	// The ending stops after its record, where it lets go of its host
-	// file: the window a client reading the journal can see.
-	rt.hostMu.Lock()
+	p := liveProcess(t, rt, ref.AgentExecutionID)
+	// The ending stops after its record, where it closes the output: the
+	// window a client reading the journal can see. (This runtime keeps no
+	// output files, so nothing else takes the lock.)
+	p.outputMu.Lock()
 	held := true
 	defer func() {
 		if held {
-			rt.hostMu.Unlock()
+			p.outputMu.Unlock()
 		}
 	}()
 	p.current().closeInput()
@@ -61,32 +52,19 @@ func TestResumeWaitsOutAnEndingAlreadyRecorded(t *testing.T) {
 		t.Fatal("the process let go before the test could hold it: the window is not under test")
 	}
 
-	type result struct {
-		ref eventstore.Reference
-		err error
+	resumed, err := rt.Resume(ctx, ResumeRequest{Execution: ref.AgentExecutionID, Prompt: "two"})
+	if err != nil {
+		t.Fatalf("resume while the ended process lets go: %v", err)
 	}
-	resumed := make(chan result, 1)
-	go func() {
-		r, err := rt.Resume(ctx, ResumeRequest{Execution: ref.AgentExecutionID, Prompt: "two"})
-		resumed <- result{r, err}
-	}()
-	select {
-	case r := <-resumed:
-		t.Fatalf("resume answered while the process was still letting go: %v", r.err)
-	case <-time.After(100 * time.Millisecond):
+	if resumed.AgentExecutionID == ref.AgentExecutionID {
+		t.Fatalf("resume returned the resumed execution %s", resumed.AgentExecutionID)
 	}
-	rt.hostMu.Unlock()
+	rt.Stop(ctx, resumed.AgentExecutionID)
+	p.outputMu.Unlock()
 	held = false
 	select {
-	case r := <-resumed:
-		if r.err != nil {
-			t.Fatalf("resume after the ending: %v", r.err)
-		}
-		if r.ref.AgentExecutionID == ref.AgentExecutionID {
-			t.Fatalf("resume returned the resumed execution %s", r.ref.AgentExecutionID)
-		}
-		rt.Stop(ctx, r.ref.AgentExecutionID)
+	case <-p.done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("resume did not answer once the process had let go")
+		t.Fatal("the ended process did not let go once its output could close")
 	}
 }

@@ -1392,33 +1392,6 @@ func (rt *Runtime) Done(id string) <-chan struct{} {
 	return nil
 }
 
-// stillRunning reports whether the execution, whose replayed state is st,
-// still runs here or elsewhere. One whose ending is recorded but whose
-// process here is still letting go (closing its output) is waited for:
-// a caller who saw its final lifecycle must not be told it runs.
-func (rt *Runtime) stillRunning(ctx context.Context, id string, st *State) (bool, error) {
-	if !st.Lifecycle.Final() {
-		return true, nil
-	}
-	done := rt.Done(id)
-	if done == nil {
-		return false, nil
-	}
-	// Letting go takes a few file operations; a process that has not
-	// let go after a while is reported as running rather than waited for
-	// without end.
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-		return false, nil
-	case <-t.C:
-		return true, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
-}
-
 // IsRunning reports whether the execution has a live process here that has
 // not begun to end: false from the moment its ending is being recorded,
 // so that a reader who sees its final lifecycle never sees it running.

@@ -12,13 +12,7 @@ import (
 // TestTimeoutTimerStopsWithTheRun: the timer of a run that ends within its
 // limit is stopped when it ends, not left to fire.
 func TestTimeoutTimerStopsWithTheRun(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := NewRuntime(Config{Store: s, StopGrace: time.Second})
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	rt := internalRuntime(t, Config{Store: internalStore(t), StopGrace: time.Second})
 	// The agent waits for its input to close: it is live until the test
 	// has its process.
 	ref, err := rt.Launch(context.Background(), LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
@@ -26,12 +20,7 @@ func TestTimeoutTimerStopsWithTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.mu.Lock()
-	p := rt.live[ref.AgentExecutionID]
-	rt.mu.Unlock()
-	if p == nil {
-		t.Fatal("the execution is not live")
-	}
+	p := liveProcess(t, rt, ref.AgentExecutionID)
 	p.mu.Lock()
 	limit := p.limit
 	p.mu.Unlock()
