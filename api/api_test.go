@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -31,7 +32,7 @@ type rig struct {
 	bus   *bus.Bus
 	store *eventstore.JetStreamStore
 	views *projections.DB
-	rt    *execution.Runtime
+	rt    *runtime.Runtime
 	srv   *api.Server
 	http  *httptest.Server
 	agent string

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // commandInput is the body of runCommand.
@@ -21,9 +22,9 @@ type commandInput struct {
 // commandAnswer answers runCommand: the typed invocation and, unless it was
 // a dry run, what carrying it out recorded.
 type commandAnswer struct {
-	Invocation *commands.Invocation    `json:"invocation"`
-	DryRun     bool                    `json:"dryRun"`
-	Result     *execution.InvokeResult `json:"result,omitempty"`
+	Invocation *commands.Invocation  `json:"invocation"`
+	DryRun     bool                  `json:"dryRun"`
+	Result     *runtime.InvokeResult `json:"result,omitempty"`
 }
 
 // completionsAnswer answers listCommands.
@@ -47,7 +48,7 @@ func (s *Server) commandView(ctx context.Context, id string) (commands.View, err
 		if err != nil {
 			return err
 		}
-		v = st.CommandView()
+		v = commands.ViewOf(st)
 		return nil
 	})
 	return v, err
@@ -136,15 +137,15 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
 	res, err := s.cfg.Runtime.Invoke(ctx, id, inv, in.ID)
-	var ce *execution.CheckpointError
+	var ce *runtime.CheckpointError
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):
 		return notFound("no execution %q", id)
-	case errors.Is(err, execution.ErrBadCommand), errors.Is(err, execution.ErrUnknownMessageType), errors.Is(err, execution.ErrBadMessage):
+	case errors.Is(err, runtime.ErrBadCommand), errors.Is(err, runtime.ErrUnknownMessageType), errors.Is(err, runtime.ErrBadMessage):
 		return invalidField("text", nil, "%v", err)
 	case errors.As(err, &ce):
 		return invalidField("text", nil, "%v", err)
-	case errors.Is(err, execution.ErrNotRunning):
+	case errors.Is(err, runtime.ErrNotRunning):
 		return conflict("execution %s has no running terminal lane in this daemon: %v", id, err)
 	case err != nil:
 		return err

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // commandTree is a git work tree with one commit.
@@ -133,7 +134,7 @@ func TestCommandRoutes(t *testing.T) {
 	for _, rec := range recs {
 		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalDiagnostic {
 			d := o.Signal.Payload.(*eventstore.DiagnosticSignal)
-			found = d.Code == execution.DiagnosticCommandParseFailed && strings.Contains(d.Message, "/blocked <reason>")
+			found = d.Code == runtime.DiagnosticCommandParseFailed && strings.Contains(d.Message, "/blocked <reason>")
 		}
 	}
 	if !found {

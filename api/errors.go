@@ -9,8 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -118,9 +119,9 @@ func toAPIError(err error) *apiError {
 		return diskFull(DiskSpace{}, false)
 	case errors.Is(err, eventstore.ErrRecordTooLarge):
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
-	case errors.Is(err, execution.ErrUnknownMessageType):
+	case errors.Is(err, runtime.ErrUnknownMessageType):
 		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "type", message: err.Error()}
-	case errors.Is(err, execution.ErrBadMessage):
+	case errors.Is(err, runtime.ErrBadMessage):
 		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "payload", message: err.Error()}
 	case errors.Is(err, eventstore.ErrJournalNotFound), errors.Is(err, projections.ErrNotFound), errors.Is(err, terminal.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: err.Error()}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -278,7 +280,7 @@ func (in *launchInput) timeout() (time.Duration, error) {
 	switch {
 	case err != nil:
 		return 0, invalidField("timeout", nil, "%q is not a duration (%s)", in.Timeout, timeoutAccepted)
-	case d <= 0 || d > execution.MaxTimeout:
+	case d <= 0 || d > runtime.MaxTimeout:
 		return 0, invalidField("timeout", nil, "%q is out of range (%s)", in.Timeout, timeoutAccepted)
 	}
 	return d, nil
@@ -297,9 +299,9 @@ func (in *launchInput) validate() error {
 	case len(in.Seed) > eventstore.MaxIDLength:
 		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
 	case in.Agent == "":
-		return invalidField("agent", execution.Adapters(), "required")
-	case !slices.Contains(execution.Adapters(), in.Agent):
-		return invalidField("agent", execution.Adapters(), "%q is not accepted", in.Agent)
+		return invalidField("agent", runtime.Adapters(), "required")
+	case !slices.Contains(runtime.Adapters(), in.Agent):
+		return invalidField("agent", runtime.Adapters(), "%q is not accepted", in.Agent)
 	case in.Agent == "generic" && len(in.Command) == 0:
 		return invalidField("command", nil, "required for the generic agent (the program and its arguments)")
 	case len(in.Command) > 0 && in.Command[0] == "":
@@ -391,13 +393,13 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ref, err := s.cfg.Runtime.Launch(ctx, execution.LaunchRequest{
+	ref, err := s.cfg.Runtime.Launch(ctx, runtime.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
 		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(), Timeout: timeout,
 		Dispatch: in.DispatchContext,
 	})
 	if err != nil {
-		if errors.Is(err, execution.ErrBadLaunch) {
+		if errors.Is(err, runtime.ErrBadLaunch) {
 			return invalidField("shape", strs(eventstore.SessionShapes), "%v", err)
 		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -497,7 +499,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
 	err := s.cfg.Runtime.Stop(ctx, id)
-	if errors.Is(err, execution.ErrNotRunning) {
+	if errors.Is(err, runtime.ErrNotRunning) {
 		if _, err := s.lookup(ctx, id); err != nil {
 			return err
 		}
@@ -546,7 +548,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
-	ack, err := s.cfg.Runtime.SendMessage(ctx, id, execution.SendMessageInput{
+	ack, err := s.cfg.Runtime.SendMessage(ctx, id, runtime.SendMessageInput{
 		MessageID: in.MessageID, Type: in.Type, Source: in.Source, Payload: in.Payload,
 	})
 	switch {

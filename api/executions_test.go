@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
@@ -73,7 +75,7 @@ func TestExecutionLifecycle(t *testing.T) {
 
 	t.Run("message", func(t *testing.T) {
 		msg := map[string]any{"messageId": "m-1", "type": "prompt", "payload": map[string]any{"text": "hello agent"}}
-		var first, again execution.MessageAck
+		var first, again runtime.MessageAck
 		r.call(t, "POST", "/v1/executions/"+id+"/messages", msg, http.StatusOK, &first)
 		if first.MessageID != "m-1" || first.Delivery != eventstore.DeliveryDelivered || first.Duplicate || first.Sequence == 0 {
 			t.Fatalf("ack %+v, want m-1 delivered", first)
@@ -84,7 +86,7 @@ func TestExecutionLifecycle(t *testing.T) {
 		if again != want {
 			t.Fatalf("repeated message: ack %+v, want %+v", again, want)
 		}
-		var assigned execution.MessageAck
+		var assigned runtime.MessageAck
 		r.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "prompt", "payload": map[string]any{"text": "more"}}, http.StatusOK, &assigned)
 		if assigned.MessageID == "" || assigned.Sequence <= first.Sequence {
 			t.Fatalf("ack %+v, want an assigned id after sequence %d", assigned, first.Sequence)

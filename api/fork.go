@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
@@ -78,7 +79,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	// Once begun, a fork completes even if the client goes away.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
-	ref, err := s.cfg.Runtime.Fork(ctx, execution.ForkRequest{Parent: parent.AgentExecutionID, At: in.At,
+	ref, err := s.cfg.Runtime.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: in.At,
 		Workspace: workspace.Mode(in.Workspace), Prompt: in.Prompt, Seed: in.Seed, Env: env})
 	if err != nil {
 		return s.continueError(ctx, ref, err, "at")
@@ -109,7 +110,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
-	ref, err := s.cfg.Runtime.Resume(ctx, execution.ResumeRequest{Execution: resumed.AgentExecutionID, Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	ref, err := s.cfg.Runtime.Resume(ctx, runtime.ResumeRequest{Execution: resumed.AgentExecutionID, Prompt: in.Prompt, Seed: in.Seed, Env: env})
 	if err != nil {
 		return s.continueError(ctx, ref, err, "prompt")
 	}
@@ -120,7 +121,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 // (a running execution a 409) with nothing written; a launch that failed
 // after its header is answered as a failed launch.
 func (s *Server) continueError(ctx context.Context, ref eventstore.Reference, err error, field string) error {
-	var fe *execution.ForkError
+	var fe *runtime.ForkError
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):
 		return notFound("%v", err)
@@ -130,7 +131,7 @@ func (s *Server) continueError(ctx context.Context, ref eventstore.Reference, er
 		return invalidField("workspace", workspaceModes, "%v", err)
 	case errors.As(err, &fe) && fe.Field != "":
 		return invalidField(fe.Field, nil, "%v", err)
-	case errors.Is(err, execution.ErrBadFork), errors.Is(err, execution.ErrBadLaunch):
+	case errors.Is(err, runtime.ErrBadFork), errors.Is(err, runtime.ErrBadLaunch):
 		return invalidField(field, nil, "%v", err)
 	case ref.JournalID == "":
 		return fmt.Errorf("%w; nothing was recorded", err)

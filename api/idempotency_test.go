@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
 )
 
@@ -26,7 +27,7 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 	msg := map[string]any{"messageId": "m-old", "type": "prompt", "payload": map[string]any{"text": "hello"}}
 	obs := map[string]any{"observationId": "o-old", "source": "mcp", "confidence": "high",
 		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "half way"}}}
-	var firstMsg execution.MessageAck
+	var firstMsg runtime.MessageAck
 	r.call(t, "POST", msgPath, msg, http.StatusOK, &firstMsg)
 	var firstObs decisionAck
 	r.call(t, "POST", obsPath, obs, http.StatusOK, &firstObs)
@@ -76,7 +77,7 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := ref.RecordCount
-	var againMsg execution.MessageAck
+	var againMsg runtime.MessageAck
 	r.call(t, "POST", msgPath, msg, http.StatusOK, &againMsg)
 	wantMsg := firstMsg
 	wantMsg.Duplicate = true
@@ -121,7 +122,7 @@ func TestAnswerToARequestThatIsNotOpen(t *testing.T) {
 		t.Errorf("the refused answer appended %d records", after.RecordCount-ref.RecordCount)
 	}
 	answer := map[string]any{"messageId": "a-right", "type": "answer", "payload": map[string]any{"requestId": "q1", "text": "main"}}
-	var first, again execution.MessageAck
+	var first, again runtime.MessageAck
 	r.call(t, "POST", "/v1/executions/"+id+"/messages", answer, http.StatusOK, &first)
 	eventually(t, 10*time.Second, "the request closes", func() bool {
 		st, err := r.views.Execution(id)
@@ -166,7 +167,7 @@ func TestObservationAnsweredOnceItsDecisionIsCarriedOut(t *testing.T) {
 		var ack decisionAck
 		r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-" + req, "source": "mcp", "confidence": "high",
 			"signal": map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": req, "question": "Which branch?"}}}, http.StatusOK, &ack)
-		var answered execution.MessageAck
+		var answered runtime.MessageAck
 		r.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"messageId": "a-" + req, "type": "answer",
 			"payload": map[string]any{"requestId": req, "text": "main"}}, http.StatusOK, &answered)
 		if answered.Sequence == 0 {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentjournal/agentjournal/execution/outputlog"
+	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
 
 const (

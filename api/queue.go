@@ -3,13 +3,13 @@ package api
 import (
 	"net/http"
 
-	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 // queueView answers GET /v1/queue.
 type queueView struct {
 	// Queued lists the runs waiting to start, the next one first.
-	Queued []execution.QueuedRun `json:"queued"`
+	Queued []runtime.QueuedRun `json:"queued"`
 	// MaxRunning is the daemon's limit of running agents.
 	MaxRunning int `json:"maxRunning"`
 	// Running counts the executions live in this daemon.

@@ -13,9 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api/web"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/search"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -85,7 +86,7 @@ type Config struct {
 	// then get it at once. Without it, or for a decision made by another
 	// process, they read the journal now and then.
 	Decisions *Decisions
-	Runtime   *execution.Runtime
+	Runtime   *runtime.Runtime
 	// Terminals is the registry of the runtime's terminal lanes; without
 	// it the terminal routes answer that there is no lane.
 	Terminals *terminal.Registry
@@ -94,12 +95,12 @@ type Config struct {
 	// rebuilds; without it that route answers that there is none.
 	Search *search.Index
 	// RecordingDir is the directory the runtime writes terminal recordings
-	// to (execution.Config.RecordingDir), read by GET
+	// to (runtime.Config.RecordingDir), read by GET
 	// /v1/executions/{id}/terminal/recording. Empty means the daemon keeps
 	// no recordings: that route answers that there is none.
 	RecordingDir string
 	// OutputDir is the directory the runtime keeps plain agent output in
-	// (execution.Config.OutputDir), read by GET /v1/executions/{id}/output.
+	// (runtime.Config.OutputDir), read by GET /v1/executions/{id}/output.
 	// Empty means the daemon keeps none: that route answers that there is
 	// none.
 	OutputDir string

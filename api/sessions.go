@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -22,7 +23,7 @@ type sessionView struct {
 }
 
 func nativeResume(agent string) bool {
-	_, resume := execution.Native(agent)
+	_, resume := runtime.Native(agent)
 	return resume
 }
 
@@ -179,8 +180,8 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	id := r.PathValue("id")
-	var ce *execution.CheckpointError
-	c, err := s.cfg.Runtime.Checkpoint(r.Context(), execution.CheckpointRequest{Execution: id, ID: in.ID,
+	var ce *runtime.CheckpointError
+	c, err := s.cfg.Runtime.Checkpoint(r.Context(), runtime.CheckpointRequest{Execution: id, ID: in.ID,
 		Source: eventstore.SourceOperator, Title: in.Title, Summary: in.Summary})
 	switch {
 	case errors.Is(err, eventstore.ErrJournalNotFound):

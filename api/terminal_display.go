@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentjournal/agentjournal/execution/marker"
+	"github.com/agentjournal/agentjournal/runtime/marker"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 

@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -178,7 +179,7 @@ func (s *Server) terminalInput(w http.ResponseWriter, r *http.Request) error {
 	}
 	if in.Data != "" {
 		err := s.cfg.Runtime.TerminalInput(id, []byte(in.Data))
-		if errors.Is(err, execution.ErrNotRunning) || errors.Is(err, terminal.ErrExited) {
+		if errors.Is(err, runtime.ErrNotRunning) || errors.Is(err, terminal.ErrExited) {
 			return conflict("the terminal lane of execution %s has exited", id)
 		}
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -307,8 +309,8 @@ type Message struct {
 // SendMessage records a message and delivers it to the agent. A message
 // the agent did not get is recorded too, and answered with the delivery
 // failed, not with an error.
-func (c *Client) SendMessage(ctx context.Context, id string, m Message) (execution.MessageAck, error) {
-	var out execution.MessageAck
+func (c *Client) SendMessage(ctx context.Context, id string, m Message) (runtime.MessageAck, error) {
+	var out runtime.MessageAck
 	err := c.do(ctx, http.MethodPost, executionPath(id, "/messages"), nil, m, &out)
 	return out, err
 }

@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/commands"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // CommandRequest is the body of Command.
@@ -24,9 +25,9 @@ type CommandRequest struct {
 // CommandResult answers Command: the typed invocation and, unless it was a
 // dry run, what carrying it out recorded.
 type CommandResult struct {
-	Invocation *commands.Invocation    `json:"invocation"`
-	DryRun     bool                    `json:"dryRun"`
-	Result     *execution.InvokeResult `json:"result,omitempty"`
+	Invocation *commands.Invocation  `json:"invocation"`
+	DryRun     bool                  `json:"dryRun"`
+	Result     *runtime.InvokeResult `json:"result,omitempty"`
 }
 
 // Command resolves a slash command into one typed invocation and carries it

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 )
 
 // Category is the kind of invocation a command resolves to (spec 003, "The
@@ -77,7 +78,7 @@ const (
 const (
 	// MaxText is the longest command text accepted, in bytes.
 	MaxText = 64 << 10
-	// MaxTitle is the longest /checkpoint title (execution.MaxCheckpointTitle).
+	// MaxTitle is the longest /checkpoint title (runtime.MaxCheckpointTitle).
 	MaxTitle = 200
 	// MaxSymbol is the longest /impact symbol.
 	MaxSymbol = 200
@@ -493,4 +494,17 @@ func clip(s string) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// ViewOf is what command resolution needs of an execution: its
+// descriptors are those of its header, then those its agent advertised.
+func ViewOf(s *execution.State) View {
+	msgs := slices.Clone(s.ProtocolDescriptor.Messages)
+	for _, m := range s.AdvertisedMessages {
+		if _, ok := s.ProtocolDescriptor.Message(m.Type); !ok {
+			msgs = append(msgs, m)
+		}
+	}
+	return View{ExecutionID: s.ID, AgentID: s.AgentID, Posture: s.Posture, TerminalAttached: s.TerminalAttached,
+		Messages: msgs, WorkingDirectory: s.WorkingDirectory, CurrentInputRequestID: s.CurrentInputRequestID}
 }

@@ -18,7 +18,7 @@
 // pure: it reads a View of the execution and touches no journal, process
 // or file. Carrying an invocation out (appending the checkpoint, the
 // message, the observation or the owner effect) is the daemon's: see
-// execution.Runtime.Invoke. It does not decide which descriptors an
+// runtime.Runtime.Invoke. It does not decide which descriptors an
 // execution has; the journal's header and the agent's own advertisements,
 // folded by execution.State, do.
 package commands

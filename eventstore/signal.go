@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"reflect"
 	"slices"
 	"strings"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // SignalType names an agent signal carried in observation.recorded. Signal

@@ -410,3 +410,10 @@ func TreeUsage(states ...*State) Usage {
 	}
 	return total
 }
+
+// ReplayLineageTo is ReplayLineage of an execution's records up to its own
+// sequence upTo: a fork's prefix, then its own records to there.
+func ReplayLineageTo(ctx context.Context, src JournalSource, ref eventstore.Reference, upTo uint64) (*State, error) {
+	s, _, err := replayLineage(ctx, src, ref, upTo, nil)
+	return s, err
+}

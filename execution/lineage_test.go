@@ -86,14 +86,14 @@ func texts(items []execution.TimelineItem) []string {
 // ancestor up to the fork point, then its own records; usage is its own.
 func TestReplayLineageForkOfAFork(t *testing.T) {
 	ctx := context.Background()
-	s := openStore(t, fixtures.StartNATS(t))
-	parent := orphanJournal(t, s, "parent", nil, false,
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
+	parent := fixtures.WriteJournal(t, s, "parent", nil, false,
 		msg("p1", "one"), usage("pu1", 100, 10), plan("pp", "write the test"), msg("p2", "two"), msg("p3", "parent only"))
 	// The fork branches after "two" (sequence 5).
-	fork := orphanJournal(t, s, "fork", forkHeader(t, s, parent, 5), false,
+	fork := fixtures.WriteJournal(t, s, "fork", forkHeader(t, s, parent, 5), false,
 		msg("f1", "fork one"), usage("fu1", 7, 3), msg("f2", "fork only"))
 	// Its fork branches after "fork one" (its sequence 2).
-	grand := orphanJournal(t, s, "grand", forkHeader(t, s, fork, 2), false, msg("g1", "grand one"), usage("gu1", 1, 1))
+	grand := fixtures.WriteJournal(t, s, "grand", forkHeader(t, s, fork, 2), false, msg("g1", "grand one"), usage("gu1", 1, 1))
 
 	st, err := execution.ReplayLineage(ctx, s, grand)
 	if err != nil {
@@ -358,7 +358,7 @@ func TestReplayLineageReadsTheChainAtOnce(t *testing.T) {
 			eventstore.Store
 			execution.ChainSource
 		} {
-			s := openStore(t, fixtures.StartNATS(t))
+			s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 			t.Cleanup(func() { s.Close() })
 			return s
 		},

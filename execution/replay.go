@@ -123,7 +123,7 @@ func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
 		return nil
 	}
 	s.ProcessedMessages[r.MessageID] = r.Sequence
-	it := item(r, ItemMessage, messageText(r))
+	it := item(r, ItemMessage, MessageText(r))
 	it.Source = string(r.Source)
 	it.MessageID = r.MessageID
 	it.MessageType = r.MessageType
@@ -131,9 +131,10 @@ func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
 	return []TimelineItem{it}
 }
 
-// messageText is the text of a message payload: its "text" field when it
-// has one, the payload itself otherwise.
-func messageText(r *eventstore.MessageAccepted) string {
+// MessageText is the text of a message payload: its "text" field when it
+// has one, the message type for a null payload, the payload itself
+// otherwise.
+func MessageText(r *eventstore.MessageAccepted) string {
 	var p struct {
 		Text string `json:"text"`
 	}

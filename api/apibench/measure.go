@@ -10,8 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
 
@@ -99,7 +100,7 @@ func (r *runner) sendMessage(ctx context.Context) (benchkit.Result, error) {
 	}
 	paths := r.paths("messages")
 	lat, elapsed, err := timeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
-		var ack execution.MessageAck
+		var ack runtime.MessageAck
 		if err := r.st.post(ctx, paths[worker%len(paths)], bodies[i], http.StatusOK, &ack); err != nil {
 			return err
 		}

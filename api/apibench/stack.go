@@ -16,10 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -56,7 +57,7 @@ type stack struct {
 	bus    *bus.Bus
 	store  *eventstore.JetStreamStore
 	views  *projections.DB
-	rt     *execution.Runtime
+	rt     *runtime.Runtime
 	srv    *api.Server
 	url    string
 	token  string
@@ -123,7 +124,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	pol := policy.NewSubscriber(s.store, policy.SubscriberConfig{Decided: decisions.Deliver})
 	s.wg.Go(func() { s.keep("policy subscriber", pol.Run(work)) })
 
-	s.rt = execution.NewRuntime(execution.Config{Store: s.store, StopGrace: stopGrace})
+	s.rt = runtime.New(runtime.Config{Store: s.store, StopGrace: stopGrace})
 	s.onClose(func() error {
 		stop, done := context.WithTimeout(context.Background(), stopGrace+5*time.Second)
 		defer done()

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
@@ -28,7 +29,7 @@ type Stack struct {
 	Bus     *bus.Bus
 	Store   *eventstore.JetStreamStore
 	Views   *projections.DB
-	Runtime *execution.Runtime
+	Runtime *runtime.Runtime
 	Server  *api.Server
 	HTTP    *httptest.Server
 	// Agent is the fixture agent binary.
@@ -95,7 +96,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	terms := terminal.NewRegistry(nil)
 	data := t.TempDir()
 	recordings, output := filepath.Join(data, "terminal-recordings"), filepath.Join(data, "agent-output")
-	s.Runtime = execution.NewRuntime(execution.Config{
+	s.Runtime = runtime.New(runtime.Config{
 		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings, OutputDir: output,
 		Processed: views.ProcessedID,
 		QueueDir:  filepath.Join(data, "queue"), MaxRunning: opts.MaxRunning,

@@ -1,5 +1,5 @@
 // Package mcp is the MCP surface for agent signals: the same signals an
-// agent can print as stdout markers (execution/marker), offered as MCP
+// agent can print as stdout markers (runtime/marker), offered as MCP
 // tools, with the official Go SDK.
 //
 // # Tools

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/execution/marker"
+	"github.com/agentjournal/agentjournal/runtime/marker"
 )
 
 // TestMarkerEquivalence sends every surfaced signal, in turn, through MCP

@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
+	"github.com/agentjournal/agentjournal/runtime"
+
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 var update = flag.Bool("update", false, "write the execution view's screenshot to docs/console.png")
@@ -47,7 +48,7 @@ const (
 type stack struct {
 	url   string
 	agent string
-	rt    *execution.Runtime
+	rt    *runtime.Runtime
 }
 
 func startStack(t *testing.T) *stack {
@@ -175,7 +176,7 @@ func (b *browser) listen(t *testing.T) {
 	t.Helper()
 	err := chromedp.Listen(b.ctx, func(ev any) {
 		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
+		case *cdpruntime.EventExceptionThrown:
 			d := ev.ExceptionDetails
 			text := d.Text
 			if d.Exception != nil && d.Exception.Description != "" {
@@ -184,8 +185,8 @@ func (b *browser) listen(t *testing.T) {
 			b.mu.Lock()
 			b.exceptions = append(b.exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, text))
 			b.mu.Unlock()
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
+		case *cdpruntime.EventConsoleAPICalled:
+			if ev.Type == cdpruntime.ConsoleAPICalledTypeError {
 				var args []string
 				for _, a := range ev.Args {
 					args = append(args, a.Description+string(a.Value))

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/acpserver"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // ACPCommand serves the daemon's executions to an editor over the Agent
@@ -41,7 +42,7 @@ protocol only: logs go to stderr. See docs/acp.md.`,
 // Run implements Command.
 func (c *ACPCommand) Run(ctx context.Context, args []string) error {
 	fs := acpSpec.newFlagSet()
-	agent := fs.String("agent", "", "the agent adapter `NAME` session/new launches, one of "+strings.Join(execution.Adapters(), ", ")+
+	agent := fs.String("agent", "", "the agent adapter `NAME` session/new launches, one of "+strings.Join(runtime.Adapters(), ", ")+
 		" (default generic with a command after --, else none: each session/new names its agent)")
 	owner := fs.String("owner", "System/acp", "the owning `ENTITY/ID` of the executions launched; ENTITY is one of "+ownerEntityList()+
 		"; session/list lists that owner's executions only when given")
@@ -65,8 +66,8 @@ func (c *ACPCommand) Run(ctx context.Context, args []string) error {
 	if *agent == "" && len(command) > 0 {
 		*agent = "generic"
 	}
-	if *agent != "" && !slices.Contains(execution.Adapters(), *agent) {
-		return acpSpec.usageErr(fs, "--agent %q: want one of %s", *agent, strings.Join(execution.Adapters(), ", "))
+	if *agent != "" && !slices.Contains(runtime.Adapters(), *agent) {
+		return acpSpec.usageErr(fs, "--agent %q: want one of %s", *agent, strings.Join(runtime.Adapters(), ", "))
 	}
 	cl, err := c.env.daemon(ctx)
 	if err != nil {

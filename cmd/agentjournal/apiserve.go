@@ -13,10 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/mcp"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -120,7 +121,7 @@ func (e *apiEndpoint) launchEnv(ref eventstore.Reference) []string {
 
 // config is the API's configuration over the parts it serves, MCP
 // included; a caller adds what only it has.
-func (e *apiEndpoint) config(store api.Store, rt *execution.Runtime, terms *terminal.Registry, views *projections.DB) api.Config {
+func (e *apiEndpoint) config(store api.Store, rt *runtime.Runtime, terms *terminal.Registry, views *projections.DB) api.Config {
 	cfg := api.DefaultConfig()
 	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views = store, rt, terms, views
 	cfg.Token, cfg.Secret, cfg.Logger = e.token, e.secret, e.logger

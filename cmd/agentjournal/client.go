@@ -17,9 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // healthTimeout bounds the health check that tells whether a daemon runs.
@@ -147,7 +148,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -177,7 +178,7 @@ With --json, print the daemon's answer: the journal reference and the state.`,
 func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	fs := launchSpec.newFlagSet()
 	owner := fs.String("owner", "System/local", "the owning `ENTITY/ID`; ENTITY is one of "+ownerEntityList())
-	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(execution.Adapters(), ", "))
+	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(runtime.Adapters(), ", "))
 	interactive := fs.Bool("interactive", false, "launch with posture "+string(eventstore.PostureStructuredInteractive)+
 		", a terminal lane beside the structured one (default "+string(eventstore.PostureStructuredHeadless)+")")
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
@@ -219,7 +220,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if *shape != "" && !slices.Contains(eventstore.SessionShapes, eventstore.SessionShape(*shape)) {
 		return launchSpec.usageErr(fs, "--shape %q: want one of %s, %s", *shape, eventstore.ShapeConversation, eventstore.ShapeOneShot)
 	}
-	if *limit < 0 || *limit > execution.MaxTimeout {
+	if *limit < 0 || *limit > runtime.MaxTimeout {
 		return launchSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
 	}
 	req := client.LaunchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,

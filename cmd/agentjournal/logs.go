@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/agentjournal/agentjournal/client"
-	"github.com/agentjournal/agentjournal/execution/outputlog"
+	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
 
 // LogsCommand prints an agent's plain output.

@@ -53,7 +53,7 @@ func TestRealClaudeCodeAdvertisedCommands(t *testing.T) {
 			r.failf(t, "advertised %v lacks /%s", types, want)
 		}
 	}
-	v := st.CommandView()
+	v := commands.ViewOf(st)
 	byPortability := map[eventstore.Portability][]string{}
 	for _, cm := range commands.Complete(v, "", commands.FocusPrompt) {
 		byPortability[cm.Portability] = append(byPortability[cm.Portability], cm.Label)

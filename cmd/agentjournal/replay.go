@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/execution/outputlog"
+	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
 
 // ReplayCommand folds a journal into the execution's state as of a sequence.

@@ -17,13 +17,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"golang.org/x/term"
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/runtime/marker"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -55,7 +57,7 @@ type RunCommand struct {
 
 var runSpec = cmdSpec{
 	Name: "run",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(execution.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] [--timeout DURATION] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] [--timeout DURATION] -- CMD ARGS...",
 	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
 journal gets the header first, then the prompt (a prompt the journal refuses
 fails the run before the agent starts), the lifecycle, the prompt's delivery,
@@ -148,7 +150,7 @@ journal and how to view the journal. It exits 0 when the agent completed and
 func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	fs := runSpec.newFlagSet()
 	owner := fs.String("owner", "System/local", "the owning `ENTITY/ID`; ENTITY is one of "+ownerEntityList())
-	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(execution.Adapters(), ", "))
+	agent := fs.String("agent", "generic", "the agent adapter `NAME`, one of "+strings.Join(runtime.Adapters(), ", "))
 	interactive := fs.Bool("interactive", false, "launch with posture "+string(eventstore.PostureStructuredInteractive)+
 		", on a terminal lane (default "+string(eventstore.PostureStructuredHeadless)+"); with stdin on a terminal, that terminal is the agent's and Ctrl-] stops the run")
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
@@ -183,8 +185,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if !ok || ownerID == "" || err != nil {
 		return runSpec.usageErr(fs, "--owner %q: want ENTITY/ID with ENTITY one of %s, e.g. Task/t-42", *owner, ownerEntityList())
 	}
-	if !slices.Contains(execution.Adapters(), *agent) {
-		return runSpec.usageErr(fs, "--agent %q: want one of %s", *agent, strings.Join(execution.Adapters(), ", "))
+	if !slices.Contains(runtime.Adapters(), *agent) {
+		return runSpec.usageErr(fs, "--agent %q: want one of %s", *agent, strings.Join(runtime.Adapters(), ", "))
 	}
 	if *agent == "generic" && len(command) == 0 {
 		return runSpec.usageErr(fs, "missing the agent's command: the generic agent runs the command that goes after --, e.g. agentjournal run -- ./my-agent --flag")
@@ -199,7 +201,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if *grace <= 0 {
 		return runSpec.usageErr(fs, "--grace %s: want a positive duration, e.g. 5s", *grace)
 	}
-	if *limit < 0 || *limit > execution.MaxTimeout {
+	if *limit < 0 || *limit > runtime.MaxTimeout {
 		return runSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
 	}
 	if *permissions != permissionsAsk && *permissions != eventstore.AnswerDeny && *permissions != eventstore.AnswerAllow {
@@ -223,7 +225,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		}
 		workDir = abs
 	}
-	req := execution.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
+	req := runtime.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env, Timeout: *limit}
 	return c.env.withStore(ctx, func(s eventstore.Store) error {
 		c.snapshots = bool(*snapshots)
@@ -235,7 +237,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 // policy runs from before the launch until the agent's last observation is
 // decided, and the API serves the run while it lasts; the runtime is
 // closed, and with it any process still running, before run returns.
-func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.LaunchRequest, grace time.Duration, permissions string) (err error) {
+func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.LaunchRequest, grace time.Duration, permissions string) (err error) {
 	log, ok := s.(policy.Log)
 	if !ok {
 		return fmt.Errorf("run: the store %T cannot feed the policy (it has no Consume)", s)
@@ -277,7 +279,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		closes.add(keys.close)
 	}
 
-	var rt *execution.Runtime
+	var rt *runtime.Runtime
 	asker := &terminalAsker{}
 	if keys != nil {
 		asker.keys = keys
@@ -305,7 +307,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 			answerInput(bg, s, rt, ref, q, permissions, "--permissions", stderr)
 		}
 	}
-	cfg := execution.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
+	cfg := runtime.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
 		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
 		OutputDir: c.env.outputDir(), Processed: views.ProcessedID, LaunchEnv: ep.launchEnv,
 		OnInputRequest: answer, Snapshots: c.snapshots}
@@ -317,7 +319,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 		display = marker.NewDisplayWriter(stdout)
 		cfg.TerminalOutput, cfg.TerminalSize = display, keys.size
 	}
-	rt = execution.NewRuntime(cfg)
+	rt = runtime.New(cfg)
 	closes.add(func() error {
 		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 		defer cancel()
@@ -326,9 +328,9 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 
 	// On a shared log only the executions this data dir hosted are
 	// considered: others may belong to daemons that are alive.
-	scope := execution.RecoverAll
+	scope := runtime.RecoverAll
 	if c.env.NATSURL != "" {
-		scope = execution.RecoverHosted
+		scope = runtime.RecoverHosted
 	}
 	ids, err := rt.Recover(ctx, scope)
 	for _, id := range ids {
@@ -381,7 +383,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req execution.
 			stopCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
 			err := rt.Stop(stopCtx, id)
 			cancel()
-			if err != nil && !errors.Is(err, execution.ErrNotRunning) {
+			if err != nil && !errors.Is(err, runtime.ErrNotRunning) {
 				return err
 			}
 		}
@@ -529,7 +531,7 @@ func (e *envFlag) Set(v string) error {
 // --permissions says, through the journal: an answer message, decided by
 // the policy and delivered to the agent. It waits for the policy to open
 // the request first, so the answer is decided as the answer to it.
-func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
+func answerInput(ctx context.Context, s eventstore.Store, rt *runtime.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	t := time.NewTicker(settlePoll)
@@ -565,7 +567,7 @@ func answerInput(ctx context.Context, s eventstore.Store, rt *execution.Runtime,
 	}
 	fmt.Fprint(log, termSafe(fmt.Sprintf("agentjournal: the agent asks %s (%s): %s; answering %q (%s)", what, q.RequestID, q.Question, answer, why))+"\n")
 	payload, _ := json.Marshal(map[string]string{"requestId": q.RequestID, "text": answer})
-	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, execution.SendMessageInput{
+	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, runtime.SendMessageInput{
 		MessageID: "answer-" + q.RequestID, Type: "answer", Source: eventstore.SourceSystem, Payload: payload}); err != nil {
 		fmt.Fprintf(log, "agentjournal: answer %s: %v\n", q.RequestID, err)
 	}

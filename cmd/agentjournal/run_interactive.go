@@ -12,9 +12,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"golang.org/x/term"
 
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -30,7 +31,7 @@ var errStopKey = errors.New("stopped with Ctrl-]")
 // terminal lane through the runtime (and so into the lane's recording, as
 // the API's terminal input is), and the lane's size follows the
 // terminal's. The lane's output reaches the terminal through the runtime
-// (execution.Config.TerminalOutput). A question the agent asks through the
+// (runtime.Config.TerminalOutput). A question the agent asks through the
 // journal is answered on a line read in the terminal's own mode
 // (readLine).
 type passthrough struct {
@@ -43,7 +44,7 @@ type passthrough struct {
 	stop   func()
 
 	// Set by start; keys and sizes are not read before.
-	rt    *execution.Runtime
+	rt    *runtime.Runtime
 	terms *terminal.Registry
 	id    string
 
@@ -118,7 +119,7 @@ func (p *passthrough) makeRaw() error {
 
 // start passes keys and size changes to the terminal lane of execution id
 // until close.
-func (p *passthrough) start(rt *execution.Runtime, terms *terminal.Registry, id string) {
+func (p *passthrough) start(rt *runtime.Runtime, terms *terminal.Registry, id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -221,7 +222,7 @@ func (p *passthrough) typed(data []byte) {
 	p.mu.Unlock()
 	if len(send) > 0 {
 		err := p.rt.TerminalInput(p.id, send)
-		if err != nil && !errors.Is(err, execution.ErrNotRunning) && !errors.Is(err, terminal.ErrExited) {
+		if err != nil && !errors.Is(err, runtime.ErrNotRunning) && !errors.Is(err, terminal.ErrExited) {
 			fmt.Fprintf(p.stderr, "agentjournal: %v\n", err)
 		}
 	}

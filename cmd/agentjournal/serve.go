@@ -15,10 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/runtime"
+
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -354,7 +355,7 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	if err != nil {
 		return err
 	}
-	rt := execution.NewRuntime(execution.Config{
+	rt := runtime.New(runtime.Config{
 		Supervisor: &sup, SupervisedDir: filepath.Join(d.env.DataDir, "supervised"), LeaveRunning: d.leaveAgents, Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
 		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
 		OutputDir:    d.env.outputDir(),
@@ -375,9 +376,9 @@ func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) 
 	// unwatched. On a log others can join (a listener, a shared NATS, a
 	// cluster), other daemons' agents live on, so only the ones this daemon
 	// launched (its hosted directory) are considered.
-	scope := execution.RecoverHosted
+	scope := runtime.RecoverHosted
 	if !b.Clustered() && d.env.NATSURL == "" && natsListen == "" {
-		scope = execution.RecoverAll
+		scope = runtime.RecoverAll
 	}
 	// The queue first: Recover leaves the runs it holds to it.
 	queued, err := rt.Requeue(ctx)
@@ -469,7 +470,7 @@ func keepRunning(ctx context.Context, log *slog.Logger, name string, part func(c
 }
 
 // outputDir is where the runtime keeps each execution's plain output
-// (execution/outputlog), beside the terminal recordings.
+// (runtime/outputlog), beside the terminal recordings.
 func (e *Env) outputDir() string {
 	return filepath.Join(e.DataDir, "agent-output")
 }
