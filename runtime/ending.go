@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// exit describes how a process ended.
+type exit struct {
+	success bool
+	desc    string
+	// lost: the process's end is unknown (its supervisor died).
+	lost bool
+}
+
+// exited follows the end of one process of an execution: it records the
+// lifecycle transition it means, or, for a conversation whose turns are
+// processes, that the execution waits for its next turn.
+func (rt *Runtime) exited(p *process, c *child, e exit) {
+	defer close(c.exited)
+	p.mu.Lock()
+	p.child = nil
+	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
+	shutdown, limit := p.shutdown, p.timedOut
+	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
+	leaving := p.leaving
+	p.mu.Unlock()
+	if between || leaving {
+		// The turn's result is in; the session goes on with the next
+		// message.
+		return
+	}
+	rt.snapshotNow(p, "exit")
+	st := &eventstore.StateChanged{}
+	switch {
+	case e.lost:
+		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, "system_restart: "+e.desc
+	case killed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
+	case stopping:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped"
+	case !e.success && te != nil && te.Failed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)+" ("+e.desc+")"
+	case !e.success:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
+	case closing:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "stopped by the operator; "+e.desc
+	case te != nil && te.Failed:
+		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)
+	default:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
+	}
+	// A run its time limit stopped says so, whichever way it ended.
+	timedOut := limit > 0 && (stopping || killed || closing)
+	if timedOut {
+		st.Reason = timedOutReason(limit) + "; " + strings.TrimPrefix(st.Reason, "stopped by the operator; ")
+	}
+	if reason, ok := interruptionOf(e, stopping, killed, shutdown, timedOut); ok {
+		detail := e.desc
+		if timedOut {
+			detail = timedOutReason(limit) + " (" + e.desc + ")"
+		}
+		rt.interrupted(p, reason, detail)
+	}
+	rt.end(p, st)
+}
+
+// end records how the execution ended and lets go of it.
+func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	p.mu.Unlock()
+	p.stopLimit()
+	st.Attention, st.Activity, st.CurrentInputRequestID = eventstore.AttentionNone, eventstore.ActivityIdle, eventstore.ClearInputRequest()
+	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
+		// The file stays: Recover ends the journal after a restart.
+		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
+	} else {
+		rt.unmarkHosted(p.ref.AgentExecutionID)
+		rt.forgetLaunch(p.ref.AgentExecutionID)
+	}
+	p.outputMu.Lock()
+	p.closeOutput()
+	p.outputMu.Unlock()
+	// Gone from live before done closes: whoever waited on done (Stop)
+	// and then asks Done must hear that it is not live any more.
+	rt.mu.Lock()
+	delete(rt.live, p.ref.AgentExecutionID)
+	rt.mu.Unlock()
+	close(p.done)
+	// A slot is free.
+	rt.dispatch()
+}
+
+func (rt *Runtime) appendState(ref eventstore.Reference, key string, st *eventstore.StateChanged) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, key)
+	_, err := rt.cfg.Store.Append(ctx, ref, st)
+	return err
+}
+
+// Done returns a channel closed when the execution has ended and its
+// lifecycle is recorded; nil when it is not live here.
+func (rt *Runtime) Done(id string) <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if p, ok := rt.live[id]; ok {
+		return p.done
+	}
+	return nil
+}
+
+// IsRunning reports whether the execution has a live process here that has
+// not begun to end: false from the moment its ending is being recorded,
+// so that a reader who sees its final lifecycle never sees it running.
+func (rt *Runtime) IsRunning(id string) bool {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.ended
+}
+
+// Stop ends an execution. One still queued ends cancelled at once, its
+// process never started (dispatch.go). A conversation between turns ends at once,
+// completed. A CLI that reads its turns on stdin is first asked to finish
+// by closing its input, and ends completed when it exits cleanly within the
+// grace period. Otherwise, and after that, SIGTERM goes to its process
+// group, then SIGKILL after the grace period; the journal records
+// cancelled, or terminated when the process had to be killed.
+func (rt *Runtime) Stop(ctx context.Context, id string) error {
+	if q, ok := rt.dequeue(id); ok {
+		return rt.cancelQueued(ctx, q)
+	}
+	if err := rt.waitStarting(ctx, id); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("stop %s: %w", id, ErrNotRunning)
+	}
+	return rt.stop(ctx, p)
+}
+
+// stop ends a live execution as Stop says; its time limit stops it the
+// same way.
+func (rt *Runtime) stop(ctx context.Context, p *process) error {
+	t := time.NewTimer(rt.cfg.StopGrace)
+	defer t.Stop()
+	p.mu.Lock()
+	c := p.child
+	// A CLI that reads its turns on stdin is asked to finish by closing it;
+	// a turn process whose result is in is let finish by itself.
+	graceful := c != nil && c.terminal == nil && p.shape != "" && (p.driver.TurnsOnStdin() || c.turnEnd != nil)
+	if graceful {
+		p.closing = true
+	}
+	p.mu.Unlock()
+	if c == nil {
+		rt.endBetweenTurns(p)
+		return nil
+	}
+	if graceful {
+		hangup(p)
+		c.closeInput()
+		select {
+		case <-p.done:
+			return nil
+		case <-t.C:
+			t.Reset(rt.cfg.StopGrace)
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	_ = c.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = c.signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

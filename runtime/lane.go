@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/supervisor"
+	"github.com/agentjournal/agentjournal/terminal"
+)
+
+// child is one process of an execution, on pipes or on a terminal lane.
+type child struct {
+	cmd *exec.Cmd
+	// sup holds a supervised process; lines is its count of journaled
+	// stdout lines (and of kept stderr lines), and replayed (replayedErr)
+	// the count a runtime before this one journaled (kept)
+	// (supervised.go).
+	sup         *supervisor.Handle
+	lines       *os.File
+	replayed    int
+	replayedErr int
+	stdinMu     sync.Mutex
+	stdin       io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
+	terminal    *terminal.Terminal
+	// prefix keeps the ids of observations from different processes of one
+	// execution apart.
+	prefix  string
+	turnEnd *provider.TurnEnd // guarded by process.mu
+	// parser reads the process's provider output: its stdout and, for a
+	// CLI that writes part of it elsewhere, its session log. parseMu keeps
+	// the two in one order.
+	parseMu sync.Mutex
+	parser  provider.Parser
+	// exited is closed once the process's end has been dealt with.
+	exited chan struct{}
+}
+
+// write delivers structured input: stdin on a pipe lane, terminal input on
+// a PTY lane.
+func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) {
+	if c.terminal != nil {
+		return eventstore.TransportPTY, c.terminal.Input(data)
+	}
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return eventstore.TransportAdapter, c.sup.Input(ctx, data)
+	}
+	c.stdinMu.Lock()
+	defer c.stdinMu.Unlock()
+	if c.stdin == nil {
+		return eventstore.TransportAdapter, errors.New("the agent's input is closed")
+	}
+	_, err := c.stdin.Write(data)
+	return eventstore.TransportAdapter, err
+}
+
+// closeInput closes the agent's stdin, which tells a CLI that reads its
+// turns there that there are no more.
+func (c *child) closeInput() {
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.sup.CloseInput(ctx)
+		return
+	}
+	c.stdinMu.Lock()
+	defer c.stdinMu.Unlock()
+	if c.stdin != nil {
+		c.stdin.Close()
+		c.stdin = nil
+	}
+}
+
+// signal reaches the child's whole process group.
+func (c *child) signal(sig syscall.Signal) error {
+	if c.terminal != nil {
+		return c.terminal.Signal(sig)
+	}
+	if c.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return c.sup.Signal(ctx, sig)
+	}
+	return syscall.Kill(-c.cmd.Process.Pid, sig)
+}
+
+func (c *child) pid() int {
+	if c.terminal != nil {
+		return c.terminal.Pid()
+	}
+	if c.sup != nil {
+		return c.sup.AgentPID()
+	}
+	return c.cmd.Process.Pid
+}
+
+// newChild counts a process of the execution and names its output ids: the
+// first keeps the plain prefixes, later ones are numbered.
+func (p *process) newChild() *child {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.children++
+	c := &child{prefix: "out", exited: make(chan struct{})}
+	if p.children > 1 {
+		c.prefix = fmt.Sprintf("out%d", p.children)
+	}
+	if p.adapter.Provider() != "" {
+		c.parser, _ = provider.New(p.adapter.Provider(), c.prefix)
+	}
+	return c
+}
+
+// startPipes runs a process of the execution on pipes: structured input on
+// stdin (or /dev/null for a CLI that reads none), markers and provider
+// events on stdout.
+func (rt *Runtime) startPipes(p *process, program string, args []string, withStdin bool) error {
+	cmd := exec.Command(program, args...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	// A process group of its own, so Stop reaches the agent's children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stdin io.WriteCloser
+	var err error
+	if withStdin {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	// A resumed session's log already holds the turns before: only what
+	// this process adds is read.
+	sideLog, sideFrom := "", int64(0)
+	if sl, ok := p.driver.(sideLogger); ok {
+		if sideLog = sl.SideLog(p.env); sideLog != "" {
+			if info, err := os.Stat(sideLog); err == nil {
+				sideFrom = info.Size()
+			}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	rt.noteTurnProcess(p, cmd.Process.Pid)
+	c := p.newChild()
+	c.cmd, c.stdin = cmd, stdin
+	p.mu.Lock()
+	p.child = c
+	first := p.children == 1
+	p.mu.Unlock()
+	if first {
+		rt.register(p)
+	}
+	rt.converse(p, c)
+	var pumps sync.WaitGroup
+	stdoutDone := make(chan struct{})
+	pumps.Add(2)
+	rt.wg.Add(1)
+	go func() {
+		defer pumps.Done()
+		defer close(stdoutDone)
+		rt.pump(p, c, stdout, true)
+	}()
+	go func() {
+		defer pumps.Done()
+		rt.pump(p, c, stderr, false)
+	}()
+	if sideLog != "" {
+		pumps.Add(1)
+		go func() {
+			defer pumps.Done()
+			rt.tail(p, c, sideLog, sideFrom, stdoutDone)
+		}()
+	}
+	go func() {
+		defer rt.wg.Done()
+		// Wait only after the pipes are drained, as exec.Cmd requires.
+		pumps.Wait()
+		hangup(p)
+		rt.flush(p, c)
+		werr := cmd.Wait()
+		rt.forgetTurnProcess(p)
+		c.closeInput()
+		ps := cmd.ProcessState
+		switch {
+		case ps != nil:
+			rt.exited(p, c, exit{success: ps.Success(), desc: ps.String()})
+		default:
+			rt.exited(p, c, exit{desc: fmt.Sprint(werr)})
+		}
+	}()
+	return nil
+}
+
+// startTerminal runs the agent on a PTY lane: the terminal is recorded,
+// structured input is typed into it, and markers are read from its output.
+func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args []string) error {
+	pr, pw := io.Pipe()
+	var cols, rows uint16
+	if rt.cfg.TerminalSize != nil {
+		cols, rows = rt.cfg.TerminalSize()
+	}
+	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{
+		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: p.env, Dir: p.dir,
+		RecordingDir: rt.cfg.RecordingDir, Cols: cols, Rows: rows,
+		// The pipe hands output to the line reader; it blocks only while
+		// the journal is behind, which slows the agent instead of growing
+		// memory.
+		OnOutput: func(data []byte) {
+			if rt.cfg.TerminalOutput != nil {
+				rt.cfg.TerminalOutput.Write(data)
+			}
+			pw.Write(data)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	c := p.newChild()
+	c.terminal = t
+	p.mu.Lock()
+	p.child = c
+	p.mu.Unlock()
+	rt.register(p)
+	pumped := make(chan struct{})
+	rt.wg.Add(1)
+	go func() {
+		defer close(pumped)
+		rt.pump(p, c, pr, true)
+	}()
+	go func() {
+		defer rt.wg.Done()
+		code, werr := t.Wait(context.Background())
+		pw.Close()
+		<-pumped
+		rt.flush(p, c)
+		switch {
+		case werr != nil:
+			rt.exited(p, c, exit{desc: werr.Error()})
+		case code > 128:
+			rt.exited(p, c, exit{desc: fmt.Sprintf("signal: %s", syscall.Signal(code-128))})
+		default:
+			rt.exited(p, c, exit{success: code == 0, desc: fmt.Sprintf("exit status %d", code)})
+		}
+	}()
+	return nil
+}
+
+// TerminalID returns the terminal lane of a live interactive execution.
+func (rt *Runtime) TerminalID(id string) (string, bool) {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	if c := p.current(); c != nil && c.terminal != nil {
+		return c.terminal.ID(), true
+	}
+	return "", false
+}
+
+// TerminalInput types raw input into an execution's terminal lane: the
+// native terminal escape hatch. It reaches the PTY and the recording and
+// never the journal.
+func (rt *Runtime) TerminalInput(id string, data []byte) error {
+	rt.mu.Lock()
+	p, ok := rt.live[id]
+	rt.mu.Unlock()
+	var c *child
+	if ok {
+		c = p.current()
+	}
+	if c == nil || c.terminal == nil {
+		return fmt.Errorf("terminal input for %s: %w (no terminal lane)", id, ErrNotRunning)
+	}
+	return c.terminal.Input(data)
+}
