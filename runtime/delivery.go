@@ -204,7 +204,7 @@ func (rt *Runtime) deliver(ctx context.Context, p *process, md eventstore.Messag
 		d.Status, d.Reason = eventstore.DeliveryDelivered, "SIGINT"
 		return d
 	}
-	data, ok, err := encode(p.driver, m, c.terminal != nil)
+	data, ok, err := encode(p.driver, m, c.term() != nil)
 	switch {
 	case err != nil:
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()

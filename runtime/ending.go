@@ -10,6 +10,70 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
+// stopStage is how far a stop of an execution's process went. The stages
+// follow one another, and the last one reached says what the process's
+// exit means.
+type stopStage uint8
+
+const (
+	notStopped stopStage = iota
+	// inputClosed: Stop closed stdin; a clean exit means completed.
+	inputClosed
+	// signalled: Stop sent SIGTERM; an exit means cancelled.
+	signalled
+	// killed: the grace ran out and SIGKILL followed; an exit means
+	// terminated.
+	killed
+)
+
+// stopCause is who is ending an execution. The causes are ordered: a
+// later one outranks an earlier one, so the daemon shutting down while
+// the operator stops a run is told as a shutdown, and a run its time
+// limit stopped is told as timed out whoever came after.
+type stopCause uint8
+
+const (
+	// byOperator: Stop, or the agent itself when nothing was stopped.
+	byOperator stopCause = iota
+	// byShutdown: Close stops it; the daemon shuts down.
+	byShutdown
+	// byTimeLimit: its time limit passed.
+	byTimeLimit
+	// byLeaving: Close leaves it to the next runtime; nothing more is
+	// recorded here.
+	byLeaving
+)
+
+// ending is why and how far an execution is being ended: the one value
+// exited reads to tell the lifecycle and the interruption its process's
+// exit means. Guarded by process.mu.
+type ending struct {
+	stage stopStage
+	cause stopCause
+	// limit is the time limit that stopped the run, with byTimeLimit.
+	limit time.Duration
+}
+
+// by records a cause of the ending, unless one that outranks it is there.
+func (e *ending) by(c stopCause, limit time.Duration) {
+	if c > e.cause {
+		e.cause, e.limit = c, limit
+	}
+}
+
+// reach records that the stop went as far as stage.
+func (e *ending) reach(stage stopStage) {
+	e.stage = max(e.stage, stage)
+}
+
+// started reports whether anything began to end the execution.
+func (e ending) started() bool { return e.stage > notStopped || e.cause > byOperator }
+
+// timedOut reports whether the run's time limit stopped it, and the limit.
+func (e ending) timedOut() (time.Duration, bool) {
+	return e.limit, e.cause == byTimeLimit && e.stage > notStopped
+}
+
 // exit describes how a process ended.
 type exit struct {
 	success bool
@@ -25,14 +89,12 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	defer close(c.exited)
 	p.mu.Lock()
 	p.child = nil
-	stopping, killed, closing, te := p.stopping, p.killed, p.closing, c.turnEnd
-	shutdown, limit := p.shutdown, p.timedOut
-	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && !stopping && !killed && !closing
-	leaving := p.leaving
+	end, te := p.ending, c.turnEnd
+	between := !p.driver.TurnsOnStdin() && p.shape == eventstore.ShapeConversation && te != nil && end.stage == notStopped
 	p.mu.Unlock()
-	if between || leaving {
+	if between || end.cause == byLeaving {
 		// The turn's result is in; the session goes on with the next
-		// message.
+		// message. Or the next runtime goes on with the execution.
 		return
 	}
 	rt.snapshotNow(p, "exit")
@@ -40,15 +102,15 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	switch {
 	case e.lost:
 		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, "system_restart: "+e.desc
-	case killed:
+	case end.stage == killed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleTerminated, fmt.Sprintf("killed after a %s grace period", rt.cfg.StopGrace)
-	case stopping:
+	case end.stage == signalled:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped"
 	case !e.success && te != nil && te.Failed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)+" ("+e.desc+")"
 	case !e.success:
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
-	case closing:
+	case end.stage == inputClosed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "stopped by the operator; "+e.desc
 	case te != nil && te.Failed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)
@@ -56,11 +118,11 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, e.desc
 	}
 	// A run its time limit stopped says so, whichever way it ended.
-	timedOut := limit > 0 && (stopping || killed || closing)
+	limit, timedOut := end.timedOut()
 	if timedOut {
 		st.Reason = timedOutReason(limit) + "; " + strings.TrimPrefix(st.Reason, "stopped by the operator; ")
 	}
-	if reason, ok := interruptionOf(e, stopping, killed, shutdown, timedOut); ok {
+	if reason, ok := interruptionOf(e, end); ok {
 		detail := e.desc
 		if timedOut {
 			detail = timedOutReason(limit) + " (" + e.desc + ")"
@@ -167,9 +229,9 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 	c := p.child
 	// A CLI that reads its turns on stdin is asked to finish by closing it;
 	// a turn process whose result is in is let finish by itself.
-	graceful := c != nil && c.terminal == nil && p.shape != "" && (p.driver.TurnsOnStdin() || c.turnEnd != nil)
+	graceful := c != nil && c.term() == nil && p.shape != "" && (p.driver.TurnsOnStdin() || c.turnEnd != nil)
 	if graceful {
-		p.closing = true
+		p.ending.reach(inputClosed)
 	}
 	p.mu.Unlock()
 	if c == nil {
@@ -188,7 +250,7 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 		}
 	}
 	p.mu.Lock()
-	p.stopping = true
+	p.ending.reach(signalled)
 	p.mu.Unlock()
 	_ = c.signal(syscall.SIGTERM)
 	select {
@@ -198,7 +260,7 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
-	p.killed = true
+	p.ending.reach(killed)
 	p.mu.Unlock()
 	_ = c.signal(syscall.SIGKILL)
 	select {

@@ -113,7 +113,9 @@ func (rt *Runtime) interrupted(p *process, reason eventstore.InterruptionReason,
 // by the daemon shutting down (shutdown) or by the operator (canceled), or
 // a signal nobody here sent (crash). An agent that exits by itself, even
 // failing, interrupted nothing.
-func interruptionOf(e exit, stopping, killed, shutdown, timedOut bool) (eventstore.InterruptionReason, bool) {
+func interruptionOf(e exit, end ending) (eventstore.InterruptionReason, bool) {
+	_, timedOut := end.timedOut()
+	signalled := end.stage >= signalled
 	switch {
 	case e.lost:
 		return eventstore.InterruptSystemRestart, true
@@ -121,13 +123,13 @@ func interruptionOf(e exit, stopping, killed, shutdown, timedOut bool) (eventsto
 		// Even a clean exit after its input closed: the limit, not the
 		// agent, ended the run.
 		return eventstore.InterruptTimeout, true
-	case (stopping || killed) && shutdown:
+	case signalled && end.cause == byShutdown:
 		return eventstore.InterruptShutdown, true
-	case stopping || killed:
+	case signalled:
 		return eventstore.InterruptCanceled, true
 	case strings.HasPrefix(e.desc, "signal: "):
-		// The runtime signals only through Stop, which sets stopping
-		// first: any other signal came from outside.
+		// The runtime signals only through Stop, which records the
+		// stage first: any other signal came from outside.
 		return eventstore.InterruptCrash, true
 	}
 	return "", false

@@ -17,20 +17,15 @@ import (
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
-// child is one process of an execution, on pipes or on a terminal lane.
+// child is one process of an execution, reached through its lane.
 type child struct {
-	cmd *exec.Cmd
-	// sup holds a supervised process; lines is its count of journaled
-	// stdout lines (and of kept stderr lines), and replayed (replayedErr)
-	// the count a runtime before this one journaled (kept)
-	// (supervised.go).
-	sup         *supervisor.Handle
+	lane lane
+	// lines, for a supervised process, is its count of journaled stdout
+	// lines (and of kept stderr lines), and replayed (replayedErr) the
+	// count a runtime before this one journaled (kept) (supervised.go).
 	lines       *os.File
 	replayed    int
 	replayedErr int
-	stdinMu     sync.Mutex
-	stdin       io.WriteCloser // nil once closed, and for a CLI that gets /dev/null
-	terminal    *terminal.Terminal
 	// prefix keeps the ids of observations from different processes of one
 	// execution apart.
 	prefix  string
@@ -44,64 +39,107 @@ type child struct {
 	exited chan struct{}
 }
 
-// write delivers structured input: stdin on a pipe lane, terminal input on
-// a PTY lane.
-func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) {
-	if c.terminal != nil {
-		return eventstore.TransportPTY, c.terminal.Input(data)
-	}
-	if c.sup != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return eventstore.TransportAdapter, c.sup.Input(ctx, data)
-	}
-	c.stdinMu.Lock()
-	defer c.stdinMu.Unlock()
-	if c.stdin == nil {
+// lane is how the runtime reaches one process of an execution: on pipes,
+// on a terminal, or through the supervisor that holds it. Everything else
+// about a process (its output, its turns, its end) is the same on every
+// lane.
+type lane interface {
+	// write delivers structured input and says by which transport.
+	write(data []byte) (eventstore.DeliveryTransport, error)
+	// closeInput closes the agent's stdin, which tells a CLI that reads
+	// its turns there that there are no more.
+	closeInput()
+	// signal reaches the process's whole group.
+	signal(sig syscall.Signal) error
+	pid() int
+}
+
+// pipeLane is a process of this runtime's own on pipes.
+type pipeLane struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	// stdin is nil once closed, and for a CLI that gets /dev/null.
+	stdin io.WriteCloser
+}
+
+func (l *pipeLane) write(data []byte) (eventstore.DeliveryTransport, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stdin == nil {
 		return eventstore.TransportAdapter, errors.New("the agent's input is closed")
 	}
-	_, err := c.stdin.Write(data)
+	_, err := l.stdin.Write(data)
 	return eventstore.TransportAdapter, err
 }
 
-// closeInput closes the agent's stdin, which tells a CLI that reads its
-// turns there that there are no more.
-func (c *child) closeInput() {
-	if c.sup != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.sup.CloseInput(ctx)
-		return
-	}
-	c.stdinMu.Lock()
-	defer c.stdinMu.Unlock()
-	if c.stdin != nil {
-		c.stdin.Close()
-		c.stdin = nil
+func (l *pipeLane) closeInput() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stdin != nil {
+		l.stdin.Close()
+		l.stdin = nil
 	}
 }
 
-// signal reaches the child's whole process group.
-func (c *child) signal(sig syscall.Signal) error {
-	if c.terminal != nil {
-		return c.terminal.Signal(sig)
-	}
-	if c.sup != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return c.sup.Signal(ctx, sig)
-	}
-	return syscall.Kill(-c.cmd.Process.Pid, sig)
+func (l *pipeLane) signal(sig syscall.Signal) error { return syscall.Kill(-l.cmd.Process.Pid, sig) }
+func (l *pipeLane) pid() int                        { return l.cmd.Process.Pid }
+
+// terminalLane is a process on a PTY: structured input is typed into it.
+type terminalLane struct{ t *terminal.Terminal }
+
+func (l terminalLane) write(data []byte) (eventstore.DeliveryTransport, error) {
+	return eventstore.TransportPTY, l.t.Input(data)
 }
 
-func (c *child) pid() int {
-	if c.terminal != nil {
-		return c.terminal.Pid()
+// closeInput does nothing: a terminal's input stays open until it exits.
+func (terminalLane) closeInput()                       {}
+func (l terminalLane) signal(sig syscall.Signal) error { return l.t.Signal(sig) }
+func (l terminalLane) pid() int                        { return l.t.Pid() }
+
+// supervisedLane is a process a supervisor holds, reached over its control
+// socket, which may outlive this runtime (supervised.go).
+type supervisedLane struct{ h *supervisor.Handle }
+
+func (l supervisedLane) write(data []byte) (eventstore.DeliveryTransport, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return eventstore.TransportAdapter, l.h.Input(ctx, data)
+}
+
+func (l supervisedLane) closeInput() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = l.h.CloseInput(ctx)
+}
+
+func (l supervisedLane) signal(sig syscall.Signal) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.h.Signal(ctx, sig)
+}
+
+func (l supervisedLane) pid() int { return l.h.AgentPID() }
+
+func (c *child) write(data []byte) (eventstore.DeliveryTransport, error) { return c.lane.write(data) }
+func (c *child) closeInput()                                             { c.lane.closeInput() }
+func (c *child) signal(sig syscall.Signal) error                         { return c.lane.signal(sig) }
+func (c *child) pid() int                                                { return c.lane.pid() }
+
+// term returns the child's terminal, nil when it is not on a terminal lane.
+func (c *child) term() *terminal.Terminal {
+	if l, ok := c.lane.(terminalLane); ok {
+		return l.t
 	}
-	if c.sup != nil {
-		return c.sup.AgentPID()
+	return nil
+}
+
+// handle returns the supervisor's handle of the child, nil when this
+// runtime runs it itself.
+func (c *child) handle() *supervisor.Handle {
+	if l, ok := c.lane.(supervisedLane); ok {
+		return l.h
 	}
-	return c.cmd.Process.Pid
+	return nil
 }
 
 // newChild counts a process of the execution and names its output ids: the
@@ -159,7 +197,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 	}
 	rt.noteTurnProcess(p, cmd.Process.Pid)
 	c := p.newChild()
-	c.cmd, c.stdin = cmd, stdin
+	c.lane = &pipeLane{cmd: cmd, stdin: stdin}
 	p.mu.Lock()
 	p.child = c
 	first := p.children == 1
@@ -233,7 +271,7 @@ func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string
 		return err
 	}
 	c := p.newChild()
-	c.terminal = t
+	c.lane = terminalLane{t}
 	p.mu.Lock()
 	p.child = c
 	p.mu.Unlock()
@@ -270,8 +308,8 @@ func (rt *Runtime) TerminalID(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if c := p.current(); c != nil && c.terminal != nil {
-		return c.terminal.ID(), true
+	if c := p.current(); c != nil && c.term() != nil {
+		return c.term().ID(), true
 	}
 	return "", false
 }
@@ -287,8 +325,8 @@ func (rt *Runtime) TerminalInput(id string, data []byte) error {
 	if ok {
 		c = p.current()
 	}
-	if c == nil || c.terminal == nil {
+	if c == nil || c.term() == nil {
 		return fmt.Errorf("terminal input for %s: %w (no terminal lane)", id, ErrNotRunning)
 	}
-	return c.terminal.Input(data)
+	return c.term().Input(data)
 }

@@ -248,16 +248,12 @@ type process struct {
 	mu       sync.Mutex
 	child    *child // the running process; nil between turns
 	children int    // processes started
-	stopping bool   // Stop signalled the process: its exit means cancelled
-	killed   bool   // the grace ran out: exit means terminated
-	closing  bool   // Stop closed stdin: a clean exit means completed
-	leaving  bool   // Close leaves the execution to the next runtime: nothing more is recorded here
-	shutdown bool   // Close stops it: the daemon is shutting down, not the operator stopping it
-	ended    bool
-	// limit is the timer of the run's time limit, and timedOut the limit
-	// once it passed and stopped the run (timeout.go).
-	limit    *time.Timer
-	timedOut time.Duration
+	// ending is why and how far the execution is being ended, read by
+	// exited to say what its process's exit means (ending.go).
+	ending ending
+	ended  bool
+	// limit is the timer of the run's time limit (timeout.go).
+	limit *time.Timer
 	// sessionID is the provider session the CLI named, which the next
 	// turn resumes.
 	sessionID string
@@ -309,16 +305,16 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Unlock()
 	for _, p := range stop {
 		p.mu.Lock()
-		p.shutdown = true
+		p.ending.by(byShutdown, 0)
 		p.mu.Unlock()
 	}
 	for _, p := range leave {
 		p.mu.Lock()
-		p.leaving = true
+		p.ending.by(byLeaving, 0)
 		c := p.child
 		p.mu.Unlock()
 		p.stopLimit()
-		if c != nil && c.sup == nil {
+		if c != nil && c.handle() == nil {
 			// A turn's process is this one's child, and its output would
 			// go with it: it ends, and the next runtime records the turn
 			// lost. A supervised process runs on.

@@ -146,7 +146,7 @@ func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed in
 		return nil, err
 	}
 	c := p.newChild()
-	c.sup, c.lines, c.replayed = h, lines, replayed
+	c.lane, c.lines, c.replayed = supervisedLane{h}, lines, replayed
 	c.replayedErr = readKept(path)
 	return c, nil
 }
@@ -210,7 +210,7 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 	go func() {
 		defer rt.wg.Done()
 		var lost error
-		for f, err := range c.sup.Output(rt.detach, 0) {
+		for f, err := range c.handle().Output(rt.detach, 0) {
 			if err != nil {
 				lost = err
 				break
@@ -228,7 +228,7 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 			stderrW.CloseWithError(rt.detach.Err())
 			pumps.Wait()
 			c.lines.Close()
-			c.sup.Close()
+			c.handle().Close()
 			return
 		}
 		stdoutW.Close()
@@ -236,7 +236,7 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 		pumps.Wait()
 		rt.flush(p, c)
 		e := exit{}
-		switch st, ok := c.sup.Exited(); {
+		switch st, ok := c.handle().Exited(); {
 		case ok:
 			e.success, e.desc = st.Success(), st.Desc
 			if st.OutputError != "" {
@@ -246,7 +246,7 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 			e.lost = true
 			e.desc = fmt.Sprintf("its supervisor died with the agent's end unknown (%v)", lost)
 			// Whatever is left of the agent goes: nothing watches it.
-			_ = syscall.Kill(-c.sup.AgentPID(), syscall.SIGKILL)
+			_ = syscall.Kill(-c.handle().AgentPID(), syscall.SIGKILL)
 		}
 		c.closeInput()
 		rt.exited(p, c, e)
@@ -262,15 +262,15 @@ func (rt *Runtime) releaseSupervised(p *process, c *child) {
 	p.mu.Unlock()
 	c.lines.Close()
 	if !ended {
-		c.sup.Close()
+		c.handle().Close()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.sup.Wait(ctx); err != nil && !errors.Is(err, supervisor.ErrLost) {
+	if _, err := c.handle().Wait(ctx); err != nil && !errors.Is(err, supervisor.ErrLost) {
 		rt.cfg.Logger.Warn("wait for the supervisor", "execution", p.ref.AgentExecutionID, "err", err)
 	}
-	if err := c.sup.Remove(); err != nil {
+	if err := c.handle().Remove(); err != nil {
 		rt.cfg.Logger.Warn("remove the supervisor's files", "execution", p.ref.AgentExecutionID, "err", err)
 	}
 	rt.forgetLaunch(p.ref.AgentExecutionID)

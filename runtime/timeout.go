@@ -52,11 +52,11 @@ func (rt *Runtime) armTimeout(p *process, limit time.Duration) {
 // ending some other way: then that way is the one its journal tells.
 func (rt *Runtime) timeUp(p *process, limit time.Duration) {
 	p.mu.Lock()
-	if p.ended || p.stopping || p.killed || p.closing || p.shutdown || p.leaving || p.timedOut > 0 {
+	if p.ended || p.ending.started() {
 		p.mu.Unlock()
 		return
 	}
-	p.timedOut = limit
+	p.ending.by(byTimeLimit, limit)
 	p.mu.Unlock()
 	// Stop returns once the end is recorded, within two grace periods.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*rt.cfg.StopGrace+30*time.Second)
@@ -97,9 +97,9 @@ func (p *process) stopLimit() {
 // that.
 func (rt *Runtime) endBetweenTurns(p *process) {
 	p.mu.Lock()
-	limit := p.timedOut
+	limit, timedOut := p.ending.limit, p.ending.cause == byTimeLimit
 	p.mu.Unlock()
-	if limit == 0 {
+	if !timedOut {
 		rt.end(p, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCompleted, Reason: "stopped by the operator between turns"})
 		return
 	}
