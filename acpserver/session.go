@@ -316,7 +316,7 @@ func (ss *session) askLocked(p *eventstore.NeedsInputSignal) {
 // leaves the request open.
 func (ss *session) requestPermission(ctx context.Context, p *eventstore.NeedsInputSignal) {
 	opts := options(p)
-	title := p.Question
+	title := p.TimelineText()
 	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(p.RequestID), Title: &title,
 		Meta: map[string]any{MetaKey: map[string]any{"requestId": p.RequestID, "kind": inputKind(p)}}}
 	if p.Tool != nil {

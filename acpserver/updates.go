@@ -56,9 +56,7 @@ func signalUpdates(o *eventstore.Observation) []sdk.SessionUpdate {
 	}
 	switch p := o.Signal.Payload.(type) {
 	case *eventstore.MessageSignal:
-		u := sdk.UpdateAgentMessageText(p.Text)
-		u.AgentMessageChunk.MessageId = sdk.Ptr(o.ObservationID)
-		return []sdk.SessionUpdate{u}
+		return []sdk.SessionUpdate{agentMessage(o)}
 	case *eventstore.NeedsInputSignal:
 		if askable(p) {
 			// session/request_permission shows it while it is open.
@@ -66,9 +64,7 @@ func signalUpdates(o *eventstore.Observation) []sdk.SessionUpdate {
 		}
 		// A question with no choices is answered by the next prompt, so
 		// the editor shows it as the agent's message.
-		u := sdk.UpdateAgentMessageText(p.Question)
-		u.AgentMessageChunk.MessageId = sdk.Ptr(o.ObservationID)
-		return []sdk.SessionUpdate{u}
+		return []sdk.SessionUpdate{agentMessage(o)}
 	case *eventstore.PlanSignal:
 		entries := make([]sdk.PlanEntry, 0, len(p.Items))
 		for _, it := range p.Items {
@@ -81,6 +77,15 @@ func signalUpdates(o *eventstore.Observation) []sdk.SessionUpdate {
 		return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}
 	}
 	return nil
+}
+
+// agentMessage shows an observation's signal as the agent's message: its
+// text as the signal registry says a timeline shows it (a message's text,
+// a question), under the observation's id.
+func agentMessage(o *eventstore.Observation) sdk.SessionUpdate {
+	u := sdk.UpdateAgentMessageText(o.Signal.Payload.TimelineText())
+	u.AgentMessageChunk.MessageId = sdk.Ptr(o.ObservationID)
+	return u
 }
 
 var planStatus = map[eventstore.PlanItemStatus]sdk.PlanEntryStatus{

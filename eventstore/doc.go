@@ -1,8 +1,11 @@
-// Package eventstore owns the AgentExecution journal: the nine record kinds
-// and their strict JSON schemas (the journal record registry), the ten agent
-// signal types (the signal registry), journal references and deterministic
-// ids, the reversible escaping that turns ids into subject tokens and file
-// names, and the Store contract with its two implementations:
+// Package eventstore owns the AgentExecution journal: the record kinds
+// and their strict JSON schemas (the journal record registry), the agent
+// signal types (the signal registry), how each record reads for a person
+// (Summary, the one line of a listing, and TimelineText, the sentence of a
+// timeline or narrative, registered with each kind), journal references
+// and deterministic ids, the reversible escaping that turns ids into
+// subject tokens and file names, and the Store contract with its two
+// implementations:
 //
 //   - JetStreamStore keeps every journal in one JetStream stream, one
 //     subject per journal (journal.<ownerEntity>.<ownerId>.<agentExecutionId>).
@@ -24,6 +27,7 @@
 // notices between the processes on a log, never stored.
 //
 // The package does not interpret records: replay, policy and projections
-// live in execution, policy and projections. It never hands out driver
+// live in execution, policy and projections; terminal and HTML escaping of
+// the texts are their callers'. It never hands out driver
 // types; callers see Record, Reference and Entry.
 package eventstore

@@ -52,6 +52,11 @@ func WriteReference(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k, s.Description, key, strings.Join(own, ", "))
 	}
+	b.WriteString("\nEach kind is registered with how a record of it reads for a person, and cannot be registered without:\n")
+	b.WriteString("its summary (`eventstore.Summary`), the one line `journal cat` and `log` print after the sequence, time and\n")
+	b.WriteString("type, its own id in brackets and the id it refers to in parentheses, free text quoted and clipped; and its\n")
+	b.WriteString("timeline text (`eventstore.TimelineText`), the sentence the narrative tells of it, free text whole. An\n")
+	b.WriteString("observation's are its signal's, from the signal registry below.\n")
 
 	b.WriteString("\n## Enumerations\n\n| field | accepted values |\n|---|---|\n")
 	for _, e := range [][2]string{

@@ -21,6 +21,8 @@ type KindSpec struct {
 	NaturalKey string
 	typ        reflect.Type
 	fields     []string
+	// text is how a record of the kind reads for a person (describe.go).
+	text describer
 }
 
 // New returns a pointer to a zero record of the kind.
@@ -32,7 +34,17 @@ func (k KindSpec) Fields() []string { return slices.Clone(k.fields) }
 var kindRegistry = map[Kind]KindSpec{}
 var kindOrder []Kind
 
-func registerKind(s KindSpec, r Record) {
+// registerKind adds a kind to the registry with its summary and timeline
+// text: a kind cannot be registered without them, so every listing,
+// timeline and narrative that asks the registry can tell it.
+func registerKind(s KindSpec, r Record, d describer) {
+	switch {
+	case d.summary == nil || d.timeline == nil:
+		panic(fmt.Sprintf("eventstore: kind %s registered without its summary and timeline text", s.Kind))
+	case d.typ != reflect.TypeOf(r):
+		panic(fmt.Sprintf("eventstore: kind %s is a %s but is described as a %s", s.Kind, reflect.TypeOf(r), d.typ))
+	}
+	s.text = d
 	s.typ = reflect.TypeOf(r).Elem()
 	s.fields = jsonFields(s.typ)
 	kindRegistry[s.Kind] = s
@@ -41,31 +53,44 @@ func registerKind(s KindSpec, r Record) {
 
 func init() {
 	registerKind(KindSpec{Kind: KindHeader, NaturalKey: "(one per journal)",
-		Description: "names the journal and freezes the launch contract; always sequence 1"}, &Header{})
+		Description: "names the journal and freezes the launch contract; always sequence 1"}, &Header{},
+		describe(headerSummary, headerTimeline))
 	registerKind(KindSpec{Kind: KindMessage, NaturalKey: "messageId",
-		Description: "owner, operator or daemon input accepted before delivery"}, &MessageAccepted{})
+		Description: "owner, operator or daemon input accepted before delivery"}, &MessageAccepted{},
+		describe(messageSummary, messageTimeline))
 	registerKind(KindSpec{Kind: KindDelivery, NaturalKey: "messageId + status",
-		Description: "one delivery attempt of an accepted message and its outcome"}, &MessageDelivery{})
+		Description: "one delivery attempt of an accepted message and its outcome"}, &MessageDelivery{},
+		describe(deliverySummary, deliveryTimeline))
 	registerKind(KindSpec{Kind: KindObservation, NaturalKey: "observationId",
-		Description: "one normalized runtime observation, optionally carrying an agent signal"}, &Observation{})
+		Description: "one normalized runtime observation, optionally carrying an agent signal"}, &Observation{},
+		describe(observationSummary, observationTimeline))
 	registerKind(KindSpec{Kind: KindDecision, NaturalKey: "decisionId",
-		Description: "the observation policy's durable outcome"}, &Decision{})
+		Description: "the observation policy's durable outcome"}, &Decision{},
+		describe(decisionSummary, decisionTimeline))
 	registerKind(KindSpec{Kind: KindStateChanged,
-		Description: "a semantic lifecycle, attention, activity or input-request transition"}, &StateChanged{})
+		Description: "a semantic lifecycle, attention, activity or input-request transition"}, &StateChanged{},
+		describe(stateSummary, stateTimeline))
 	registerKind(KindSpec{Kind: KindActivity,
-		Description: "compressible activity, progress and telemetry"}, &ActivityUpdated{})
+		Description: "compressible activity, progress and telemetry"}, &ActivityUpdated{},
+		describe(activitySummary, activityTimeline))
 	registerKind(KindSpec{Kind: KindOwnerEffect, NaturalKey: "effectId",
-		Description: "an accepted effect routed to the owning Entity"}, &OwnerEffect{})
+		Description: "an accepted effect routed to the owning Entity"}, &OwnerEffect{},
+		describe(effectSummary, effectTimeline))
 	registerKind(KindSpec{Kind: KindProjection,
-		Description: "reserved: a materialized projection item"}, &ProjectionRecorded{})
+		Description: "reserved: a materialized projection item"}, &ProjectionRecorded{},
+		describe(projectionSummary, projectionTimeline))
 	registerKind(KindSpec{Kind: KindInterruption, NaturalKey: "(one per journal)",
-		Description: "a run ended by something other than the agent itself (crash, shutdown, system_restart, timeout, canceled), naming the turn, message and input request it cut short"}, &Interruption{})
+		Description: "a run ended by something other than the agent itself (crash, shutdown, system_restart, timeout, canceled), naming the turn, message and input request it cut short"}, &Interruption{},
+		describe(interruptionSummary, interruptionTimeline))
 	registerKind(KindSpec{Kind: KindSnapshot, NaturalKey: "atSequence",
-		Description: "a snapshot of the execution's git work tree (resource) as a commit under a private ref, taken after the record atSequence: at the start and at each turn boundary"}, &SnapshotCreated{})
+		Description: "a snapshot of the execution's git work tree (resource) as a commit under a private ref, taken after the record atSequence: at the start and at each turn boundary"}, &SnapshotCreated{},
+		describe(snapshotSummary, snapshotTimeline))
 	registerKind(KindSpec{Kind: KindRestore, NaturalKey: "resource",
-		Description: "a fork's attempt to get its parent's working directory by keep, snapshot or discard, and the outcome"}, &RestoreAttempted{})
+		Description: "a fork's attempt to get its parent's working directory by keep, snapshot or discard, and the outcome"}, &RestoreAttempted{},
+		describe(restoreSummary, restoreTimeline))
 	registerKind(KindSpec{Kind: KindCheckpoint, NaturalKey: "checkpointId",
-		Description: "a checkpoint of the run (spec 004 AgentCheckpoint): its status, todos, artifacts, approvals and resume token as they were, at each turn end and on request"}, &CheckpointCreated{})
+		Description: "a checkpoint of the run (spec 004 AgentCheckpoint): its status, todos, artifacts, approvals and resume token as they were, at each turn end and on request"}, &CheckpointCreated{},
+		describe(checkpointSummary, checkpointTimeline))
 }
 
 // Kinds lists the record kinds in registry order.

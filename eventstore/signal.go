@@ -74,6 +74,9 @@ type SignalPayload interface {
 	SignalType() SignalType
 	// TimelineText is the one line a timeline shows for the signal.
 	TimelineText() string
+	// summary is what an observation's Summary shows of the signal
+	// after its type (describe.go).
+	summary() string
 	validate(p *problems, field string)
 }
 

@@ -2,12 +2,10 @@ package narrative
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -320,168 +318,115 @@ func (b *builder) infer(s Section, kind, text string, from span) {
 	b.run.Lines = append(b.run.Lines, Line{Marker: Inferred, Section: s, Kind: kind, Text: text, At: b.at, Ref: b.ref, From: &f})
 }
 
+// sections is where the observed line of a record of each kind goes; ""
+// for a kind the narrative does not tell. A line's text is the record's
+// timeline text (eventstore.TimelineText); the kinds apply handles itself
+// may move a line elsewhere by what it says (an answer to Pauses, the
+// decision on a claim to Outcome) or leave it out. A test holds the table
+// complete over the registered kinds.
+var sections = map[eventstore.Kind]Section{
+	eventstore.KindHeader:       Requested,
+	eventstore.KindMessage:      Requested,
+	eventstore.KindDelivery:     Requested,
+	eventstore.KindObservation:  Ran,
+	eventstore.KindDecision:     Ran,
+	eventstore.KindStateChanged: Ran,
+	eventstore.KindActivity:     Ran,
+	eventstore.KindOwnerEffect:  Artifacts,
+	// Reserved, never written.
+	eventstore.KindProjection:   "",
+	eventstore.KindInterruption: Interruption,
+	eventstore.KindSnapshot:     Artifacts,
+	eventstore.KindRestore:      Artifacts,
+	// A checkpoint restates the run's state at a point: the lines around
+	// it tell that state as it came about.
+	eventstore.KindCheckpoint: "",
+}
+
 func (b *builder) apply(r eventstore.Record) {
-	kind := string(r.Kind())
 	switch r := r.(type) {
-	case *eventstore.Header:
-		text := "launched " + r.AgentID
-		if len(r.Command) > 0 {
-			text += ": " + strings.Join(r.Command, " ")
-		}
-		if r.WorkingDirectory != "" {
-			text += " in " + r.WorkingDirectory
-		}
-		if r.Resumes != nil {
-			text += " (resumes " + r.Resumes.AgentExecutionID + ")"
-		}
-		if r.ForkedFrom != nil {
-			text += fmt.Sprintf(" (forked from %s after sequence %d)", r.ForkedFrom.AgentExecutionID, r.ForkedFrom.Sequence)
-		}
-		b.add(Requested, kind, text)
 	case *eventstore.MessageAccepted:
 		b.message(r)
+		return
 	case *eventstore.MessageDelivery:
-		if r.Status == eventstore.DeliveryFailed || r.Status == eventstore.DeliverySkipped {
-			b.add(Requested, kind, join("message", r.MessageID, string(r.Status), r.Reason))
+		if r.Status != eventstore.DeliveryFailed && r.Status != eventstore.DeliverySkipped {
+			return
 		}
 	case *eventstore.Observation:
 		b.observation(r)
+		return
 	case *eventstore.Decision:
-		text := join("decided", string(r.Action), "on", r.ObservationID+r.MessageID)
-		if r.Reason != "" {
-			text += ": " + r.Reason
-		}
-		s := Ran
 		if b.claims[r.ObservationID] {
-			s = Outcome
+			b.add(Outcome, string(r.Kind()), eventstore.TimelineText(r))
+			return
 		}
-		b.add(s, kind, text)
 	case *eventstore.StateChanged:
 		b.state(r)
+		return
 	case *eventstore.ActivityUpdated:
 		b.activityUpdate(r)
-	case *eventstore.OwnerEffect:
-		b.add(Artifacts, kind, join("effect", r.EffectType, "routed to", string(r.OwnerEntity), r.EffectID))
-	case *eventstore.Interruption:
-		text := "interrupted: " + string(r.Reason)
-		if r.Detail != "" {
-			text += " (" + r.Detail + ")"
-		}
-		if r.Turn > 0 {
-			text += fmt.Sprintf(" during turn %d", r.Turn)
-		}
-		if r.InputRequestID != "" {
-			text += " while input request " + r.InputRequestID + " was open"
-		}
-		b.add(Interruption, kind, text)
-	case *eventstore.SnapshotCreated:
-		b.add(Artifacts, kind, fmt.Sprintf("snapshot %s of %s at sequence %d: commit %s, %d files", r.Ref, r.Resource, r.AtSequence, r.Commit, r.Files))
-	case *eventstore.RestoreAttempted:
-		b.add(Artifacts, kind, join("restore", string(r.Mode), r.SnapshotRef, string(r.Outcome), r.RestoredTo, r.Detail))
+		return
+	}
+	if s := sections[r.Kind()]; s != "" {
+		b.add(s, string(r.Kind()), eventstore.TimelineText(r))
 	}
 }
 
 func (b *builder) message(r *eventstore.MessageAccepted) {
-	text := messageText(r)
+	text := eventstore.TimelineText(r)
 	if req := execution.AnsweredRequest(r); req != "" {
-		l := b.add(Pauses, string(r.Kind()), fmt.Sprintf("%s answered %s at %s: %s", r.Source, req, r.OccurredAt.UTC().Format(time.RFC3339), text))
+		l := b.add(Pauses, string(r.Kind()), text)
 		l.Actor = string(r.Source)
 		b.answers[req] = *l
 		return
 	}
 	b.closeTurn()
 	b.turn++
-	l := b.add(Requested, string(r.Kind()), fmt.Sprintf("%s %s: %s", r.Source, r.MessageType, text))
+	l := b.add(sections[r.Kind()], string(r.Kind()), text)
 	l.Actor = string(r.Source)
 	b.turnStart = &span{from: b.ref, at: b.at}
 	b.turnCalls, b.turnCommands = 0, 0
 }
 
-func messageText(r *eventstore.MessageAccepted) string {
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
-		return p.Text
-	}
-	return string(r.Payload)
-}
-
+// observation tells a signal in the section of what it asks or claims;
+// a plan is told as todos once the run is read, usage not at all, and an
+// observation without a signal neither.
 func (b *builder) observation(r *eventstore.Observation) {
-	kind := string(r.Kind())
 	if r.Signal == nil {
 		return
 	}
+	s := sections[r.Kind()]
 	switch p := r.Signal.Payload.(type) {
 	case *eventstore.NeedsInputSignal:
-		what := "question"
-		if p.Kind == string(eventstore.InputPermission) {
-			what = "permission request"
-			if p.Tool != nil {
-				what += " for " + p.Tool.Name
-			}
-		}
 		b.questions[p.RequestID] = p.Question
-		text := fmt.Sprintf("%s %s asked: %s", what, p.RequestID, p.Question)
-		if len(p.Choices) > 0 {
-			text += " (choices: " + strings.Join(p.Choices, ", ") + ")"
-		}
-		b.add(Pauses, kind, text)
+		s = Pauses
 	case *eventstore.BlockedSignal:
-		text := "agent blocked: " + p.Reason
-		if p.Needs != "" {
-			text += " (needs " + p.Needs + ")"
-		}
-		b.add(Pauses, kind, text)
-	case *eventstore.CompletedClaimSignal:
+		s = Pauses
+	case *eventstore.CompletedClaimSignal, *eventstore.FailedClaimSignal, *eventstore.ReadyForVerificationSignal:
 		b.claims[r.ObservationID] = true
-		b.add(Outcome, kind, join("agent claims completion:", p.Summary, evidence(p.Evidence)))
-	case *eventstore.FailedClaimSignal:
-		b.claims[r.ObservationID] = true
-		b.add(Outcome, kind, join("agent claims failure:", p.Reason, p.Detail))
-	case *eventstore.ReadyForVerificationSignal:
-		b.claims[r.ObservationID] = true
-		b.add(Outcome, kind, join("agent says ready for verification:", p.Summary, evidence(p.Evidence)))
+		s = Outcome
 	case *eventstore.PlanSignal:
 		b.plan, b.planRef, b.planAt = p, b.ref, b.at
+		return
 	case *eventstore.UsageSignal:
-	default:
-		b.add(Ran, kind, string(r.Signal.Type)+": "+r.Signal.Payload.TimelineText())
+		return
 	}
-}
-
-func evidence(e []string) string {
-	if len(e) == 0 {
-		return ""
-	}
-	return "(evidence: " + strings.Join(e, ", ") + ")"
+	b.add(s, string(r.Kind()), eventstore.TimelineText(r))
 }
 
 func (b *builder) state(r *eventstore.StateChanged) {
-	kind := string(r.Kind())
-	var parts []string
 	if r.Lifecycle != "" {
-		parts = append(parts, "lifecycle "+string(r.Lifecycle))
 		b.run.Lifecycle, b.run.Reason = string(r.Lifecycle), r.Reason
 	}
-	if r.Attention != "" {
-		parts = append(parts, "attention "+string(r.Attention))
-	}
-	if req := r.CurrentInputRequestID; req.Set {
-		if req.ID != "" {
-			parts = append(parts, "input request "+req.ID+" open")
-		} else {
-			parts = append(parts, "input request cleared")
-		}
-	}
-	if len(parts) == 0 {
+	if r.Lifecycle == "" && r.Attention == "" && !r.CurrentInputRequestID.Set {
 		return
 	}
-	text := strings.Join(parts, ", ")
-	if r.Reason != "" {
-		text += " (" + r.Reason + ")"
-	}
-	s := Ran
+	// The activity a change names is left to the tool calls and commands
+	// the narrative tells.
+	told := *r
+	told.Activity = ""
+	text := eventstore.TimelineText(&told)
+	s := sections[r.Kind()]
 	switch {
 	case r.Lifecycle.Final():
 		s = Outcome
@@ -490,7 +435,7 @@ func (b *builder) state(r *eventstore.StateChanged) {
 	case r.Attention == eventstore.AttentionBlocked || r.Attention == eventstore.AttentionAwaitingOperator || r.CurrentInputRequestID.Set:
 		s = Pauses
 	}
-	b.add(s, kind, text)
+	b.add(s, string(r.Kind()), text)
 	// Periods close before they open: a change from blocked to awaiting
 	// an answer ends one and starts the other.
 	if r.Attention != "" && r.Attention != eventstore.AttentionBlocked || r.Lifecycle.Final() {
@@ -558,38 +503,20 @@ func (b *builder) closeTurn() {
 	b.turnStart = nil
 }
 
+// activityUpdate tells a tool call, or a command run outside one, and the
+// first time a file is touched; it counts both for the turn.
 func (b *builder) activityUpdate(r *eventstore.ActivityUpdated) {
 	b.activity++
 	kind := string(r.Kind())
 	t := r.CurrentTarget
-	target := ""
-	if t != nil {
-		target = t.Path
-		if target == "" {
-			target = t.Label
-		}
-		if target != "" {
-			target = string(t.Kind) + " " + target
-		}
-	}
 	if c := r.ToolCall; c != nil {
 		if c.Status == eventstore.ToolCallStarted {
 			b.turnCalls++
 		}
-		text := join("tool call", c.Name, string(c.Status))
-		if target != "" {
-			text += " on " + target
-		}
-		if c.ExitCode != nil {
-			text += fmt.Sprintf(", exit %d", *c.ExitCode)
-		}
-		if c.Error != "" {
-			text += ": " + c.Error
-		}
-		b.add(Ran, kind, text)
-	} else if t != nil && t.Kind == eventstore.TargetCommand && target != "" {
+		b.add(sections[r.Kind()], kind, eventstore.TimelineText(r))
+	} else if t != nil && t.Kind == eventstore.TargetCommand && (t.Path != "" || t.Label != "") {
 		b.turnCommands++
-		b.add(Ran, kind, "running "+target)
+		b.add(sections[r.Kind()], kind, eventstore.TimelineText(r))
 	}
 	if t != nil && t.Kind == eventstore.TargetFile && t.Path != "" && !b.files[t.Path] {
 		b.files[t.Path] = true
@@ -645,15 +572,4 @@ func reasonOr(r string) string {
 		return "no reason recorded"
 	}
 	return r
-}
-
-// join joins the non-empty parts with spaces.
-func join(parts ...string) string {
-	out := parts[:0:0]
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, " ")
 }

@@ -164,7 +164,7 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 		line("session shape", "%s", d.SessionShape)
 	}
 	if !st.Usage.IsZero() {
-		line("tokens", "%s", tokens(st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.TotalTokens))
+		line("tokens", "%s", eventstore.TokenCounts(st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.TotalTokens))
 	}
 	if len(st.Plan) > 0 {
 		fmt.Fprintf(&b, "plan (%d items):\n", len(st.Plan))
@@ -186,7 +186,7 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 			parts = append(parts, "target="+string(l.CurrentTarget.Kind)+":"+l.CurrentTarget.Path+l.CurrentTarget.Label)
 		}
 		if t := l.Telemetry; t != nil {
-			if tok := tokens(t.InputTokens, t.OutputTokens, t.TotalTokens); tok != "" {
+			if tok := eventstore.TokenCounts(t.InputTokens, t.OutputTokens, t.TotalTokens); tok != "" {
 				parts = append(parts, "tokens="+tok)
 			}
 		}
