@@ -25,8 +25,9 @@
 //	    field at any level, a missing or invalid payload, or anything after
 //	    the object is refused. Only the surfaced signal types are accepted:
 //	    progress, status, needs_input, blocked, ready_for_verification,
-//	    completed_claim, failed_claim and message (usage and diagnostic come
-//	    from the daemon's own parsers, never from agents). The payload fields
+//	    completed_claim, failed_claim, message, plan and checkpoint (usage
+//	    and diagnostic come from the daemon's own parsers, never from
+//	    agents). The payload fields
 //	    are those of the signal reference; every one is shown below.
 //	  - A marker line is at most 1 MiB.
 //
