@@ -77,9 +77,6 @@ var _ agent.Reader = (*Driver)(nil)
 // one at a time, so more means output that is not answering anything.
 const maxPending = 64
 
-// maxChoices bounds the choices of a question.
-const maxChoices = 50
-
 // Output begins the reading of a Claude Code process's stdout.
 func (d *Driver) Output(idPrefix string) error {
 	s, err := agent.NewStream(agent.ClaudeCode, idPrefix)

@@ -50,6 +50,9 @@ type output struct {
 	streamIn  *int64
 }
 
+// maxChoices bounds the choices of a question.
+const maxChoices = 50
+
 // lineTypes are the line types the Claude Code parser reads, as of Claude
 // Code 2.1.328.
 var lineTypes = []string{
