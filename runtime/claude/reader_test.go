@@ -17,7 +17,7 @@ import (
 // captures.
 func TestReader(t *testing.T) { agenttest.TestReader(t, Agent{}) }
 
-func BenchmarkParse(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
+func BenchmarkParseClaudeCode(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
 
 func FuzzParseClaudeCode(f *testing.F) {
 	agenttest.FuzzReader(f, Agent{},

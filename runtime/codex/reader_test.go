@@ -10,7 +10,7 @@ import (
 // captures.
 func TestReader(t *testing.T) { agenttest.TestReader(t, Agent{}) }
 
-func BenchmarkParse(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
+func BenchmarkParseCodex(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
 
 func FuzzParseCodex(f *testing.F) {
 	agenttest.FuzzReader(f, Agent{},

@@ -15,7 +15,7 @@ import (
 // captures.
 func TestReader(t *testing.T) { agenttest.TestReader(t, Agent{}) }
 
-func BenchmarkParse(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
+func BenchmarkParseCopilot(b *testing.B) { agenttest.BenchmarkReader(b, Agent{}) }
 
 func FuzzParseCopilot(f *testing.F) {
 	agenttest.FuzzReader(f, Agent{},
