@@ -69,7 +69,7 @@ func TestContractRoutes(t *testing.T) {
 	}
 	// A todo list emitted during a run: Claude Code's TodoWrite, from a
 	// real capture, updated once.
-	capture, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestSessionRoutes(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	capture, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures/modelserver"
 	"github.com/agentjournal/agentjournal/fixtures/realagent"
-	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/runtime/acp"
 )
 
 // TestACPRealGeminiResume resumes a real Gemini CLI execution: Gemini CLI
@@ -88,11 +88,11 @@ func TestACPRealGeminiResume(t *testing.T) {
 		t.Fatalf("status observations %+v, want one; records:\n%s", st, dump(r, t, ref))
 	}
 	switch st[0].Phase {
-	case provider.PhaseACPSessionLoaded:
+	case acp.PhaseSessionLoaded:
 		if got := messageSession(t, r, ref, answer); got != session {
 			t.Fatalf("the resumed run's session %q, want the loaded %q", got, session)
 		}
-	case provider.PhaseACPHistoryReconstructed:
+	case acp.PhaseHistoryReconstructed:
 		if !strings.Contains(st[0].Summary, session) || !slices.Contains(diagnosticCodes(r, t, ref), "acp-load") {
 			t.Fatalf("fallback status %+v without an acp-load diagnostic; records:\n%s", st[0], dump(r, t, ref))
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/agentjournal/agentjournal/runtime"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/runtime/acp"
 )
 
 // acpParent runs one turn of the scripted ACP agent keeping its sessions
@@ -76,9 +76,9 @@ func TestACPResumeLoadsTheSession(t *testing.T) {
 		t.Fatalf("first prompt %q, want the prompt alone", got)
 	}
 	loaded := observed[*eventstore.StatusSignal](r, t, ref)
-	if len(loaded) != 1 || loaded[0].Phase != provider.PhaseACPSessionLoaded || !strings.Contains(loaded[0].Summary, session) ||
+	if len(loaded) != 1 || loaded[0].Phase != acp.PhaseSessionLoaded || !strings.Contains(loaded[0].Summary, session) ||
 		!strings.Contains(loaded[0].Summary, "2 updates") {
-		t.Fatalf("status observations %+v, want one %s naming %s and its 2 replayed updates", loaded, provider.PhaseACPSessionLoaded, session)
+		t.Fatalf("status observations %+v, want one %s naming %s and its 2 replayed updates", loaded, acp.PhaseSessionLoaded, session)
 	}
 	if got := messageSession(t, r, ref, "history: held 2, retold 0"); got != session {
 		t.Fatalf("the resumed run's session %q, want the loaded %q", got, session)
@@ -126,9 +126,9 @@ func TestACPResumeWithoutLoadSessionIsReconstructed(t *testing.T) {
 		t.Fatalf("header resumes %+v", h.Resumes)
 	}
 	st := observed[*eventstore.StatusSignal](r, t, ref)
-	if len(st) != 1 || st[0].Phase != provider.PhaseACPHistoryReconstructed || !strings.Contains(st[0].Summary, session) ||
+	if len(st) != 1 || st[0].Phase != acp.PhaseHistoryReconstructed || !strings.Contains(st[0].Summary, session) ||
 		!strings.Contains(st[0].Summary, "does not offer session/load") {
-		t.Fatalf("status observations %+v, want one %s for %s", st, provider.PhaseACPHistoryReconstructed, session)
+		t.Fatalf("status observations %+v, want one %s for %s", st, acp.PhaseHistoryReconstructed, session)
 	}
 	if err := r.rt.Stop(ctx, ref.AgentExecutionID); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
@@ -50,7 +50,7 @@ const (
 // AdvertisedDescriptors turns the slash commands an agent advertised into
 // adapter-scoped descriptors of adapterID. Names no command could have are
 // left out; so is a second one of a name.
-func AdvertisedDescriptors(adapterID string, cmds []provider.Command) []eventstore.MessageDescriptor {
+func AdvertisedDescriptors(adapterID string, cmds []agent.Command) []eventstore.MessageDescriptor {
 	out := []eventstore.MessageDescriptor{}
 	seen := map[string]bool{}
 	for _, c := range cmds {
@@ -78,7 +78,7 @@ func AdvertisedDescriptors(adapterID string, cmds []provider.Command) []eventsto
 // recordAdvertised records the commands an agent advertised. The id is
 // the list's digest, so the same list read again (a recovery re-reading
 // output) is recorded once.
-func (rt *Runtime) recordAdvertised(ctx context.Context, p *process, cmds []provider.Command) {
+func (rt *Runtime) recordAdvertised(ctx context.Context, p *process, cmds []agent.Command) {
 	msgs := AdvertisedDescriptors(p.adapter.ID(), cmds)
 	b, _ := json.Marshal(msgs)
 	sum := sha256.Sum256(b)

@@ -216,7 +216,7 @@ func must[T any](v T, err error) T {
 // command it did not advertise stays terminal-only.
 func TestClaudeAdvertisedCommandsAreAdapterScoped(t *testing.T) {
 	r := newRig(t, time.Second)
-	capture, err := filepath.Abs(filepath.Join("provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := filepath.Abs(filepath.Join("claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -257,7 +258,7 @@ func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *event
 		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent never said its session id, so its session cannot be resumed"
 		return d
 	}
-	pl, err := payloadText(m)
+	pl, err := agent.PayloadText(m)
 	if err != nil {
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
 		return d

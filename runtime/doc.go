@@ -1,7 +1,7 @@
 // Package runtime runs AgentExecutions: it launches agent processes on
 // pipes or a terminal, supervises them (directly or through a supervisor
 // process that outlives the daemon), reads their output through the
-// agent's driver and parser, delivers messages, records what it observed
+// agent's driver, which is its parser, delivers messages, records what it observed
 // and how each run ended, and carries out stop, fork, resume, checkpoints,
 // workspace snapshots, time limits and command invocations.
 //
@@ -15,4 +15,10 @@
 // limit it keeps counts the runtime's live executions, and Stop must find
 // a queued run as well as a running one. The dispatch context's shape and
 // validation are the journal header's (eventstore).
+//
+// What one agent CLI is and how it is driven and read lives in its own
+// folder (runtime/claude, runtime/codex, runtime/copilot, runtime/acp,
+// runtime/generic), which imports only the shared vocabulary of
+// runtime/agent; agents.go registers each once, and every list of agents
+// (Adapters, Agents, Native, the docs) is read from that registry.
 package runtime

@@ -1,11 +1,15 @@
 package runtime
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentjournal/agentjournal/runtime/acp"
+)
 
 // SetACPTimeout shortens the ACP client's waits for a test; the returned
 // func restores them.
 func SetACPTimeout(d time.Duration) (restore func()) {
-	old := acpTimeout
-	acpTimeout = d
-	return func() { acpTimeout = old }
+	old := acp.Timeout
+	acp.Timeout = d
+	return func() { acp.Timeout = old }
 }

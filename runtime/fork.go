@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/workspace"
@@ -97,34 +98,16 @@ type ResumeRequest struct {
 	Env []string
 }
 
-// Continuation makes an agent CLI continue a session of its own at launch.
-type Continuation struct {
-	// Session is the CLI's session (Claude Code's session_id, Codex's
-	// thread id, Copilot CLI's session id).
-	Session string
-	// Fork branches a new session off it instead of continuing it.
-	Fork bool
-	// At is the CLI's id of the last message kept (Claude Code's message
-	// uuid); the whole session when empty.
-	At string
-	// Retelling is the conversation retold from the journal (retell,
-	// ending where the prompt follows), for an agent that says only at its
-	// handshake whether it can continue the session (an ACP agent without
-	// session/load): it starts a new session instead and gets the
-	// retelling ahead of its first prompt.
-	Retelling string
-}
-
 // continuer is a Driver that can start its CLI on a session of its own.
 type continuer interface {
-	Continue(c Continuation) error
+	Continue(c agent.Continuation) error
 }
 
 // continueSession hands a continuation to a driver that takes one.
-func continueSession(d Driver, agent string, c Continuation) error {
+func continueSession(d Driver, id string, c agent.Continuation) error {
 	cd, ok := d.(continuer)
 	if !ok {
-		return fmt.Errorf("%w: the %s agent cannot continue a session of its own", ErrBadLaunch, agent)
+		return fmt.Errorf("%w: the %s agent cannot continue a session of its own", ErrBadLaunch, id)
 	}
 	if c.Session == "" {
 		return fmt.Errorf("%w: a continuation needs the agent's session id", ErrBadLaunch)
@@ -133,28 +116,6 @@ func continueSession(d Driver, agent string, c Continuation) error {
 		return fmt.Errorf("%w: %w", ErrBadLaunch, err)
 	}
 	return nil
-}
-
-// Native reports what an agent's CLI does itself: fork its session at a
-// message, resume its session. Everything else is reconstructed from the
-// journal.
-func Native(agent string) (fork, resume bool) {
-	if _, ok := acpAdapterFor(agent); ok {
-		// An ACP agent resumes with session/load when its initialize
-		// offers it, and otherwise falls back to the retelling (the
-		// handshake records which). session/fork is unstable in the
-		// protocol and forks a whole session, never at a message.
-		return false, true
-	}
-	switch agent {
-	case "claude-code":
-		return true, true
-	case "codex", "copilot":
-		// codex exec and copilot -p resume a session whole; neither forks
-		// one (codex fork is the interactive TUI's) nor cuts it at a turn.
-		return false, true
-	}
-	return false, false
 }
 
 // Fork launches a new execution that branches off req.Parent after its
@@ -208,7 +169,7 @@ func (rt *Runtime) Fork(ctx context.Context, req ForkRequest) (eventstore.Refere
 				h.AgentID, req.Parent, conv.turnEnd, conv.turnEnd)
 		}
 		link.History = eventstore.HistoryNative
-		launch.Continue = &Continuation{Session: conv.msgSession, Fork: true, At: conv.message}
+		launch.Continue = &agent.Continuation{Session: conv.msgSession, Fork: true, At: conv.message}
 		launch.Prompt = req.Prompt
 	default:
 		if strings.TrimSpace(req.Prompt) == "" {
@@ -344,9 +305,11 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 		Resumes: link, SessionID: h.Session()}
 	if _, native := Native(h.AgentID); native && conv.session != "" {
 		link.History = eventstore.HistoryNative
-		launch.Continue = &Continuation{Session: conv.session}
+		launch.Continue = &agent.Continuation{Session: conv.session}
 		launch.Prompt = req.Prompt
-		if _, ok := acpAdapterFor(h.AgentID); ok {
+		if a, ok := lookup(h.AgentID); ok && a.Capabilities().Protocol == agent.ProtocolACP {
+			// An ACP agent says only at its handshake whether it loads
+			// the session: it gets the retelling in case it does not.
 			launch.Continue.Retelling = retell(conv.turns, req.Execution, ref.LastSequence, "")
 		}
 	} else {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -29,12 +29,12 @@ type child struct {
 	// prefix keeps the ids of observations from different processes of one
 	// execution apart.
 	prefix  string
-	turnEnd *provider.TurnEnd // guarded by process.mu
+	turnEnd *agent.TurnEnd // guarded by process.mu
 	// parser reads the process's provider output: its stdout and, for a
 	// CLI that writes part of it elsewhere, its session log. parseMu keeps
 	// the two in one order.
 	parseMu sync.Mutex
-	parser  provider.Parser
+	parser  agent.Parser
 	// exited is closed once the process's end has been dealt with.
 	exited chan struct{}
 }
@@ -152,8 +152,9 @@ func (p *process) newChild() *child {
 	if p.children > 1 {
 		c.prefix = fmt.Sprintf("out%d", p.children)
 	}
-	if p.adapter.Provider() != "" {
-		c.parser, _ = provider.New(p.adapter.Provider(), c.prefix)
+	// The driver reads its CLI's output: one parse of each line.
+	if r, ok := p.driver.(agent.Reader); ok && p.adapter.Provider() != "" && r.Output(c.prefix) == nil {
+		c.parser = r
 	}
 	return c
 }

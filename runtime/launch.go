@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/marker"
 )
 
@@ -118,7 +119,7 @@ type launchPlan struct {
 // promptInput is the launch prompt as a message.
 func (pl *launchPlan) promptInput() SendMessageInput {
 	in := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !pl.onStdin}
-	in.Payload, _ = json.Marshal(messagePayload{Text: pl.req.Prompt})
+	in.Payload, _ = json.Marshal(agent.MessagePayload{Text: pl.req.Prompt})
 	return in
 }
 

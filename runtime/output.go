@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/marker"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
-	"github.com/agentjournal/agentjournal/runtime/provider"
 )
 
 // pump reads one output stream line by line: stdout lines may be markers or
@@ -98,7 +98,6 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 		rt.keep(p, outputlog.Stdout, line)
 		return
 	}
-	p.driver.Line(line)
 	c.parseMu.Lock()
 	defer c.parseMu.Unlock()
 	events := c.parser.Parse(line)
@@ -111,12 +110,12 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 // notJSON reports whether the provider parser found a line is no JSON, so
 // no provider event: a CLI's own plain text (a warning, a crash's trace).
 // Its diagnostic holds only the line's start.
-func notJSON(events []provider.Event) bool {
+func notJSON(events []agent.Event) bool {
 	for _, ev := range events {
 		if ev.Observation == nil {
 			continue
 		}
-		if d, ok := signalPayload(ev.Observation).(*eventstore.DiagnosticSignal); ok && d.Code == provider.CodeMalformedLine {
+		if d, ok := signalPayload(ev.Observation).(*eventstore.DiagnosticSignal); ok && d.Code == agent.CodeMalformedLine {
 			return true
 		}
 	}
@@ -167,7 +166,6 @@ func (rt *Runtime) replayLine(p *process, c *child, line []byte, truncated bool)
 	if truncated || c.parser == nil || (bytes.HasPrefix(line, []byte(marker.Prefix)) && marker.Parse(line, p.nonce).Result != marker.NotMarker) {
 		return
 	}
-	p.driver.Line(line)
 	c.parseMu.Lock()
 	defer c.parseMu.Unlock()
 	for _, ev := range c.parser.Parse(line) {
@@ -188,7 +186,7 @@ func (rt *Runtime) replayLine(p *process, c *child, line []byte, truncated bool)
 }
 
 // handleEvents records what the parser found; the caller holds parseMu.
-func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, events []provider.Event) {
+func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, events []agent.Event) {
 	for _, ev := range events {
 		switch {
 		case ev.Observation != nil:
@@ -259,7 +257,7 @@ func (rt *Runtime) sessionOf(p *process) string {
 
 // flush records what the parser held back once its output has ended.
 func (rt *Runtime) flush(p *process, c *child) {
-	f, ok := c.parser.(provider.Flusher)
+	f, ok := c.parser.(agent.Flusher)
 	if !ok {
 		return
 	}
@@ -361,7 +359,7 @@ func (rt *Runtime) handleSide(p *process, c *child, line []byte) {
 // the operator's next message. The runtime records that wait itself, in
 // the order it happens, so that a turn started right after it is never
 // overtaken by it.
-func (rt *Runtime) turnEnded(p *process, c *child, te provider.TurnEnd) {
+func (rt *Runtime) turnEnded(p *process, c *child, te agent.TurnEnd) {
 	p.turnMu.Lock()
 	defer p.turnMu.Unlock()
 	p.mu.Lock()

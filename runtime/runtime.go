@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -158,7 +159,7 @@ type LaunchRequest struct {
 	SessionID  string
 	// Continue makes the agent CLI continue one of its own sessions:
 	// resume it, or fork it at a message.
-	Continue *Continuation
+	Continue *agent.Continuation
 	// Restored is how a fork got its working directory, journaled right
 	// after the header.
 	Restored *eventstore.RestoreAttempted

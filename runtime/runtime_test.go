@@ -406,11 +406,11 @@ func TestProviderCaptures(t *testing.T) {
 		agent, capture string
 		wantSignals    []eventstore.SignalType
 	}{
-		{"claude-code", "provider/testdata/claude-code/gleam/basic_query.ndjson",
+		{"claude-code", "claude/testdata/gleam/basic_query.ndjson",
 			[]eventstore.SignalType{eventstore.SignalMessage, eventstore.SignalCompletedClaim}},
-		{"codex", "provider/testdata/codex/agentcmd/stream-output-5.jsonl",
+		{"codex", "codex/testdata/agentcmd/stream-output-5.jsonl",
 			[]eventstore.SignalType{eventstore.SignalMessage}},
-		{"copilot", "provider/testdata/copilot/minions/copilot-output-sample-claude.jsonl",
+		{"copilot", "copilot/testdata/minions/copilot-output-sample-claude.jsonl",
 			[]eventstore.SignalType{eventstore.SignalMessage}},
 	}
 	for _, c := range cases {

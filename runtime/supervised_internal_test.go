@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/generic"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // childIndex must agree with newChild's prefixes: a taken-over
 // conversation numbers its next process after every one its output names.
 func TestChildIndex(t *testing.T) {
-	p := &process{adapter: genericAdapter{}}
+	p := &process{adapter: generic.Agent{}}
 	for want := 1; want <= 3; want++ {
 		c := p.newChild()
 		ids := []string{c.prefix + "-6-0"} // a provider parser's id

@@ -32,7 +32,7 @@ func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 	// A Claude Code turn that plans, then hangs before its result: the
 	// capture's first four lines (init with the session id, a message, a
 	// TodoWrite and its result), then a sleep the power cut ends.
-	capture, err := os.ReadFile(filepath.Join("..", "..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := os.ReadFile(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestTodosAndApprovals(t *testing.T) {
 	mustRun(t, dir, "send", asked, "--answer", "q1", "main")
 	awaitState(t, dir, asked, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
 
-	capture, err := filepath.Abs(filepath.Join("..", "..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := filepath.Abs(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestSessionsSessionAndCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	_, _, stop := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	capture, err := filepath.Abs(filepath.Join("..", "..", "execution", "provider", "testdata", "claude-code", "real", "todo.jsonl"))
+	capture, err := filepath.Abs(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"testing"
@@ -6,10 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
+	"github.com/agentjournal/agentjournal/runtime/agent/agenttest"
 )
 
 func TestCodexCaptures(t *testing.T) {
-	c := capturesByName(t, Codex)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -55,7 +57,7 @@ func TestCodexCaptures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no capture %s", tt.capture)
 			}
-			got := describeAll(parse(t, Codex, lines...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -64,9 +66,9 @@ func TestCodexCaptures(t *testing.T) {
 }
 
 // TestCodexRealCaptures pins what the parser makes of Codex 0.169.0's own
-// output (testdata/codex/real, see its README).
+// output (testdata/real, see its README).
 func TestCodexRealCaptures(t *testing.T) {
-	c := capturesByName(t, Codex)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -148,7 +150,7 @@ func TestCodexRealCaptures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no capture %s", tt.capture)
 			}
-			got := describeAll(parse(t, Codex, lines...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -160,23 +162,23 @@ func TestCodexRealCaptures(t *testing.T) {
 // totals over the first process's, and gets the thread's totals, not their
 // sum.
 func TestCodexResumeUsage(t *testing.T) {
-	c := capturesByName(t, Codex)
-	first := parse(t, Codex, c["real/resume-1.jsonl"]...)
-	second := parse(t, Codex, c["real/resume-2.jsonl"]...)
-	got := finalUsage(append(first, second...))
-	if deref(got.in) != 280 || deref(got.out) != 9 {
+	c := agenttest.CapturesByName(t)
+	first := agenttest.Parse(t, Agent{}, c["real/resume-1.jsonl"]...)
+	second := agenttest.Parse(t, Agent{}, c["real/resume-2.jsonl"]...)
+	got := agenttest.FinalUsage(append(first, second...))
+	if agent.Deref(got.In) != 280 || agent.Deref(got.Out) != 9 {
 		t.Errorf("totals over both processes %s, want in=280 out=9", got)
 	}
 }
 
 func TestCodexNativeIDs(t *testing.T) {
-	evs := parse(t, Codex, capturesByName(t, Codex)["real/shell.jsonl"]...)
+	evs := agenttest.Parse(t, Agent{}, agenttest.CapturesByName(t)["real/shell.jsonl"]...)
 	n := 0
 	for _, e := range evs {
 		if o := e.Observation; o != nil {
 			n++
-			if want := (eventstore.NativeIDs{SessionID: "01a20b39-2548-7cb0-a9f1-1cb452362b89"}); nativeOf(o) != want {
-				t.Errorf("%s: native %+v, want %+v", describe(e), nativeOf(o), want)
+			if want := (eventstore.NativeIDs{SessionID: "01a20b39-2548-7cb0-a9f1-1cb452362b89"}); agenttest.NativeOf(o) != want {
+				t.Errorf("%s: native %+v, want %+v", agenttest.Describe(e), agenttest.NativeOf(o), want)
 			}
 		}
 	}
@@ -322,7 +324,7 @@ func TestCodexSynthetic(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describeAll(parse(t, Codex, lines(tt.lines...)...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -333,17 +335,17 @@ func TestCodexSynthetic(t *testing.T) {
 // TestCodexFlush: an error event that is the last line is reported when the
 // stream ends, under ids of a line after the last.
 func TestCodexFlush(t *testing.T) {
-	p, _ := New(Codex, testPrefix)
-	f, ok := p.(Flusher)
+	p := agenttest.NewReader(t, Agent{})
+	f, ok := p.(agent.Flusher)
 	if !ok {
 		t.Fatal("the Codex parser is not a Flusher")
 	}
 	if evs := p.Parse([]byte(`{"type":"error","message":"stream closed"}`)); len(evs) != 0 {
-		t.Fatalf("the error line gave %v, want nothing until the next line", describeAll(evs))
+		t.Fatalf("the error line gave %v, want nothing until the next line", agenttest.DescribeAll(evs))
 	}
 	evs := f.Flush()
-	checkEvents(t, evs)
-	if got := describeAll(evs); !cmp.Equal(got, []string{"diagnostic provider-error"}) {
+	agenttest.CheckEvents(t, evs)
+	if got := agenttest.DescribeAll(evs); !cmp.Equal(got, []string{"diagnostic provider-error"}) {
 		t.Fatalf("Flush gave %v, want the held error", got)
 	}
 	o := evs[0].Observation
@@ -352,6 +354,6 @@ func TestCodexFlush(t *testing.T) {
 		t.Errorf("got id %s, raw %q, line type %q; want launch-1-2-0, the error line, error", o.ObservationID, o.RawText, d.LineType)
 	}
 	if again := f.Flush(); again != nil {
-		t.Errorf("a second Flush gave %v, want nothing", describeAll(again))
+		t.Errorf("a second Flush gave %v, want nothing", agenttest.DescribeAll(again))
 	}
 }

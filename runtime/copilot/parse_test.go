@@ -1,4 +1,4 @@
-package provider
+package copilot
 
 import (
 	"slices"
@@ -7,10 +7,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
+	"github.com/agentjournal/agentjournal/runtime/agent/agenttest"
 )
 
 func TestCopilotCaptures(t *testing.T) {
-	c := capturesByName(t, Copilot)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -52,11 +54,11 @@ func TestCopilotCaptures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no capture %s", tt.capture)
 			}
-			evs := parse(t, Copilot, lines...)
-			if diff := cmp.Diff(tt.want, describeAll(evs)); diff != "" {
+			evs := agenttest.Parse(t, Agent{}, lines...)
+			if diff := cmp.Diff(tt.want, agenttest.DescribeAll(evs)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			if got := finalUsage(evs).String(); got != tt.usage {
+			if got := agenttest.FinalUsage(evs).String(); got != tt.usage {
 				t.Errorf("final usage %s, want %s", got, tt.usage)
 			}
 		})
@@ -64,9 +66,9 @@ func TestCopilotCaptures(t *testing.T) {
 }
 
 // TestCopilotRealCaptures pins what the parser makes of Copilot CLI
-// 1.0.102's own output (testdata/copilot/real, see its README).
+// 1.0.102's own output (testdata/real, see its README).
 func TestCopilotRealCaptures(t *testing.T) {
-	c := capturesByName(t, Copilot)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -138,7 +140,7 @@ func TestCopilotRealCaptures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no capture %s", tt.capture)
 			}
-			got := describeAll(parse(t, Copilot, lines...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -148,10 +150,10 @@ func TestCopilotRealCaptures(t *testing.T) {
 
 // TestCopilotRetryMessage: a retry names what the failed call answered.
 func TestCopilotRetryMessage(t *testing.T) {
-	evs := parse(t, Copilot, capturesByName(t, Copilot)["real/error500.jsonl"]...)
-	d := payloads[*eventstore.DiagnosticSignal](evs)[0]
+	evs := agenttest.Parse(t, Agent{}, agenttest.CapturesByName(t)["real/error500.jsonl"]...)
+	d := agenttest.Payloads[*eventstore.DiagnosticSignal](evs)[0]
 	want := "Copilot CLI retries the model request (api_error) after HTTP 500: scripted 500 error"
-	if d.Message != want || d.LineType != "assistant.turn_retry" || d.Adapter != Copilot {
+	if d.Message != want || d.LineType != "assistant.turn_retry" || d.Adapter != agent.Copilot {
 		t.Errorf("got %+v, want message %q for an assistant.turn_retry line", d, want)
 	}
 }
@@ -159,11 +161,11 @@ func TestCopilotRetryMessage(t *testing.T) {
 // TestCopilotNativeIDs: observations carry the event id and the turn id of
 // their line, and the session id once the result has said it.
 func TestCopilotNativeIDs(t *testing.T) {
-	evs := parse(t, Copilot, capturesByName(t, Copilot)["real/text.jsonl"]...)
+	evs := agenttest.Parse(t, Agent{}, agenttest.CapturesByName(t)["real/text.jsonl"]...)
 	var got []eventstore.NativeIDs
 	for _, e := range evs {
 		if e.Observation != nil {
-			got = append(got, nativeOf(e.Observation))
+			got = append(got, agenttest.NativeOf(e.Observation))
 		}
 	}
 	want := []eventstore.NativeIDs{
@@ -378,7 +380,7 @@ func TestCopilotSynthetic(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describeAll(parse(t, Copilot, lines(tt.lines...)...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -471,18 +473,18 @@ func TestTodoSQL(t *testing.T) {
 // TestCopilotFlush: a session error that no result followed is reported
 // when the stream ends.
 func TestCopilotFlush(t *testing.T) {
-	p, _ := New(Copilot, testPrefix)
+	p := agenttest.NewReader(t, Agent{})
 	if evs := p.Parse([]byte(`{"type":"session.error","id":"e1","data":{"errorType":"query","message":"boom"}}`)); len(evs) != 0 {
-		t.Fatalf("the error line gave %v, want nothing until the result", describeAll(evs))
+		t.Fatalf("the error line gave %v, want nothing until the result", agenttest.DescribeAll(evs))
 	}
-	evs := p.(Flusher).Flush()
-	checkEvents(t, evs)
-	ds := payloads[*eventstore.DiagnosticSignal](evs)
-	if len(evs) != 1 || len(ds) != 1 || ds[0].Code != CodeProviderError || ds[0].Message != "Copilot CLI reported an error: boom" {
-		t.Fatalf("Flush gave %v, want the held error as a provider-error", describeAll(evs))
+	evs := p.(agent.Flusher).Flush()
+	agenttest.CheckEvents(t, evs)
+	ds := agenttest.Payloads[*eventstore.DiagnosticSignal](evs)
+	if len(evs) != 1 || len(ds) != 1 || ds[0].Code != agent.CodeProviderError || ds[0].Message != "Copilot CLI reported an error: boom" {
+		t.Fatalf("Flush gave %v, want the held error as a provider-error", agenttest.DescribeAll(evs))
 	}
-	if again := p.(Flusher).Flush(); again != nil {
-		t.Errorf("a second Flush gave %v, want nothing", describeAll(again))
+	if again := p.(agent.Flusher).Flush(); again != nil {
+		t.Errorf("a second Flush gave %v, want nothing", agenttest.DescribeAll(again))
 	}
 }
 
@@ -490,7 +492,7 @@ func TestCopilotFlush(t *testing.T) {
 // stdout in either order, gives the usage stdout lacks, each model call
 // once, and nothing twice of what both say.
 func TestCopilotEventsFile(t *testing.T) {
-	c := capturesByName(t, Copilot)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		name  string
 		trail []string // running totals after each usage observation, stdout first
@@ -509,17 +511,17 @@ func TestCopilotEventsFile(t *testing.T) {
 			if stdout == nil || events == nil {
 				t.Fatalf("no capture real/%s", tt.name)
 			}
-			alone := parse(t, Copilot, stdout...)
-			first := parse(t, Copilot, append(slices.Clone(stdout), events...)...)
-			if diff := cmp.Diff(tt.trail, usageTrail(first)); diff != "" {
+			alone := agenttest.Parse(t, Agent{}, stdout...)
+			first := agenttest.Parse(t, Agent{}, append(slices.Clone(stdout), events...)...)
+			if diff := cmp.Diff(tt.trail, agenttest.UsageTrail(first)); diff != "" {
 				t.Errorf("running totals (-want +got):\n%s", diff)
 			}
-			last := parse(t, Copilot, append(slices.Clone(events), stdout...)...)
-			if got, want := finalUsage(last).String(), tt.trail[len(tt.trail)-1]; got != want {
+			last := agenttest.Parse(t, Agent{}, append(slices.Clone(events), stdout...)...)
+			if got, want := agenttest.FinalUsage(last).String(), tt.trail[len(tt.trail)-1]; got != want {
 				t.Errorf("events file first: totals %s, want %s", got, want)
 			}
-			for _, evs := range [][]Event{first, last} {
-				if got, want := len(payloads[*eventstore.MessageSignal](evs)), len(payloads[*eventstore.MessageSignal](alone)); got != want {
+			for _, evs := range [][]agent.Event{first, last} {
+				if got, want := len(agenttest.Payloads[*eventstore.MessageSignal](evs)), len(agenttest.Payloads[*eventstore.MessageSignal](alone)); got != want {
 					t.Errorf("%d messages, want the %d of stdout alone", got, want)
 				}
 				var versions []string

@@ -1,9 +1,10 @@
-package provider
+package copilot
 
 import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 )
 
 // Copilot CLI 1.0.102 keeps the agent's todo list in a SQLite table of the
@@ -64,7 +65,7 @@ func (t *todoTable) apply(query string) bool {
 func (t *todoTable) plan() []eventstore.PlanItem {
 	items := make([]eventstore.PlanItem, 0, len(t.rows))
 	for _, r := range t.rows {
-		if it, ok := planItem(r["id"], r["title"], todoStatus(r["status"])); ok {
+		if it, ok := agent.NewPlanItem(r["id"], r["title"], agent.TodoStatus(r["status"])); ok {
 			items = append(items, it)
 		}
 	}
@@ -194,11 +195,11 @@ func (t *todoTable) insert(c *sqlCursor, replace bool) (bool, bool) {
 }
 
 func (t *todoTable) add(r map[string]string) {
-	if len(t.rows) >= maxPlanItems {
+	if len(t.rows) >= agent.MaxPlanItems {
 		return
 	}
 	for k, v := range r {
-		r[k] = clip(v, maxLabelBytes)
+		r[k] = agent.Clip(v, agent.MaxLabelBytes)
 	}
 	t.rows = append(t.rows, r)
 }
@@ -253,7 +254,7 @@ func (t *todoTable) update(c *sqlCursor) (bool, bool) {
 	for _, r := range t.rows {
 		if match(r) {
 			for k, v := range set {
-				r[k] = clip(v, maxLabelBytes)
+				r[k] = agent.Clip(v, agent.MaxLabelBytes)
 			}
 			changed = true
 		}

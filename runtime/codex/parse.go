@@ -1,14 +1,15 @@
-package provider
+package codex
 
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 )
 
-// codexParser reads `codex exec --json`.
+// output is what the Driver keeps of one process's stdout, which it reads
+// as `codex exec --json` writes it.
 //
 // Usage. turn.completed carries the thread's running totals, not the
 // turn's own: Codex 0.169.0 loads the thread's totals when `exec resume`
@@ -17,8 +18,8 @@ import (
 // equal to the last ones are dropped. input_tokens already includes
 // cached_input_tokens and output_tokens includes reasoning_output_tokens,
 // so neither is added again. No other event carries usage.
-type codexParser struct {
-	*stream
+type output struct {
+	*agent.Stream
 	// lastText is the last agent message of the current turn, the summary
 	// of its completion claim.
 	lastText string
@@ -34,9 +35,9 @@ type heldError struct {
 	raw            []byte
 }
 
-// codexLineTypes are the line types the Codex parser reads, as of Codex
+// lineTypes are the line types the Codex parser reads, as of Codex
 // 0.169.0.
-var codexLineTypes = []string{
+var lineTypes = []string{
 	"error", "item.completed", "item.started", "item.updated",
 	"thread.started", "turn.completed", "turn.failed", "turn.started",
 }
@@ -96,136 +97,110 @@ type codexError struct {
 	Message string `json:"message"`
 }
 
-func (p *codexParser) Parse(line []byte) []Event {
+// Parse reads one line of Codex's stdout.
+func (d *Driver) Parse(line []byte) []agent.Event {
 	var ev codexEvent
-	if p.start(line, &ev) {
-		p.lineType = ev.Type
+	if d.Decode(line, &ev) {
+		d.LineType = ev.Type
 		if ev.Type != "turn.failed" {
-			p.release()
+			d.release()
 		}
-		p.event(&ev)
+		d.event(&ev)
 	}
-	return p.finish()
+	return d.Finish()
 }
 
 // Flush reports an error event held back when the stream ends right after
 // it. Its events take the ids of a line after the last.
-func (p *codexParser) Flush() []Event {
-	if p.held == nil {
+func (d *Driver) Flush() []agent.Event {
+	if d.held == nil {
 		return nil
 	}
-	p.line++
-	p.events, p.overflow, p.lineType = nil, 0, ""
-	p.release()
-	return p.finish()
+	d.NextLine()
+	d.release()
+	return d.Finish()
 }
 
 // release reports a held error event as what it turned out to be: an error
 // the turn went on after (a retry, a reconnection).
-func (p *codexParser) release() {
-	h := p.held
+func (d *Driver) release() {
+	h := d.held
 	if h == nil {
 		return
 	}
-	p.held = nil
-	p.add(p.diagnosticFor(CodeProviderError, "error", "Codex reported an error: "+h.reason, h.raw))
+	d.held = nil
+	d.Add(d.DiagnosticFor(agent.CodeProviderError, "error", "Codex reported an error: "+h.reason, h.raw))
 }
 
-func (p *codexParser) event(ev *codexEvent) {
+func (d *Driver) event(ev *codexEvent) {
 	switch ev.Type {
 	case "thread.started":
-		p.learnSession(ev.ThreadID, "")
+		d.LearnSession(ev.ThreadID, "")
 	case "turn.started":
-		p.lastText = ""
+		d.lastText = ""
 	case "item.started":
-		p.item(ev.Item, false)
+		d.item(ev.Item, false)
 	case "item.updated":
 		// A running item changes: only a todo list says something new.
 		if it := ev.Item; it != nil && it.Type == "todo_list" {
-			p.todoList(it)
+			d.todoList(it)
 		}
 	case "item.completed":
-		p.item(ev.Item, true)
+		d.item(ev.Item, true)
 	case "turn.completed":
 		if u := ev.Usage; u != nil {
-			p.cumulativeUsage(u.InputTokens, u.OutputTokens)
+			d.CumulativeUsage(u.InputTokens, u.OutputTokens)
 		}
-		p.completed(p.lastText, "Codex completed the turn")
-		p.turnEnd(false, "")
-		p.lastText = ""
+		d.Completed(d.lastText, "Codex completed the turn")
+		d.EndTurn(false, "")
+		d.lastText = ""
 	case "turn.failed":
 		reason, detail := "Codex turn failed", ""
 		if ev.Error != nil && ev.Error.Message != "" {
-			reason, detail = errorMessage(ev.Error.Message)
+			reason, detail = agent.ErrorMessage(ev.Error.Message)
 		}
-		if h := p.held; h != nil && h.reason != reason {
-			p.release()
+		if h := d.held; h != nil && h.reason != reason {
+			d.release()
 		}
-		p.held = nil
-		p.turnEnd(true, p.failed(reason, detail))
-		p.lastText = ""
+		d.held = nil
+		d.EndTurn(true, d.Failed(reason, detail))
+		d.lastText = ""
 	case "error":
 		msg := ev.Message
 		if msg == "" {
 			msg = "Codex reported an error without a message"
 		}
-		reason, detail := errorMessage(msg)
-		p.held = &heldError{reason: reason, detail: detail, raw: []byte(clip(string(p.raw), maxRawBytes))}
+		reason, detail := agent.ErrorMessage(msg)
+		d.held = &heldError{reason: reason, detail: detail, raw: []byte(agent.Clip(string(d.Raw()), agent.MaxRawBytes))}
 	default:
-		p.unknownLine(ev.Type)
+		d.UnknownLine(ev.Type)
 	}
-}
-
-// errorMessage reads an error message that may be an API error body
-// itself ({"error":{"message":…}}, {"type":"error","error":{…}},
-// {"message":…}): the message inside is the reason, the body the detail.
-func errorMessage(msg string) (reason, detail string) {
-	trimmed := strings.TrimSpace(msg)
-	if !strings.HasPrefix(trimmed, "{") {
-		return trimmed, ""
-	}
-	var body struct {
-		Message string `json:"message"`
-		Error   *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal([]byte(trimmed), &body) != nil {
-		return trimmed, ""
-	}
-	switch {
-	case body.Error != nil && strings.TrimSpace(body.Error.Message) != "":
-		return strings.TrimSpace(body.Error.Message), trimmed
-	case strings.TrimSpace(body.Message) != "":
-		return strings.TrimSpace(body.Message), trimmed
-	}
-	return trimmed, ""
 }
 
 // item handles item.started (done false) and item.completed (done true).
 // Tool items open a call when they start and close it when they complete;
 // an item that completes without having started opens and closes in the
 // same line.
-func (p *codexParser) item(it *codexItem, done bool) {
+func (d *Driver) item(it *codexItem, done bool) {
 	if it == nil {
-		p.badEvent("item event without an item")
+		d.BadEvent("item event without an item")
 		return
 	}
 	switch it.Type {
 	case "agent_message":
 		if done {
-			p.message(it.Text)
-			p.lastText = it.Text
+			d.Message(it.Text)
+			d.lastText = it.Text
 		}
 	case "reasoning":
 		// Private reasoning: not an operator message.
 	case "todo_list":
-		p.todoList(it)
+		d.todoList(it)
 	case "command_execution", "file_change", "mcp_tool_call", "collab_tool_call", "web_search":
-		name, act, target := p.tool(it)
-		p.openTool(it.ID, name, act, target)
+		name, act, target := d.tool(it)
+		d.OpenTool(it.ID, name, act, target)
 		if done {
-			p.closeTool(it.ID, codexOutcome(it))
+			d.CloseTool(it.ID, codexOutcome(it))
 		}
 	case "error":
 		if done {
@@ -233,69 +208,69 @@ func (p *codexParser) item(it *codexItem, done bool) {
 			if msg == "" {
 				msg = "Codex reported an error item without a message"
 			}
-			p.diagnose(CodeProviderError, "Codex reported an error: "+msg)
+			d.Diagnose(agent.CodeProviderError, "Codex reported an error: "+msg)
 		}
 	default:
-		p.unknown("item", it.Type)
+		d.Unknown("item", it.Type)
 	}
 }
 
 // todoList reports the todo list as the plan; the same list seen again (the
 // item repeats it on every update and on completion) is reported once.
-func (p *codexParser) todoList(it *codexItem) {
-	items := make([]eventstore.PlanItem, 0, min(len(it.Items), maxPlanItems))
+func (d *Driver) todoList(it *codexItem) {
+	items := make([]eventstore.PlanItem, 0, min(len(it.Items), agent.MaxPlanItems))
 	for _, t := range it.Items {
 		status := eventstore.PlanItemOpen
 		if t.Completed {
 			status = eventstore.PlanItemDone
 		}
-		if pi, ok := planItem("", t.Text, status); ok {
+		if pi, ok := agent.NewPlanItem("", t.Text, status); ok {
 			items = append(items, pi)
 		}
 	}
-	p.reportPlan(items)
+	d.ReportPlan(items)
 }
 
 // codexOutcome reads how a tool item ended: a failed status, or a command's
 // non-zero exit code, is a failure; a command's error is the end of its
 // output.
-func codexOutcome(it *codexItem) outcome {
+func codexOutcome(it *codexItem) agent.Outcome {
 	switch it.Type {
 	case "command_execution":
 		failed := it.Status == "failed" || it.Status == "declined" || (it.ExitCode != nil && *it.ExitCode != 0)
 		if !failed {
-			return outcome{}
+			return agent.Outcome{}
 		}
-		msg := tail(it.AggregatedOutput, maxErrorBytes)
+		msg := agent.Tail(it.AggregatedOutput, agent.MaxErrorBytes)
 		if msg == "" && it.Status == "declined" {
 			msg = "the command was declined"
 		}
-		return outcome{failed: true, err: msg, exit: it.ExitCode}
+		return agent.Outcome{Failed: true, Err: msg, Exit: it.ExitCode}
 	case "mcp_tool_call", "collab_tool_call", "file_change":
 		if it.Status != "failed" {
-			return outcome{}
+			return agent.Outcome{}
 		}
-		out := outcome{failed: true}
+		out := agent.Outcome{Failed: true}
 		if it.Error != nil {
-			out.err = it.Error.Message
+			out.Err = it.Error.Message
 		}
 		return out
 	}
-	return outcome{}
+	return agent.Outcome{}
 }
 
-func (p *codexParser) tool(it *codexItem) (string, eventstore.Activity, *eventstore.Target) {
+func (d *Driver) tool(it *codexItem) (string, eventstore.Activity, *eventstore.Target) {
 	switch it.Type {
 	case "command_execution":
 		if it.Command == "" {
-			return it.Type, eventstore.ActivityExecuting, toolTarget(it.Type)
+			return it.Type, eventstore.ActivityExecuting, agent.ToolTarget(it.Type)
 		}
-		return it.Type, eventstore.ActivityExecuting, commandTarget(it.Command)
+		return it.Type, eventstore.ActivityExecuting, agent.CommandTarget(it.Command)
 	case "file_change":
 		if len(it.Changes) == 0 || it.Changes[0].Path == "" {
-			return it.Type, eventstore.ActivityEditing, toolTarget(it.Type)
+			return it.Type, eventstore.ActivityEditing, agent.ToolTarget(it.Type)
 		}
-		t := fileTarget(it.Changes[0].Path)
+		t := agent.FileTarget(it.Changes[0].Path)
 		if n := len(it.Changes); n > 1 {
 			t.Label = fmt.Sprintf("%d files", n)
 		}
@@ -305,9 +280,9 @@ func (p *codexParser) tool(it *codexItem) (string, eventstore.Activity, *eventst
 		if it.Server != "" {
 			name = it.Server + "." + it.Tool
 		}
-		act, target := toolActivity(it.Tool, args(it.Arguments))
+		act, target := agent.ToolActivity(it.Tool, agent.Args(it.Arguments))
 		if target.Kind == eventstore.TargetTool || target.Kind == eventstore.TargetUnknown {
-			target = toolTarget(name)
+			target = agent.ToolTarget(name)
 		}
 		return name, act, target
 	case "collab_tool_call":
@@ -315,22 +290,22 @@ func (p *codexParser) tool(it *codexItem) (string, eventstore.Activity, *eventst
 		if it.Tool != "" {
 			name = it.Tool
 		}
-		return name, eventstore.ActivityExecuting, toolTarget(name)
+		return name, eventstore.ActivityExecuting, agent.ToolTarget(name)
 	default: // web_search
 		var a codexAction
 		if len(it.Action) > 0 && it.Action[0] == '{' {
 			_ = json.Unmarshal(it.Action, &a)
 		}
 		if (a.Type == "open_page" || a.Type == "find_in_page") && a.URL != "" {
-			return it.Type, eventstore.ActivityReviewing, urlTarget(a.URL)
+			return it.Type, eventstore.ActivityReviewing, agent.URLTarget(a.URL)
 		}
 		q := it.Query
 		if q == "" {
 			q = a.Query
 		}
 		if q == "" {
-			return it.Type, eventstore.ActivityReviewing, toolTarget(it.Type)
+			return it.Type, eventstore.ActivityReviewing, agent.ToolTarget(it.Type)
 		}
-		return it.Type, eventstore.ActivityReviewing, searchTarget(q, "")
+		return it.Type, eventstore.ActivityReviewing, agent.SearchTarget(q, "")
 	}
 }

@@ -1,6 +1,9 @@
-package provider
+package agent
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -44,72 +47,103 @@ var toolClasses = map[string]toolClass{
 
 var pathArgs = []string{"file_path", "path", "notebook_path", "filePath", "file"}
 
-// toolActivity says what a call of the named tool with these arguments is
+// ToolActivity says what a call of the named tool with these arguments is
 // doing: the activity and the current target. The target is the file for
 // edit and read tools that name one, the command for shell tools, the
 // pattern or query (and the directory) for search tools, the URL for fetch
 // tools, and the tool otherwise.
-func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
+func ToolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
 	class := toolClasses[strings.ToLower(name)]
 	var act eventstore.Activity
 	switch class {
 	case toolShell:
 		act = eventstore.ActivityExecuting
-		if cmd := stringArg(a, "command", "cmd"); cmd != "" {
-			return act, commandTarget(cmd)
+		if cmd := StringArg(a, "command", "cmd"); cmd != "" {
+			return act, CommandTarget(cmd)
 		}
 	case toolEdit, toolRead:
 		act = eventstore.ActivityEditing
 		if class == toolRead {
 			act = eventstore.ActivityReviewing
 		}
-		if p := stringArg(a, pathArgs...); p != "" {
-			return act, fileTarget(p)
+		if p := StringArg(a, pathArgs...); p != "" {
+			return act, FileTarget(p)
 		}
 	case toolSearch:
 		act = eventstore.ActivityReviewing
-		if q := stringArg(a, "pattern", "query", "glob"); q != "" {
-			return act, searchTarget(q, stringArg(a, "path", "directory", "dir"))
+		if q := StringArg(a, "pattern", "query", "glob"); q != "" {
+			return act, SearchTarget(q, StringArg(a, "path", "directory", "dir"))
 		}
 	case toolFetch:
 		act = eventstore.ActivityReviewing
-		if u := stringArg(a, "url"); u != "" {
-			return act, urlTarget(u)
+		if u := StringArg(a, "url"); u != "" {
+			return act, URLTarget(u)
 		}
 	case toolPlan:
 		act = eventstore.ActivityPlanning
 	default:
 		act = eventstore.ActivityExecuting
 	}
-	return act, toolTarget(name)
+	return act, ToolTarget(name)
 }
 
-func commandTarget(cmd string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetCommand, Label: clip(cmd, maxLabelBytes)}
+func CommandTarget(cmd string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetCommand, Label: Clip(cmd, MaxLabelBytes)}
 }
 
-func fileTarget(path string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetFile, Path: clip(path, maxPathBytes)}
+func FileTarget(path string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetFile, Path: Clip(path, maxPathBytes)}
 }
 
-func searchTarget(pattern, dir string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetSearch, Label: clip(pattern, maxLabelBytes), Path: clip(dir, maxPathBytes)}
+func SearchTarget(pattern, dir string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetSearch, Label: Clip(pattern, MaxLabelBytes), Path: Clip(dir, maxPathBytes)}
 }
 
-func urlTarget(url string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetURL, Label: clip(url, maxLabelBytes)}
+func URLTarget(url string) *eventstore.Target {
+	return &eventstore.Target{Kind: eventstore.TargetURL, Label: Clip(url, MaxLabelBytes)}
 }
 
-func toolTarget(name string) *eventstore.Target {
+func ToolTarget(name string) *eventstore.Target {
 	if name == "" {
 		return &eventstore.Target{Kind: eventstore.TargetUnknown}
 	}
-	return &eventstore.Target{Kind: eventstore.TargetTool, Label: clip(name, maxLabelBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetTool, Label: Clip(name, MaxLabelBytes)}
 }
 
-// mainArg is the argument that says what a tool call does, for a question
+// MainArg is the argument that says what a tool call does, for a question
 // that asks whether to allow it: the command, the file, the URL, the
 // pattern or the query.
-func mainArg(a map[string]json.RawMessage) string {
-	return stringArg(a, "command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
+func MainArg(a map[string]json.RawMessage) string {
+	return StringArg(a, "command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
+}
+
+// InputRequestID is the request id of a needs-input signal: the CLI's own
+// when the journal can keep it, else one derived from it (a hash of a long
+// id, the line's place for a missing one), so that a replay derives the
+// same.
+func InputRequestID(id, prefix, lineKey string) string {
+	if NativeID(id) != "" {
+		return id
+	}
+	if id == "" {
+		return prefix + "-" + lineKey + "-request"
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "request-" + hex.EncodeToString(sum[:16])
+}
+
+// ToolInput decodes a tool's input for the runtime, which answers with it.
+// Numbers keep their exact text. An input that is not an object, or too
+// big for a record, is left out.
+func ToolInput(raw json.RawMessage) map[string]any {
+	if len(raw) == 0 || raw[0] != '{' || len(raw) > MaxToolInputBytes {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	return m
 }

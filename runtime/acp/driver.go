@@ -1,4 +1,4 @@
-package runtime
+package acp
 
 import (
 	"bytes"
@@ -12,108 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentjournal/agentjournal/acp"
+	protocol "github.com/agentjournal/agentjournal/acp"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/provider"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 )
-
-// conversant is a Driver that talks to its agent on its own, not only when
-// a message is delivered: an ACP client runs a handshake at start and
-// answers the agent's requests. The runtime hands it the process's input
-// once the process runs, and hangs up when the process's output has ended
-// or the operator stops it. Such an agent keeps its process on this
-// runtime's pipes (never supervised): the conversation's state lives here.
-type conversant interface {
-	// Converse starts the conversation; it must not block.
-	Converse(c conversation)
-	// Hangup cancels a running turn (best effort) and ends the
-	// conversation; what the agent writes after it is still journaled by
-	// the parser but no longer answered. Safe to call more than once.
-	Hangup()
-}
-
-// conversation is what a conversant gets from the runtime.
-type conversation struct {
-	// dir is the execution's working directory.
-	dir string
-	// write writes to the agent's stdin.
-	write func([]byte) error
-	// note records a diagnostic observation: something the driver saw go
-	// wrong in the exchange.
-	note func(code, message string)
-	// endTurn ends the running turn when its end will not come from the
-	// agent's output (the prompt failed).
-	endTurn func(failed bool, reason string)
-	// status records a status observation of the driver's own: how the
-	// session was continued.
-	status func(phase, summary string)
-	// loading tells the parser of the session/load request id (its JSON
-	// text) for session, before the request goes out; prompting that a
-	// session/prompt is about to go out, which ends the replay.
-	loading   func(id, session string)
-	prompting func()
-}
-
-func conversing(d Driver) bool {
-	_, ok := d.(conversant)
-	return ok
-}
-
-// converse starts the conversation of a conversant driver with the
-// process c.
-func (rt *Runtime) converse(p *process, c *child) {
-	cv, ok := p.driver.(conversant)
-	if !ok {
-		return
-	}
-	var n atomic.Int64
-	cv.Converse(conversation{
-		dir: p.dir,
-		write: func(b []byte) error {
-			_, err := c.write(b)
-			return err
-		},
-		note: func(code, message string) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
-				Source: p.source, Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
-					Code: code, Message: clipReason(message), Adapter: p.adapter.ID()})})
-		},
-		endTurn: func(failed bool, reason string) {
-			c.parseMu.Lock()
-			defer c.parseMu.Unlock()
-			rt.turnEnded(p, c, provider.TurnEnd{Failed: failed, Reason: reason})
-		},
-		status: func(phase, summary string) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
-				Source: p.source, Confidence: eventstore.ConfidenceHigh, Signal: eventstore.NewSignal(&eventstore.StatusSignal{
-					Phase: phase, Summary: clipReason(summary)})})
-		},
-		loading: func(id, session string) {
-			// Not under parseMu: the request is written from the
-			// client's goroutine, which a delivery under parseMu may
-			// wait for. The parser guards its load state itself.
-			if l, ok := c.parser.(interface{ Loading(id, session string) }); ok {
-				l.Loading(id, session)
-			}
-		},
-		prompting: func() {
-			if l, ok := c.parser.(interface{ Prompting() }); ok {
-				l.Prompting()
-			}
-		},
-	})
-}
-
-// hangup ends a conversant driver's conversation.
-func hangup(p *process) {
-	if cv, ok := p.driver.(conversant); ok {
-		cv.Hangup()
-	}
-}
 
 // Diagnostic codes of the ACP client's own observations. Persisted: never
 // rename one.
@@ -131,20 +33,23 @@ const (
 	codeACPRefused = "acp-refused"
 )
 
-// acpTimeout bounds the waits on an ACP agent that are not a turn: the
-// handshake's answers, a prompt's request reaching the agent, a cancel.
-var acpTimeout = 60 * time.Second
+// Timeout bounds the waits on an ACP agent that are not a turn: the
+// handshake's answers, a prompt's request reaching the agent, a cancel. A
+// variable so that a test can shorten it.
+var Timeout = 60 * time.Second
 
-// acpAdapter runs an Agent Client Protocol agent: the acp adapter any
-// command, the presets a known CLI in its ACP mode.
-type acpAdapter struct {
+// Agent runs an Agent Client Protocol agent: the acp agent any command, a
+// preset a known CLI in its ACP mode.
+type Agent struct {
 	id      string
 	program string   // the preset's program; "" for acp, which needs a command
 	args    []string // the preset's arguments, before the user's
 }
 
-// acpPresets are the known ACP agents, by adapter id.
-var acpPresets = []acpAdapter{
+var _ agent.Agent = Agent{}
+
+// presets are the known ACP agents, by id: adding one is a line here.
+var presets = []Agent{
 	{id: "acp"},
 	{id: "copilot-acp", program: "copilot", args: []string{"--acp"}},
 	{id: "gemini", program: "gemini", args: []string{"--acp"}},
@@ -152,106 +57,140 @@ var acpPresets = []acpAdapter{
 	{id: "codex-acp", program: "codex-acp"},
 }
 
-func acpAdapterFor(id string) (acpAdapter, bool) {
-	for _, a := range acpPresets {
-		if a.id == id {
-			return a, true
-		}
-	}
-	return acpAdapter{}, false
-}
-
-func acpAdapterIDs() []string {
-	out := make([]string, len(acpPresets))
-	for i, a := range acpPresets {
-		out[i] = a.id
+// Agents lists the acp agent and its presets.
+func Agents() []agent.Agent {
+	out := make([]agent.Agent, len(presets))
+	for i, a := range presets {
+		out[i] = a
 	}
 	return out
 }
 
-func (a acpAdapter) ID() string     { return a.id }
-func (acpAdapter) Provider() string { return provider.ACP }
-func (acpAdapter) Shapes() []eventstore.SessionShape {
-	return []eventstore.SessionShape{eventstore.ShapeConversation, eventstore.ShapeOneShot}
-}
-func (acpAdapter) Approvals() *eventstore.ApprovalPolicy {
-	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsJournal}
-}
-func (acpAdapter) Messages(eventstore.SessionShape) []eventstore.MessageDescriptor {
-	interrupt := interruptMessage
-	interrupt.Description = "Cancel the current turn (ACP session/cancel)"
-	return []eventstore.MessageDescriptor{promptMessage, answerMessage, interrupt}
-}
-func (a acpAdapter) NewDriver(command []string, _ eventstore.SessionShape) Driver {
-	return &acpDriver{adapter: a, command: command, ready: make(chan struct{}), pending: map[string]*acpPending{}}
+func (a Agent) ID() string     { return a.id }
+func (Agent) Provider() string { return agent.ACP }
+
+// Capabilities: an ACP agent resumes with session/load when its initialize
+// offers it, and otherwise falls back to the retelling (the handshake
+// records which). session/fork is unstable in the protocol and forks a
+// whole session, never at a message.
+func (Agent) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Protocol: agent.ProtocolACP, NativeResume: true}
 }
 
-// acpDriver is the client side of one ACP agent process.
-type acpDriver struct {
-	adapter acpAdapter
+func (Agent) Shapes() []eventstore.SessionShape { return agent.SessionShapes() }
+
+func (Agent) Approvals() *eventstore.ApprovalPolicy {
+	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsJournal}
+}
+
+func (Agent) Messages(eventstore.SessionShape) []eventstore.MessageDescriptor {
+	interrupt := agent.InterruptMessage
+	interrupt.Description = "Cancel the current turn (ACP session/cancel)"
+	return []eventstore.MessageDescriptor{agent.PromptMessage, agent.AnswerMessage, interrupt}
+}
+
+func (Agent) LineTypes() []string { return agent.Sorted(lineTypes) }
+
+func (a Agent) NewDriver(command []string, _ eventstore.SessionShape) agent.Driver {
+	return &Driver{agent: a, command: command, ready: make(chan struct{}), pending: map[string]*waiting{}}
+}
+
+// Driver is the client side of one ACP agent process, and the reader of
+// its stdout.
+type Driver struct {
+	agent   Agent
 	command []string
 	ready   chan struct{} // closed when the handshake has ended
 
 	mu      sync.Mutex
-	conv    conversation
-	client  *acp.Client
+	conv    agent.Conversation
+	client  *protocol.Client
 	openErr error
 	hung    bool
 	// pending are the permission requests waiting for the operator, by
 	// request id (the tool call's id).
-	pending map[string]*acpPending
+	pending map[string]*waiting
 	// sent is told when a session/prompt request was written.
-	sent *acpSent
+	sent *promptSent
 	// cont is the session a resume continues; nil for a new one.
-	cont *Continuation
+	cont *agent.Continuation
 	// retelling goes ahead of the first prompt when the agent could not
 	// continue cont's session (retell).
 	retelling string
+
+	// loadMu guards the replay of a loaded session, which the client
+	// announces from its own goroutine (loading, prompting) while Parse
+	// reads the agent's lines: the session/load's JSON-RPC id (until its
+	// response) and session, whether the replay may still run, and the
+	// updates replayed before the response.
+	loadMu      sync.Mutex
+	loadID      string
+	loadSession string
+	replaying   bool
+	replayed    int
+
+	// output is the reading of the process's stdout, under the runtime's
+	// one-reader-at-a-time rule (agent.Reader).
+	output
 }
 
-// acpSent follows one session/prompt request out.
-type acpSent struct {
+// promptSent follows one session/prompt request out.
+type promptSent struct {
 	ch    chan error
 	wrote atomic.Bool
 }
 
-// acpPending is a permission request waiting for its answer.
-type acpPending struct {
-	options []acp.PermissionOption
+// waiting is a permission request waiting for its answer.
+type waiting struct {
+	options []protocol.PermissionOption
 	answer  chan string
 }
 
 var (
-	_ conversant = (*acpDriver)(nil)
-	_ continuer  = (*acpDriver)(nil)
+	_ agent.Reader  = (*Driver)(nil)
+	_ agent.Flusher = (*Driver)(nil)
 )
+
+// Output begins the reading of the agent process's stdout.
+func (d *Driver) Output(idPrefix string) error {
+	s, err := agent.NewStream(agent.ACP, idPrefix)
+	if err != nil {
+		return err
+	}
+	d.output = output{Stream: s}
+	return nil
+}
 
 // Continue makes the handshake load c's session (session/load) when the
 // agent offers it, and otherwise start a new one that gets c.Retelling
 // ahead of the first prompt. A fork is never native: session/fork is
 // unstable in the protocol and forks a whole session, not at a message.
-func (d *acpDriver) Continue(c Continuation) error {
+func (d *Driver) Continue(c agent.Continuation) error {
 	if c.Fork {
-		return fmt.Errorf("the %s agent does not fork a session of its own", d.adapter.id)
+		return fmt.Errorf("the %s agent does not fork a session of its own", d.agent.id)
 	}
 	d.cont = &c
 	return nil
 }
 
-func (d *acpDriver) Start(string, string) (string, []string, error) {
-	if d.adapter.program == "" {
+func (d *Driver) Start(string, string) (string, []string, error) {
+	if d.agent.program == "" {
 		if len(d.command) == 0 {
 			return "", nil, fmt.Errorf("the acp agent needs the command of an ACP agent (after --), e.g. -- gemini --acp")
 		}
 		return d.command[0], slices.Clone(d.command[1:]), nil
 	}
-	program, extra := userCommand(d.command, d.adapter.program)
-	return program, append(slices.Clone(d.adapter.args), extra...), nil
+	program, extra := agent.UserCommand(d.command, d.agent.program)
+	return program, append(slices.Clone(d.agent.args), extra...), nil
 }
 
-func (*acpDriver) TurnsOnStdin() bool { return true }
+// TurnsOnStdin is true: every prompt is a session/prompt on the one
+// process's stdin.
+func (*Driver) TurnsOnStdin() bool { return true }
 
-func (d *acpDriver) Line(line []byte) {
+// feed hands a line of the agent's stdout to the client, whose JSON-RPC
+// connection matches responses to its requests and answers the agent's.
+func (d *Driver) feed(line []byte) {
 	d.mu.Lock()
 	c := d.client
 	d.mu.Unlock()
@@ -260,13 +199,15 @@ func (d *acpDriver) Line(line []byte) {
 	}
 }
 
-func (d *acpDriver) Converse(conv conversation) {
+// Converse starts the conversation: the handshake, on a goroutine of its
+// own, and the client that answers the agent's requests.
+func (d *Driver) Converse(conv agent.Conversation) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.conv = conv
-	d.client = acp.NewClient(acp.Config{
+	d.client = protocol.NewClient(protocol.Config{
 		Write:      d.write,
-		Dir:        conv.dir,
+		Dir:        conv.Dir,
 		Permission: d.permission,
 		Refused: func(method, reason string) {
 			d.note(codeACPRefused, "refused the agent's "+method+": "+reason)
@@ -274,7 +215,7 @@ func (d *acpDriver) Converse(conv conversation) {
 	})
 	client := d.client
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), acpTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
 		err := d.open(ctx, client)
 		if err != nil {
@@ -290,7 +231,7 @@ func (d *acpDriver) Converse(conv conversation) {
 
 // open runs the handshake: initialize, then session/load of the session
 // resumed when the agent offers it, else session/new.
-func (d *acpDriver) open(ctx context.Context, client *acp.Client) error {
+func (d *Driver) open(ctx context.Context, client *protocol.Client) error {
 	caps, err := client.Initialize(ctx)
 	if err != nil {
 		return err
@@ -314,17 +255,17 @@ func (d *acpDriver) open(ctx context.Context, client *acp.Client) error {
 	}
 	d.mu.Lock()
 	d.retelling = c.Retelling
-	status := d.conv.status
+	status := d.conv.Status
 	d.mu.Unlock()
 	// The header, written before the handshake, says native: this record
 	// is what happened instead.
-	status(provider.PhaseACPHistoryReconstructed, fmt.Sprintf("the ACP agent does not continue its session %s (%s): a new session gets the conversation retold from the journal ahead of its first prompt, so this run's history is reconstructed, not native", c.Session, why))
+	status(PhaseHistoryReconstructed, fmt.Sprintf("the ACP agent does not continue its session %s (%s): a new session gets the conversation retold from the journal ahead of its first prompt, so this run's history is reconstructed, not native", c.Session, why))
 	return nil
 }
 
 // write writes to the agent and tells a prompt waiting to know that its
 // request went out.
-func (d *acpDriver) write(b []byte) error {
+func (d *Driver) write(b []byte) error {
 	if bytes.Contains(b, []byte(`"method":"session/load"`)) {
 		// Before the request goes out, so the parser knows the replay
 		// that answers it.
@@ -335,14 +276,14 @@ func (d *acpDriver) write(b []byte) error {
 			} `json:"params"`
 		}
 		if json.Unmarshal(b, &req) == nil && len(req.ID) > 0 {
-			d.conv.loading(string(req.ID), req.Params.SessionID)
+			d.loading(string(req.ID), req.Params.SessionID)
 		}
 	}
 	prompt := bytes.Contains(b, []byte(`"method":"session/prompt"`))
 	if prompt {
-		d.conv.prompting()
+		d.prompting()
 	}
-	err := d.conv.write(b)
+	err := d.conv.Write(b)
 	if prompt {
 		d.mu.Lock()
 		sent := d.sent
@@ -356,16 +297,16 @@ func (d *acpDriver) write(b []byte) error {
 	return err
 }
 
-func (d *acpDriver) note(code, message string) {
+func (d *Driver) note(code, message string) {
 	d.mu.Lock()
-	hung, note := d.hung, d.conv.note
+	hung, note := d.hung, d.conv.Note
 	d.mu.Unlock()
 	if !hung && note != nil {
 		note(code, message)
 	}
 }
 
-func (d *acpDriver) Hangup() {
+func (d *Driver) Hangup() {
 	d.mu.Lock()
 	if d.hung || d.client == nil {
 		d.hung = true
@@ -375,7 +316,7 @@ func (d *acpDriver) Hangup() {
 	d.hung = true
 	client := d.client
 	pending := d.pending
-	d.pending = map[string]*acpPending{}
+	d.pending = map[string]*waiting{}
 	d.mu.Unlock()
 	for _, p := range pending {
 		close(p.answer)
@@ -390,8 +331,8 @@ func (d *acpDriver) Hangup() {
 
 // permission waits for the operator's answer to a permission request,
 // given as an answer message (Encode), and picks the option it means.
-func (d *acpDriver) permission(ctx context.Context, r acp.PermissionRequest) string {
-	p := &acpPending{options: r.Options, answer: make(chan string, 1)}
+func (d *Driver) permission(ctx context.Context, r protocol.PermissionRequest) string {
+	p := &waiting{options: r.Options, answer: make(chan string, 1)}
 	d.mu.Lock()
 	if d.hung {
 		d.mu.Unlock()
@@ -422,7 +363,7 @@ func (d *acpDriver) permission(ctx context.Context, r acp.PermissionRequest) str
 // (reject_once); anything else rejects. A kind the agent does not offer
 // falls back to its nearest: allow-always to allow_once, a rejection to
 // the other rejection. "" (cancelled) when nothing fits.
-func chooseOption(opts []acp.PermissionOption, answer string) string {
+func chooseOption(opts []protocol.PermissionOption, answer string) string {
 	a := strings.TrimSpace(answer)
 	for _, o := range opts {
 		if o.ID == a || strings.EqualFold(o.Name, a) {
@@ -432,11 +373,11 @@ func chooseOption(opts []acp.PermissionOption, answer string) string {
 	var kinds []string
 	switch {
 	case strings.EqualFold(a, eventstore.AnswerAllow):
-		kinds = []string{acp.AllowOnce, acp.AllowAlways}
+		kinds = []string{protocol.AllowOnce, protocol.AllowAlways}
 	case strings.EqualFold(a, eventstore.AnswerAllowAlways):
-		kinds = []string{acp.AllowAlways, acp.AllowOnce}
+		kinds = []string{protocol.AllowAlways, protocol.AllowOnce}
 	default:
-		kinds = []string{acp.RejectOnce, acp.RejectAlways}
+		kinds = []string{protocol.RejectOnce, protocol.RejectAlways}
 	}
 	for _, k := range kinds {
 		for _, o := range opts {
@@ -455,8 +396,8 @@ var errNotReady = errors.New("the ACP agent's process has not started")
 // itself, so Encode returns no bytes: a prompt is delivered once its
 // session/prompt request is written, an answer once it is handed to the
 // request waiting for it, an interrupt once session/cancel is written.
-func (d *acpDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := payloadText(m)
+func (d *Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
+	p, err := agent.PayloadText(m)
 	if err != nil {
 		return nil, false, err
 	}
@@ -466,11 +407,11 @@ func (d *acpDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) 
 	if client == nil {
 		return nil, false, errNotReady
 	}
-	// The handshake ends within acpTimeout, answered or not.
+	// The handshake ends within Timeout, answered or not.
 	select {
 	case <-d.ready:
-	case <-time.After(2 * acpTimeout):
-		return nil, false, fmt.Errorf("the ACP handshake did not end within %s", 2*acpTimeout)
+	case <-time.After(2 * Timeout):
+		return nil, false, fmt.Errorf("the ACP handshake did not end within %s", 2*Timeout)
 	}
 	d.mu.Lock()
 	openErr := d.openErr
@@ -480,7 +421,7 @@ func (d *acpDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) 
 	}
 	switch {
 	case m.MessageType == "interrupt":
-		ctx, cancel := context.WithTimeout(context.Background(), acpTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
 		if err := client.Cancel(ctx); err != nil {
 			return nil, false, fmt.Errorf("session/cancel: %w", err)
@@ -511,11 +452,11 @@ func (d *acpDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) 
 // prompt sends session/prompt and returns once the request is written;
 // the turn runs on, and ends with the response the parser reads, or here
 // when the prompt fails.
-func (d *acpDriver) prompt(client *acp.Client, text string) ([]byte, bool, error) {
+func (d *Driver) prompt(client *protocol.Client, text string) ([]byte, bool, error) {
 	if client.Running() {
-		return nil, false, acp.ErrBusy
+		return nil, false, protocol.ErrBusy
 	}
-	sent := &acpSent{ch: make(chan error, 1)}
+	sent := &promptSent{ch: make(chan error, 1)}
 	done := make(chan error, 1)
 	d.mu.Lock()
 	d.sent = sent
@@ -536,7 +477,7 @@ func (d *acpDriver) prompt(client *acp.Client, text string) ([]byte, bool, error
 		}
 		d.note(codeACPPrompt, "session/prompt: "+err.Error())
 		d.mu.Lock()
-		hung, endTurn := d.hung, d.conv.endTurn
+		hung, endTurn := d.hung, d.conv.EndTurn
 		d.mu.Unlock()
 		// A prompt that never went out fails its delivery instead.
 		if !hung && sent.wrote.Load() {
@@ -554,7 +495,7 @@ func (d *acpDriver) prompt(client *acp.Client, text string) ([]byte, bool, error
 			return nil, false, fmt.Errorf("session/prompt: %w", err)
 		}
 		return nil, true, nil
-	case <-time.After(acpTimeout):
-		return nil, false, fmt.Errorf("session/prompt was not written within %s", acpTimeout)
+	case <-time.After(Timeout):
+		return nil, false, fmt.Errorf("session/prompt was not written within %s", Timeout)
 	}
 }

@@ -1,4 +1,4 @@
-package provider
+package copilot
 
 import (
 	"encoding/json"
@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 )
 
-// copilotParser reads GitHub Copilot CLI `--output-format json`, and the
-// lines of the session's events file
+// output is what the Driver keeps of one process's output, which it reads
+// as GitHub Copilot CLI `--output-format json` writes it, with the lines of
+// the session's events file
 // ($COPILOT_HOME/session-state/<session id>/events.jsonl) fed to the same
 // parser: the events the file shares with stdout carry the same ids and are
 // read once.
@@ -29,22 +31,28 @@ import (
 // sequence, else by messageId. session.shutdown's totals are the session's,
 // across every run of a resumed session, and are not read; nor is the
 // result's usage, which counts premium requests, not tokens.
-type copilotParser struct {
-	*stream
+type output struct {
+	*agent.Stream
 	// lastText is the last assistant message since the previous result;
 	// claim is the claim session.task_complete made for this run, if any.
 	lastText string
 	claim    *copilotClaim
 	// sessionErr is a session.error not reported yet: the result that
 	// follows it fails the run with it as the reason.
-	sessionErr *heldError
+	sessionErr *sessionError
 	// callFailure describes the last failed model call, for the retry that
 	// follows it.
 	callFailure string
 	// sqlCalls holds the todos queries of sql tool calls that have not
 	// ended; todos is the table they build.
-	sqlCalls recent[string]
+	sqlCalls agent.Recent[string]
 	todos    todoTable
+}
+
+// sessionError is a session.error waiting for the result after it.
+type sessionError struct {
+	reason string
+	raw    []byte
 }
 
 type copilotClaim struct {
@@ -52,9 +60,9 @@ type copilotClaim struct {
 	reason string
 }
 
-// copilotLineTypes are the line types the Copilot CLI parser reads, as of
+// lineTypes are the line types the Copilot CLI parser reads, as of
 // Copilot CLI 1.0.102.
-var copilotLineTypes = []string{
+var lineTypes = []string{
 	"abort", "assistant.idle", "assistant.intent", "assistant.message", "assistant.message_delta",
 	"assistant.message_start", "assistant.reasoning", "assistant.reasoning_delta", "assistant.streaming_delta",
 	"assistant.tool_call_delta", "assistant.turn_end", "assistant.turn_retry", "assistant.turn_start",
@@ -143,138 +151,140 @@ type copilotRetry struct {
 	Reason string `json:"reason"`
 }
 
-func (p *copilotParser) Parse(line []byte) []Event {
+// Parse reads one line of Copilot CLI's stdout or of its session's events
+// file.
+func (d *Driver) Parse(line []byte) []agent.Event {
 	var ev copilotEvent
-	if p.start(line, &ev) && !p.seen(ev.ID) {
-		p.lineType = ev.Type
+	if d.Decode(line, &ev) && !d.Seen(ev.ID) {
+		d.LineType = ev.Type
 		if ev.SessionID != "" {
-			p.learnSession(ev.SessionID, "")
+			d.LearnSession(ev.SessionID, "")
 		}
-		p.native.MessageID = nativeID(ev.ID)
-		p.event(&ev)
+		d.Native.MessageID = agent.NativeID(ev.ID)
+		d.event(&ev)
 	}
-	return p.finish()
+	return d.Finish()
 }
 
-func (p *copilotParser) event(ev *copilotEvent) {
+func (d *Driver) event(ev *copilotEvent) {
 	switch ev.Type {
 	case "assistant.message":
-		var d copilotMessage
-		if p.data(ev, &d) {
-			p.native.TurnID = nativeID(d.TurnID)
+		var v copilotMessage
+		if d.data(ev, &v) {
+			d.Native.TurnID = agent.NativeID(v.TurnID)
 			// A sub-agent's messages are its own conversation, not the
 			// operator's; its usage counts all the same.
-			if d.ParentToolCallID == "" {
-				p.message(d.Content)
-				if d.Content != "" {
-					p.lastText = d.Content
+			if v.ParentToolCallID == "" {
+				d.Message(v.Content)
+				if v.Content != "" {
+					d.lastText = v.Content
 				}
 			}
-			p.stepUsage(orDefault(d.APICallID, d.MessageID), nil, d.OutputTokens)
+			d.StepUsage(orDefault(v.APICallID, v.MessageID), nil, v.OutputTokens)
 		}
 	case "assistant.usage":
-		var d copilotUsage
-		if p.data(ev, &d) {
-			p.stepUsage(d.key(ev.ID), d.InputTokens, d.OutputTokens)
+		var v copilotUsage
+		if d.data(ev, &v) {
+			d.StepUsage(v.key(ev.ID), v.InputTokens, v.OutputTokens)
 		}
 	case "session.usage_record":
-		var d struct {
+		var v struct {
 			Usage *copilotUsage `json:"usage"`
 		}
-		if p.data(ev, &d) && d.Usage != nil {
-			p.stepUsage(d.Usage.key(ev.ID), d.Usage.InputTokens, d.Usage.OutputTokens)
+		if d.data(ev, &v) && v.Usage != nil {
+			d.StepUsage(v.Usage.key(ev.ID), v.Usage.InputTokens, v.Usage.OutputTokens)
 		}
 	case "session.compaction_complete":
-		var d struct {
+		var v struct {
 			AttemptID string        `json:"compactionAttemptId"`
 			Used      *copilotUsage `json:"compactionTokensUsed"`
 		}
-		if p.data(ev, &d) && d.Used != nil {
-			p.stepUsage("compaction/"+orDefault(d.AttemptID, ev.ID), d.Used.InputTokens, d.Used.OutputTokens)
+		if d.data(ev, &v) && v.Used != nil {
+			d.StepUsage("compaction/"+orDefault(v.AttemptID, ev.ID), v.Used.InputTokens, v.Used.OutputTokens)
 		}
 	case "session.start":
-		var d struct {
+		var v struct {
 			SessionID string `json:"sessionId"`
 			Version   string `json:"copilotVersion"`
 		}
-		if p.data(ev, &d) {
-			p.learnSession(d.SessionID, d.Version)
+		if d.data(ev, &v) {
+			d.LearnSession(v.SessionID, v.Version)
 		}
 	case "tool.execution_start":
-		var d copilotTool
-		if p.data(ev, &d) {
-			p.native.TurnID = nativeID(d.TurnID)
-			a := args(d.Arguments)
-			act, target := toolActivity(d.ToolName, a)
-			if strings.EqualFold(d.ToolName, "sql") && touchesTodos(stringArg(a, "query")) {
+		var v copilotTool
+		if d.data(ev, &v) {
+			d.Native.TurnID = agent.NativeID(v.TurnID)
+			a := agent.Args(v.Arguments)
+			act, target := agent.ToolActivity(v.ToolName, a)
+			if strings.EqualFold(v.ToolName, "sql") && touchesTodos(agent.StringArg(a, "query")) {
 				act = eventstore.ActivityPlanning
 			}
-			p.openTool(d.ToolCallID, d.ToolName, act, target)
-			p.toolStarted(&d, a)
+			d.OpenTool(v.ToolCallID, v.ToolName, act, target)
+			d.toolStarted(&v, a)
 		}
 	case "tool.execution_complete":
-		var d copilotTool
-		if p.data(ev, &d) {
-			p.native.TurnID = nativeID(d.TurnID)
-			out := copilotOutcome(&d)
-			p.closeTool(d.ToolCallID, out)
-			p.toolEnded(&d, out)
+		var v copilotTool
+		if d.data(ev, &v) {
+			d.Native.TurnID = agent.NativeID(v.TurnID)
+			out := copilotOutcome(&v)
+			d.CloseTool(v.ToolCallID, out)
+			d.toolEnded(&v, out)
 		}
 	case "session.task_complete":
-		var d copilotTaskComplete
-		if p.data(ev, &d) {
-			if d.Success != nil && !*d.Success {
-				reason := p.failed(orDefault(d.Summary, "Copilot reported the task as not completed"), "")
-				p.claim = &copilotClaim{failed: true, reason: reason}
+		var v copilotTaskComplete
+		if d.data(ev, &v) {
+			if v.Success != nil && !*v.Success {
+				reason := d.Failed(orDefault(v.Summary, "Copilot reported the task as not completed"), "")
+				d.claim = &copilotClaim{failed: true, reason: reason}
 				return
 			}
-			p.completed(d.Summary, "Copilot reported the task complete")
-			p.claim = &copilotClaim{}
+			d.Completed(v.Summary, "Copilot reported the task complete")
+			d.claim = &copilotClaim{}
 		}
 	case "session.error":
-		var d copilotError
-		if p.data(ev, &d) {
-			msg := strings.TrimSpace(d.Message)
+		var v copilotError
+		if d.data(ev, &v) {
+			msg := strings.TrimSpace(v.Message)
 			if msg == "" {
 				msg = "Copilot reported an error without a message"
 			}
-			p.releaseSessionError()
-			p.sessionErr = &heldError{reason: msg, raw: []byte(clip(string(p.raw), maxRawBytes))}
+			d.releaseSessionError()
+			d.sessionErr = &sessionError{reason: msg, raw: []byte(agent.Clip(string(d.Raw()), agent.MaxRawBytes))}
 		}
 	case "assistant.turn_start":
 		// The session went on after an error: it did not end the run.
-		p.releaseSessionError()
+		d.releaseSessionError()
 	case "model.call_failure":
-		var d copilotCallFailure
-		if p.data(ev, &d) {
-			p.callFailure = describeCallFailure(&d)
+		var v copilotCallFailure
+		if d.data(ev, &v) {
+			d.callFailure = describeCallFailure(&v)
 		}
 	case "assistant.turn_retry":
-		var d copilotRetry
-		if p.data(ev, &d) {
+		var v copilotRetry
+		if d.data(ev, &v) {
 			msg := "Copilot CLI retries the model request"
-			if d.Reason != "" {
-				msg += " (" + clip(d.Reason, maxTypeBytes) + ")"
+			if v.Reason != "" {
+				msg += " (" + agent.Clip(v.Reason, agent.MaxTypeBytes) + ")"
 			}
-			if p.callFailure != "" {
-				msg += " after " + p.callFailure
+			if d.callFailure != "" {
+				msg += " after " + d.callFailure
 			}
-			p.diagnose(CodeProviderError, msg)
+			d.Diagnose(agent.CodeProviderError, msg)
 		}
 	case "session.warning":
-		var d copilotError
-		if p.data(ev, &d) && strings.TrimSpace(d.Message) != "" {
-			p.diagnose(CodeProviderError, "Copilot CLI warns: "+d.Message)
+		var v copilotError
+		if d.data(ev, &v) && strings.TrimSpace(v.Message) != "" {
+			d.Diagnose(agent.CodeProviderError, "Copilot CLI warns: "+v.Message)
 		}
 	case "tool.execution_progress":
-		var d copilotTool
-		if p.data(ev, &d) {
-			if c, ok := p.open[key(d.ToolCallID)]; ok {
-				p.toolRunning(c.name)
+		var v copilotTool
+		if d.data(ev, &v) {
+			if name, ok := d.OpenCall(v.ToolCallID); ok {
+				d.ToolRunning(name)
 			}
 		}
 	case "result":
-		p.result(ev)
+		d.result(ev)
 	case "session.mcp_server_status_changed", "session.mcp_servers_loaded", "session.skills_loaded",
 		"session.tools_updated", "session.info", "session.background_tasks_changed", "session.todos_changed",
 		"session.title_changed", "session.idle", "session.compaction_start", "session.resume", "session.shutdown",
@@ -291,52 +301,51 @@ func (p *copilotParser) event(ev *copilotEvent) {
 		// tool's end reports, and the session's totals (see Usage):
 		// transport evidence, not semantics.
 	default:
-		p.unknownLine(ev.Type)
+		d.UnknownLine(ev.Type)
 	}
 }
 
 // Flush reports a session error held back when the stream ends without the
 // result. Its events take the ids of a line after the last.
-func (p *copilotParser) Flush() []Event {
-	if p.sessionErr == nil {
+func (d *Driver) Flush() []agent.Event {
+	if d.sessionErr == nil {
 		return nil
 	}
-	p.line++
-	p.events, p.overflow, p.lineType = nil, 0, ""
-	p.releaseSessionError()
-	return p.finish()
+	d.NextLine()
+	d.releaseSessionError()
+	return d.Finish()
 }
 
 // result ends the run: a failed claim when exitCode is not 0 (Copilot
 // exits 0 even when the run failed), with the session's error as the
 // reason; otherwise a completed claim with the last assistant message,
 // unless session.task_complete made the claim. Then the end of the turn.
-func (p *copilotParser) result(ev *copilotEvent) {
+func (d *Driver) result(ev *copilotEvent) {
 	switch {
 	case ev.ExitCode != nil && *ev.ExitCode != 0:
-		reason, detail := fmt.Sprintf("Copilot ended the run with exit code %d", *ev.ExitCode), ""
-		if e := p.sessionErr; e != nil {
-			reason, detail = e.reason, fmt.Sprintf("exit code %d", *ev.ExitCode)
+		reason, detail := fmt.Sprintf("Copilot ended the run with exit code %v", *ev.ExitCode), ""
+		if e := d.sessionErr; e != nil {
+			reason, detail = e.reason, fmt.Sprintf("exit code %v", *ev.ExitCode)
 		}
-		p.sessionErr = nil
-		p.turnEnd(true, p.failed(reason, detail))
-	case p.claim != nil:
-		p.releaseSessionError()
-		p.turnEnd(p.claim.failed, p.claim.reason)
+		d.sessionErr = nil
+		d.EndTurn(true, d.Failed(reason, detail))
+	case d.claim != nil:
+		d.releaseSessionError()
+		d.EndTurn(d.claim.failed, d.claim.reason)
 	default:
-		p.releaseSessionError()
-		p.completed(p.lastText, "Copilot ended the run with exit code 0")
-		p.turnEnd(false, "")
+		d.releaseSessionError()
+		d.Completed(d.lastText, "Copilot ended the run with exit code 0")
+		d.EndTurn(false, "")
 	}
-	p.lastText, p.claim = "", nil
+	d.lastText, d.claim = "", nil
 }
 
 // releaseSessionError reports a held session.error as an error the run
 // went on after.
-func (p *copilotParser) releaseSessionError() {
-	if e := p.sessionErr; e != nil {
-		p.sessionErr = nil
-		p.add(p.diagnosticFor(CodeProviderError, "session.error", "Copilot CLI reported an error: "+e.reason, e.raw))
+func (d *Driver) releaseSessionError() {
+	if e := d.sessionErr; e != nil {
+		d.sessionErr = nil
+		d.Add(d.DiagnosticFor(agent.CodeProviderError, "session.error", "Copilot CLI reported an error: "+e.reason, e.raw))
 	}
 }
 
@@ -344,7 +353,7 @@ func (p *copilotParser) releaseSessionError() {
 // with the error's message; a shell command that exits non-zero is a
 // failure too (Copilot reports it as a success), with the end of its
 // output.
-func copilotOutcome(d *copilotTool) outcome {
+func copilotOutcome(d *copilotTool) agent.Outcome {
 	var exit *int64
 	if d.ShellExecution != nil {
 		exit = d.ShellExecution.ExitCode
@@ -353,13 +362,13 @@ func copilotOutcome(d *copilotTool) outcome {
 	case d.Success != nil && !*d.Success:
 		msg := errorText(d.Error)
 		if msg == "" {
-			msg = tail(resultContent(d.Result), maxErrorBytes)
+			msg = agent.Tail(resultContent(d.Result), agent.MaxErrorBytes)
 		}
-		return outcome{failed: true, err: msg, exit: exit}
+		return agent.Outcome{Failed: true, Err: msg, Exit: exit}
 	case exit != nil && *exit != 0:
-		return outcome{failed: true, err: tail(shellStatus.ReplaceAllString(resultContent(d.Result), ""), maxErrorBytes), exit: exit}
+		return agent.Outcome{Failed: true, Err: agent.Tail(shellStatus.ReplaceAllString(resultContent(d.Result), ""), agent.MaxErrorBytes), Exit: exit}
 	}
-	return outcome{}
+	return agent.Outcome{}
 }
 
 // shellStatus is the note Copilot CLI appends to a shell command's output;
@@ -368,7 +377,7 @@ var shellStatus = regexp.MustCompile(`\s*<shellId: [^>]*>\s*$`)
 
 // errorText reads a tool error: {"message": …} or a string.
 func errorText(raw json.RawMessage) string {
-	if s := jsonString(raw); s != "" {
+	if s := agent.JSONString(raw); s != "" {
 		return s
 	}
 	var e struct {
@@ -382,7 +391,7 @@ func errorText(raw json.RawMessage) string {
 
 // resultContent reads a tool result's content: {"content": …} or a string.
 func resultContent(raw json.RawMessage) string {
-	if s := jsonString(raw); s != "" {
+	if s := agent.JSONString(raw); s != "" {
 		return s
 	}
 	var r struct {
@@ -396,35 +405,35 @@ func resultContent(raw json.RawMessage) string {
 
 // toolStarted reads the plan a call writes: update_todo's checklist, and a
 // sql call's todos statements, which count once the call succeeded.
-func (p *copilotParser) toolStarted(d *copilotTool, a map[string]json.RawMessage) {
-	switch strings.ToLower(d.ToolName) {
+func (d *Driver) toolStarted(v *copilotTool, a map[string]json.RawMessage) {
+	switch strings.ToLower(v.ToolName) {
 	case "update_todo":
-		p.updateTodo(d.ToolCallID, a)
+		d.updateTodo(v.ToolCallID, a)
 	case "sql":
-		q := stringArg(a, "query")
-		db := stringArg(a, "database")
+		q := agent.StringArg(a, "query")
+		db := agent.StringArg(a, "database")
 		switch {
-		case d.ToolCallID == "" || !touchesTodos(q) || db != "" && db != "session":
+		case v.ToolCallID == "" || !touchesTodos(q) || db != "" && db != "session":
 		case len(q) > maxSQLBytes:
-			p.todos.unknown = true
+			d.todos.unknown = true
 		default:
-			p.sqlCalls.put(key(d.ToolCallID), q)
+			d.sqlCalls.Put(agent.Key(v.ToolCallID), q)
 		}
 	}
 }
 
-func (p *copilotParser) toolEnded(d *copilotTool, out outcome) {
-	k := key(d.ToolCallID)
-	q, ok := p.sqlCalls.get(k)
+func (d *Driver) toolEnded(v *copilotTool, out agent.Outcome) {
+	k := agent.Key(v.ToolCallID)
+	q, ok := d.sqlCalls.Get(k)
 	if !ok {
 		return
 	}
-	p.sqlCalls.put(k, "")
-	if out.failed || q == "" {
+	d.sqlCalls.Put(k, "")
+	if out.Failed || q == "" {
 		return
 	}
-	if p.todos.apply(q) {
-		p.reportPlan(p.todos.plan())
+	if d.todos.apply(q) {
+		d.ReportPlan(d.todos.plan())
 	}
 }
 
@@ -434,7 +443,7 @@ var checklistItem = regexp.MustCompile(`^\s*[-*+]\s*\[([ xX~-])\]\s*(.+?)\s*$`)
 
 // updateTodo reads update_todo's todos, the plan once the call succeeds: a
 // markdown checklist, or a list of {content or title, status}.
-func (p *copilotParser) updateTodo(id string, a map[string]json.RawMessage) {
+func (d *Driver) updateTodo(id string, a map[string]json.RawMessage) {
 	raw := a["todos"]
 	if len(raw) == 0 {
 		return
@@ -451,14 +460,14 @@ func (p *copilotParser) updateTodo(id string, a map[string]json.RawMessage) {
 			return
 		}
 		for _, t := range todos {
-			if it, ok := planItem(t.ID, orDefault(t.Content, t.Title), todoStatus(t.Status)); ok && len(items) < maxPlanItems {
+			if it, ok := agent.NewPlanItem(t.ID, orDefault(t.Content, t.Title), agent.TodoStatus(t.Status)); ok && len(items) < agent.MaxPlanItems {
 				items = append(items, it)
 			}
 		}
 	} else {
-		for _, line := range strings.Split(stringArg(a, "todos"), "\n") {
+		for _, line := range strings.Split(agent.StringArg(a, "todos"), "\n") {
 			m := checklistItem.FindStringSubmatch(line)
-			if m == nil || len(items) >= maxPlanItems {
+			if m == nil || len(items) >= agent.MaxPlanItems {
 				continue
 			}
 			status := eventstore.PlanItemOpen
@@ -468,34 +477,34 @@ func (p *copilotParser) updateTodo(id string, a map[string]json.RawMessage) {
 			case "~", "-":
 				status = eventstore.PlanItemInProgress
 			}
-			if it, ok := planItem("", m[2], status); ok {
+			if it, ok := agent.NewPlanItem("", m[2], status); ok {
 				items = append(items, it)
 			}
 		}
 	}
-	p.planWhenDone(id, items)
+	d.PlanWhenDone(id, items)
 }
 
 // describeCallFailure says what a failed model call answered: its status
 // and the message of its error body.
 func describeCallFailure(d *copilotCallFailure) string {
-	msg, _ := errorMessage(d.ErrorMessage)
+	msg, _ := agent.ErrorMessage(d.ErrorMessage)
 	switch {
 	case d.StatusCode != nil && msg != "":
-		return fmt.Sprintf("HTTP %d: %s", *d.StatusCode, clip(msg, maxLabelBytes))
+		return fmt.Sprintf("HTTP %d: %s", *d.StatusCode, agent.Clip(msg, agent.MaxLabelBytes))
 	case d.StatusCode != nil:
 		return fmt.Sprintf("HTTP %d", *d.StatusCode)
 	}
-	return clip(msg, maxLabelBytes)
+	return agent.Clip(msg, agent.MaxLabelBytes)
 }
 
-func (p *copilotParser) data(ev *copilotEvent, v any) bool {
+func (d *Driver) data(ev *copilotEvent, v any) bool {
 	if len(ev.Data) == 0 || string(ev.Data) == "null" {
-		p.badEvent(fmt.Sprintf("%s event without data", clip(ev.Type, 100)))
+		d.BadEvent(fmt.Sprintf("%s event without data", agent.Clip(ev.Type, 100)))
 		return false
 	}
 	if err := json.Unmarshal(ev.Data, v); err != nil {
-		p.badEvent(fmt.Sprintf("%s data: %v", clip(ev.Type, 100), err))
+		d.BadEvent(fmt.Sprintf("%s data: %v", agent.Clip(ev.Type, 100), err))
 		return false
 	}
 	return true

@@ -1,4 +1,4 @@
-package provider
+package claude
 
 import (
 	"encoding/json"
@@ -9,10 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
+	"github.com/agentjournal/agentjournal/runtime/agent/agenttest"
 )
 
 func TestClaudeCaptures(t *testing.T) {
-	c := capturesByName(t, ClaudeCode)
+	c := agenttest.CapturesByName(t)
 	join := func(names ...string) [][]byte {
 		var out [][]byte
 		for _, n := range names {
@@ -82,7 +84,7 @@ func TestClaudeCaptures(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describeAll(parse(t, ClaudeCode, tt.lines...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, tt.lines...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -91,9 +93,9 @@ func TestClaudeCaptures(t *testing.T) {
 }
 
 // TestClaudeRealCaptures pins what the parser makes of Claude Code 2.1.328's
-// own output (testdata/claude-code/real, see its README).
+// own output (testdata/real, see its README).
 func TestClaudeRealCaptures(t *testing.T) {
-	c := capturesByName(t, ClaudeCode)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -237,7 +239,7 @@ func TestClaudeRealCaptures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no capture %s", tt.capture)
 			}
-			got := describeAll(parse(t, ClaudeCode, lines...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -247,9 +249,9 @@ func TestClaudeRealCaptures(t *testing.T) {
 
 // TestClaudeUsageIsTheServers: the running totals equal what the model
 // server reported, at every usage observation where the output says it.
-// The scripted server's turns are in testdata/claude-code/real/README.md.
+// The scripted server's turns are in testdata/real/README.md.
 func TestClaudeUsageIsTheServers(t *testing.T) {
-	c := capturesByName(t, ClaudeCode)
+	c := agenttest.CapturesByName(t)
 	tests := []struct {
 		capture string
 		want    []string
@@ -275,7 +277,7 @@ func TestClaudeUsageIsTheServers(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.capture, func(t *testing.T) {
-			got := usageTrail(parse(t, ClaudeCode, c[tt.capture]...))
+			got := agenttest.UsageTrail(agenttest.Parse(t, Agent{}, c[tt.capture]...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("running totals after each usage observation (-want +got):\n%s", diff)
 			}
@@ -289,28 +291,28 @@ func TestClaudeUsageIsTheServers(t *testing.T) {
 // lines themselves; and no other line than a result or a response's end
 // moves them.
 func TestClaudeUsageAtResults(t *testing.T) {
-	for name, lines := range capturesByName(t, ClaudeCode) {
+	for name, lines := range agenttest.CapturesByName(t) {
 		if !strings.HasPrefix(name, "real/") {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			p, _ := New(ClaudeCode, testPrefix)
-			var running, server totals
+			p := agenttest.NewReader(t, Agent{})
+			var running, server agenttest.Totals
 			results := 0
 			for _, l := range lines {
 				evs := p.Parse(l)
-				checkEvents(t, evs)
+				agenttest.CheckEvents(t, evs)
 				var r struct {
 					Type  string                    `json:"type"`
 					Since map[string]map[string]any `json:"model_usage_since_last_result"`
 				}
 				_ = json.Unmarshal(l, &r)
 				for _, e := range evs {
-					if u := usageOf(e); u != nil {
-						running = running.add(u)
+					if u := agenttest.UsageOf(e); u != nil {
+						running = running.Add(u)
 						// Only a result or a response's end says final counts.
 						if r.Type != "result" && r.Type != "stream_event" {
-							t.Errorf("usage from a %q line: %s", r.Type, describe(e))
+							t.Errorf("usage from a %q line: %s", r.Type, agenttest.Describe(e))
 						}
 					}
 				}
@@ -320,9 +322,9 @@ func TestClaudeUsageAtResults(t *testing.T) {
 				results++
 				for _, m := range r.Since {
 					in := num(m["inputTokens"]) + num(m["cacheReadInputTokens"]) + num(m["cacheCreationInputTokens"])
-					server = server.add(&eventstore.UsageSignal{InputTokens: ptr(in), OutputTokens: ptr(num(m["outputTokens"])), TotalTokens: ptr(in + num(m["outputTokens"]))})
+					server = server.Add(&eventstore.UsageSignal{InputTokens: agent.Ptr(in), OutputTokens: agent.Ptr(num(m["outputTokens"])), TotalTokens: agent.Ptr(in + num(m["outputTokens"]))})
 				}
-				if deref(running.in) != deref(server.in) || deref(running.out) != deref(server.out) {
+				if agent.Deref(running.In) != agent.Deref(server.In) || agent.Deref(running.Out) != agent.Deref(server.Out) {
 					t.Errorf("after result %d: got %s, want the server's %s", results, running, server)
 				}
 			}
@@ -341,10 +343,10 @@ func num(v any) int64 {
 // TestClaudeNeedsInput pins the needs-input signals of real control
 // requests: the request id, the native ids, the tool and its input.
 func TestClaudeNeedsInput(t *testing.T) {
-	c := capturesByName(t, ClaudeCode)
+	c := agenttest.CapturesByName(t)
 	obs := func(t *testing.T, capture string) *eventstore.Observation {
 		t.Helper()
-		for _, e := range parse(t, ClaudeCode, c[capture]...) {
+		for _, e := range agenttest.Parse(t, Agent{}, c[capture]...) {
 			if e.Observation != nil && e.Observation.Signal.Type == eventstore.SignalNeedsInput {
 				return e.Observation
 			}
@@ -391,7 +393,7 @@ func TestClaudeNeedsInput(t *testing.T) {
 // TestClaudeNativeIDs: every observation carries the session id and the
 // uuid of the line it came from.
 func TestClaudeNativeIDs(t *testing.T) {
-	lines := capturesByName(t, ClaudeCode)["real/shell.jsonl"]
+	lines := agenttest.CapturesByName(t)["real/shell.jsonl"]
 	uuids := map[int]string{}
 	for i, l := range lines {
 		var v struct {
@@ -400,7 +402,7 @@ func TestClaudeNativeIDs(t *testing.T) {
 		_ = json.Unmarshal(l, &v)
 		uuids[i+1] = v.UUID
 	}
-	evs := parse(t, ClaudeCode, lines...)
+	evs := agenttest.Parse(t, Agent{}, lines...)
 	n := 0
 	for _, e := range evs {
 		o := e.Observation
@@ -409,10 +411,10 @@ func TestClaudeNativeIDs(t *testing.T) {
 		}
 		n++
 		var line int
-		fmt.Sscanf(strings.TrimPrefix(o.ObservationID, testPrefix+"-"), "%d-", &line)
+		fmt.Sscanf(strings.TrimPrefix(o.ObservationID, agenttest.Prefix+"-"), "%d-", &line)
 		want := eventstore.NativeIDs{SessionID: "d239f8e3-69d4-4143-9f0d-c9d88147b6f3", MessageID: uuids[line]}
-		if got := nativeOf(o); got != want || want.MessageID == "" {
-			t.Errorf("%s (%s): native %+v, want %+v", o.ObservationID, describe(e), got, want)
+		if got := agenttest.NativeOf(o); got != want || want.MessageID == "" {
+			t.Errorf("%s (%s): native %+v, want %+v", o.ObservationID, agenttest.Describe(e), got, want)
 		}
 	}
 	if n == 0 {
@@ -652,7 +654,7 @@ func TestClaudeSynthetic(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describeAll(parse(t, ClaudeCode, lines(tt.lines...)...))
+			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -664,7 +666,7 @@ func TestClaudeSynthetic(t *testing.T) {
 // by a stable one; the tool input too big for a record is left out.
 func TestClaudeRequestIDs(t *testing.T) {
 	long := strings.Repeat("r", eventstore.MaxIDLength+1)
-	big := strings.Repeat("x", maxToolInputBytes)
+	big := strings.Repeat("x", agent.MaxToolInputBytes)
 	tests := []struct {
 		name, line string
 		wantID     string
@@ -673,32 +675,32 @@ func TestClaudeRequestIDs(t *testing.T) {
 	}{
 		{"kept", `{"type":"control_request","request_id":"req-1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}`, "req-1", "req-1", true},
 		{"empty", `{"type":"control_request","request_id":"","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}`, "launch-1-1-0-request", "", true},
-		{"too long", `{"type":"control_request","request_id":"` + long + `","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}`, inputRequestID(long, "", ""), "", true},
+		{"too long", `{"type":"control_request","request_id":"` + long + `","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}`, agent.InputRequestID(long, "", ""), "", true},
 		{"big input", `{"type":"control_request","request_id":"req-2","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"/f","content":"` + big + `"}}}`, "req-2", "req-2", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			evs := parse(t, ClaudeCode, []byte(tt.line))
-			sig := payloads[*eventstore.NeedsInputSignal](evs)
+			evs := agenttest.Parse(t, Agent{}, []byte(tt.line))
+			sig := agenttest.Payloads[*eventstore.NeedsInputSignal](evs)
 			if len(sig) != 1 {
-				t.Fatalf("got %v, want one needs-input", describeAll(evs))
+				t.Fatalf("got %v, want one needs-input", agenttest.DescribeAll(evs))
 			}
 			if sig[0].RequestID != tt.wantID {
 				t.Errorf("request id %q, want %q", sig[0].RequestID, tt.wantID)
 			}
-			if got := nativeOf(evs[0].Observation).RequestID; got != tt.wantNative {
+			if got := agenttest.NativeOf(evs[0].Observation).RequestID; got != tt.wantNative {
 				t.Errorf("native request id %q, want %q", got, tt.wantNative)
 			}
 			if got := sig[0].Tool.Input != nil; got != tt.wantInput {
 				t.Errorf("tool input present %v, want %v", got, tt.wantInput)
 			}
-			again := payloads[*eventstore.NeedsInputSignal](parse(t, ClaudeCode, []byte(tt.line)))
+			again := agenttest.Payloads[*eventstore.NeedsInputSignal](agenttest.Parse(t, Agent{}, []byte(tt.line)))
 			if again[0].RequestID != sig[0].RequestID {
 				t.Errorf("request id %q then %q, want the same for the same line", sig[0].RequestID, again[0].RequestID)
 			}
 		})
 	}
-	if a, b := inputRequestID(long, "", ""), inputRequestID(long+"x", "", ""); a == b || len(a) > eventstore.MaxIDLength {
+	if a, b := agent.InputRequestID(long, "", ""), agent.InputRequestID(long+"x", "", ""); a == b || len(a) > eventstore.MaxIDLength {
 		t.Errorf("derived ids %q and %q: want distinct ids within the limit", a, b)
 	}
 }
@@ -707,11 +709,11 @@ func TestClaudeRequestIDs(t *testing.T) {
 // the limit and when it resets (the shape of Claude Code 2.1.328's
 // SDKRateLimitEvent).
 func TestClaudeRateLimitMessage(t *testing.T) {
-	evs := parse(t, ClaudeCode, []byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795000000,"rateLimitType":"five_hour"},"uuid":"r","session_id":"s"}`))
-	d := payloads[*eventstore.DiagnosticSignal](evs)
+	evs := agenttest.Parse(t, Agent{}, []byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795000000,"rateLimitType":"five_hour"},"uuid":"r","session_id":"s"}`))
+	d := agenttest.Payloads[*eventstore.DiagnosticSignal](evs)
 	want := `Claude Code reports a rate limit (rate_limit_event): status "rejected" for the five_hour limit, which resets at 2026-11-18T11:06:40Z`
-	if len(d) != 1 || d[0].Message != want || d[0].LineType != "rate_limit_event" || d[0].Code != CodeProviderError {
-		t.Errorf("got %v, want one provider-error %q", describeAll(evs), want)
+	if len(d) != 1 || d[0].Message != want || d[0].LineType != "rate_limit_event" || d[0].Code != agent.CodeProviderError {
+		t.Errorf("got %v, want one provider-error %q", agenttest.DescribeAll(evs), want)
 		for _, x := range d {
 			t.Logf("%+v", *x)
 		}
@@ -722,13 +724,13 @@ func TestClaudeRateLimitMessage(t *testing.T) {
 // result, within a few KiB.
 func TestClaudeToolErrorClipped(t *testing.T) {
 	huge := strings.Repeat("e", 100<<10)
-	evs := parse(t, ClaudeCode, lines(
+	evs := agenttest.Parse(t, Agent{}, agenttest.Lines(
 		`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"x"}}]}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":"Exit code 137\n`+huge+`"}]}}`,
 	)...)
 	tc := evs[len(evs)-1].Activity.ToolCall
-	if tc.Status != eventstore.ToolCallFailed || len(tc.Error) > maxErrorBytes || !strings.HasPrefix(tc.Error, "Exit code 137") {
-		t.Errorf("got status %s and a %d byte error starting %.20q, want failed within %d bytes", tc.Status, len(tc.Error), tc.Error, maxErrorBytes)
+	if tc.Status != eventstore.ToolCallFailed || len(tc.Error) > agent.MaxErrorBytes || !strings.HasPrefix(tc.Error, "Exit code 137") {
+		t.Errorf("got status %s and a %d byte error starting %.20q, want failed within %d bytes", tc.Status, len(tc.Error), tc.Error, agent.MaxErrorBytes)
 	}
 	if tc.ExitCode == nil || *tc.ExitCode != 137 {
 		t.Errorf("exit code %v, want 137", tc.ExitCode)

@@ -1,9 +1,6 @@
-package provider
+package claude
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,9 +8,11 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 )
 
-// claudeParser reads Claude Code `--output-format stream-json --verbose`.
+// output is what the Driver keeps of one process's stdout, which it reads
+// as Claude Code writes it with `--output-format stream-json --verbose`.
 //
 // Usage. Every usage signal brings the totals to what the server had
 // counted after some request, never to a mix of counts it never had.
@@ -36,8 +35,8 @@ import (
 // Everything is an increment: totals never go back, and a second process of
 // the same execution (a resume) adds to the first. Input tokens are
 // input_tokens + cache_creation_input_tokens + cache_read_input_tokens.
-type claudeParser struct {
-	*stream
+type output struct {
+	*agent.Stream
 	// window is what this parser counted since the last result: input,
 	// output.
 	window [2]int64
@@ -51,9 +50,12 @@ type claudeParser struct {
 	streamIn  *int64
 }
 
-// claudeLineTypes are the line types the Claude Code parser reads, as of
-// Claude Code 2.1.328.
-var claudeLineTypes = []string{
+// maxChoices bounds the choices of a question.
+const maxChoices = 50
+
+// lineTypes are the line types the Claude Code parser reads, as of Claude
+// Code 2.1.328.
+var lineTypes = []string{
 	"assistant", "auth_status", "control_cancel_request", "control_request", "control_response",
 	"keep_alive", "prompt_suggestion", "rate_limit_event", "result", "stream_event", "system",
 	"tool_progress", "tool_use_summary", "user",
@@ -117,7 +119,7 @@ type claudeUsage struct {
 }
 
 func (u *claudeUsage) input() *int64 {
-	return sumCounts(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
+	return agent.SumCounts(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
 }
 
 type claudeModelUsage struct {
@@ -139,6 +141,7 @@ type claudeRateLimit struct {
 	RateLimitType string `json:"rateLimitType"`
 }
 
+// claudeControlRequest is the request of a control_request line.
 type claudeControlRequest struct {
 	Subtype     string          `json:"subtype"`
 	ToolName    string          `json:"tool_name"`
@@ -146,120 +149,121 @@ type claudeControlRequest struct {
 	Suggestions json.RawMessage `json:"permission_suggestions"`
 }
 
-func (p *claudeParser) Parse(line []byte) []Event {
+// Parse reads one line of Claude Code's stdout.
+func (d *Driver) Parse(line []byte) []agent.Event {
 	var ev claudeEvent
-	if p.start(line, &ev) && !p.seen(ev.UUID) {
-		p.lineType = ev.Type
+	if d.Decode(line, &ev) && !d.Seen(ev.UUID) {
+		d.LineType = ev.Type
 		var version string
 		if ev.Type == "system" && ev.Subtype == "init" {
-			version = jsonString(ev.Version)
+			version = agent.JSONString(ev.Version)
 			var names []string
-			if p.field(ev.SlashCommands, "slash_commands", &names) && len(names) > 0 {
-				list := make([]Command, 0, len(names))
+			if d.field(ev.SlashCommands, "slash_commands", &names) && len(names) > 0 {
+				list := make([]agent.Command, 0, len(names))
 				for _, n := range names {
-					list = append(list, Command{Name: n})
+					list = append(list, agent.Command{Name: n})
 				}
-				p.advertise(list)
+				d.Advertise(list)
 			}
 		}
 		if ev.SessionID != "" || version != "" {
-			p.learnSession(ev.SessionID, version)
+			d.LearnSession(ev.SessionID, version)
 		}
-		p.native.MessageID = nativeID(ev.UUID)
-		p.event(&ev)
+		d.Native.MessageID = agent.NativeID(ev.UUID)
+		d.event(&ev)
 	}
-	return p.finish()
+	return d.Finish()
 }
 
 // field decodes a field of the line into v; an absent or null field leaves
 // v as it is. A field of the wrong shape is a bad-event naming it.
-func (p *claudeParser) field(raw json.RawMessage, name string, v any) bool {
+func (d *Driver) field(raw json.RawMessage, name string, v any) bool {
 	if len(raw) == 0 || string(raw) == "null" {
 		return true
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		p.badEvent(fmt.Sprintf("%s %s: %v", clip(p.lineType, maxTypeBytes), name, err))
+		d.BadEvent(fmt.Sprintf("%s %s: %v", agent.Clip(d.LineType, agent.MaxTypeBytes), name, err))
 		return false
 	}
 	return true
 }
 
-func (p *claudeParser) event(ev *claudeEvent) {
+func (d *Driver) event(ev *claudeEvent) {
 	switch ev.Type {
 	case "assistant":
-		p.assistant(ev)
+		d.assistant(ev)
 	case "user":
-		p.user(ev)
+		d.user(ev)
 	case "result":
-		p.result(ev)
+		d.result(ev)
 	case "system":
-		p.system(ev)
+		d.system(ev)
 	case "stream_event":
-		p.streamEvent(ev)
+		d.streamEvent(ev)
 	case "tool_progress":
 		var name string
-		if p.field(ev.ToolName, "tool_name", &name) {
-			p.toolRunning(name)
+		if d.field(ev.ToolName, "tool_name", &name) {
+			d.ToolRunning(name)
 		}
 	case "rate_limit_event":
-		p.rateLimit(ev)
+		d.rateLimit(ev)
 	case "control_request":
-		p.controlRequest(ev)
+		d.controlRequest(ev)
 	case "auth_status":
-		if msg := jsonString(ev.Error); msg != "" {
-			p.diagnose(CodeProviderError, "Claude Code authentication failed: "+msg)
+		if msg := agent.JSONString(ev.Error); msg != "" {
+			d.Diagnose(agent.CodeProviderError, "Claude Code authentication failed: "+msg)
 		}
 	case "control_response", "control_cancel_request", "keep_alive", "tool_use_summary", "prompt_suggestion":
 		// Answers to the runtime's own requests, a request withdrawn with
 		// the tool call it was for, liveness, and summaries and
 		// suggestions of what the lines around them already say.
 	default:
-		p.unknownLine(ev.Type)
+		d.UnknownLine(ev.Type)
 	}
 }
 
 // system lines are session metadata (init, status, hooks, compaction,
 // tasks); only a retried API request says something the journal needs.
-func (p *claudeParser) system(ev *claudeEvent) {
+func (d *Driver) system(ev *claudeEvent) {
 	if ev.Subtype != "api_retry" {
 		return
 	}
 	var attempt, maxRetries, status *int64
-	if !p.field(ev.Attempt, "attempt", &attempt) || !p.field(ev.MaxRetries, "max_retries", &maxRetries) ||
-		!p.field(ev.ErrorStatus, "error_status", &status) {
+	if !d.field(ev.Attempt, "attempt", &attempt) || !d.field(ev.MaxRetries, "max_retries", &maxRetries) ||
+		!d.field(ev.ErrorStatus, "error_status", &status) {
 		return
 	}
-	what := jsonString(ev.Error)
+	what := agent.JSONString(ev.Error)
 	if status != nil {
 		what = strings.TrimSpace(fmt.Sprintf("HTTP %d %s", *status, what))
 	}
 	if what == "" {
 		what = "a connection error"
 	}
-	p.diagnose(CodeProviderError, fmt.Sprintf("Claude Code retries the model request (attempt %s of %s) after %s",
+	d.Diagnose(agent.CodeProviderError, fmt.Sprintf("Claude Code retries the model request (attempt %s of %s) after %s",
 		countText(attempt), countText(maxRetries), what))
 }
 
 // chat decodes the message of an assistant or user line and whether a
 // subagent wrote it.
-func (p *claudeParser) chat(ev *claudeEvent) (m *claudeMessage, sub, ok bool) {
+func (d *Driver) chat(ev *claudeEvent) (m *claudeMessage, sub, ok bool) {
 	var parent *string
-	if !p.field(ev.ParentToolUseID, "parent_tool_use_id", &parent) || !p.field(ev.Message, "message", &m) {
+	if !d.field(ev.ParentToolUseID, "parent_tool_use_id", &parent) || !d.field(ev.Message, "message", &m) {
 		return nil, false, false
 	}
 	return m, parent != nil && *parent != "", true
 }
 
-func (p *claudeParser) assistant(ev *claudeEvent) {
-	m, sub, ok := p.chat(ev)
+func (d *Driver) assistant(ev *claudeEvent) {
+	m, sub, ok := d.chat(ev)
 	if !ok {
 		return
 	}
 	if m == nil {
-		p.badEvent("assistant event without a message")
+		d.BadEvent("assistant event without a message")
 		return
 	}
-	blocks, text, ok := p.content(m.Content)
+	blocks, text, ok := d.content(m.Content)
 	if !ok {
 		return
 	}
@@ -270,100 +274,91 @@ func (p *claudeParser) assistant(ev *claudeEvent) {
 	// result that follows says the same as its claim.
 	quiet := sub || m.Model == "<synthetic>"
 	if !quiet {
-		p.message(text)
+		d.Message(text)
 	}
 	for _, b := range blocks {
 		switch {
 		case b.Type == "text":
 			if !quiet {
-				p.message(b.Text)
+				d.Message(b.Text)
 			}
 		case b.Type == "tool_use" || b.Type == "server_tool_use" || b.Type == "mcp_tool_use":
-			act, target := toolActivity(b.Name, args(b.Input))
-			p.openTool(b.ID, b.Name, act, target)
+			act, target := agent.ToolActivity(b.Name, agent.Args(b.Input))
+			d.OpenTool(b.ID, b.Name, act, target)
 			if !sub && strings.EqualFold(b.Name, "TodoWrite") {
-				p.todoWrite(b.ID, b.Input)
+				d.todoWrite(b.ID, b.Input)
 			}
 		case strings.HasSuffix(b.Type, "tool_result"):
 			// Server-side tools answer in the assistant message itself.
-			p.closeTool(b.ToolUseID, claudeOutcome(&b))
+			d.CloseTool(b.ToolUseID, claudeOutcome(&b))
 		case b.Type == "thinking" || b.Type == "redacted_thinking":
 			// Private reasoning is not an operator-facing message.
 		default:
-			p.unknown("assistant content block", b.Type)
+			d.Unknown("assistant content block", b.Type)
 		}
 	}
 	// The line's usage is the response's start, not its end. A subagent's
 	// response has no stream events to end it: the totals wait for the
 	// result.
 	if sub && m.Usage != nil {
-		p.behind = true
+		d.behind = true
 	}
 }
 
 // count adds increments to what was counted since the last result.
-func (p *claudeParser) count(in, out int64) {
-	p.window[0] = addSat(p.window[0], in)
-	p.window[1] = addSat(p.window[1], out)
+func (d *Driver) count(in, out int64) {
+	d.window[0] = agent.AddSat(d.window[0], in)
+	d.window[1] = agent.AddSat(d.window[1], out)
 }
 
 // user lines carry tool results, which close their calls; the rest is the
 // prompt echoed back.
-func (p *claudeParser) user(ev *claudeEvent) {
-	m, _, ok := p.chat(ev)
+func (d *Driver) user(ev *claudeEvent) {
+	m, _, ok := d.chat(ev)
 	if !ok || m == nil {
 		return
 	}
-	blocks, _, ok := p.content(m.Content)
+	blocks, _, ok := d.content(m.Content)
 	if !ok {
 		return
 	}
 	for _, b := range blocks {
 		if b.Type == "tool_result" {
-			p.closeTool(b.ToolUseID, claudeOutcome(&b))
+			d.CloseTool(b.ToolUseID, claudeOutcome(&b))
 		}
 	}
 }
 
 // toolResult ends a call, and makes a successful TodoWrite's list the plan.
-func (p *claudeParser) toolResult(b *claudeBlock) {
+func (d *Driver) toolResult(b *claudeBlock) {
 	out := claudeOutcome(b)
-	p.closeTool(b.ToolUseID, out)
-	if b.ToolUseID == "" {
-		return
-	}
-	k := key(b.ToolUseID)
-	if items, ok := p.plans.get(k); ok && items != nil {
-		p.plans.put(k, nil)
-		if !out.failed {
-			p.reportPlan(items)
-		}
-	}
+	d.CloseTool(b.ToolUseID, out)
+	d.SettlePlan(b.ToolUseID, out.Failed)
 }
 
 // claudeOutcome reads a tool_result block: is_error says the call failed,
 // and the content says why. A shell command's result starts with "Exit
 // code N".
-func claudeOutcome(b *claudeBlock) outcome {
+func claudeOutcome(b *claudeBlock) agent.Outcome {
 	if !b.IsError {
-		return outcome{}
+		return agent.Outcome{}
 	}
 	text := resultText(b.Content)
 	if inner, ok := strings.CutPrefix(text, "<tool_use_error>"); ok {
 		text = strings.TrimSuffix(inner, "</tool_use_error>")
 	}
-	out := outcome{failed: true, err: text}
+	out := agent.Outcome{Failed: true, Err: text}
 	if rest, ok := strings.CutPrefix(text, "Exit code "); ok {
 		digits, _, _ := strings.Cut(rest, "\n")
 		if n, err := strconv.ParseInt(digits, 10, 64); err == nil {
-			out.exit = &n
+			out.Exit = &n
 		}
 	}
 	return out
 }
 
 // resultText is the text of a tool result's content, a string or text
-// blocks joined by newlines, clipped to maxErrorBytes: the start says what
+// blocks joined by newlines, clipped to agent.MaxErrorBytes: the start says what
 // went wrong.
 func resultText(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -372,7 +367,7 @@ func resultText(raw json.RawMessage) string {
 	if raw[0] == '"' {
 		var s string
 		_ = json.Unmarshal(raw, &s)
-		return clip(s, maxErrorBytes)
+		return agent.Clip(s, agent.MaxErrorBytes)
 	}
 	var blocks []struct {
 		Type string `json:"type"`
@@ -390,16 +385,16 @@ func resultText(raw json.RawMessage) string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(bl.Text)
-		if b.Len() > maxErrorBytes {
+		if b.Len() > agent.MaxErrorBytes {
 			break
 		}
 	}
-	return clip(b.String(), maxErrorBytes)
+	return agent.Clip(b.String(), agent.MaxErrorBytes)
 }
 
 // todoWrite reads the todo list a TodoWrite call sets, the plan once the
 // call succeeds.
-func (p *claudeParser) todoWrite(id string, input json.RawMessage) {
+func (d *Driver) todoWrite(id string, input json.RawMessage) {
 	var in struct {
 		Todos []struct {
 			Content string `json:"content"`
@@ -408,35 +403,20 @@ func (p *claudeParser) todoWrite(id string, input json.RawMessage) {
 		} `json:"todos"`
 	}
 	if json.Unmarshal(input, &in) != nil {
-		p.badEvent("TodoWrite input is not a list of todos with content and status")
+		d.BadEvent("TodoWrite input is not a list of todos with content and status")
 		return
 	}
-	items := make([]eventstore.PlanItem, 0, min(len(in.Todos), maxPlanItems))
+	items := make([]eventstore.PlanItem, 0, min(len(in.Todos), agent.MaxPlanItems))
 	for _, t := range in.Todos {
-		if it, ok := planItem(t.ID, t.Content, todoStatus(t.Status)); ok {
+		if it, ok := agent.NewPlanItem(t.ID, t.Content, agent.TodoStatus(t.Status)); ok {
 			items = append(items, it)
 		}
 	}
-	p.planWhenDone(id, items)
-}
-
-// todoStatus maps the todo statuses of Claude Code (pending, in_progress,
-// completed) and Copilot CLI (pending, in_progress, done, blocked) to plan
-// item statuses. A status not known is open: the item is not done.
-func todoStatus(s string) eventstore.PlanItemStatus {
-	switch strings.ToLower(s) {
-	case "in_progress", "in-progress", "inprogress", "active":
-		return eventstore.PlanItemInProgress
-	case "completed", "complete", "done":
-		return eventstore.PlanItemDone
-	case "cancelled", "canceled", "dropped", "removed":
-		return eventstore.PlanItemDropped
-	}
-	return eventstore.PlanItemOpen
+	d.PlanWhenDone(id, items)
 }
 
 // content decodes message content: an array of blocks or a plain string.
-func (p *claudeParser) content(raw json.RawMessage) ([]claudeBlock, string, bool) {
+func (d *Driver) content(raw json.RawMessage) ([]claudeBlock, string, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, "", true
 	}
@@ -444,13 +424,13 @@ func (p *claudeParser) content(raw json.RawMessage) ([]claudeBlock, string, bool
 	if raw[0] == '"' {
 		var text string
 		if err := json.Unmarshal(raw, &text); err != nil {
-			p.badEvent(fmt.Sprintf("message content: %v", err))
+			d.BadEvent(fmt.Sprintf("message content: %v", err))
 			return nil, "", false
 		}
 		return nil, text, true
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		p.badEvent(fmt.Sprintf("message content: %v", err))
+		d.BadEvent(fmt.Sprintf("message content: %v", err))
 		return nil, "", false
 	}
 	return blocks, "", true
@@ -459,55 +439,55 @@ func (p *claudeParser) content(raw json.RawMessage) ([]claudeBlock, string, bool
 // streamEvent reads the partial messages of --include-partial-messages for
 // the one thing the whole messages lack: a response's final usage, in its
 // message_delta.
-func (p *claudeParser) streamEvent(ev *claudeEvent) {
+func (d *Driver) streamEvent(ev *claudeEvent) {
 	var e *claudeStreamEvent
-	if !p.field(ev.Event, "event", &e) || e == nil {
+	if !d.field(ev.Event, "event", &e) || e == nil {
 		return
 	}
 	switch e.Type {
 	case "message_start":
 		if e.Message != nil {
-			p.streamMsg, p.streamIn = e.Message.ID, nil
+			d.streamMsg, d.streamIn = e.Message.ID, nil
 			if e.Message.Usage != nil {
-				p.streamIn = e.Message.Usage.input()
+				d.streamIn = e.Message.Usage.input()
 			}
 		}
 	case "message_delta":
-		if e.Usage == nil || p.behind {
+		if e.Usage == nil || d.behind {
 			return
 		}
-		id, in := jsonString(ev.APIMessageID), e.Usage.input()
+		id, in := agent.JSONString(ev.APIMessageID), e.Usage.input()
 		if id == "" {
-			id = p.streamMsg
+			id = d.streamMsg
 		}
-		if in == nil && id == p.streamMsg {
-			in = p.streamIn
+		if in == nil && id == d.streamMsg {
+			in = d.streamIn
 		}
-		p.count(p.stepUsage(id, in, e.Usage.OutputTokens))
+		d.count(d.StepUsage(id, in, e.Usage.OutputTokens))
 	}
 }
 
 // result ends a query: the usage not counted yet, a completed or failed
 // claim, and the end of the turn.
-func (p *claudeParser) result(ev *claudeEvent) {
+func (d *Driver) result(ev *claudeEvent) {
 	var (
 		usage   *claudeUsage
 		since   map[string]claudeModelUsage
 		isError bool
 	)
-	if !p.field(ev.Usage, "usage", &usage) || !p.field(ev.SinceLastResult, "model_usage_since_last_result", &since) ||
-		!p.field(ev.IsError, "is_error", &isError) {
+	if !d.field(ev.Usage, "usage", &usage) || !d.field(ev.SinceLastResult, "model_usage_since_last_result", &since) ||
+		!d.field(ev.IsError, "is_error", &isError) {
 		return
 	}
-	p.resultUsage(usage, since)
+	d.resultUsage(usage, since)
 	var errs []string
 	if len(ev.Errors) > 0 && ev.Errors[0] == '[' {
 		_ = json.Unmarshal(ev.Errors, &errs)
 	}
-	text := jsonString(ev.Result)
+	text := agent.JSONString(ev.Result)
 	if !isError && !strings.HasPrefix(ev.Subtype, "error") {
-		p.completed(text, "Claude Code finished the turn without a result text")
-		p.turnEnd(false, "")
+		d.Completed(text, "Claude Code finished the turn without a result text")
+		d.EndTurn(false, "")
 		return
 	}
 	reason, detail := text, strings.Join(errs, "\n")
@@ -517,133 +497,105 @@ func (p *claudeParser) result(ev *claudeEvent) {
 			reason, detail = errs[0], strings.Join(errs[1:], "\n")
 		}
 	}
-	p.turnEnd(true, p.failed(reason, detail))
+	d.EndTurn(true, d.Failed(reason, detail))
 }
 
 // resultUsage adds what the result says the server counted since the
 // previous result beyond what the lines in between added.
-func (p *claudeParser) resultUsage(usage *claudeUsage, since map[string]claudeModelUsage) {
+func (d *Driver) resultUsage(usage *claudeUsage, since map[string]claudeModelUsage) {
 	var in, out *int64
 	switch {
 	case since != nil:
-		in, out = ptr[int64](0), ptr[int64](0)
+		in, out = agent.Ptr[int64](0), agent.Ptr[int64](0)
 		for _, m := range since {
-			in = ptr(addSat(*in, deref(sumCounts(m.InputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens))))
-			out = ptr(addSat(*out, deref(nonNegative(m.OutputTokens))))
+			in = agent.Ptr(agent.AddSat(*in, agent.Deref(agent.SumCounts(m.InputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens))))
+			out = agent.Ptr(agent.AddSat(*out, agent.Deref(agent.NonNegative(m.OutputTokens))))
 		}
 	case usage != nil:
-		in, out = nonNegative(usage.input()), nonNegative(usage.OutputTokens)
+		in, out = agent.NonNegative(usage.input()), agent.NonNegative(usage.OutputTokens)
 	}
 	var dIn, dOut int64
-	if in != nil && *in > p.window[0] {
-		dIn = *in - p.window[0]
+	if in != nil && *in > d.window[0] {
+		dIn = *in - d.window[0]
 	}
-	if out != nil && *out > p.window[1] {
-		dOut = *out - p.window[1]
+	if out != nil && *out > d.window[1] {
+		dOut = *out - d.window[1]
 	}
-	p.increment(dIn, dOut)
-	p.window, p.behind = [2]int64{}, false
+	d.Increment(dIn, dOut)
+	d.window, d.behind = [2]int64{}, false
 }
 
 // rateLimit reports a rate limit that is not simply "allowed": a warning
 // or a refusal is what the operator needs to know.
-func (p *claudeParser) rateLimit(ev *claudeEvent) {
+func (d *Driver) rateLimit(ev *claudeEvent) {
 	var r *claudeRateLimit
-	if !p.field(ev.RateLimit, "rate_limit_info", &r) {
+	if !d.field(ev.RateLimit, "rate_limit_info", &r) {
 		return
 	}
 	if r == nil {
-		p.badEvent("rate_limit_event without rate_limit_info")
+		d.BadEvent("rate_limit_event without rate_limit_info")
 		return
 	}
 	if r.Status == "allowed" {
 		return
 	}
-	msg := fmt.Sprintf("Claude Code reports a rate limit (rate_limit_event): status %q", clip(r.Status, maxTypeBytes))
+	msg := fmt.Sprintf("Claude Code reports a rate limit (rate_limit_event): status %q", agent.Clip(r.Status, agent.MaxTypeBytes))
 	if r.RateLimitType != "" {
-		msg += " for the " + clip(r.RateLimitType, maxTypeBytes) + " limit"
+		msg += " for the " + agent.Clip(r.RateLimitType, agent.MaxTypeBytes) + " limit"
 	}
 	if r.ResetsAt != nil && *r.ResetsAt > 0 && *r.ResetsAt < 1<<40 {
 		msg += ", which resets at " + time.Unix(*r.ResetsAt, 0).UTC().Format(time.RFC3339)
 	}
-	p.diagnose(CodeProviderError, msg)
+	d.Diagnose(agent.CodeProviderError, msg)
 }
 
 // controlRequest reads a request Claude Code waits on (--permission-prompt-tool
 // stdio): permission to run a tool, or a question of AskUserQuestion.
-func (p *claudeParser) controlRequest(ev *claudeEvent) {
-	id := jsonString(ev.RequestID)
-	p.native.RequestID = nativeID(id)
+func (d *Driver) controlRequest(ev *claudeEvent) {
+	id := agent.JSONString(ev.RequestID)
+	d.Native.RequestID = agent.NativeID(id)
 	var r *claudeControlRequest
-	if !p.field(ev.Request, "request", &r) {
+	if !d.field(ev.Request, "request", &r) {
 		return
 	}
 	if r == nil {
-		p.badEvent("control_request without a request")
+		d.BadEvent("control_request without a request")
 		return
 	}
 	if r.Subtype != "can_use_tool" {
-		p.diagnose(CodeUnknownEvent, fmt.Sprintf("Claude Code control request subtype %q is not handled by this parser (%s); the CLI waits for an answer to it",
-			clip(r.Subtype, maxTypeBytes), p.agent()))
+		d.Diagnose(agent.CodeUnknownEvent, fmt.Sprintf("Claude Code control request subtype %q is not handled by this parser (%s); the CLI waits for an answer to it",
+			agent.Clip(r.Subtype, agent.MaxTypeBytes), d.AgentVersion()))
 		return
 	}
+	// What Encode answers the request with comes out of this one reading
+	// of the line, before its needs-input observation is recorded.
+	d.remember(id, r)
 	sig := &eventstore.NeedsInputSignal{
-		RequestID: inputRequestID(id, p.prefix, p.nextKey()),
-		Tool:      &eventstore.ToolUse{Name: toolName(r.ToolName), Input: toolInput(r.Input)},
+		RequestID: agent.InputRequestID(id, d.Prefix(), d.NextKey()),
+		Tool:      &eventstore.ToolUse{Name: agent.ToolName(r.ToolName), Input: agent.ToolInput(r.Input)},
 	}
 	if r.ToolName == "AskUserQuestion" {
 		sig.Kind = string(eventstore.InputQuestion)
 		sig.Question, sig.Choices = askUserQuestion(r.Input)
 	} else {
 		sig.Kind = string(eventstore.InputPermission)
-		sig.Question = permissionQuestion(r.ToolName, args(r.Input))
+		sig.Question = permissionQuestion(r.ToolName, agent.Args(r.Input))
 		sig.Choices = []string{eventstore.AnswerAllow, eventstore.AnswerDeny}
 		if suggested(r.Suggestions) {
 			sig.Choices = append(sig.Choices, eventstore.AnswerAllowAlways)
 		}
 	}
-	p.observe(sig)
-}
-
-// inputRequestID is the request id of a needs-input signal: the CLI's own
-// when the journal can keep it, else one derived from it (a hash of a long
-// id, the line's place for a missing one), so that a replay derives the
-// same.
-func inputRequestID(id, prefix, lineKey string) string {
-	if nativeID(id) != "" {
-		return id
-	}
-	if id == "" {
-		return prefix + "-" + lineKey + "-request"
-	}
-	sum := sha256.Sum256([]byte(id))
-	return "request-" + hex.EncodeToString(sum[:16])
-}
-
-// toolInput decodes a tool's input for the runtime, which answers with it.
-// Numbers keep their exact text. An input that is not an object, or too
-// big for a record, is left out.
-func toolInput(raw json.RawMessage) map[string]any {
-	if len(raw) == 0 || raw[0] != '{' || len(raw) > maxToolInputBytes {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if dec.Decode(&m) != nil {
-		return nil
-	}
-	return m
+	d.Observe(sig)
 }
 
 // permissionQuestion is the one line that asks for permission: the tool
 // and its main argument.
 func permissionQuestion(tool string, a map[string]json.RawMessage) string {
-	name := oneLine(tool, maxTypeBytes)
+	name := agent.OneLine(tool, agent.MaxTypeBytes)
 	if name == "" {
 		name = "an unnamed tool"
 	}
-	if arg := oneLine(mainArg(a), 200); arg != "" {
+	if arg := agent.OneLine(agent.MainArg(a), 200); arg != "" {
 		return "Allow " + name + ": " + arg + "?"
 	}
 	return "Allow " + name + "?"
@@ -668,11 +620,11 @@ func askUserQuestion(raw json.RawMessage) (string, []string) {
 		}
 		for _, o := range q.Options {
 			if l := strings.TrimSpace(o.Label); l != "" && len(choices) < maxChoices {
-				choices = append(choices, clip(l, maxLabelBytes))
+				choices = append(choices, agent.Clip(l, agent.MaxLabelBytes))
 			}
 		}
 	}
-	question := clip(strings.Join(texts, "\n"), maxSummaryBytes)
+	question := agent.Clip(strings.Join(texts, "\n"), agent.MaxSummaryBytes)
 	if question == "" {
 		question = "Claude Code asks a question without text"
 	}
@@ -686,15 +638,6 @@ func suggested(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &v) == nil && len(v) > 0
 }
 
-// jsonString reads a JSON string; anything else is "".
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
 func countText(p *int64) string {
 	if p == nil {
 		return "?"
@@ -706,5 +649,5 @@ func orUnknown(s string) string {
 	if s == "" {
 		return "an error"
 	}
-	return clip(s, 100)
+	return agent.Clip(s, 100)
 }

@@ -1,0 +1,138 @@
+package copilot
+
+import (
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
+)
+
+// Agent is `copilot -p --output-format json`: each turn is a process, the
+// next one resuming the session by the id the first one was given. Copilot
+// CLI cannot ask for permission in prompt mode: it runs its tools under
+// --allow-all-tools, recorded in the header.
+type Agent struct{}
+
+var _ agent.Agent = Agent{}
+
+var policy = []string{"--allow-all-tools"}
+
+// maxSQLCalls bounds the sql tool calls whose todos statements wait for
+// the call to end.
+const maxSQLCalls = 64
+
+func (Agent) ID() string       { return agent.Copilot }
+func (Agent) Provider() string { return agent.Copilot }
+
+// Capabilities: copilot -p resumes a session whole; it neither forks one
+// nor cuts it at a turn.
+func (Agent) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Protocol: agent.ProtocolExec, NativeResume: true}
+}
+
+func (Agent) Shapes() []eventstore.SessionShape { return agent.SessionShapes() }
+
+func (Agent) Approvals() *eventstore.ApprovalPolicy {
+	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsAgentPolicy, Flags: slices.Clone(policy)}
+}
+
+func (Agent) Messages(shape eventstore.SessionShape) []eventstore.MessageDescriptor {
+	return agent.TurnMessages(shape)
+}
+
+func (Agent) LineTypes() []string { return agent.Sorted(lineTypes) }
+
+func (Agent) NewDriver(command []string, _ eventstore.SessionShape) agent.Driver {
+	d := &Driver{}
+	d.Turns = agent.Turns{Command: command, Program: "copilot", Args: func(prompt, session string) []string {
+		args := append([]string{"--output-format", "json"}, policy...)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if session == "" {
+			// A new session gets an id chosen here, so that its session
+			// log can be found while the first turn runs.
+			d.session = newUUID()
+			return append(args, "--session-id", d.session)
+		}
+		d.session = session
+		return append(args, "--resume", session)
+	}, Tail: func(prompt, session string) []string { return []string{"-p", prompt} }}
+	return d
+}
+
+// Driver runs one launch of Copilot CLI, a process per turn, and reads
+// each process's stdout and its session log. It knows its session's id,
+// and so where Copilot CLI writes the session log that holds its token
+// usage.
+type Driver struct {
+	agent.Turns
+	mu      sync.Mutex
+	session string
+
+	// output is the reading of the running turn's stdout and session log,
+	// under the runtime's one-reader-at-a-time rule (agent.Reader).
+	output
+}
+
+var (
+	_ agent.Reader  = (*Driver)(nil)
+	_ agent.Flusher = (*Driver)(nil)
+)
+
+// Output begins the reading of a turn's process.
+func (d *Driver) Output(idPrefix string) error {
+	s, err := agent.NewStream(agent.Copilot, idPrefix)
+	if err != nil {
+		return err
+	}
+	d.output = output{Stream: s, sqlCalls: agent.NewRecent[string](maxSQLCalls)}
+	return nil
+}
+
+// Session is the id of the session the driver started or resumed.
+func (d *Driver) Session() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.session
+}
+
+// SideLog is $COPILOT_HOME/session-state/<session>/events.jsonl, with
+// COPILOT_HOME defaulting to $HOME/.copilot as Copilot CLI's does.
+func (d *Driver) SideLog(env []string) string {
+	session := d.Session()
+	home := lookupEnv(env, "COPILOT_HOME")
+	if home == "" {
+		if h := lookupEnv(env, "HOME"); h != "" {
+			home = filepath.Join(h, ".copilot")
+		}
+	}
+	if home == "" || session == "" || strings.ContainsAny(session, "/\\") || session == ".." {
+		return ""
+	}
+	return filepath.Join(home, "session-state", session, "events.jsonl")
+}
+
+// lookupEnv is the value of key in env, the last one when it is set twice
+// (as exec does).
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
