@@ -55,6 +55,32 @@ func TestConsoleMount(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every module the page imports, as JavaScript", func(t *testing.T) {
+		// The browser runs a module only when it is served as JavaScript:
+		// follow the imports from the entry module through the graph.
+		imports := regexp.MustCompile(`(?m)^(?:import|export)\b[^;]*?\bfrom '\./([a-z]+\.js)';`)
+		seen := map[string]bool{"app.js": true}
+		for queue := []string{"app.js"}; len(queue) > 0; queue = queue[1:] {
+			resp, err := http.Get(r.http.URL + "/console/" + queue[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/javascript; charset=utf-8" {
+				t.Errorf("GET /console/%s: %d %q, want 200 text/javascript; charset=utf-8", queue[0], resp.StatusCode, ct)
+			}
+			for _, m := range imports.FindAllSubmatch(body, -1) {
+				if name := string(m[1]); !seen[name] {
+					seen[name] = true
+					queue = append(queue, name)
+				}
+			}
+		}
+		if len(seen) < 10 {
+			t.Errorf("the entry module imports %d modules in all, want one per screen and card: %v", len(seen), seen)
+		}
+	})
 	t.Run("no other file", func(t *testing.T) {
 		for _, p := range []string{"/console/", "/console/nope.js", "/console/index.html", "/console/static/app.js",
 			"/console/vendor", "/console/vendor/", "/console/vendor/index.html", "/console/vendor/x/y.js", "/console/app.js/x"} {

@@ -288,6 +288,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/executions", fullToken, s.launch)
 	s.handle("GET /v1/executions/{id}", fullToken, s.readExecution)
 	s.handle("GET /v1/queue", fullToken, s.queue)
+	s.handle("GET /v1/agents", fullToken, s.listAgents)
 	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
 	s.handle("POST /v1/executions/{id}/token", fullToken, s.mintToken)
 	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)
@@ -418,6 +419,7 @@ var ownPace = map[string]bool{
 	"GET /v1/journals/{id}":                      true,
 	"GET /v1/journals/{id}/entries":              true,
 	"GET /v1/queue":                              true,
+	"GET /v1/agents":                             true,
 	"POST /v1/executions/{id}/token":             true,
 	"POST /v1/executions/{id}/terminal":          true,
 	"POST /v1/executions/{id}/terminal/attach":   true,

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -154,6 +156,41 @@ func TestClientRoutes(t *testing.T) {
 	last, err := c.Rebuild(ctx, func(p client.RebuildProgress) { lines = append(lines, p) })
 	if err != nil || last.Executions == nil || *last.Executions != 1 || last.Total == 0 {
 		t.Fatalf("rebuild: %+v, %v; want 1 execution", last, err)
+	}
+}
+
+// TestAgents reads the agent catalog from a real daemon: every adapter, in
+// the daemon's order, each with what its CLI does itself, and an agent
+// of the catalog launches.
+func TestAgents(t *testing.T) {
+	t.Parallel()
+	s, c := start(t)
+	ctx := testContext(t)
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		t.Fatalf("agents: %v", err)
+	}
+	var ids []string
+	for _, a := range agents {
+		ids = append(ids, a.ID)
+	}
+	if diff := cmp.Diff(execution.Adapters(), ids); diff != "" {
+		t.Errorf("agents (-adapters +catalog):\n%s", diff)
+	}
+	i := slices.IndexFunc(agents, func(a client.Agent) bool { return a.ID == "copilot-acp" })
+	if i < 0 {
+		t.Fatalf("the catalog has no copilot-acp: %v", ids)
+	}
+	if a := agents[i]; a.Protocol != client.ProtocolACP || !a.NativeResume || a.NativeFork {
+		t.Errorf("copilot-acp: %+v, want protocol acp, native resume and no native fork", a)
+	}
+	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-agents", Agent: agents[0].ID,
+		Command: []string{s.Agent, "exit:0"}})
+	if err != nil {
+		t.Fatalf("launch %s, the catalog's first agent: %v", agents[0].ID, err)
+	}
+	if got := res.State.AgentID; got != agents[0].ID {
+		t.Errorf("launched agent %q, want %q", got, agents[0].ID)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -363,6 +364,26 @@ func TestConsole(t *testing.T) {
 	}
 	// Every reload would lose this mark: the views below must update in place.
 	eval[bool](t, b, `window.sameDocument = true`)
+
+	t.Run("the launch form offers every agent the daemon lists", func(t *testing.T) {
+		var catalog client.AgentCatalog
+		s.call(t, "GET", "/v1/agents", nil, &catalog)
+		var want []string
+		acp := ""
+		for _, a := range catalog.Agents {
+			want = append(want, a.ID)
+			if a.Protocol == client.ProtocolACP && acp == "" {
+				acp = a.ID
+			}
+		}
+		got := eval[[]string](t, b, `[...document.querySelectorAll('#launch-agent option')].map((o) => o.value)`)
+		if !slices.Equal(got, want) {
+			t.Errorf("the launch form offers %q, want the daemon's agents %q", got, want)
+		}
+		if acp == "" || !slices.Contains(got, acp) {
+			t.Errorf("the launch form offers %q, want an ACP agent among them (the daemon lists %q)", got, want)
+		}
+	})
 
 	t.Run("a refused filter is shown in words", func(t *testing.T) {
 		b.do(t, chromedp.SetValue(chromedp.CSS("#filter-owner"), "Nobody"), chromedp.Click(chromedp.CSS("#filters button[type=submit]")))

@@ -1,8 +1,11 @@
 // Package web owns the operator console: one page of plain HTML, CSS and
-// JavaScript, embedded in the binary, that the daemon serves at / (no build
-// step, nothing fetched from elsewhere). Three libraries are vendored
-// beside it, each with its licence and version (static/vendor/README.md):
-// xterm.js, marked and DOMPurify.
+// JavaScript modules (native ES modules, one per screen and per card, the
+// entry app.js; docs/console.md), embedded in the binary, that the daemon
+// serves at / (no build step, nothing fetched from elsewhere). Three
+// libraries are vendored beside it, each with its licence and version
+// (static/vendor/README.md): xterm.js, marked and DOMPurify. Scripts are
+// served as text/javascript whatever the host's MIME tables say: a
+// browser runs a module only when it comes as JavaScript.
 //
 // The console is a client of the API and nothing more. It asks once for
 // the API token (or takes it from #token=… in the address, which it then
@@ -16,7 +19,8 @@
 //   - the executions, filtered by owner, lifecycle and attention, those
 //     awaiting the operator or blocked marked and listed first, updated
 //     live from the event stream; and a launch form whose owner is the
-//     last one launched for in this browser, at first System/console;
+//     last one launched for in this browser, at first System/console, and
+//     its agents those the daemon lists (GET /v1/agents);
 //   - one execution: its timeline (the chat projection), agents' messages
 //     rendered from Markdown and sanitized, status dimensions, latest
 //     activity and token telemetry, journal metadata, why it is blocked

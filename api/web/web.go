@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"io/fs"
 	"net/http"
+	"path"
 	"strings"
 )
 
@@ -20,6 +21,15 @@ const indexFile = "index.html"
 // vendorDir holds the third-party scripts and styles, each beside its
 // licence (static/vendor/README.md names their versions).
 const vendorDir = "vendor/"
+
+// contentTypes are the types of the console's scripts and styles, set
+// here instead of taken from the host's MIME tables: the browser runs a
+// module script only when it is served as JavaScript, and nosniff holds
+// stylesheets to text/css.
+var contentTypes = map[string]string{
+	".js":  "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8",
+}
 
 // noncePlaceholder is replaced in the page by the nonce of its response.
 var noncePlaceholder = []byte("{{style-nonce}}")
@@ -74,6 +84,9 @@ func Handler() http.Handler {
 			return
 		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy(""))
+		if t, ok := contentTypes[path.Ext(name)]; ok {
+			h.Set("Content-Type", t)
+		}
 		http.ServeFileFS(w, r, static, name)
 	})
 }
