@@ -10,7 +10,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 // GET /v1/agents lists every adapter, in the daemon's order, with what its
@@ -33,7 +33,7 @@ func TestAgentCatalog(t *testing.T) {
 		ids = append(ids, a.ID)
 		byID[a.ID] = a
 	}
-	if diff := cmp.Diff(execution.Adapters(), ids); diff != "" {
+	if diff := cmp.Diff(runtime.Adapters(), ids); diff != "" {
 		t.Errorf("the catalog's agents differ from execution.Adapters (-adapters +catalog):\n%s", diff)
 	}
 

@@ -19,8 +19,8 @@ import (
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 // start runs a daemon stack and returns a client of it.
@@ -174,7 +174,7 @@ func TestAgents(t *testing.T) {
 	for _, a := range agents {
 		ids = append(ids, a.ID)
 	}
-	if diff := cmp.Diff(execution.Adapters(), ids); diff != "" {
+	if diff := cmp.Diff(runtime.Adapters(), ids); diff != "" {
 		t.Errorf("agents (-adapters +catalog):\n%s", diff)
 	}
 	i := slices.IndexFunc(agents, func(a client.Agent) bool { return a.ID == "copilot-acp" })
