@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/policy/fleetbench"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -36,11 +35,6 @@ func main() {
 	// no command of the CLI, so never in its help.
 	if len(os.Args) > 1 && os.Args[1] == "supervise" {
 		os.Exit(supervisor.Main(os.Args[2:]))
-	}
-	// A policy subscriber of the fleet benchmark, which it starts from
-	// this binary when each daemon is to have a CPU budget of its own.
-	if len(os.Args) > 1 && os.Args[1] == fleetbench.MemberCommand {
-		os.Exit(fleetbench.MemberMain())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
