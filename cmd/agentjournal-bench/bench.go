@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/apibench"
 	"github.com/agentjournal/agentjournal/eventstore/storebench"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/datadir"
 	"github.com/agentjournal/agentjournal/policy/fleetbench"
 	"github.com/agentjournal/agentjournal/projections/projbench"
 )
@@ -25,10 +25,6 @@ const (
 	exitError = 1
 	exitUsage = 2
 )
-
-// dataEnv names the environment variable that sets the default data
-// directory, the daemon's and so the benchmarks'.
-const dataEnv = "AGENTJOURNAL_DATA"
 
 // suiteNames are the suites in the order --suite all runs them.
 var suiteNames = []string{"store", "read", "api", "fleet"}
@@ -134,18 +130,19 @@ type suiteConfig struct {
 // Run runs the command line args (without the program name) and returns
 // the exit code: 0 on success, 1 on failure, 2 on bad usage.
 func (m Main) Run(ctx context.Context, args []string) int {
-	err := m.run(ctx, args)
-	var help *helpRequest
-	var usage *usageError
+	fs, o, err := parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(m.Stdout, help(fs))
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(m.Stderr, "agentjournal-bench: %v\n\n%s", err, help(fs))
+		return exitUsage
+	}
+	err = m.run(ctx, o)
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &help):
-		fmt.Fprint(m.Stdout, help.text)
-		return exitOK
-	case errors.As(err, &usage):
-		fmt.Fprintf(m.Stderr, "agentjournal-bench: %v\n\n%s", usage.err, usage.help)
-		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		fmt.Fprintln(m.Stderr, "agentjournal-bench: interrupted")
 		return exitError
@@ -154,69 +151,97 @@ func (m Main) Run(ctx context.Context, args []string) int {
 	return exitError
 }
 
-func (m Main) run(ctx context.Context, args []string) (err error) {
+// options is a command line that can be run.
+type options struct {
+	// data is --data, empty for the default.
+	data   string
+	suites []string
+	asJSON bool
+	// store and fleet are the suites' configurations but for their Dir,
+	// the scratch directory, which is made only to run them.
+	store storebench.Config
+	fleet fleetbench.Config
+}
+
+// parse reads the command line. The error is flag.ErrHelp for -h, or says
+// what is wrong with the command line.
+func parse(args []string) (*flag.FlagSet, options, error) {
 	fs := flag.NewFlagSet("agentjournal-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	d := storebench.DefaultConfig()
-	data := fs.String("data", "", "`DIR` to make the scratch directories in (default: the daemon's data directory)")
+	var o options
+	fs.StringVar(&o.data, "data", "", "`DIR` to make the scratch directories in (default: the daemon's data directory, $"+datadir.Env+" or the like)")
 	records := fs.Int("records", d.Records, "records per append measurement `N`")
 	readRecords := fs.Int("read-records", d.ReadRecords, "records in the journal read back `N`")
 	journals := fs.Int("journals", d.Journals, "journals in the many-writer measurement `N`")
 	writers := fs.Int("writers", d.Writers, "concurrent writers `N`")
 	payload := fs.Int("payload", d.PayloadBytes, "approximate record payload `BYTES`")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	suite := fs.String("suite", "store", "which measurements: `store`, read, api, fleet or all")
 	daemonCPU := fs.String("daemon-cpu", "auto", "fleet suite: each daemon's CPU budget, `CPUS` (0.01 to 64), 0 for none, or auto")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return &helpRequest{text: help(fs)}
-		}
-		return usageErr(fs, "%v", err)
+		return fs, o, err
 	}
 	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q (agentjournal-bench takes only flags)", fs.Arg(0))
+		return fs, o, fmt.Errorf("unexpected argument %q (agentjournal-bench takes only flags)", fs.Arg(0))
 	}
-	suites := suiteNames
+	o.suites = suiteNames
 	if *suite != "all" {
 		if !slices.Contains(suiteNames, *suite) {
-			return usageErr(fs, "--suite %q (want one of: %s, all)", *suite, strings.Join(suiteNames, ", "))
+			return fs, o, fmt.Errorf("--suite %q (want one of: %s, all)", *suite, strings.Join(suiteNames, ", "))
 		}
-		suites = []string{*suite}
+		o.suites = []string{*suite}
 	}
-	dir := *data
+	// Dir is checked only for being set: the scratch directory comes later.
+	const scratch = "scratch"
+	o.fleet = fleetbench.DefaultConfig()
+	o.fleet.Dir = scratch
+	if *daemonCPU == "auto" {
+		o.fleet.DaemonCPU = fleetbench.AutoDaemonCPU
+	} else if v, err := strconv.ParseFloat(*daemonCPU, 64); err != nil {
+		return fs, o, fmt.Errorf("--daemon-cpu %q (want auto, 0, or a number of CPUs such as 0.1)", *daemonCPU)
+	} else {
+		o.fleet.DaemonCPU = v
+	}
+	if err := o.fleet.Validate(); err != nil {
+		return fs, o, fmt.Errorf("--daemon-cpu: %w", err)
+	}
+	o.store = storebench.Config{Dir: scratch, Records: *records, ReadRecords: *readRecords, Journals: *journals,
+		Writers: *writers, PayloadBytes: *payload}
+	return fs, o, o.store.Validate()
+}
+
+// run makes a scratch directory in the data directory, runs the suites in
+// it and prints their reports.
+func (m Main) run(ctx context.Context, o options) (err error) {
+	getenv, home := m.Getenv, m.HomeDir
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if home == nil {
+		home = os.UserHomeDir
+	}
+	dir := o.data
 	if dir == "" {
-		if dir, err = defaultDataDir(m.getenv, m.homeDir); err != nil {
+		if dir, err = datadir.Default(getenv, home); err != nil {
 			return err
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	cfg := suiteConfig{progress: m.Stderr}
+	cfg := suiteConfig{store: o.store, fleet: o.fleet, progress: m.Stderr}
 	if cfg.scratch, err = os.MkdirTemp(dir, "bench-"); err != nil {
 		return err
 	}
 	defer os.RemoveAll(cfg.scratch)
-	cfg.fleet = fleetbench.DefaultConfig()
+	cfg.store.Dir, cfg.store.Progress = cfg.scratch, m.Stderr
 	cfg.fleet.Dir, cfg.fleet.Progress = cfg.scratch, m.Stderr
-	if *daemonCPU == "auto" {
-		cfg.fleet.DaemonCPU = fleetbench.AutoDaemonCPU
-		if slices.Contains(suites, "fleet") {
-			if err := fleetbench.CanLimitCPU(); err != nil {
-				cfg.fleet.DaemonCPU = 0
-				fmt.Fprintf(m.Stderr, "agentjournal-bench: the fleet suite's daemons share every CPU: %v\n", err)
-			}
+	if cfg.fleet.DaemonCPU == fleetbench.AutoDaemonCPU && slices.Contains(o.suites, "fleet") {
+		if err := fleetbench.CanLimitCPU(); err != nil {
+			cfg.fleet.DaemonCPU = 0
+			fmt.Fprintf(m.Stderr, "agentjournal-bench: the fleet suite's daemons share every CPU: %v\n", err)
 		}
-	} else if cfg.fleet.DaemonCPU, err = strconv.ParseFloat(*daemonCPU, 64); err != nil {
-		return usageErr(fs, "--daemon-cpu %q (want auto, 0, or a number of CPUs such as 0.1)", *daemonCPU)
-	}
-	if err := cfg.fleet.Validate(); err != nil {
-		return usageErr(fs, "--daemon-cpu: %v", err)
-	}
-	cfg.store = storebench.Config{Dir: cfg.scratch, Records: *records, ReadRecords: *readRecords, Journals: *journals,
-		Writers: *writers, PayloadBytes: *payload, Progress: m.Stderr}
-	if err := cfg.store.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
 	}
 
 	runSuite := m.runSuite
@@ -224,7 +249,7 @@ func (m Main) run(ctx context.Context, args []string) (err error) {
 		runSuite = measure
 	}
 	var reports []benchkit.Report
-	for _, name := range suites {
+	for _, name := range o.suites {
 		rep, err := runSuite(ctx, name, cfg)
 		// A suite that measured everything and then failed to stop its
 		// servers or agents still has figures worth printing.
@@ -232,10 +257,10 @@ func (m Main) run(ctx context.Context, args []string) (err error) {
 			reports = append(reports, rep)
 		}
 		if err != nil {
-			return errors.Join(m.write(reports, *asJSON), fmt.Errorf("%s suite: %w", name, err))
+			return errors.Join(m.write(reports, o.asJSON), fmt.Errorf("%s suite: %w", name, err))
 		}
 	}
-	return m.write(reports, *asJSON)
+	return m.write(reports, o.asJSON)
 }
 
 // write prints the reports as one, if there are any.
@@ -282,55 +307,4 @@ func help(fs *flag.FlagSet) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// defaultDataDir is the daemon's data directory: $AGENTJOURNAL_DATA, else
-// $XDG_DATA_HOME/agentjournal, else ~/.local/share/agentjournal. The
-// benchmarks run there so that they measure the file system the daemon's
-// log is on.
-func defaultDataDir(getenv func(string) string, home func() (string, error)) (string, error) {
-	if dir := getenv(dataEnv); dir != "" {
-		return dir, nil
-	}
-	if xdg := getenv("XDG_DATA_HOME"); xdg != "" {
-		return filepath.Join(xdg, "agentjournal"), nil
-	}
-	h, err := home()
-	if err != nil {
-		return "", fmt.Errorf("find the data directory: %w (set --data or $%s)", err, dataEnv)
-	}
-	return filepath.Join(h, ".local", "share", "agentjournal"), nil
-}
-
-func (m Main) getenv(key string) string {
-	if m.Getenv == nil {
-		return os.Getenv(key)
-	}
-	return m.Getenv(key)
-}
-
-func (m Main) homeDir() (string, error) {
-	if m.HomeDir == nil {
-		return os.UserHomeDir()
-	}
-	return m.HomeDir()
-}
-
-// helpRequest is returned for -h; Run prints the text to stdout and exits 0.
-type helpRequest struct{ text string }
-
-func (h *helpRequest) Error() string { return "help requested" }
-
-// usageError is a command line that cannot be run; Run prints the error
-// and the help to stderr and exits 2.
-type usageError struct {
-	err  error
-	help string
-}
-
-func (u *usageError) Error() string { return u.err.Error() }
-func (u *usageError) Unwrap() error { return u.err }
-
-func usageErr(fs *flag.FlagSet, format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...), help: help(fs)}
 }

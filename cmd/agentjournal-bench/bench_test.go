@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/datadir"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/bench.md")
@@ -222,37 +223,12 @@ func TestBenchDoc(t *testing.T) {
 	}
 }
 
-func TestDefaultDataDir(t *testing.T) {
-	home := func() (string, error) { return "/home/u", nil }
-	noHome := func() (string, error) { return "", errors.New("no home") }
-	tests := []struct {
-		name    string
-		env     map[string]string
-		home    func() (string, error)
-		want    string
-		wantErr string
-	}{
-		{name: "AGENTJOURNAL_DATA", env: map[string]string{dataEnv: "/d", "XDG_DATA_HOME": "/x"}, home: home, want: "/d"},
-		{name: "XDG_DATA_HOME", env: map[string]string{"XDG_DATA_HOME": "/x"}, home: home, want: "/x/agentjournal"},
-		{name: "home", home: home, want: "/home/u/.local/share/agentjournal"},
-		{name: "no home", home: noHome, wantErr: "set --data or $AGENTJOURNAL_DATA"},
-	}
-	for _, tt := range tests {
-		got, err := defaultDataDir(func(k string) string { return tt.env[k] }, tt.home)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%s: error %v, want one with %q", tt.name, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
-		}
-	}
-	// Without --data the scratch directory goes under $AGENTJOURNAL_DATA.
+// TestScratchInDefaultDataDir: without --data the scratch directory is
+// made in $AGENTJOURNAL_DATA, and removed.
+func TestScratchInDefaultDataDir(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	var scratch string
-	m := Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return map[string]string{dataEnv: data}[k] },
+	m := Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return map[string]string{datadir.Env: data}[k] },
 		runSuite: func(_ context.Context, _ string, cfg suiteConfig) (benchkit.Report, error) {
 			scratch = cfg.scratch
 			return benchkit.Report{}, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/datadir"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -28,7 +29,7 @@ const (
 )
 
 // dataEnv names the environment variable that sets the default data directory.
-const dataEnv = "AGENTJOURNAL_DATA"
+const dataEnv = datadir.Env
 
 func main() {
 	// An agent's supervisor, which the daemon starts from its own binary:
@@ -168,17 +169,7 @@ func (m Main) homeDir() (string, error) {
 // defaultDataDir is $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 // else ~/.local/share/agentjournal.
 func defaultDataDir(getenv func(string) string, home func() (string, error)) (string, error) {
-	if dir := getenv(dataEnv); dir != "" {
-		return dir, nil
-	}
-	if xdg := getenv("XDG_DATA_HOME"); xdg != "" {
-		return filepath.Join(xdg, "agentjournal"), nil
-	}
-	h, err := home()
-	if err != nil {
-		return "", fmt.Errorf("find the data directory: %w (set --data or $%s)", err, dataEnv)
-	}
-	return filepath.Join(h, ".local", "share", "agentjournal"), nil
+	return datadir.Default(getenv, home)
 }
 
 // syncFlag is the --sync value: always or interval.
