@@ -64,6 +64,11 @@ type Config struct {
 	// finishes. The ratios are in the report only: the baseline is
 	// measured last.
 	Progress io.Writer
+
+	// stopTimeout bounds the stop of one agent, and closing the runtime;
+	// zero means the package's stopTimeout. Tests shorten it to see a
+	// stack that cannot stop.
+	stopTimeout time.Duration
 }
 
 // DefaultConfig returns a Config with every default spelled out but Agents,
@@ -148,9 +153,10 @@ const (
 // Run starts the stack, measures every result in turn and stops the stack.
 // It fails when the stack cannot start, a request or append fails, or an
 // answer is not the one expected (a message not delivered, a decision
-// other than record-only). Missing event deliveries are not an error: they
-// are in the report, and so is a result below its target (Report.Below
-// lists them).
+// other than record-only). When only stopping the stack fails, Run returns
+// the report of what it measured with that error. Missing event deliveries
+// are not an error: they are in the report, and so is a result below its
+// target (Report.Below lists them).
 func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return benchkit.Report{}, err
@@ -189,9 +195,8 @@ func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 		benchkit.WriteProgress(cfg.Progress, res)
 		measured = append(measured, res)
 	}
-	if err := st.Close(); err != nil {
-		return benchkit.Report{}, err
-	}
+	// The figures stand whether or not the stack stops cleanly.
+	stopErr := st.Close()
 	results, spreads := medianRounds(measured)
 	rep.Results = ordered(results)
 	compare(rep.Results)
@@ -205,7 +210,7 @@ func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 		benchkit.Setting{Name: "eventIntervalSeconds", Value: eventInterval.Seconds()},
 		benchkit.Setting{Name: "startupSeconds", Value: startup.Seconds()})
 	rep.Elapsed = time.Since(rep.Started)
-	return rep, nil
+	return rep, stopErr
 }
 
 // rounds is how many times recordObservation and raw/append are each

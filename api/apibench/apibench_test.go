@@ -3,6 +3,7 @@ package apibench
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"runtime"
@@ -126,6 +127,72 @@ func TestRunSmall(t *testing.T) {
 
 	benchtest.EmptyDir(t, dir, "after Run")
 	benchtest.WaitGoroutines(t, before, 5*time.Second)
+}
+
+// TestRunStackThatCannotStop: agents that outlast the stop deadline fail
+// the run once, with the report of everything measured before.
+func TestRunStackThatCannotStop(t *testing.T) {
+	// The agent ignores SIGTERM and stays after its input closes, so only
+	// SIGKILL ends it, which comes after the stop's deadline.
+	agent := []string{fixtures.AgentBinary(t), "ignore-term", "wait", "sleep:1m"}
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	rep, err := Run(t.Context(), Config{
+		Dir:         dir,
+		Clients:     2,
+		Requests:    10,
+		Subscribers: 1,
+		Events:      5,
+		Agent:       agent,
+		stopTimeout: 500 * time.Millisecond,
+	})
+	if err == nil {
+		t.Fatal("Run: no error, want the agents' stop past its deadline")
+	}
+	msg := err.Error()
+	// The runtime, given a deadline of its own for the killed agents'
+	// ends, may run out too on a loaded machine: one more line, not one
+	// per agent.
+	if !strings.Contains(msg, "apibench: stop the stack: stop 2 of 2 agents: context deadline exceeded") ||
+		strings.Count(msg, "stop the stack") != 1 || strings.Count(msg, "context deadline exceeded") > 2 {
+		t.Errorf("Run: error %q, want the two agents' stop past its deadline said once", msg)
+	}
+	var names []string
+	for _, res := range rep.Results {
+		if res.Rate > 0 {
+			names = append(names, res.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"raw/append", "api/sendMessage", "api/recordObservation", "sse/fan-out"}, names); diff != "" {
+		t.Errorf("results measured (-want +got):\n%s", diff)
+	}
+	benchtest.EmptyDir(t, dir, "after Run")
+	benchtest.WaitGoroutines(t, before, 5*time.Second)
+}
+
+func TestDistinct(t *testing.T) {
+	late, other := errors.New("context deadline exceeded"), errors.New("stop ae-1: starting")
+	tests := []struct {
+		name string
+		errs []error
+		want string
+	}{
+		{name: "none", errs: []error{nil, nil}, want: ""},
+		{name: "all the same", errs: []error{late, late, nil, late}, want: "context deadline exceeded"},
+		{name: "two kinds", errs: []error{late, other, late}, want: "context deadline exceeded (2 times)\nstop ae-1: starting"},
+	}
+	for _, tt := range tests {
+		got := distinct(tt.errs)
+		if tt.want == "" {
+			if got != nil {
+				t.Errorf("%s: got %v, want nil", tt.name, got)
+			}
+			continue
+		}
+		if got == nil || got.Error() != tt.want || !errors.Is(got, late) {
+			t.Errorf("%s: got %v, want %q wrapping the deadline", tt.name, got, tt.want)
+		}
+	}
 }
 
 // TestTargets: recordObservation's rate and p99 are judged against the

@@ -15,7 +15,8 @@ var update = flag.Bool("update", false, "rewrite docs/cli.md")
 // reference cannot fall behind the commands.
 func TestCLIDoc(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("# Command reference\n\nGenerated from `agentjournal help` (`go test ./cmd/agentjournal -run TestCLIDoc -update`).\n\n")
+	b.WriteString("# Command reference\n\nGenerated from `agentjournal help` (`go test ./cmd/agentjournal -run TestCLIDoc -update`). " +
+		"The benchmarks are a binary of their own, `agentjournal-bench`: see [bench.md](bench.md).\n\n")
 	section := func(title string, args ...string) {
 		r := run(t, t.TempDir(), args...)
 		if r.code != 0 {
@@ -24,7 +25,7 @@ func TestCLIDoc(t *testing.T) {
 		b.WriteString("## " + title + "\n\n```\n" + strings.TrimRight(r.stdout, "\n") + "\n```\n\n")
 	}
 	section("agentjournal", "help")
-	for _, c := range [][]string{{"serve"}, {"launch"}, {"fork"}, {"resume"}, {"send"}, {"observe"}, {"stop"}, {"queue"}, {"tail"}, {"logs"}, {"token"}, {"mcp"}, {"acp"}, {"demo"}, {"run"}, {"ls"}, {"show"}, {"timeline"}, {"search"}, {"journal", "ls"}, {"journal", "cat"}, {"journal", "export"}, {"journal", "import"}, {"log"}, {"replay"}, {"narrative"}, {"todos"}, {"approvals"}, {"sessions"}, {"session"}, {"checkpoint"}, {"cmd"}, {"graph", "export"}, {"lineage"}, {"snapshots", "ls"}, {"snapshots", "prune"}, {"rebuild"}, {"bench"}} {
+	for _, c := range [][]string{{"serve"}, {"launch"}, {"fork"}, {"resume"}, {"send"}, {"observe"}, {"stop"}, {"queue"}, {"tail"}, {"logs"}, {"token"}, {"mcp"}, {"acp"}, {"demo"}, {"run"}, {"ls"}, {"show"}, {"timeline"}, {"search"}, {"journal", "ls"}, {"journal", "cat"}, {"journal", "export"}, {"journal", "import"}, {"log"}, {"replay"}, {"narrative"}, {"todos"}, {"approvals"}, {"sessions"}, {"session"}, {"checkpoint"}, {"cmd"}, {"graph", "export"}, {"lineage"}, {"snapshots", "ls"}, {"snapshots", "prune"}, {"rebuild"}} {
 		section(strings.Join(c, " "), append([]string{"help"}, c...)...)
 	}
 	const path = "../../docs/cli.md"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/policy/fleetbench"
+	"github.com/agentjournal/agentjournal/internal/datadir"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -29,18 +29,13 @@ const (
 )
 
 // dataEnv names the environment variable that sets the default data directory.
-const dataEnv = "AGENTJOURNAL_DATA"
+const dataEnv = datadir.Env
 
 func main() {
 	// An agent's supervisor, which the daemon starts from its own binary:
 	// no command of the CLI, so never in its help.
 	if len(os.Args) > 1 && os.Args[1] == "supervise" {
 		os.Exit(supervisor.Main(os.Args[2:]))
-	}
-	// A policy subscriber of the fleet benchmark, which it starts from
-	// this binary when each daemon is to have a CPU budget of its own.
-	if len(os.Args) > 1 && os.Args[1] == fleetbench.MemberCommand {
-		os.Exit(fleetbench.MemberMain())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}.Run(ctx, os.Args[1:])
@@ -174,17 +169,7 @@ func (m Main) homeDir() (string, error) {
 // defaultDataDir is $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 // else ~/.local/share/agentjournal.
 func defaultDataDir(getenv func(string) string, home func() (string, error)) (string, error) {
-	if dir := getenv(dataEnv); dir != "" {
-		return dir, nil
-	}
-	if xdg := getenv("XDG_DATA_HOME"); xdg != "" {
-		return filepath.Join(xdg, "agentjournal"), nil
-	}
-	h, err := home()
-	if err != nil {
-		return "", fmt.Errorf("find the data directory: %w (set --data or $%s)", err, dataEnv)
-	}
-	return filepath.Join(h, ".local", "share", "agentjournal"), nil
+	return datadir.Default(getenv, home)
 }
 
 // syncFlag is the --sync value: always or interval.

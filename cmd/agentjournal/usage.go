@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "cmd", "graph", "lineage", "snapshots", "rebuild", "bench", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "cmd", "graph", "lineage", "snapshots", "rebuild", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -87,8 +87,6 @@ func newCommand(name string, env *Env) Command {
 		return &RebuildCommand{env: env}
 	case "search":
 		return &SearchCommand{env: env}
-	case "bench":
-		return &BenchCommand{env: env}
 	}
 	return nil
 }
@@ -152,7 +150,6 @@ Commands:
   lineage ID            an execution's forks and resumes, history, tool calls and snapshots
   snapshots ls|prune    list or delete the workspace snapshots of executions' git work trees
   rebuild               rebuild the read models from the log, with progress
-  bench                 measure the store against raw JetStream (records/s, ratios)
   help [command]        show the help of a command
 
 Global flags (before the command):

@@ -41,7 +41,7 @@
 // records/s and the targets as checks. The package owns the workloads and
 // what goes into the report; the report's form and its text and JSON
 // writers are benchkit's. It does not own the store, the server or the
-// command line: cmd/agentjournal's bench command and the Go
+// command line: cmd/agentjournal-bench and the Go
 // benchmarks in this package's tests both call Run or the same workloads.
 // Unlike other packages above eventstore, it talks to JetStream directly,
 // because the raw baselines are JetStream with nothing on top.

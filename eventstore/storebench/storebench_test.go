@@ -129,7 +129,7 @@ func TestRunSmall(t *testing.T) {
 
 // TestRunDefaults runs the full benchmark with default sizes when
 // STOREBENCH_DEFAULTS=1, printing the report; it is the same run as
-// `agentjournal bench` and takes a minute or two.
+// `agentjournal-bench` and takes a minute or two.
 func TestRunDefaults(t *testing.T) {
 	if os.Getenv("STOREBENCH_DEFAULTS") != "1" {
 		t.Skip("set STOREBENCH_DEFAULTS=1 to run the full benchmark")

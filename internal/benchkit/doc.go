@@ -12,6 +12,9 @@
 // Percentile) and settling the disk before a latency measurement.
 //
 // It does not own any workload, server or figure: each suite measures on
-// its own and fills in a Report; the bench command chooses the suites and
-// prints their reports together.
+// its own and fills in a Report; the bench command (cmd/agentjournal-bench)
+// chooses the suites and prints their reports together. A suite whose Run
+// measured everything and then failed to stop what it started may return
+// its Report with the error (apibench does), so that what it measured is
+// still printed.
 package benchkit
