@@ -299,7 +299,7 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 				}
 				continue
 			case ok:
-				return e, nil
+				return own(e, r), nil
 			}
 		}
 		switch {
@@ -322,9 +322,14 @@ func (s *JetStreamStore) appendLocked(ctx context.Context, j *jsJournal, ref Ref
 		if err == nil {
 			if ack.Duplicate {
 				// Stored before, within the duplicate window: hand back
-				// what is stored.
+				// what is stored. Stored at or after an attempt of this
+				// call whose ack was lost, it is this call's own record.
 				j.known = false
-				return s.entryAt(ctx, ack.Sequence)
+				e, err := s.entryAt(ctx, ack.Sequence)
+				if err == nil && uncertainSince > 0 && ack.Sequence >= uncertainSince {
+					e = own(e, r)
+				}
+				return e, err
 			}
 			j.lastSeq++
 			j.lastOffset = ack.Sequence
@@ -509,4 +514,12 @@ func (s *JetStreamStore) firstRecord(ctx context.Context, subj string) (Record, 
 	}
 	e, _, err := decodeEntry(m)
 	return e.Record, err
+}
+
+// own is the entry of a record this call stored though its ack was lost:
+// the caller's record, with the base fields the store gave it, so that the
+// caller sees its own record and not a duplicate (Store.Append).
+func own(e Entry, r Record) Entry {
+	*r.RecordBase() = *e.Record.RecordBase()
+	return Entry{Offset: e.Offset, Record: r}
 }

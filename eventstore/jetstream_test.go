@@ -162,12 +162,26 @@ func TestJetStreamLostAck(t *testing.T) {
 
 	// The ack of m-1 is lost: the retry must find it stored, not store it twice.
 	lossy.lose = 1
-	e, err := s.Append(context.Background(), ref, storetest.Message("m-1", "x"))
+	m1 := storetest.Message("m-1", "x")
+	e, err := s.Append(context.Background(), ref, m1)
 	if err != nil {
 		t.Fatalf("append with lost ack: %v", err)
 	}
 	if e.Record.RecordBase().Sequence != 2 {
 		t.Fatalf("sequence %d, want 2", e.Record.RecordBase().Sequence)
+	}
+	// Its own record comes back, not a stored copy: a caller that tells a
+	// duplicate by identity must not call this one a duplicate.
+	if e.Record != eventstore.Record(m1) {
+		t.Fatal("append after a lost ack returned a stored copy, want the caller's record (it was stored by this call)")
+	}
+	// A later append of the same id is a duplicate: the stored copy.
+	again, err := s.Append(context.Background(), ref, storetest.Message("m-1", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Record == eventstore.Record(m1) || again.Offset != e.Offset {
+		t.Fatalf("second append of m-1: offset %d (want %d) and a stored copy", again.Offset, e.Offset)
 	}
 
 	// Another writer appends right after the lost ack: the retry must still

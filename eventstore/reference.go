@@ -109,7 +109,10 @@ type Store interface {
 	// Append assigns the record the journal's next sequence and stores it.
 	// Empty base fields are filled from the reference; fields that disagree
 	// with it are ErrReferenceMismatch. A record whose id is already stored
-	// returns the stored entry.
+	// returns the stored entry. The entry's Record is r itself when this
+	// call stored it (even when a lost acknowledgement made it look again)
+	// and the stored copy when the id was there before: callers tell a
+	// duplicate by that identity.
 	Append(ctx context.Context, ref Reference, r Record) (Entry, error)
 	// ReadJournal yields the journal's records from sequence fromSeq (1 = all)
 	// up to its head at the time of the call.
