@@ -246,15 +246,7 @@ func TestListenAcceptsOtherClients(t *testing.T) {
 		t.Fatalf("ClientURL() = %q, want nats://127.0.0.1:<port>", url)
 	}
 
-	nc, err := nats.Connect(url, nats.UserInfo(bus.User, fixtures.NATSSecret))
-	if err != nil {
-		t.Fatalf("connect to %s: %v", url, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := fixtures.ConnectJetStream(t, b, url)
 	publish(t, js, testSubject, "from outside", "rec-1")
 
 	msg, err := b.Stream().GetLastMsgForSubject(t.Context(), testSubject)
@@ -280,15 +272,7 @@ func TestListenRefusesStrangersAndDeletions(t *testing.T) {
 			t.Fatalf("connect without the secret: %v, want an authorization violation", err)
 		}
 	}
-	nc, err := nats.Connect(url, nats.UserInfo(bus.User, fixtures.NATSSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := fixtures.ConnectJetStream(t, b, url)
 	publish(t, js, testSubject, "kept", "rec-keep")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()

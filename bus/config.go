@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -274,24 +275,12 @@ func checkRoute(route string) error {
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
-	if c.Sync == "" {
-		c.Sync = SyncAlways
-	}
-	if c.SyncInterval == 0 {
-		c.SyncInterval = DefaultSyncInterval
-	}
-	if c.StreamName == "" {
-		c.StreamName = DefaultStreamName
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.DiskCheckInterval == 0 {
-		c.DiskCheckInterval = DefaultDiskCheckInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Sync = cmp.Or(c.Sync, SyncAlways)
+	c.SyncInterval = cmp.Or(c.SyncInterval, DefaultSyncInterval)
+	c.StreamName = cmp.Or(c.StreamName, DefaultStreamName)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.DiskCheckInterval = cmp.Or(c.DiskCheckInterval, DefaultDiskCheckInterval)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

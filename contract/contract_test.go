@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 func plan(id string, items ...eventstore.PlanItem) *eventstore.Observation {
@@ -49,14 +50,7 @@ func journal(t *testing.T, recs ...eventstore.Record) []eventstore.Record {
 			t.Fatalf("append %T: %v", r, err)
 		}
 	}
-	var out []eventstore.Record
-	for e, err := range s.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e.Record)
-	}
-	return out
+	return fixtures.ReadJournal(t, s, ref)
 }
 
 func TestTodosKeepStatusHistoryAcrossPlanUpdates(t *testing.T) {

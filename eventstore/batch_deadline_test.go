@@ -14,7 +14,7 @@ import (
 // request's are.
 func TestAppendBatchWithoutDeadline(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "no-deadline")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -29,7 +29,7 @@ func batchRecords(n int) []eventstore.Record {
 
 func TestAppendBatch(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "batch")

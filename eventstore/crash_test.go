@@ -99,7 +99,7 @@ func TestKillDuringAppends(t *testing.T) {
 			}
 
 			b := fixtures.StartNATSAt(t, dir)
-			s := openJetStream(t, b)
+			s := fixtures.OpenStore(t, b)
 			entries := storetest.Collect(t, s.ReadJournal(context.Background(), crashRef, 1))
 			stored := map[string]bool{}
 			for i, e := range entries {

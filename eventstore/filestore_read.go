@@ -19,18 +19,27 @@ func (s *FileStore) Head(ctx context.Context, ref Reference) (Reference, error) 
 	if err != nil {
 		return ref, err
 	}
-	s.state.RLock()
-	j := s.journal(ref, name)
-	var n uint64
-	if j != nil {
-		n = uint64(len(j.ends))
-	}
-	s.state.RUnlock()
+	_, ends, _ := s.recordIndex(ref, name)
+	n := uint64(len(ends))
 	if n == 0 {
 		return ref, fmt.Errorf("head of %s: %w", ref, ErrJournalNotFound)
 	}
 	ref.RecordCount, ref.LastSequence = n, n
 	return ref, nil
+}
+
+// recordIndex returns the journal ref names, and its record ends and log
+// offsets as they are now; all are nil for a journal the store does not
+// hold. The slices are capped at their length, and an append only adds
+// past it, so they stay valid once the lock is let go.
+func (s *FileStore) recordIndex(ref Reference, name string) (j *fileJournal, ends []int64, offsets []uint64) {
+	s.state.RLock()
+	defer s.state.RUnlock()
+	if j = s.journal(ref, name); j == nil {
+		return nil, nil, nil
+	}
+	n := len(j.ends)
+	return j, j.ends[:n:n], j.offsets[:n:n]
 }
 
 // ReadJournal implements Store. It seeks straight to fromSeq.
@@ -41,14 +50,7 @@ func (s *FileStore) ReadJournal(ctx context.Context, ref Reference, fromSeq uint
 			yield(Entry{}, err)
 			return
 		}
-		s.state.RLock()
-		j := s.journal(ref, name)
-		var ends []int64
-		var offsets []uint64
-		if j != nil {
-			ends, offsets = j.ends[:len(j.ends):len(j.ends)], j.offsets[:len(j.ends):len(j.ends)]
-		}
-		s.state.RUnlock()
+		j, ends, offsets := s.recordIndex(ref, name)
 		switch {
 		case len(ends) == 0:
 			yield(Entry{}, fmt.Errorf("read %s: %w", ref, ErrJournalNotFound))

@@ -16,7 +16,7 @@ import (
 
 func TestFollowSeesLaterAppends(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow")
@@ -66,7 +66,7 @@ func TestFollowSeesLaterAppends(t *testing.T) {
 // records before it, and following goes on with the ones after it.
 func TestFollowReportsUndecodableRecordInOrder(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow-bad")

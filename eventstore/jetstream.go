@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,18 +74,10 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, cfg JetStreamCon
 	if cfg.Stream == "" {
 		return nil, errors.New("open journal store: stream name is required")
 	}
-	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = "journal"
-	}
-	if cfg.MaxRecordSize == 0 {
-		cfg.MaxRecordSize = DefaultMaxRecordSize
-	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 50
-	}
-	if cfg.UnavailableWait == 0 {
-		cfg.UnavailableWait = DefaultUnavailableWait
-	}
+	cfg.SubjectPrefix = cmp.Or(cfg.SubjectPrefix, "journal")
+	cfg.MaxRecordSize = cmp.Or(cfg.MaxRecordSize, DefaultMaxRecordSize)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 50)
+	cfg.UnavailableWait = cmp.Or(cfg.UnavailableWait, DefaultUnavailableWait)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -19,15 +19,6 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
-func openJetStream(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
-	t.Helper()
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestJetStreamStoreContract(t *testing.T) {
 	buses := map[eventstore.Store]*bus.Bus{}
 	var mu sync.Mutex
@@ -35,7 +26,7 @@ func TestJetStreamStoreContract(t *testing.T) {
 		MaxRecordSize: eventstore.DefaultMaxRecordSize,
 		Open: func(t *testing.T) eventstore.Store {
 			b := fixtures.StartNATS(t)
-			s := openJetStream(t, b)
+			s := fixtures.OpenStore(t, b)
 			mu.Lock()
 			buses[s] = b
 			mu.Unlock()
@@ -51,7 +42,7 @@ func TestJetStreamStoreContract(t *testing.T) {
 				t.Fatal(err)
 			}
 			b2 := fixtures.StartNATSAt(t, dir)
-			return openJetStream(t, b2)
+			return fixtures.OpenStore(t, b2)
 		},
 		Undecodable: func(t *testing.T, s eventstore.Store, ref eventstore.Reference) eventstore.Store {
 			mu.Lock()
@@ -80,20 +71,8 @@ func TestJetStreamStoreContract(t *testing.T) {
 // the journal stays gapless.
 func TestJetStreamTwoWritersOneJournal(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	nc2, err := nats.Connect("", nats.InProcessServer(b.Server()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc2.Close()
-	js2, err := jetstream.New(nc2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1 := openJetStream(t, b)
-	s2, err := eventstore.OpenJetStream(context.Background(), js2, eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1 := fixtures.OpenStore(t, b)
+	s2, _ := fixtures.OpenOtherStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "two-writers")
 	if _, err := s1.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
 		t.Fatal(err)
@@ -154,7 +133,7 @@ func TestJetStreamLostAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := openJetStream(t, b)
+	other := fixtures.OpenStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "lost-ack")
 	if _, err := s.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
 		t.Fatal(err)
@@ -215,7 +194,7 @@ func TestJetStreamLostAck(t *testing.T) {
 
 func TestJetStreamLostAckBehindAnotherWriter(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	other := openJetStream(t, b)
+	other := fixtures.OpenStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "lost-ack-2")
 	// hook publishes, then lets another writer append, then loses the ack.
 	hook := &interleavingJetStream{JetStream: b.JetStream(), after: func() {
@@ -265,7 +244,7 @@ func (l *interleavingJetStream) PublishMsg(ctx context.Context, m *nats.Msg, opt
 
 func TestJetStreamRefusesReferenceTricks(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	for _, c := range []struct {
 		name string
 		ref  eventstore.Reference
@@ -401,7 +380,7 @@ func TestAppendGivesUpOnALogThatStaysDown(t *testing.T) {
 // journal and the missing sequences, instead of handing on what is left.
 func TestReadJournalRefusesAGap(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "gap")
 	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
@@ -498,7 +477,7 @@ func TestJetStreamLastOffsetIsTheNewestRecordHeld(t *testing.T) {
 func TestAppendAll(t *testing.T) {
 	ctx := t.Context()
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "append-all")
 	if _, err := s.AppendAll(ctx, ref, []eventstore.Record{storetest.Message("m0", "x")}); !errors.Is(err, eventstore.ErrJournalNotFound) {
 		t.Fatalf("AppendAll to a journal that is not there = %v, want ErrJournalNotFound", err)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
@@ -18,20 +16,8 @@ import (
 // subscriber, and nothing of it is stored in the journal stream.
 func TestDecisionNoticeReachesAnotherProcess(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s1 := openJetStream(t, b)
-	nc, err := nats.Connect("", nats.InProcessServer(b.Server()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := eventstore.OpenJetStream(context.Background(), js, eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1 := fixtures.OpenStore(t, b)
+	s2, nc := fixtures.OpenOtherStore(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan eventstore.Decided, 2)

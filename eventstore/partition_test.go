@@ -3,6 +3,7 @@ package eventstore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -114,19 +114,7 @@ func (m *member) partitions() []int {
 
 func startMember(t *testing.T, b *bus.Bus, name string, cfg eventstore.PartitionConfig, fn func(context.Context, eventstore.Entry) error) *member {
 	t.Helper()
-	// Clustered servers authenticate every client, in-process ones too.
-	nc, err := nats.Connect("", nats.InProcessServer(b.Server()), nats.UserInfo(bus.User, fixtures.NATSSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := eventstore.OpenJetStream(context.Background(), js, eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, nc := fixtures.OpenOtherStore(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{name: name, nc: nc, cancel: cancel, done: make(chan error, 1)}
 	cfg.Member = name
@@ -158,6 +146,18 @@ func (m *member) stop(t *testing.T) {
 	}
 }
 
+// startGroup starts a member of each name on cfg, each handing its
+// records to h, and waits until they share cfg's partitions.
+func (h *handled) startGroup(t *testing.T, b *bus.Bus, cfg eventstore.PartitionConfig, names ...string) []*member {
+	t.Helper()
+	ms := make([]*member, len(names))
+	for i, name := range names {
+		ms[i] = startMember(t, b, name, cfg, h.fn(name))
+	}
+	waitPartitions(t, cfg.Partitions, ms...)
+	return ms
+}
+
 func partitionConfig(partitions int) eventstore.PartitionConfig {
 	return eventstore.PartitionConfig{
 		ConsumerConfig: eventstore.ConsumerConfig{Name: "grp", AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second, MaxAckPending: 64},
@@ -168,8 +168,9 @@ func partitionConfig(partitions int) eventstore.PartitionConfig {
 
 // appendJournals appends n activity records to each of journals journals,
 // numbered from first, and returns each journal's last sequence.
-func appendJournals(t *testing.T, s *eventstore.JetStreamStore, journals, first, n int, last map[string]uint64) {
+func appendJournals(t *testing.T, s *eventstore.JetStreamStore, journals, first, n int) map[string]uint64 {
 	t.Helper()
+	last := map[string]uint64{}
 	ctx := context.Background()
 	for j := range journals {
 		ref := storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprintf("j%d", j))
@@ -185,6 +186,7 @@ func appendJournals(t *testing.T, s *eventstore.JetStreamStore, journals, first,
 			last[ref.JournalID] = e.Record.RecordBase().Sequence
 		}
 	}
+	return last
 }
 
 // waitPartitions returns once the members have settled: each reads the
@@ -230,23 +232,16 @@ func waitPartitions(t *testing.T, want int, members ...*member) {
 
 func TestPartitionedGroupSharesTheJournals(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	h := newHandled()
-	cfg := partitionConfig(6)
-	members := []*member{
-		startMember(t, b, "m1", cfg, h.fn("m1")),
-		startMember(t, b, "m2", cfg, h.fn("m2")),
-		startMember(t, b, "m3", cfg, h.fn("m3")),
-	}
-	waitPartitions(t, 6, members...)
+	members := h.startGroup(t, b, partitionConfig(6), "m1", "m2", "m3")
 	for _, m := range members {
 		if len(m.partitions()) == 0 {
 			t.Errorf("member %s reads no partition", m.name)
 		}
 	}
 
-	last := map[string]uint64{}
-	appendJournals(t, s, 30, 0, 10, last)
+	last := appendJournals(t, s, 30, 0, 10)
 	h.waitAll(t, last)
 
 	h.mu.Lock()
@@ -274,7 +269,7 @@ func TestPartitionedGroupSharesTheJournals(t *testing.T) {
 	// everything appended after.
 	members[0].stop(t)
 	waitPartitions(t, 6, members[1:]...)
-	appendJournals(t, s, 30, 10, 10, last)
+	maps.Copy(last, appendJournals(t, s, 30, 10, 10))
 	h.waitAll(t, last)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -290,20 +285,17 @@ func TestPartitionedGroupSharesTheJournals(t *testing.T) {
 
 func TestPartitionedGroupTakesOverADeadMember(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	h := newHandled()
-	cfg := partitionConfig(4)
-	m1 := startMember(t, b, "m1", cfg, h.fn("m1"))
-	m2 := startMember(t, b, "m2", cfg, h.fn("m2"))
-	waitPartitions(t, 4, m1, m2)
+	ms := h.startGroup(t, b, partitionConfig(4), "m1", "m2")
+	m1, m2 := ms[0], ms[1]
 	if len(m1.partitions()) == 0 || len(m2.partitions()) == 0 {
 		t.Fatalf("partitions %v and %v, want both members reading", m1.partitions(), m2.partitions())
 	}
 	// Closing its connection kills m1 as the group sees it: it neither
 	// leaves the group nor lets its consumers go.
 	m1.nc.Close()
-	last := map[string]uint64{}
-	appendJournals(t, s, 20, 0, 5, last)
+	last := appendJournals(t, s, 20, 0, 5)
 	h.waitAll(t, last)
 	if got := m2.partitions(); len(got) != 4 {
 		t.Errorf("the survivor reads partitions %v, want all four", got)
@@ -312,9 +304,8 @@ func TestPartitionedGroupTakesOverADeadMember(t *testing.T) {
 
 func TestPartitionedGroupStartsWhereItsConsumerStopped(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
-	before := map[string]uint64{}
-	appendJournals(t, s, 5, 0, 4, before)
+	s := fixtures.OpenStore(t, b)
+	before := appendJournals(t, s, 5, 0, 4)
 
 	// The group's name was read to its end by a reader of the whole log.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -338,8 +329,7 @@ func TestPartitionedGroupStartsWhereItsConsumerStopped(t *testing.T) {
 		t.Fatal("the whole-log reader did not read the log")
 	}
 
-	after := map[string]uint64{}
-	appendJournals(t, s, 5, 4, 2, after)
+	appendJournals(t, s, 5, 4, 2)
 	h := newHandled()
 	startMember(t, b, "m1", partitionConfig(3), h.fn("m1"))
 	h.waitAll(t, map[string]uint64{})
@@ -368,10 +358,9 @@ func TestPartitionedGroupStartsWhereItsConsumerStopped(t *testing.T) {
 
 func TestPartitionedGroupRefusesAnotherCount(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	h := newHandled()
-	m := startMember(t, b, "m1", partitionConfig(4), h.fn("m1"))
-	waitPartitions(t, 4, m)
+	h.startGroup(t, b, partitionConfig(4), "m1")
 	other := partitionConfig(8)
 	other.Member = "m2"
 	err := s.ConsumePartitioned(context.Background(), other, h.fn("m2"))
@@ -404,15 +393,14 @@ func waitFor(t *testing.T, ok func() bool) {
 // the group exists is refused.
 func TestPartitionedGroupAndWholeLogReaderExcludeEachOther(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	whole := newHandled()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Consume(ctx, eventstore.ConsumerConfig{Name: "grp", Exclusive: true, PinnedTTL: 2 * time.Second}, whole.fn("whole"))
 	}()
-	first := map[string]uint64{}
-	appendJournals(t, s, 4, 0, 3, first)
+	first := appendJournals(t, s, 4, 0, 3)
 	whole.waitAll(t, first)
 
 	group := newHandled()
@@ -424,8 +412,7 @@ func TestPartitionedGroupAndWholeLogReaderExcludeEachOther(t *testing.T) {
 	cancel()
 	<-done
 	waitPartitions(t, 4, m)
-	second := map[string]uint64{}
-	appendJournals(t, s, 4, 3, 3, second)
+	second := appendJournals(t, s, 4, 3, 3)
 	group.waitAfter(t, first, second)
 	group.mu.Lock()
 	for j, seqs := range group.seqs {
@@ -446,12 +433,11 @@ func TestPartitionedGroupAndWholeLogReaderExcludeEachOther(t *testing.T) {
 // in order once repeats are set aside.
 func TestPartitionedGroupLosesNothingWhileMembersMove(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	h := newHandled()
 	cfg := partitionConfig(8)
-	m1 := startMember(t, b, "m1", cfg, h.fn("m1"))
-	m2 := startMember(t, b, "m2", cfg, h.fn("m2"))
-	waitPartitions(t, 8, m1, m2)
+	ms := h.startGroup(t, b, cfg, "m1", "m2")
+	m1, m2 := ms[0], ms[1]
 
 	last := map[string]uint64{}
 	var mu sync.Mutex
@@ -465,12 +451,9 @@ func TestPartitionedGroupLosesNothingWhileMembersMove(t *testing.T) {
 				return
 			default:
 			}
-			part := map[string]uint64{}
-			appendJournals(t, s, 16, i, 1, part)
+			part := appendJournals(t, s, 16, i, 1)
 			mu.Lock()
-			for j, seq := range part {
-				last[j] = seq
-			}
+			maps.Copy(last, part)
 			mu.Unlock()
 		}
 	}()
@@ -511,7 +494,7 @@ func TestPartitionedGroupLosesNothingWhileMembersMove(t *testing.T) {
 // handed over, with its partition's progress stuck below it.
 func TestPartitionedRecordWaitingForASlotWhenAPartitionIsTaken(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
+	s := fixtures.OpenStore(t, b)
 	cfg := partitionConfig(2)
 	cfg.MaxAckPending = 1
 	mine := eventstore.Owned("m1", []string{"m1", "m2"}, 2)[0]
@@ -578,7 +561,6 @@ func TestPartitionedMembersStartTogetherOnANewCluster(t *testing.T) {
 		members = append(members, startMember(t, b, name, cfg, h.fn(name)))
 	}
 	waitPartitions(t, 6, members...)
-	last := map[string]uint64{}
-	appendJournals(t, openJetStream(t, buses[0]), 12, 0, 5, last)
+	last := appendJournals(t, fixtures.OpenStore(t, buses[0]), 12, 0, 5)
 	h.waitAll(t, last)
 }

@@ -230,13 +230,7 @@ func (s *FileStore) JournalHeader(ctx context.Context, ref Reference) (*Header, 
 	if err != nil {
 		return nil, err
 	}
-	s.state.RLock()
-	j := s.journal(ref, name)
-	var ends []int64
-	if j != nil {
-		ends = j.ends[:len(j.ends):len(j.ends)]
-	}
-	s.state.RUnlock()
+	j, ends, _ := s.recordIndex(ref, name)
 	if len(ends) == 0 {
 		return nil, fmt.Errorf("read header of %s: %w", ref, ErrJournalNotFound)
 	}
@@ -276,14 +270,7 @@ func (s *FileStore) ReadJournals(ctx context.Context, bounds []JournalBound) ite
 				yield(Entry{}, err)
 				return
 			}
-			s.state.RLock()
-			j := s.journal(ref, name)
-			var ends []int64
-			var offsets []uint64
-			if j != nil {
-				ends, offsets = j.ends[:len(j.ends):len(j.ends)], j.offsets[:len(j.ends):len(j.ends)]
-			}
-			s.state.RUnlock()
+			j, ends, offsets := s.recordIndex(ref, name)
 			if len(ends) == 0 {
 				yield(Entry{}, fmt.Errorf("read %s: %w", ref, ErrJournalNotFound))
 				return

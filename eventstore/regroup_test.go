@@ -48,18 +48,14 @@ func stopAll(t *testing.T, ms ...*member) {
 // first to start changes the count, and no record appended since is lost.
 func TestPartitionedGroupChangesItsCountOnceEveryMemberStopped(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
-	first := map[string]uint64{}
-	appendJournals(t, s, 6, 0, 3, first)
+	s := fixtures.OpenStore(t, b)
+	first := appendJournals(t, s, 6, 0, 3)
 	h := newHandled()
-	m1 := startMember(t, b, "m1", partitionConfig(4), h.fn("m1"))
-	m2 := startMember(t, b, "m2", partitionConfig(4), h.fn("m2"))
-	waitPartitions(t, 4, m1, m2)
+	ms := h.startGroup(t, b, partitionConfig(4), "m1", "m2")
 	h.waitAll(t, first)
-	stopAll(t, m1, m2)
+	stopAll(t, ms...)
 
-	second := map[string]uint64{}
-	appendJournals(t, s, 6, 3, 3, second)
+	second := appendJournals(t, s, 6, 3, 3)
 	var n notes
 	cfg := partitionConfig(3)
 	cfg.Regrouped = n.hear
@@ -90,8 +86,7 @@ func TestPartitionedGroupChangesItsCountOnceEveryMemberStopped(t *testing.T) {
 		t.Errorf("another count beside a member: %v, want refused naming the member", err)
 	}
 	// The refused member left no entry that would hold partitions back.
-	third := map[string]uint64{}
-	appendJournals(t, s, 6, 6, 1, third)
+	third := appendJournals(t, s, 6, 6, 1)
 	h.waitAfter(t, second, third)
 	if p := m3.partitions(); len(p) != 3 {
 		t.Errorf("m3 reads partitions %v after a member was refused, want all 3", p)
@@ -103,17 +98,14 @@ func TestPartitionedGroupChangesItsCountOnceEveryMemberStopped(t *testing.T) {
 // started again keeps its place.
 func TestPartitionedGroupGivesWayToAWholeLogReader(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openJetStream(t, b)
-	first := map[string]uint64{}
-	appendJournals(t, s, 4, 0, 3, first)
+	s := fixtures.OpenStore(t, b)
+	first := appendJournals(t, s, 4, 0, 3)
 	h := newHandled()
-	m1 := startMember(t, b, "m1", partitionConfig(4), h.fn("m1"))
-	waitPartitions(t, 4, m1)
+	m1 := h.startGroup(t, b, partitionConfig(4), "m1")[0]
 	h.waitAll(t, first)
 	stopAll(t, m1)
 
-	second := map[string]uint64{}
-	appendJournals(t, s, 4, 3, 3, second)
+	second := appendJournals(t, s, 4, 3, 3)
 	whole := newHandled()
 	var n notes
 	consume := func() (context.CancelFunc, chan error) {
@@ -151,8 +143,7 @@ func TestPartitionedGroupGivesWayToAWholeLogReader(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	third := map[string]uint64{}
-	appendJournals(t, s, 4, 6, 1, third)
+	third := appendJournals(t, s, 4, 6, 1)
 	whole.waitAfter(t, second, third)
 	select {
 	case err := <-done:
@@ -165,8 +156,7 @@ func TestPartitionedGroupGivesWayToAWholeLogReader(t *testing.T) {
 func TestPartitionedMemberStopsWhenItsCountChanges(t *testing.T) {
 	b := fixtures.StartNATS(t)
 	h := newHandled()
-	m1 := startMember(t, b, "m1", partitionConfig(4), h.fn("m1"))
-	waitPartitions(t, 4, m1)
+	m1 := h.startGroup(t, b, partitionConfig(4), "m1")[0]
 	kv, err := b.JetStream().KeyValue(context.Background(), b.StreamName()+"_grp")
 	if err != nil {
 		t.Fatal(err)

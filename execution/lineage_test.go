@@ -19,14 +19,7 @@ import (
 // replayOwn folds a journal's own records alone.
 func replayOwn(t *testing.T, s eventstore.Store, ref eventstore.Reference) *execution.State {
 	t.Helper()
-	var recs []eventstore.Record
-	for e, err := range s.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, e.Record)
-	}
-	st, err := execution.Replay(recs)
+	st, err := execution.Replay(fixtures.ReadJournal(t, s, ref))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,17 +126,7 @@ func TestReplayLineageForkOfAFork(t *testing.T) {
 	}
 
 	// Replayed alone, the fork has only its own records.
-	var own []eventstore.Record
-	for e, err := range s.ReadJournal(ctx, grand, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		own = append(own, e.Record)
-	}
-	alone, err := execution.Replay(own)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alone := replayOwn(t, s, grand)
 	if got := texts(alone.Timeline); fmt.Sprint(got) != "[grand one]" || alone.ForkedFrom == nil {
 		t.Fatalf("replayed alone: %q, forkedFrom %v; want only its own message and the link", got, alone.ForkedFrom)
 	}

@@ -48,17 +48,8 @@ func openFile(t *testing.T) *eventstore.FileStore {
 	return s
 }
 
-func read(t *testing.T, s journalfile.Store, ref eventstore.Reference) []eventstore.Record {
-	t.Helper()
-	var records []eventstore.Record
-	for e, err := range s.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		records = append(records, e.Record)
-	}
-	return records
-}
+// read is fixtures.ReadJournal.
+var read = fixtures.ReadJournal
 
 // TestReadWrite: Read takes back what Write wrote, record for record.
 func TestReadWrite(t *testing.T) {

@@ -20,11 +20,7 @@ import (
 
 func openStore(t testing.TB) *eventstore.JetStreamStore {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 	t.Cleanup(func() { s.Close() })
 	return s
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 var (
@@ -254,14 +255,7 @@ func run(t *testing.T, log fileLog, name string, ins []input, sched schedule) *e
 
 func replayJournal(t *testing.T, log fileLog, ref eventstore.Reference) *execution.State {
 	t.Helper()
-	var recs []eventstore.Record
-	for e, err := range log.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, e.Record)
-	}
-	st, err := execution.Replay(recs)
+	st, err := execution.Replay(fixtures.ReadJournal(t, log, ref))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,25 +226,14 @@ func (o *outcomeBuilder) decide(obs *eventstore.Observation) {
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not block", obs.Confidence))
 			return
 		}
-		mv := execution.NextAttention(st, execution.OnBlocked)
-		if !mv.Moves {
-			o.set(eventstore.ActionRecordOnly, o.stays("blocked"))
-			return
-		}
-		o.set(eventstore.ActionUpdateState, "agent is blocked")
-		o.move(mv, &eventstore.StateChanged{Reason: p.Reason})
+		o.moveOrStay(execution.OnBlocked, "blocked", "agent is blocked", &eventstore.StateChanged{Reason: p.Reason})
 	case *eventstore.ReadyForVerificationSignal:
 		if !strong {
 			o.set(eventstore.ActionRecordOnly, fmt.Sprintf("%s confidence does not request verification", obs.Confidence))
 			return
 		}
-		mv := execution.NextAttention(st, execution.OnClaim)
-		if !mv.Moves {
-			o.set(eventstore.ActionRecordOnly, o.stays("ready for verification"))
-			return
-		}
-		o.set(eventstore.ActionUpdateState, "work is ready for verification")
-		o.move(mv, &eventstore.StateChanged{Reason: "ready_for_verification"})
+		o.moveOrStay(execution.OnClaim, "ready for verification", "work is ready for verification",
+			&eventstore.StateChanged{Reason: "ready_for_verification"})
 	case *eventstore.CompletedClaimSignal:
 		o.claim(obs, strong, "execution.completion-claimed", map[string]any{"summary": p.Summary, "evidence": p.Evidence})
 	case *eventstore.FailedClaimSignal:
@@ -270,6 +259,18 @@ func (o *outcomeBuilder) working(obs *eventstore.Observation, r *eventstore.Stat
 	default:
 		o.decision.Reason += "; " + mv.Reason
 	}
+	o.move(mv, r)
+}
+
+// moveOrStay moves the attention on event and updates the state by r,
+// saying why; when the attention stays, the signal (what) is recorded only.
+func (o *outcomeBuilder) moveOrStay(on execution.AttentionEvent, what, why string, r *eventstore.StateChanged) {
+	mv := execution.NextAttention(o.st, on)
+	if !mv.Moves {
+		o.set(eventstore.ActionRecordOnly, o.stays(what))
+		return
+	}
+	o.set(eventstore.ActionUpdateState, why)
 	o.move(mv, r)
 }
 

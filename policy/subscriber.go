@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,24 +186,12 @@ func (c *cached) decisionState(seq uint64) *execution.State {
 
 // NewSubscriber returns a subscriber over log.
 func NewSubscriber(log Log, cfg SubscriberConfig) *Subscriber {
-	if cfg.Consumer == "" {
-		cfg.Consumer = "policy"
-	}
-	if cfg.CacheSize == 0 {
-		cfg.CacheSize = 1024
-	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = DefaultAckWait
-	}
-	if cfg.PinnedTTL == 0 {
-		cfg.PinnedTTL = DefaultPinnedTTL
-	}
-	if cfg.MaxAckPending == 0 {
-		cfg.MaxAckPending = DefaultMaxAckPending
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Consumer = cmp.Or(cfg.Consumer, "policy")
+	cfg.CacheSize = cmp.Or(cfg.CacheSize, 1024)
+	cfg.AckWait = cmp.Or(cfg.AckWait, DefaultAckWait)
+	cfg.PinnedTTL = cmp.Or(cfg.PinnedTTL, DefaultPinnedTTL)
+	cfg.MaxAckPending = cmp.Or(cfg.MaxAckPending, DefaultMaxAckPending)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Subscriber{log: log, cfg: cfg, states: map[string]*cached{}, turns: map[string]*turn{}}
 }
 

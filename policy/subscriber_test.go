@@ -25,15 +25,6 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
-func openStore(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
-	t.Helper()
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // signals cycles through every signal type, so the subscriber meets them all.
 func signal(i int) eventstore.SignalPayload {
 	switch i % 8 {
@@ -134,20 +125,12 @@ func waitComplete(t *testing.T, s eventstore.Store, refs []eventstore.Reference,
 }
 
 func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	sub := NewSubscriber(s, SubscriberConfig{PinnedTTL: 2 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- sub.Run(ctx) }()
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
+	ctx := t.Context()
+	stop := start(ctx, t, "Run", NewSubscriber(s, SubscriberConfig{PinnedTTL: 2 * time.Second}))
 
-	var refs []eventstore.Reference
-	for j := 0; j < 3; j++ {
-		ref := storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint("exec-", j))
-		refs = append(refs, ref)
-		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-			t.Fatal(err)
-		}
+	refs := newJournals(ctx, t, s, "exec-", 3)
+	for _, ref := range refs {
 		for i := 0; i < 16; i++ {
 			if _, err := s.Append(ctx, ref, observation(fmt.Sprint("o-", i), i)); err != nil {
 				t.Fatal(err)
@@ -160,20 +143,14 @@ func TestSubscriberDecidesEveryObservationOnce(t *testing.T) {
 	}
 	a := waitComplete(t, s, refs, 60*time.Second)
 	a.check(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 
 	// A fresh subscriber on the same consumer after a restart: everything is
 	// a duplicate, nothing new is appended.
 	before := readAudit(t, s, refs)
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	fresh := NewSubscriber(s, SubscriberConfig{Consumer: "policy-replay", PinnedTTL: 2 * time.Second})
-	go func() { done <- fresh.Run(ctx2) }()
+	stopFresh := start(ctx, t, "fresh Run", NewSubscriber(s, SubscriberConfig{Consumer: "policy-replay", PinnedTTL: 2 * time.Second}))
 	time.Sleep(2 * time.Second)
-	cancel2()
-	<-done
+	stopFresh()
 	after := readAudit(t, s, refs)
 	if len(after.records) != len(before.records) {
 		t.Fatalf("a fresh policy re-reading the log appended %d records, want 0", len(after.records)-len(before.records))
@@ -203,12 +180,9 @@ func (f *failingLog) Append(ctx context.Context, ref eventstore.Reference, r eve
 
 func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-crash")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
+	ref := newJournal(ctx, t, s, "exec-crash")
 	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
 	if err != nil {
 		t.Fatal(err)
@@ -246,12 +220,9 @@ func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 // whole, is not completed with this policy's records.
 func TestSubscriberLeavesAnotherPolicysDecision(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-older")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
+	ref := newJournal(ctx, t, s, "exec-older")
 	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +256,7 @@ func TestPolicyChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	sc := SubscriberConfig{AckWait: 2 * time.Second, PinnedTTL: 2 * time.Second}
 	if m := os.Getenv(childMemberEnv); m != "" {
 		sc.Partitions, sc.Member = 6, m
@@ -368,27 +339,12 @@ func startPolicyChild(t *testing.T, b *bus.Bus, member string) *policyChild {
 // has exactly one decision.
 func TestTwoSubscriberProcesses(t *testing.T) {
 	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
 
 	children := []*policyChild{startPolicyChild(t, b, ""), startPolicyChild(t, b, "")}
-
-	var refs []eventstore.Reference
-	for j := 0; j < 5; j++ {
-		ref := storetest.Ref(eventstore.OwnerMission, "m", fmt.Sprint("exec-", j))
-		refs = append(refs, ref)
-		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendBatch := func(from, to int) {
-		for i := from; i < to; i++ {
-			if _, err := s.Append(ctx, refs[i%len(refs)], observation(fmt.Sprint("o-", i), i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	appendBatch(0, 100)
+	refs := newJournals(ctx, t, s, "exec-", 5)
+	appendRoundRobin(ctx, t, s, refs, 0, 100)
 	// Find the active child by its decisions, and kill it mid-stream.
 	var active int
 	select {
@@ -399,12 +355,12 @@ func TestTwoSubscriberProcesses(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no child decided anything")
 	}
-	appendBatch(100, 200)
+	appendRoundRobin(ctx, t, s, refs, 100, 200)
 	if err := children[active].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	children[active].cmd.Wait()
-	appendBatch(200, 300)
+	appendRoundRobin(ctx, t, s, refs, 200, 300)
 
 	a := waitComplete(t, s, refs, 90*time.Second)
 	a.check(t)
@@ -422,25 +378,10 @@ func TestTwoSubscriberProcesses(t *testing.T) {
 // and in the end every observation has exactly one decision.
 func TestPartitionedSubscriberProcesses(t *testing.T) {
 	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
 	children := []*policyChild{startPolicyChild(t, b, "a"), startPolicyChild(t, b, "b"), startPolicyChild(t, b, "c")}
-
-	var refs []eventstore.Reference
-	for j := range 24 {
-		ref := storetest.Ref(eventstore.OwnerMission, "m", fmt.Sprint("exec-", j))
-		refs = append(refs, ref)
-		if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendBatch := func(from, to int) {
-		for i := from; i < to; i++ {
-			if _, err := s.Append(ctx, refs[i%len(refs)], observation(fmt.Sprint("o-", i), i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	refs := newJournals(ctx, t, s, "exec-", 24)
 	// drain counts each child's decisions since the last call.
 	drain := func() []int {
 		n := make([]int, len(children))
@@ -457,7 +398,7 @@ func TestPartitionedSubscriberProcesses(t *testing.T) {
 	// round is decided by all three.
 	next := 0
 	for round := 0; ; round++ {
-		appendBatch(next, next+len(refs))
+		appendRoundRobin(ctx, t, s, refs, next, next+len(refs))
 		next += len(refs)
 		waitComplete(t, s, refs, 90*time.Second)
 		time.Sleep(100 * time.Millisecond) // the children's last lines
@@ -472,13 +413,13 @@ func TestPartitionedSubscriberProcesses(t *testing.T) {
 	}
 
 	// One is killed mid-stream; the others take its partitions over.
-	appendBatch(next, next+len(refs)*5)
+	appendRoundRobin(ctx, t, s, refs, next, next+len(refs)*5)
 	next += len(refs) * 5
 	if err := children[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	children[0].cmd.Wait()
-	appendBatch(next, next+len(refs)*5)
+	appendRoundRobin(ctx, t, s, refs, next, next+len(refs)*5)
 	next += len(refs) * 5
 	a := waitComplete(t, s, refs, 90*time.Second)
 	a.check(t)
@@ -496,12 +437,9 @@ func TestPartitionedSubscriberProcesses(t *testing.T) {
 // on the journal as it was at the observation.
 func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-quick")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
+	ref := newJournal(ctx, t, s, "exec-quick")
 	running := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning}
 	running.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindStateChanged, "running")
 	if _, err := s.Append(ctx, ref, running); err != nil {
@@ -563,14 +501,9 @@ func (l *countingLog) ReadJournal(ctx context.Context, ref eventstore.Reference,
 // observations are all decided: it appends nothing, and it reads each
 // journal about once, not once per observation.
 func TestNewConsumerReplaysLongJournalOnce(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-long")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
+	ctx := t.Context()
+	ref := newJournal(ctx, t, s, "exec-long")
 	const n = 200
 	for i := range n {
 		if _, err := s.Append(ctx, ref, observation(fmt.Sprint("o-", i), i)); err != nil {
@@ -578,8 +511,7 @@ func TestNewConsumerReplaysLongJournalOnce(t *testing.T) {
 		}
 	}
 	first := NewSubscriber(s, SubscriberConfig{PinnedTTL: 2 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- first.Run(ctx) }()
+	stop := start(ctx, t, "Run", first)
 	waitComplete(t, s, []eventstore.Reference{ref}, 60*time.Second).check(t)
 	head, err := s.Head(ctx, ref)
 	if err != nil {
@@ -589,20 +521,15 @@ func TestNewConsumerReplaysLongJournalOnce(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !folded(first, heads); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	if head, err = s.Head(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
 	heads[ref.JournalID] = head.LastSequence
 
 	log := &countingLog{JetStreamStore: s, reads: map[string]int{}}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
 	fresh := NewSubscriber(log, SubscriberConfig{Consumer: "policy-new", PinnedTTL: 2 * time.Second})
-	go func() { done <- fresh.Run(ctx2) }()
+	stopFresh := start(ctx, t, "fresh Run", fresh)
 	deadline := time.Now().Add(60 * time.Second)
 	for !folded(fresh, heads) {
 		if time.Now().After(deadline) {
@@ -610,10 +537,7 @@ func TestNewConsumerReplaysLongJournalOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel2()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stopFresh()
 	if after, _ := s.Head(context.Background(), ref); after.LastSequence != head.LastSequence {
 		t.Fatalf("the new consumer appended %d records, want none", after.LastSequence-head.LastSequence)
 	}
@@ -657,21 +581,13 @@ func decisions(t *testing.T, s eventstore.Store, ref eventstore.Reference) map[s
 // what a replay of the journal gives.
 func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	log := &countingLog{JetStreamStore: s, reads: map[string]int{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	sub := NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- sub.Run(ctx) }()
+	stop := start(ctx, t, "Run", sub)
 
-	refs := make([]eventstore.Reference, 3)
-	for j := range refs {
-		refs[j] = storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint("exec-fold-", j))
-		if _, err := s.EnsureJournal(ctx, refs[j], storetest.Header("a")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	refs := newJournals(ctx, t, s, "exec-fold-", 3)
 	for i := 0; i < 50; i++ {
 		for _, ref := range refs {
 			recs := []eventstore.Record{observation(fmt.Sprint("o-", i), i)}
@@ -718,10 +634,7 @@ func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !folded(sub, heads); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 
 	for _, ref := range refs {
 		if n := log.reads[ref.JournalID]; n > 1 {
@@ -802,12 +715,9 @@ func folded(sub *Subscriber, heads map[string]uint64) bool {
 // does not stall behind it; a sound journal's observation is decided.
 func TestSubscriberSkipsADamagedJournal(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "exec-damaged")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
+	ref := newJournal(ctx, t, s, "exec-damaged")
 	// An observation at sequence 4 where 2 and 3 are missing, as a
 	// damaged log file leaves it.
 	o := observation("o-after-hole", 0)
@@ -935,12 +845,52 @@ func newJournals(ctx context.Context, t *testing.T, s eventstore.Store, prefix s
 	t.Helper()
 	refs := make([]eventstore.Reference, n)
 	for j := range refs {
-		refs[j] = storetest.Ref(eventstore.OwnerTask, "t", fmt.Sprint(prefix, j))
-		if _, err := s.EnsureJournal(ctx, refs[j], storetest.Header("a")); err != nil {
+		refs[j] = newJournal(ctx, t, s, fmt.Sprint(prefix, j))
+	}
+	return refs
+}
+
+// newJournal creates the journal of execution id, owned by task t.
+func newJournal(ctx context.Context, t *testing.T, s eventstore.Store, id string) eventstore.Reference {
+	t.Helper()
+	ref := storetest.Ref(eventstore.OwnerTask, "t", id)
+	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// appendRoundRobin appends observations from .. to-1 one at a time, the
+// i-th to journal i mod len(refs).
+func appendRoundRobin(ctx context.Context, t *testing.T, s eventstore.Store, refs []eventstore.Reference, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := s.Append(ctx, refs[i%len(refs)], observation(fmt.Sprint("o-", i), i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return refs
+}
+
+// start runs sub in the background until the stop it returns is called,
+// or the test ends. stop cancels the run, waits for Run to return and
+// fails the test, naming the run as what, when Run returned an error; it
+// does nothing the second time.
+func start(ctx context.Context, t *testing.T, what string, sub *Subscriber) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestSubscriberDecidesJournalsConcurrently: records of many journals
@@ -952,14 +902,10 @@ func TestSubscriberDecidesJournalsConcurrently(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	refs := newJournals(ctx, t, s, "exec-many-", 12)
 	log := newOverlapLog(s)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	sub := NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second, MaxAckPending: 64})
-	done := make(chan error, 1)
-	go func() { done <- sub.Run(runCtx) }()
+	stop := start(ctx, t, "Run", NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second, MaxAckPending: 64}))
 
 	appendObservations(ctx, t, s, refs, 0, 24)
 	select {
@@ -969,9 +915,6 @@ func TestSubscriberDecidesJournalsConcurrently(t *testing.T) {
 	}
 	a := waitComplete(t, s, refs, 60*time.Second)
 	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 	a.check(t)
 	if got, want := len(a.observations), len(refs)*24; got != want {
 		t.Fatalf("%d observations, want %d", got, want)
@@ -1022,7 +965,7 @@ func TestSubscriberTakesOverABatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	refs := newJournals(ctx, t, s, "exec-batch-", 8)
 	// Everything is in the log before the first subscriber starts, so its
 	// first pull takes the lot.
@@ -1033,33 +976,23 @@ func TestSubscriberTakesOverABatch(t *testing.T) {
 	// new records of a journal before the journal's older ones.
 	cfg := SubscriberConfig{AckWait: 6 * time.Second, PinnedTTL: 2 * time.Second, MaxAckPending: 1024}
 	first := &stallingLog{Log: s, stalled: make(chan struct{}), left: 30}
-	firstCtx, stopFirst := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- NewSubscriber(first, cfg).Run(firstCtx) }()
+	stopFirst := start(ctx, t, "first Run", NewSubscriber(first, cfg))
 	select {
 	case <-first.stalled:
 	case <-ctx.Done():
 		t.Fatal("the first subscriber never appended its records")
 	}
 	stopFirst()
-	if err := <-done; err != nil {
-		t.Fatalf("first Run: %v", err)
-	}
 	if a := readAudit(t, s, refs); a.complete() {
 		t.Fatal("the first subscriber decided everything before it stopped; want it stopped mid-way")
 	}
 
-	secondCtx, stopSecond := context.WithCancel(ctx)
-	defer stopSecond()
-	go func() { done <- NewSubscriber(s, cfg).Run(secondCtx) }()
+	stopSecond := start(ctx, t, "second Run", NewSubscriber(s, cfg))
 	// New records may reach the second subscriber before the ones the
 	// first left are delivered again.
 	appendObservations(ctx, t, s, refs, 25, 30)
 	a := waitComplete(t, s, refs, 90*time.Second)
 	stopSecond()
-	if err := <-done; err != nil {
-		t.Fatalf("second Run: %v", err)
-	}
 	a.check(t)
 	if got, want := len(a.observations), len(refs)*30; got != want {
 		t.Fatalf("%d observations, want %d", got, want)
@@ -1095,19 +1028,13 @@ func TestSubscriberRetriesInOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	b := fixtures.StartNATS(t)
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	refs := newJournals(ctx, t, s, "exec-retry-", 4)
 	appendObservations(ctx, t, s, refs, 0, 10)
 	log := &failOnceLog{Log: s, journal: refs[0].JournalID}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second}).Run(runCtx) }()
+	stop := start(ctx, t, "Run", NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second}))
 	a := waitComplete(t, s, refs, 60*time.Second)
 	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 	if !log.failed {
 		t.Fatal("no append failed")
 	}

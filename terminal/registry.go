@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -111,15 +112,9 @@ func (o OpenOptions) withDefaults() (OpenOptions, error) {
 	if len(errs) > 0 {
 		return o, errors.Join(errs...)
 	}
-	if o.Cols == 0 {
-		o.Cols = DefaultCols
-	}
-	if o.Rows == 0 {
-		o.Rows = DefaultRows
-	}
-	if o.ScrollbackBytes == 0 {
-		o.ScrollbackBytes = DefaultScrollbackBytes
-	}
+	o.Cols = cmp.Or(o.Cols, DefaultCols)
+	o.Rows = cmp.Or(o.Rows, DefaultRows)
+	o.ScrollbackBytes = cmp.Or(o.ScrollbackBytes, DefaultScrollbackBytes)
 	return o, nil
 }
 
@@ -234,16 +229,23 @@ func (r *Registry) Resize(id string, cols, rows uint16) error {
 	return t.Resize(cols, rows)
 }
 
-// List returns a snapshot of every terminal, oldest first.
-func (r *Registry) List() []Snapshot {
+// all returns the terminals registered now, in no order; the map's nil
+// entries (an id being opened) are left out.
+func (r *Registry) all() []*Terminal {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	terms := make([]*Terminal, 0, len(r.terms))
 	for _, t := range r.terms {
 		if t != nil {
 			terms = append(terms, t)
 		}
 	}
-	r.mu.Unlock()
+	return terms
+}
+
+// List returns a snapshot of every terminal, oldest first.
+func (r *Registry) List() []Snapshot {
+	terms := r.all()
 	out := make([]Snapshot, 0, len(terms))
 	for _, t := range terms {
 		out = append(out, t.Snapshot())
@@ -293,14 +295,7 @@ func (r *Registry) close() error {
 	r.mu.Unlock()
 	r.pending.Wait()
 
-	r.mu.Lock()
-	terms := make([]*Terminal, 0, len(r.terms))
-	for _, t := range r.terms {
-		if t != nil {
-			terms = append(terms, t)
-		}
-	}
-	r.mu.Unlock()
+	terms := r.all()
 
 	var errs []error
 	running := func() []*Terminal {

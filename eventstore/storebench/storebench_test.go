@@ -2,8 +2,8 @@ package storebench
 
 import (
 	"bytes"
+	"io"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -131,42 +131,22 @@ func TestRunSmall(t *testing.T) {
 // STOREBENCH_DEFAULTS=1, printing the report; it is the same run as
 // `agentjournal-bench` and takes a minute or two.
 func TestRunDefaults(t *testing.T) {
-	if os.Getenv("STOREBENCH_DEFAULTS") != "1" {
-		t.Skip("set STOREBENCH_DEFAULTS=1 to run the full benchmark")
-	}
-	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Progress: t.Output()})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := benchkit.WriteText(t.Output(), rep); err != nil {
-		t.Fatal(err)
-	}
+	benchtest.RunDefaults(t, "STOREBENCH_DEFAULTS", Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Progress: progress}
+	})
 }
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		want []string // substrings of the error, nil for none
-	}{
-		{name: "dir only", cfg: Config{Dir: "x"}},
-		{name: "defaults", cfg: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
-		{name: "no dir", cfg: Config{}, want: []string{"no Dir"}},
+	benchtest.Validates(t, Run, []benchtest.ConfigCase[Config]{
+		{Name: "dir only", Config: Config{Dir: "x"}},
+		{Name: "defaults", Config: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
+		{Name: "no dir", Config: Config{}, Want: []string{"no Dir"}},
 		{
-			name: "every problem at once",
-			cfg:  Config{Records: -1, ReadRecords: 1, Journals: -2, Writers: -3, PayloadBytes: -4},
-			want: []string{"no Dir", "Records -1", "ReadRecords 1", "Journals -2", "Writers -3", "PayloadBytes -4"},
+			Name:   "every problem at once",
+			Config: Config{Records: -1, ReadRecords: 1, Journals: -2, Writers: -3, PayloadBytes: -4},
+			Want:   []string{"no Dir", "Records -1", "ReadRecords 1", "Journals -2", "Writers -3", "PayloadBytes -4"},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			benchtest.Mentions(t, err, tt.want)
-			if tt.want == nil {
-				return
-			}
-		})
-	}
+	})
 }
 
 // setting is the report's integer setting of the given name, 0 when there

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -167,43 +168,32 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 // FLEETBENCH_DEFAULTS=1, printing the report; it takes about a minute and a
 // half. FLEETBENCH_DAEMON_CPU sets Config.DaemonCPU.
 func TestFleetRunDefaults(t *testing.T) {
-	if os.Getenv("FLEETBENCH_DEFAULTS") != "1" {
-		t.Skip("set FLEETBENCH_DEFAULTS=1 to run the full benchmark")
-	}
-	var cpu float64
-	if s := os.Getenv("FLEETBENCH_DAEMON_CPU"); s != "" {
-		var err error
-		if cpu, err = strconv.ParseFloat(s, 64); err != nil {
-			t.Fatalf("FLEETBENCH_DAEMON_CPU: %v", err)
+	benchtest.RunDefaults(t, "FLEETBENCH_DEFAULTS", Run, func(dir string, progress io.Writer) Config {
+		var cpu float64
+		if s := os.Getenv("FLEETBENCH_DAEMON_CPU"); s != "" {
+			var err error
+			if cpu, err = strconv.ParseFloat(s, 64); err != nil {
+				t.Fatalf("FLEETBENCH_DAEMON_CPU: %v", err)
+			}
 		}
-	}
-	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Progress: t.Output(), DaemonCPU: cpu})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := benchkit.WriteText(t.Output(), rep); err != nil {
-		t.Fatal(err)
-	}
+		return Config{Dir: dir, Progress: progress, DaemonCPU: cpu}
+	})
 }
 
 func TestFleetConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		want []string // substrings of the error, nil for none
-	}{
-		{name: "dir only", cfg: Config{Dir: "x"}},
-		{name: "defaults", cfg: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
-		{name: "no dir", cfg: Config{}, want: []string{"fleetbench: no Dir"}},
-		{name: "too few partitions", cfg: Config{Dir: "x", Partitions: 2}, want: []string{"Partitions 2 is out of range (want 3 to 1024"}},
-		{name: "daemon cpu", cfg: Config{Dir: "x", DaemonCPU: 0.25}},
-		{name: "negative daemon cpu", cfg: Config{Dir: "x", DaemonCPU: -1}, want: []string{"DaemonCPU -1 is out of range (want 0.01 to 64 CPUs, or 0"}},
-		{name: "daemon cpu too small", cfg: Config{Dir: "x", DaemonCPU: 0.001}, want: []string{"DaemonCPU 0.001 is too small to schedule"}},
-		{name: "daemon cpu not a number", cfg: Config{Dir: "x", DaemonCPU: math.NaN()}, want: []string{"DaemonCPU NaN is out of range"}},
+	benchtest.Validates(t, Run, []benchtest.ConfigCase[Config]{
+		{Name: "dir only", Config: Config{Dir: "x"}},
+		{Name: "defaults", Config: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
+		{Name: "no dir", Config: Config{}, Want: []string{"fleetbench: no Dir"}},
+		{Name: "too few partitions", Config: Config{Dir: "x", Partitions: 2}, Want: []string{"Partitions 2 is out of range (want 3 to 1024"}},
+		{Name: "daemon cpu", Config: Config{Dir: "x", DaemonCPU: 0.25}},
+		{Name: "negative daemon cpu", Config: Config{Dir: "x", DaemonCPU: -1}, Want: []string{"DaemonCPU -1 is out of range (want 0.01 to 64 CPUs, or 0"}},
+		{Name: "daemon cpu too small", Config: Config{Dir: "x", DaemonCPU: 0.001}, Want: []string{"DaemonCPU 0.001 is too small to schedule"}},
+		{Name: "daemon cpu not a number", Config: Config{Dir: "x", DaemonCPU: math.NaN()}, Want: []string{"DaemonCPU NaN is out of range"}},
 		{
-			name: "every negative size at once",
-			cfg:  Config{Dir: "x", Partitions: -1, Writers: -2, Journals: -3, Observations: -4, RawAppends: -5, RoundTimeout: -time.Second},
-			want: []string{
+			Name:   "every negative size at once",
+			Config: Config{Dir: "x", Partitions: -1, Writers: -2, Journals: -3, Observations: -4, RawAppends: -5, RoundTimeout: -time.Second},
+			Want: []string{
 				"fleetbench: Partitions -1 is negative (want 1 or more, or 0 for 12)",
 				"fleetbench: Writers -2 is negative (want 1 or more, or 0 for 64)",
 				"fleetbench: Journals -3 is negative",
@@ -212,19 +202,7 @@ func TestFleetConfigValidate(t *testing.T) {
 				"fleetbench: RoundTimeout -1s is negative",
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			benchtest.Mentions(t, err, tt.want)
-			if tt.want == nil {
-				return
-			}
-			if _, rerr := Run(t.Context(), tt.cfg); rerr == nil || rerr.Error() != err.Error() {
-				t.Errorf("Run with an invalid Config = %v, want the Validate error", rerr)
-			}
-		})
-	}
+	})
 }
 
 // TestFleetGroupEven: the group counts as settled only once every member holds

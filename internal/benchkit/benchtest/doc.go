@@ -1,7 +1,9 @@
 // Package benchtest holds the checks the benchmark packages' tests share:
-// that a run left no goroutine and no file behind, and that a
-// configuration's error names every problem. Stacks, the process's
-// goroutine stacks one by one, serves other tests that count goroutines.
+// that a run left no goroutine and no file behind, that a configuration's
+// error names every problem and that Run refuses it (Validates), and the
+// full run at default sizes that an environment variable asks for
+// (RunDefaults). Stacks, the process's goroutine stacks one by one, serves
+// other tests that count goroutines.
 //
 // It is for tests only; the benchmarks themselves use benchkit.
 package benchtest
