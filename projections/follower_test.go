@@ -14,13 +14,17 @@ import (
 // projection file, in transactions of 100 entries so that the suite's logs
 // take several.
 func TestFollowerContract(t *testing.T) {
-	followertest.Run(t, func(path string) (followertest.Subject, error) {
-		db, err := projections.Open(projections.Config{Path: path, BatchSize: 100})
-		if err != nil {
-			return nil, err
-		}
-		return dbSubject{db}, nil
-	})
+	followertest.Run(t, openSubject)
+}
+
+// openSubject opens the projection file at path, in transactions of 100
+// entries.
+func openSubject(path string) (followertest.Subject, error) {
+	db, err := projections.Open(projections.Config{Path: path, BatchSize: 100})
+	if err != nil {
+		return nil, err
+	}
+	return dbSubject{db}, nil
 }
 
 // dbSubject is a DB as the contract suite drives it.

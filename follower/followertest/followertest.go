@@ -1,16 +1,12 @@
 package followertest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
+	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,19 +43,12 @@ type Subject interface {
 // testing.T.
 type Open func(path string) (Subject, error)
 
-// childEnv carries, to a child process the crash case starts, the URL of
-// the log's server and the path to follow it into.
-const childEnv = "AGENTJOURNAL_FOLLOWERTEST_CHILD"
-
 // Run runs the contract suite against the subjects open opens. Call it
 // from a top-level test that does nothing else: the crash case runs that
-// test again in a child process, where Run follows the log into the given
-// path until the child is killed.
+// test again in a child process (KillFollower), where Run follows the log
+// until the child is killed.
 func Run(t *testing.T, open Open) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		followUntilKilled(spec, open)
-		return
-	}
+	ChildFollows(open)
 	cases := []struct {
 		name string
 		fn   func(t *testing.T, open Open)
@@ -106,30 +95,25 @@ func message(j, i int) *eventstore.MessageAccepted {
 }
 
 // write creates the journals when from is 0 and appends perJournal
-// messages to each, one goroutine per journal, so that they interleave in
-// the log.
+// messages to each, a message to each journal in turn, so that they
+// interleave in the log.
 func write(s *eventstore.JetStreamStore, rs []eventstore.Reference, from, perJournal int) error {
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make([]error, len(rs))
-	for j, ref := range rs {
-		wg.Go(func() {
-			if from == 0 {
-				if _, err := s.EnsureJournal(ctx, ref, storetest.Header("agent")); err != nil {
-					errs[j] = fmt.Errorf("ensure %s: %w", ref, err)
-					return
-				}
+	if from == 0 {
+		for _, ref := range rs {
+			if _, err := s.EnsureJournal(ctx, ref, storetest.Header("agent")); err != nil {
+				return fmt.Errorf("ensure %s: %w", ref, err)
 			}
-			for i := from; i < from+perJournal; i++ {
-				if _, err := s.Append(ctx, ref, message(j, i)); err != nil {
-					errs[j] = fmt.Errorf("append %d to %s: %w", i, ref, err)
-					return
-				}
-			}
-		})
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	for i := from; i < from+perJournal; i++ {
+		for j, ref := range rs {
+			if _, err := s.Append(ctx, ref, message(j, i)); err != nil {
+				return fmt.Errorf("append %d to %s: %w", i, ref, err)
+			}
+		}
+	}
+	return nil
 }
 
 func mustWrite(t *testing.T, s *eventstore.JetStreamStore, rs []eventstore.Reference, from, perJournal int) {
@@ -204,6 +188,26 @@ func checkHolds(t *testing.T, x Subject, s *eventstore.JetStreamStore, upTo uint
 	return n
 }
 
+// checkCaughtUp checks that x's checkpoint is the log's last offset and
+// that x holds every message, and returns how many it checked.
+func checkCaughtUp(t *testing.T, x Subject, s *eventstore.JetStreamStore, when string) int {
+	t.Helper()
+	last := lastOffset(t, s)
+	if cp := checkpoint(t, x); cp != last {
+		t.Fatalf("checkpoint %s = %d, want the log's last offset %d", when, cp, last)
+	}
+	return checkHolds(t, x, s, last)
+}
+
+// catchUp catches x up with the log and checks it (checkCaughtUp).
+func catchUp(t *testing.T, x Subject, s *eventstore.JetStreamStore, when string) int {
+	t.Helper()
+	if err := x.CatchUp(context.Background(), s); err != nil {
+		t.Fatalf("CatchUp %s: %v", when, err)
+	}
+	return checkCaughtUp(t, x, s, "after CatchUp "+when)
+}
+
 // waitCheckpoint polls until x's checkpoint reaches offset.
 func waitCheckpoint(t *testing.T, x Subject, offset uint64) {
 	t.Helper()
@@ -247,37 +251,24 @@ func testCatchUp(t *testing.T, open Open) {
 	_, s := startLog(t)
 	rs := refs()
 	mustWrite(t, s, rs, 0, 40)
-	path := t.TempDir() + "/sink"
+	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	if cp := checkpoint(t, x); cp != 0 {
 		t.Fatalf("a new sink's checkpoint is %d, want 0", cp)
 	}
-	if err := x.CatchUp(context.Background(), s); err != nil {
-		t.Fatalf("CatchUp: %v", err)
-	}
-	last := lastOffset(t, s)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after CatchUp = %d, want the last offset %d", cp, last)
-	}
-	if n := checkHolds(t, x, s, last); n != journals*40 {
+	if n := catchUp(t, x, s, "of a new sink"); n != journals*40 {
 		t.Fatalf("checked %d messages, want %d", n, journals*40)
 	}
+	cp := checkpoint(t, x)
 	closeSubject(t, x)
 
 	mustWrite(t, s, rs, 40, 10)
 	x = openSubject(t, open, path)
 	defer closeSubject(t, x)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after reopening = %d, want %d", cp, last)
+	if got := checkpoint(t, x); got != cp {
+		t.Fatalf("checkpoint after reopening = %d, want %d", got, cp)
 	}
-	if err := x.CatchUp(context.Background(), s); err != nil {
-		t.Fatalf("CatchUp after reopening: %v", err)
-	}
-	last = lastOffset(t, s)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after the second CatchUp = %d, want %d", cp, last)
-	}
-	checkHolds(t, x, s, last)
+	catchUp(t, x, s, "after reopening")
 }
 
 // A following sink holds each record appended while it follows.
@@ -285,7 +276,7 @@ func testFollow(t *testing.T, open Open) {
 	_, s := startLog(t)
 	rs := refs()
 	mustWrite(t, s, rs, 0, 20)
-	x := openSubject(t, open, t.TempDir()+"/sink")
+	x := openSubject(t, open, filepath.Join(t.TempDir(), "sink"))
 	defer closeSubject(t, x)
 	stop := follow(t, x, s)
 	waitCheckpoint(t, x, lastOffset(t, s))
@@ -294,11 +285,7 @@ func testFollow(t *testing.T, open Open) {
 		waitCheckpoint(t, x, lastOffset(t, s))
 	}
 	stop()
-	last := lastOffset(t, s)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after following = %d, want %d", cp, last)
-	}
-	checkHolds(t, x, s, last)
+	checkCaughtUp(t, x, s, "after following")
 }
 
 // A record no reader can decode, written past the store, is passed over:
@@ -312,62 +299,9 @@ func testUndecodable(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	mustWrite(t, s, rs, 10, 10)
-	x := openSubject(t, open, t.TempDir()+"/sink")
+	x := openSubject(t, open, filepath.Join(t.TempDir(), "sink"))
 	defer closeSubject(t, x)
-	if err := x.CatchUp(context.Background(), s); err != nil {
-		t.Fatalf("CatchUp over the undecodable record at offset %d: %v", ack.Sequence, err)
-	}
-	last := lastOffset(t, s)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint = %d, want %d, past the undecodable record at %d", cp, last, ack.Sequence)
-	}
-	checkHolds(t, x, s, last)
-}
-
-// followUntilKilled is the child side of the crash case: it follows the
-// log at the URL in spec into the path in spec and prints its checkpoint
-// as it moves, until it is killed.
-func followUntilKilled(spec string, open Open) {
-	fail := func(err error) {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
-	url, path, _ := strings.Cut(spec, "|")
-	cfg := bus.DefaultConfig()
-	cfg.URL = url
-	cfg.Secret = fixtures.NATSSecret
-	b, err := bus.Open(context.Background(), cfg)
-	if err != nil {
-		fail(err)
-	}
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		fail(err)
-	}
-	x, err := open(path)
-	if err != nil {
-		fail(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- x.Follow(context.Background(), s) }()
-	out := bufio.NewWriter(os.Stdout)
-	var last uint64
-	for {
-		select {
-		case err := <-done:
-			fail(fmt.Errorf("Follow returned: %v", err))
-		case <-time.After(time.Millisecond):
-		}
-		cp, err := x.Checkpoint()
-		if err != nil {
-			fail(err)
-		}
-		if cp != last {
-			last = cp
-			fmt.Fprintln(out, "checkpoint", cp)
-			out.Flush()
-		}
-	}
+	catchUp(t, x, s, fmt.Sprintf("over the undecodable record at offset %d", ack.Sequence))
 }
 
 // A follower process is killed (SIGKILL) while records keep coming, so
@@ -380,20 +314,7 @@ func testCrash(t *testing.T, open Open) {
 	rs := refs()
 	mustWrite(t, s, rs, 0, 30)
 	start := lastOffset(t, s)
-	path := t.TempDir() + "/sink"
-
-	top, _, _ := strings.Cut(t.Name(), "/")
-	cmd := exec.Command(os.Args[0], "-test.run=^"+top+"$", "-test.v=false")
-	cmd.Env = append(os.Environ(), childEnv+"="+b.ClientURL()+"|"+path)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	path := filepath.Join(t.TempDir(), "sink")
 
 	// Records keep coming while the child follows, a message to each
 	// journal at a time, until it is killed.
@@ -413,28 +334,7 @@ func testCrash(t *testing.T, open Open) {
 			}
 		}
 	}()
-	var reported uint64
-	sc := bufio.NewScanner(stdout)
-	for reported < start+50 && sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "checkpoint "); ok {
-			if reported, err = strconv.ParseUint(v, 10, 64); err != nil {
-				t.Fatalf("child: %q", line)
-			}
-		} else if strings.HasPrefix(line, "error") {
-			t.Fatalf("child: %s", line)
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// Checkpoints printed between the last line read and the kill count too.
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "checkpoint "); ok {
-			reported, _ = strconv.ParseUint(v, 10, 64)
-		}
-	}
-	_ = cmd.Wait()
+	reported := KillFollower(t, b, path, start+50)
 	close(killed)
 	if err := <-appended; err != nil {
 		t.Fatal(err)
@@ -446,19 +346,12 @@ func testCrash(t *testing.T, open Open) {
 	x := openSubject(t, open, path)
 	defer closeSubject(t, x)
 	cp := checkpoint(t, x)
-	last := lastOffset(t, s)
-	t.Logf("killed the follower at checkpoint %d (reported %d) of %d", cp, reported, last)
+	t.Logf("killed the follower at checkpoint %d (reported %d) of %d", cp, reported, lastOffset(t, s))
 	if cp < reported {
 		t.Fatalf("checkpoint %d after the kill, below the %d the child saw committed", cp, reported)
 	}
 	checkHolds(t, x, s, cp)
-	if err := x.CatchUp(context.Background(), s); err != nil {
-		t.Fatalf("CatchUp after the kill: %v", err)
-	}
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after catching up = %d, want %d", cp, last)
-	}
-	checkHolds(t, x, s, last)
+	catchUp(t, x, s, "after the kill")
 }
 
 // A sink is rebuilt twice while it follows a log that grows meanwhile:
@@ -469,7 +362,7 @@ func testRebuildWhileFollowing(t *testing.T, open Open) {
 	_, s := startLog(t)
 	rs := refs()
 	mustWrite(t, s, rs, 0, 60)
-	path := t.TempDir() + "/sink"
+	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	defer closeSubject(t, x)
 	stop := follow(t, x, s)
@@ -486,18 +379,23 @@ func testRebuildWhileFollowing(t *testing.T, open Open) {
 		if last[0] == 0 || last[0] != last[1] {
 			t.Fatalf("Rebuild %d: progress ends at %d of %d, want done = total > 0", i+1, last[0], last[1])
 		}
-		if _, err := os.Lstat(path + ".rebuild"); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("after Rebuild %d, %s.rebuild: %v, want it gone", i+1, path, err)
-		}
+		checkNoCopy(t, path, fmt.Sprintf("after Rebuild %d", i+1))
 	}
 	if err := <-appended; err != nil {
 		t.Fatal(err)
 	}
-	last := lastOffset(t, s)
-	waitCheckpoint(t, x, last)
+	waitCheckpoint(t, x, lastOffset(t, s))
 	stop()
-	if n := checkHolds(t, x, s, last); n != journals*100 {
+	if n := checkCaughtUp(t, x, s, "after the rebuilds"); n != journals*100 {
 		t.Fatalf("checked %d messages, want %d", n, journals*100)
+	}
+}
+
+// checkNoCopy checks that no rebuild's copy is left at <path>.rebuild.
+func checkNoCopy(t *testing.T, path, when string) {
+	t.Helper()
+	if _, err := os.Lstat(path + ".rebuild"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s, %s.rebuild: %v, want it gone", when, path, err)
 	}
 }
 
@@ -506,7 +404,7 @@ func testRebuildWhileFollowing(t *testing.T, open Open) {
 func testSecondRebuild(t *testing.T, open Open) {
 	_, s := startLog(t)
 	mustWrite(t, s, refs(), 0, 20)
-	x := openSubject(t, open, t.TempDir()+"/sink")
+	x := openSubject(t, open, filepath.Join(t.TempDir(), "sink"))
 	defer closeSubject(t, x)
 	started, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -528,11 +426,7 @@ func testSecondRebuild(t *testing.T, open Open) {
 	if err := <-done; err != nil {
 		t.Fatalf("first Rebuild: %v", err)
 	}
-	last := lastOffset(t, s)
-	if cp := checkpoint(t, x); cp != last {
-		t.Fatalf("checkpoint after the rebuild = %d, want %d", cp, last)
-	}
-	checkHolds(t, x, s, last)
+	checkCaughtUp(t, x, s, "after the rebuild")
 }
 
 // A Rebuild whose ctx ends fails with ctx's error, removes its copy and
@@ -540,12 +434,10 @@ func testSecondRebuild(t *testing.T, open Open) {
 func testCancelledRebuild(t *testing.T, open Open) {
 	_, s := startLog(t)
 	mustWrite(t, s, refs(), 0, 20)
-	path := t.TempDir() + "/sink"
+	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	defer closeSubject(t, x)
-	if err := x.CatchUp(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	catchUp(t, x, s, "before the rebuild")
 	// Several commits' worth, so that the rebuild has more to do after
 	// the cancel.
 	mustWrite(t, s, refs(), 20, 100)
@@ -560,9 +452,7 @@ func testCancelledRebuild(t *testing.T, open Open) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Rebuild: got %v, want context.Canceled", err)
 	}
-	if _, err := os.Lstat(path + ".rebuild"); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("after the cancelled Rebuild, %s.rebuild: %v, want it gone", path, err)
-	}
+	checkNoCopy(t, path, "after the cancelled Rebuild")
 	if cp := checkpoint(t, x); cp != before {
 		t.Fatalf("checkpoint after the cancelled Rebuild = %d, want %d as before", cp, before)
 	}
