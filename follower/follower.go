@@ -367,7 +367,7 @@ func (f *Follower) read(ctx context.Context, src Source, from uint64, maxBatch i
 		var bad *eventstore.OffsetError
 		if errors.As(err, &bad) {
 			f.log.Warn("skip undecodable record", logKeyOffset, bad.Offset, logKeyErr, bad.Err)
-			batch, err = []eventstore.Entry{{Offset: bad.Offset}}, nil
+			batch, err = append(batch, eventstore.Entry{Offset: bad.Offset}), nil
 		}
 		select {
 		case out <- fetched{batch, err}:
