@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -96,21 +97,20 @@ var errNoChange = errors.New("no change")
 // beyond checkpoint+1 is an error matching ErrGap and nothing of the batch
 // is applied. A record that its execution refuses (no header yet, another
 // journal's record, out of order) is logged and skipped; one already folded
-// into its execution is skipped silently.
+// into its execution is skipped silently. An entry without a record (one
+// the log holds but no reader can decode) only moves the checkpoint.
 func (db *DB) Apply(batch []eventstore.Entry) error {
-	_, err := db.apply(batch, nil)
+	_, err := db.f.Apply(batch)
 	return err
 }
 
-// apply is Apply returning the checkpoint after the batch. more, when not
-// nil, is asked for a further batch of at most room entries to apply in
-// the same transaction while it holds fewer than BatchSize; it returns nil
-// to end the transaction.
-func (db *DB) apply(batch []eventstore.Entry, more func(room int) []eventstore.Entry) (uint64, error) {
-	return db.advance("apply batch", func(tx *bolt.Tx, cp uint64) (uint64, error) {
+// apply applies the entries of batches in one transaction and returns the
+// checkpoint after them (follower.Sink's Commit).
+func (db *DB) apply(batches iter.Seq[[]eventstore.Entry]) (uint64, error) {
+	return db.advance(func(tx *bolt.Tx, cp uint64) (uint64, error) {
 		start := cp
 		a := newApplier(db, tx)
-		for n := 0; ; {
+		for batch := range batches {
 			for _, e := range batch {
 				if e.Offset <= cp {
 					continue
@@ -118,16 +118,12 @@ func (db *DB) apply(batch []eventstore.Entry, more func(room int) []eventstore.E
 				if e.Offset != cp+1 {
 					return 0, fmt.Errorf("%w: entry at offset %d follows checkpoint %d", ErrGap, e.Offset, cp)
 				}
-				if err := a.record(e); err != nil {
-					return 0, err
+				if e.Record != nil {
+					if err := a.record(e); err != nil {
+						return 0, err
+					}
 				}
 				cp = e.Offset
-			}
-			if n += len(batch); more == nil || n >= db.cfg.BatchSize {
-				break
-			}
-			if batch = more(db.cfg.BatchSize - n); batch == nil {
-				break
 			}
 		}
 		if cp == start {
@@ -137,33 +133,17 @@ func (db *DB) apply(batch []eventstore.Entry, more func(room int) []eventstore.E
 	})
 }
 
-// skip moves the checkpoint past the record at offset, which the log
-// holds but no reader can decode, and returns the checkpoint. An offset at
-// or below the checkpoint is a no-op; one beyond checkpoint+1 matches ErrGap.
-func (db *DB) skip(offset uint64) (uint64, error) {
-	return db.advance(fmt.Sprintf("skip offset %d", offset), func(_ *bolt.Tx, cp uint64) (uint64, error) {
-		switch {
-		case offset <= cp:
-			return cp, errNoChange
-		case offset != cp+1:
-			return 0, fmt.Errorf("%w: skipped offset %d follows checkpoint %d", ErrGap, offset, cp)
-		}
-		return offset, nil
-	})
-}
-
 // advance runs step in one write transaction, given the checkpoint, and
 // stores the checkpoint step returns with what it wrote; step returns
 // errNoChange (with the checkpoint) to write nothing, which also saves the
-// commit's fsync. Writers take turns, and readers waiting for an offset
-// hear of the new checkpoint.
-func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, error)) (uint64, error) {
+// commit's fsync. Writers take turns.
+func (db *DB) advance(step func(tx *bolt.Tx, cp uint64) (uint64, error)) (uint64, error) {
 	db.writing.Lock()
 	defer db.writing.Unlock()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
-		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, ErrClosed)
+		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, ErrClosed)
 	}
 	var cp uint64
 	// A commit goes unsynced only once the file durably says so; the
@@ -192,9 +172,8 @@ func (db *DB) advance(what string, step func(tx *bolt.Tx, cp uint64) (uint64, er
 		// A batch folds records into cached states that the file, rolled
 		// back, does not hold.
 		db.states.purge()
-		return 0, fmt.Errorf("%s to %s: %w", what, db.cfg.Path, err)
+		return 0, fmt.Errorf("apply batch to %s: %w", db.cfg.Path, err)
 	}
-	db.notifyAt(cp)
 	return cp, nil
 }
 

@@ -18,6 +18,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agentjournal/agentjournal/follower"
 )
 
 const (
@@ -80,7 +82,6 @@ const (
 	logKeyExecution = "execution"
 	logKeyRecord    = "record"
 	logKeyErr       = "err"
-	logKeyTarget    = "target"
 )
 
 // Config configures a DB. Config{Path: p} is complete: every other zero
@@ -168,7 +169,6 @@ type DB struct {
 	mu   sync.RWMutex
 	bolt *bolt.DB // nil once closed
 
-	rebuilding atomic.Bool
 	// wedged says a memory fault inside bbolt may have left its locks
 	// held (see guarded).
 	wedged atomic.Bool
@@ -198,16 +198,9 @@ type DB struct {
 	// the next transaction reuses (applier.keep); used with writing held.
 	slab []byte
 
-	// waiters are the WaitFor calls waiting for the checkpoint. A commit
-	// wakes those whose offset it reached; a change of another kind (a
-	// rebuild's swap, Close) wakes all, to read the checkpoint from the
-	// file. So a few hundred waiters, each for its own offset, are not
-	// all woken, nor each read the file, at every commit.
-	waitersMu sync.Mutex
-	waiters   []*waiter
-	// arrived holds a token when a waiter has come since the projector
-	// last looked: a lingering transaction commits at once for it.
-	arrived chan struct{}
+	// f follows the log into the file (Project, CatchUp, Rebuild) and
+	// tells WaitFor calls of its commits.
+	f *follower.Follower
 }
 
 // Open opens the projection file at cfg.Path, creating it when missing. An
@@ -223,11 +216,15 @@ func Open(cfg Config) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize), arrived: make(chan struct{}, 1)}
+	db := &DB{cfg: cfg, log: cfg.Logger, states: newStateCache(stateCacheSize)}
+	f, err := follower.New(liveSink{sink{db}}, followerConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	db.f = f
 	if boot, ok := bootID(); ok && !cfg.SyncCommits && !cfg.NoSync {
 		db.boot = boot
 	}
-	var err error
 	if db.bolt, db.marked, err = openBolt(cfg, db.boot != ""); err != nil {
 		return nil, err
 	}
@@ -272,7 +269,7 @@ func (db *DB) Close() error {
 	}
 	db.bolt = nil
 	db.states.purge()
-	db.notify()
+	db.f.WakeAll()
 	if err != nil {
 		return fmt.Errorf("close projection %s: %w", db.cfg.Path, err)
 	}

@@ -4,9 +4,10 @@
 // attention, and the checkpoint (the offset of the last log record applied).
 //
 // A DB is fed by the log through a Source (the JetStream store implements
-// it): Project follows the log from the checkpoint + 1 and applies records in
-// batches, each transaction writing the data and the new checkpoint
-// together, so a crash never applies a record twice or skips one. While
+// it) by a follower.Follower, whose sink it is: Project follows the log
+// from the checkpoint + 1 and applies records in batches, each transaction
+// writing the data and the new checkpoint together, so a crash never
+// applies a record twice or skips one. While
 // catching up, a transaction takes BatchSize entries across several read
 // batches; once caught up, it commits what has arrived, waiting a few
 // milliseconds for more only after a transaction of many records (a steady

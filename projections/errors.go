@@ -3,6 +3,8 @@ package projections
 import (
 	"errors"
 	"fmt"
+
+	"github.com/agentjournal/agentjournal/follower"
 )
 
 var (
@@ -23,8 +25,8 @@ var (
 	// outside its accepted set.
 	ErrInvalidFilter = errors.New("projections: invalid filter")
 	// ErrRebuilding reports a Rebuild started while another one runs on the
-	// same DB.
-	ErrRebuilding = errors.New("projections: a rebuild is already running")
+	// same DB. It is the follower's, which runs rebuilds.
+	ErrRebuilding = follower.ErrRebuilding
 )
 
 // CorruptError names the projection file and what is wrong with it. It

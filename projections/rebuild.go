@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentjournal/agentjournal/follower"
 	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
@@ -69,18 +70,28 @@ func moveAside(cfg Config) (string, error) {
 // swap the new file is caught up to at least live's checkpoint while live's
 // writers are held off, so live's next batch continues from the new file's
 // checkpoint (entries it already holds are skipped). If Rebuild fails, live
-// is untouched and the partial file is removed.
-func Rebuild(ctx context.Context, src Source, live *DB, progress func(done, total uint64)) (err error) {
-	if !live.rebuilding.CompareAndSwap(false, true) {
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, ErrRebuilding)
-	}
-	defer live.rebuilding.Store(false)
+// is untouched and the partial file is removed. A second Rebuild of live
+// while one runs fails with ErrRebuilding.
+func Rebuild(ctx context.Context, src Source, live *DB, progress func(done, total uint64)) error {
+	live.useLineage(src)
+	return live.f.Rebuild(ctx, src, progress)
+}
 
+// liveSink is a DB that a rebuild replaces.
+type liveSink struct{ sink }
+
+// freshSink is the DB a rebuild builds beside the live one.
+type freshSink struct{ sink }
+
+// Beside implements follower.Rebuilder: it opens a new file at
+// <path>.rebuild, written without syncing until the swap.
+func (s liveSink) Beside() (follower.Replacement, error) {
+	live := s.db
 	path := live.cfg.Path + ".rebuild"
 	// The live file's lock keeps any other process out, so a file here is
 	// what a failed rebuild left behind.
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("rebuild %s: remove stale %s: %w", live.cfg.Path, path, err)
+		return nil, fmt.Errorf("remove stale %s: %w", path, err)
 	}
 	cfg := live.cfg
 	cfg.Path = path
@@ -90,51 +101,29 @@ func Rebuild(ctx context.Context, src Source, live *DB, progress func(done, tota
 		// bbolt may have created the file before failing to lay it out
 		// (a full disk, say): what is there is ours and half made.
 		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-			return fmt.Errorf("rebuild %s: %w; removing %s failed: %w", live.cfg.Path, err, path, rmErr)
+			return nil, fmt.Errorf("%w; removing %s failed: %w", err, path, rmErr)
 		}
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
+		return nil, err
 	}
-	swapped := false
-	defer func() {
-		if swapped {
-			return
-		}
-		_ = fresh.Close()
-		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-			err = fmt.Errorf("%w; removing %s failed: %w", err, path, rmErr)
-		}
-	}()
+	fresh.lineage.Store(live.lineage.Load())
+	return freshSink{sink{fresh}}, nil
+}
 
-	target, err := src.LastOffset(ctx)
-	if err != nil {
-		return fmt.Errorf("rebuild %s: last offset: %w", live.cfg.Path, err)
+// Discard implements follower.Replacement: it closes the new file and
+// removes it.
+func (s freshSink) Discard() error {
+	_ = s.db.Close()
+	path := s.db.cfg.Path
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	live.log.Info("rebuilding projection", logKeyPath, live.cfg.Path, logKeyTarget, target)
-	if err := fresh.catchUpTo(ctx, src, target, progress); err != nil {
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
-	}
-	// Close most of the distance to a projector running on live before
-	// holding its writers off.
-	liveCP, err := live.Checkpoint()
-	if err != nil {
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
-	}
-	if err := fresh.catchUpTo(ctx, src, liveCP, nil); err != nil {
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
-	}
-	if err := fresh.verify(target); err != nil {
-		return fmt.Errorf("rebuild %s: the rebuilt file fails its check: %w", live.cfg.Path, err)
-	}
-	if err := live.swap(ctx, src, fresh); err != nil {
-		return fmt.Errorf("rebuild %s: %w", live.cfg.Path, err)
-	}
-	swapped = true
 	return nil
 }
 
-// verify checks a freshly built file: it reached target and its summaries
-// and indexes agree with its executions.
-func (db *DB) verify(target uint64) error {
+// Verify implements follower.Verifier: the new file reached target and
+// its summaries and indexes agree with its executions.
+func (s freshSink) Verify(target uint64) error {
+	db := s.db
 	return db.view(func(tx *bolt.Tx) error {
 		if cp := checkpoint(tx); cp < target {
 			return fmt.Errorf("checkpoint %d is below the target offset %d", cp, target)
@@ -143,10 +132,12 @@ func (db *DB) verify(target uint64) error {
 	})
 }
 
-// swap makes db serve from fresh's file. It holds db's lock, so calls in
-// flight finish first and new ones wait; fresh is caught up to db's
-// checkpoint under it, so no record db applied is missing afterwards.
-func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
+// Swap implements follower.Rebuilder: it makes the live DB serve from the
+// new file. It holds the DB's lock, so calls in flight finish first and
+// new ones wait; the new file is caught up to the DB's checkpoint under
+// it, so no record the DB applied is missing afterwards.
+func (s liveSink) Swap(ctx context.Context, r follower.Replacement, catchUp func(context.Context, uint64) error) error {
+	db, fresh := s.db, r.(freshSink).db
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.bolt == nil {
@@ -162,7 +153,7 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	if err != nil {
 		return err
 	}
-	if err := fresh.catchUpTo(ctx, src, liveCP, nil); err != nil {
+	if err := catchUp(ctx, liveCP); err != nil {
 		return err
 	}
 	if err := fresh.sync(); err != nil {
@@ -188,7 +179,6 @@ func (db *DB) swap(ctx context.Context, src Source, fresh *DB) error {
 	db.bolt, db.marked = b, marked
 	// The cached states are of the old file, which may be behind the new.
 	db.states.purge()
-	db.notify()
 	if err := old.Close(); err != nil {
 		db.log.Warn("close the replaced projection file", logKeyPath, db.cfg.Path, logKeyErr, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentjournal/agentjournal/eventstore"
 )
 
 // A file written without syncing that then fails to sync may have lost
@@ -22,7 +24,7 @@ func TestCloseMovesAsideAFileThatFailsToSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.skip(1); err != nil {
+	if err := db.Apply([]eventstore.Entry{{Offset: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if !db.marked {

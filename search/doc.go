@@ -2,10 +2,11 @@
 // queries; it does not own the records (the log does) nor the read models
 // (package projections).
 //
-// The index is a projection of the log like the read models: Index.Follow
-// reads the log from the index's own checkpoint + 1 and indexes each batch
-// of records in one index batch that also writes the new checkpoint, so
-// the documents and the checkpoint become durable together. Documents are
+// The index is a projection of the log like the read models, and is fed
+// the same way, by a follower.Follower: Index.Follow reads the log from the
+// index's own checkpoint + 1 and indexes each batch of records in one index
+// batch that also writes the new checkpoint, so the documents and the
+// checkpoint become durable together. Documents are
 // keyed by (execution, sequence), so indexing a record again replaces its
 // document: a crash between the index and its checkpoint can neither lose
 // a document nor double one. Rebuild builds a fresh index beside the live

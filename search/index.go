@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -16,21 +17,22 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/follower"
 )
 
 // Source is the log the index reads.
 type Source = eventstore.LogSource
 
-// ErrRebuilding reports a Rebuild started while another runs.
-var ErrRebuilding = errors.New("a rebuild of the search index is already running")
-
-// batchSize is how many log entries are read at a time.
-const batchSize = 1000
+// ErrRebuilding reports a Rebuild started while another runs. It is the
+// follower's, which runs rebuilds.
+var ErrRebuilding = follower.ErrRebuilding
 
 // catchUpBatch is how many log entries one index batch takes while
 // catching up: large enough that few segments are written, small enough to
-// hold in memory.
-const catchUpBatch = 10_000
+// hold in memory. The log is read in smaller batches, which an index batch
+// spans. It is a variable for tests only, which make it small; an Index
+// takes its value when it opens.
+var catchUpBatch = 10_000
 
 // Internal keys, stored in the index beside the documents and written in
 // the same batch as them.
@@ -65,7 +67,8 @@ type Index struct {
 	// agents caches keyAgent entries.
 	agents map[string]string
 
-	rebuilding sync.Mutex
+	// f follows the log into the index (Follow, CatchUp, Rebuild).
+	f *follower.Follower
 }
 
 // Open opens the index at path, creating it when absent.
@@ -74,7 +77,18 @@ func Open(path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{path: path, idx: idx, agents: map[string]string{}}, nil
+	return newIndex(path, idx)
+}
+
+// newIndex is the Index of idx, open at path.
+func newIndex(path string, idx bleve.Index) (*Index, error) {
+	x := &Index{path: path, idx: idx, agents: map[string]string{}}
+	f, err := follower.New(liveIndex{indexSink{x}}, follower.Config{Name: "search index " + path, TxSize: catchUpBatch})
+	if err != nil {
+		return nil, errors.Join(err, idx.Close())
+	}
+	x.f = f
+	return x, nil
 }
 
 // OpenOrMoveAside is Open, except that an index that does not open
@@ -177,79 +191,35 @@ func checkpoint(idx bleve.Index) (uint64, error) {
 // nil; an error of the source or the index stops it, and calling it again
 // resumes from the checkpoint.
 func (x *Index) Follow(ctx context.Context, src Source) error {
-	err := x.follow(ctx, src, 0, nil)
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return x.f.Follow(ctx, src)
 }
 
 // CatchUp indexes src up to its last offset as read when CatchUp starts.
 func (x *Index) CatchUp(ctx context.Context, src Source) error {
-	target, err := src.LastOffset(ctx)
-	if err != nil {
-		return fmt.Errorf("search index catch up: %w", err)
-	}
-	if target == 0 {
-		return nil
-	}
-	return x.follow(ctx, src, target, nil)
+	return x.f.CatchUp(ctx, src, nil)
 }
 
-// follow applies src from the checkpoint + 1 until ctx ends or, when target
-// is not 0, the checkpoint reaches target.
-func (x *Index) follow(ctx context.Context, src Source, target uint64, progress func(done, total uint64)) error {
-	cp, err := x.Checkpoint()
-	if err != nil {
-		return err
+// indexSink is an Index as its follower sees it: the live index
+// (liveIndex) or one a rebuild builds (freshIndex).
+type indexSink struct{ x *Index }
+
+var (
+	_ follower.Rebuilder   = liveIndex{}
+	_ follower.Replacement = (*freshIndex)(nil)
+)
+
+// Checkpoint implements follower.Sink.
+func (s indexSink) Checkpoint() (uint64, error) { return s.x.Checkpoint() }
+
+// Commit implements follower.Sink: the entries of batches go into one
+// index batch. They are gathered before the index is locked, so that
+// queries are held off only while the batch is written.
+func (s indexSink) Commit(batches iter.Seq[[]eventstore.Entry]) (uint64, error) {
+	var entries []eventstore.Entry
+	for b := range batches {
+		entries = append(entries, b...)
 	}
-	if target > 0 && cp >= target {
-		return nil
-	}
-	start := cp
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Catching up to a target, read batches are gathered into index
-	// batches of catchUpBatch entries: each index batch costs a segment to
-	// write and later merge. Following, each read batch is indexed at
-	// once, so that a record is searchable as soon as it is read.
-	behind := target
-	var pending []eventstore.Entry
-	for batch, err := range src.Follow(ctx, cp+1, batchSize) {
-		var bad *eventstore.OffsetError
-		switch {
-		case errors.As(err, &bad):
-			// An undecodable record holds no text this build can read;
-			// it is passed over as the read models pass it over.
-			batch = []eventstore.Entry{{Offset: bad.Offset}}
-		case err != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("search index: follow log after offset %d: %w", cp, err)
-		}
-		pending = append(pending, batch...)
-		if len(pending) < catchUpBatch && len(batch) > 0 && batch[len(batch)-1].Offset < behind {
-			continue
-		}
-		if cp, err = x.apply(pending); err != nil {
-			return err
-		}
-		pending = pending[:0]
-		if target == 0 {
-			continue
-		}
-		if progress != nil {
-			progress(min(cp, target)-start, target-start)
-		}
-		if cp >= target {
-			return nil
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return fmt.Errorf("search index: after offset %d: the log source stopped yielding", cp)
+	return s.x.apply(entries)
 }
 
 // apply indexes the entries past the checkpoint in one batch that also
@@ -401,70 +371,84 @@ func join(parts ...string) string {
 	return b.String()
 }
 
-// Rebuild builds a fresh index from offset 1 of src beside the live one and
-// swaps it in; queries keep reading the live one meanwhile, and a Follow
+// Rebuild builds a fresh index from offset 1 of src beside the live one
+// and swaps it in; queries keep reading the live one meanwhile, and a Follow
 // running on x continues from the new index's checkpoint. progress, when
 // not nil, is called after each batch.
 func (x *Index) Rebuild(ctx context.Context, src Source, progress func(done, total uint64)) error {
-	if !x.rebuilding.TryLock() {
-		return ErrRebuilding
+	return x.f.Rebuild(ctx, src, progress)
+}
+
+// liveIndex is an Index that a rebuild replaces.
+type liveIndex struct{ indexSink }
+
+// freshIndex is the index a rebuild builds beside the live one.
+type freshIndex struct {
+	indexSink
+	closed bool
+}
+
+// Beside implements follower.Rebuilder: a new index at <path>.rebuild.
+func (s liveIndex) Beside() (follower.Replacement, error) {
+	path := s.x.path + ".rebuild"
+	if err := os.RemoveAll(path); err != nil {
+		return nil, err
 	}
-	defer x.rebuilding.Unlock()
-	fresh := x.path + ".rebuild"
-	if err := os.RemoveAll(fresh); err != nil {
-		return fmt.Errorf("search index rebuild: %w", err)
-	}
-	idx, err := bleve.New(fresh, newMapping())
+	idx, err := bleve.New(path, newMapping())
 	if err != nil {
-		return fmt.Errorf("search index rebuild: %w", err)
+		return nil, errors.Join(err, os.RemoveAll(path))
 	}
-	nx := &Index{path: fresh, idx: idx, agents: map[string]string{}}
-	discard := func() {
-		_ = idx.Close()
-		_ = os.RemoveAll(fresh)
-	}
-	target, err := src.LastOffset(ctx)
+	x, err := newIndex(path, idx)
 	if err != nil {
-		discard()
-		return fmt.Errorf("search index rebuild: last offset: %w", err)
+		return nil, errors.Join(err, os.RemoveAll(path))
 	}
-	if target > 0 {
-		if err := nx.follow(ctx, src, target, progress); err != nil {
-			discard()
-			return err
-		}
+	return &freshIndex{indexSink: indexSink{x}}, nil
+}
+
+// close closes the new index once.
+func (r *freshIndex) close() error {
+	if r.closed {
+		return nil
 	}
-	// The live index may have gone past target meanwhile; with the
-	// follower held off, the fresh one catches up to it, and the swap
-	// happens at the same checkpoint.
+	r.closed = true
+	return r.x.Close()
+}
+
+// Discard implements follower.Replacement.
+func (r *freshIndex) Discard() error {
+	_ = r.close()
+	return os.RemoveAll(r.x.path)
+}
+
+// Swap implements follower.Rebuilder. With the live index's writers held
+// off, the new index catches up to the live one's checkpoint, so the swap
+// happens at the same checkpoint; the live directory is then replaced by
+// the new one and opened again.
+func (s liveIndex) Swap(ctx context.Context, r follower.Replacement, catchUp func(context.Context, uint64) error) error {
+	x, fresh := s.x, r.(*freshIndex)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	live, err := checkpoint(x.idx)
 	if err != nil {
-		discard()
 		return err
 	}
-	if live > target {
-		if err := nx.follow(ctx, src, live, nil); err != nil {
-			discard()
-			return err
-		}
+	if err := catchUp(ctx, live); err != nil {
+		return err
 	}
-	if err := idx.Close(); err != nil {
-		_ = os.RemoveAll(fresh)
-		return fmt.Errorf("search index rebuild: %w", err)
+	if err := fresh.close(); err != nil {
+		return err
 	}
 	if err := x.idx.Close(); err != nil {
-		return fmt.Errorf("search index rebuild: close live index: %w", err)
+		return fmt.Errorf("close live index: %w", err)
 	}
 	old := x.path + ".old"
 	_ = os.RemoveAll(old)
 	if err := os.Rename(x.path, old); err != nil {
-		return x.reopen(fmt.Errorf("search index rebuild: %w", err))
+		return x.reopen(err)
 	}
-	if err := os.Rename(fresh, x.path); err != nil {
+	if err := os.Rename(fresh.x.path, x.path); err != nil {
 		_ = os.Rename(old, x.path)
-		return x.reopen(fmt.Errorf("search index rebuild: %w", err))
+		return x.reopen(err)
 	}
 	_ = os.RemoveAll(old)
 	x.agents = map[string]string{}
