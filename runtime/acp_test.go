@@ -602,37 +602,14 @@ func TestACPRealCopilot(t *testing.T) {
 	const text = "Hello from the scripted model over ACP. All done."
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
 	r := newRig(t, 5*time.Second)
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-copilot-acp",
-		Agent: "copilot-acp", Command: []string{realagent.Bin(t, "copilot")}, Env: realagent.CopilotEnv(t, srv.URL()),
-		Prompt: "Say hello", Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for r.turnsEnded(t, ref) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn did not end within 2 minutes; records:\n%s", dump(r, t, ref))
-		}
-		if st := r.replay(t, ref); st.Lifecycle != eventstore.LifecycleRunning {
-			t.Fatalf("lifecycle %s (%s) before the turn ended; records:\n%s", st.Lifecycle, st.LifecycleReason, dump(r, t, ref))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
-		t.Fatalf("messages %q, want the model's text as one message; records:\n%s", got, dump(r, t, ref))
-	}
-	st := r.replay(t, ref)
+	ref := r.launchReal(t, "copilot-acp", "copilot", realagent.CopilotEnv(t, srv.URL()), t.TempDir(), "Say hello")
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+	r.checkOneMessage(t, ref, srv, text)
 	// Copilot CLI's prompt response carries the turn's usage: exactly what
 	// the model server counted.
-	if u := st.Usage; u.InputTokens == nil || *u.InputTokens != usage.InputTokens || u.OutputTokens == nil || *u.OutputTokens != usage.OutputTokens {
-		t.Errorf("usage %s, want %d in and %d out; records:\n%s", jsonOf(u), usage.InputTokens, usage.OutputTokens, dump(r, t, ref))
-	}
+	r.checkUsage(t, ref, usage)
 	// The ACP session id is captured like the other provider-native ids.
-	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
-			t.Errorf("message without the ACP session id: %+v", o.Native)
-		}
-	}
+	r.checkSessionIDs(t, ref)
 	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
 		t.Fatal(err)
 	}
@@ -659,23 +636,6 @@ func describeRecord(rec eventstore.Record) string {
 	return ""
 }
 
-// launchGemini runs the real Gemini CLI (gemini --acp, the version
-// fixtures/realagent pins) through the gemini preset in dir, against srv.
-func (r *rig) launchGemini(t *testing.T, srv *modelserver.Server, dir, prompt string) eventstore.Reference {
-	t.Helper()
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-gemini",
-		Agent: "gemini", Command: []string{realagent.Bin(t, "gemini")}, Env: realagent.GeminiEnv(t, srv.URL()),
-		Prompt: prompt, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = r.rt.Stop(context.Background(), ref.AgentExecutionID)
-		r.wait(t, ref)
-	})
-	return ref
-}
-
 // awaitReal waits, at most two minutes, until cond holds of the journal,
 // failing the test when the execution stops running first.
 func (r *rig) awaitReal(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, what string, cond func() bool) {
@@ -690,6 +650,63 @@ func (r *rig) awaitReal(t *testing.T, ref eventstore.Reference, srv *modelserver
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// checkOneMessage fails the test unless the execution's messages are
+// the model's text, as one message.
+func (r *rig) checkOneMessage(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, text string) {
+	t.Helper()
+	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
+		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
+	}
+}
+
+// checkSessionIDs fails the test when a message observation lacks the ACP
+// session id.
+func (r *rig) checkSessionIDs(t *testing.T, ref eventstore.Reference) {
+	t.Helper()
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+			t.Errorf("message without the ACP session id: %+v", o.Native)
+		}
+	}
+}
+
+// checkUsage fails the test unless the execution's usage is exactly what
+// the model server counted.
+func (r *rig) checkUsage(t *testing.T, ref eventstore.Reference, usage modelserver.Usage) {
+	t.Helper()
+	if u := r.replay(t, ref).Usage; u.InputTokens == nil || *u.InputTokens != usage.InputTokens || u.OutputTokens == nil || *u.OutputTokens != usage.OutputTokens {
+		t.Errorf("usage %s, want %d in and %d out; records:\n%s", jsonOf(u), usage.InputTokens, usage.OutputTokens, dump(r, t, ref))
+	}
+}
+
+// checkPrompted fails the test unless the last user text of the model
+// request holds the prompt.
+func checkPrompted(t *testing.T, req modelserver.Request, prompt string) {
+	t.Helper()
+	if users := req.UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], prompt) {
+		t.Errorf("last user text %q, want the prompt", users)
+	}
+}
+
+// awaitPermission waits for the agent's first permission request, failing
+// the test when the turn ends without one, and checks that it is the
+// request id and offers allow and deny.
+func (r *rig) awaitPermission(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, id string) *eventstore.NeedsInputSignal {
+	t.Helper()
+	r.awaitReal(t, ref, srv, "permission request", func() bool {
+		if r.turnsEnded(t, ref) > 0 {
+			t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
+		}
+		return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
+	})
+	req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
+	if req.RequestID != id || req.Kind != string(eventstore.InputPermission) ||
+		!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
+		t.Fatalf("permission request %s, want one for %s offering allow and deny", jsonOf(req), id)
+	}
+	return req
 }
 
 func requestsOf(srv *modelserver.Server) string {
@@ -709,28 +726,17 @@ func TestACPRealGemini(t *testing.T) {
 	const text = "Hello from the scripted model over ACP. All done."
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
 	r := newRig(t, 5*time.Second)
-	ref := r.launchGemini(t, srv, t.TempDir(), "Say hello")
+	ref := r.launchReal(t, "gemini", "gemini", realagent.GeminiEnv(t, srv.URL()), t.TempDir(), "Say hello")
 	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
 
-	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
-		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
-	}
+	r.checkOneMessage(t, ref, srv, text)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIGemini || !conv[0].Stream {
 		t.Fatalf("conversation requests:\n%s\nwant one streamed Gemini request", requestsOf(srv))
 	}
-	if users := conv[0].UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], "Say hello") {
-		t.Errorf("last user text %q, want the prompt", users)
-	}
-	st := r.replay(t, ref)
-	if u := st.Usage; u.InputTokens == nil || *u.InputTokens != usage.InputTokens || u.OutputTokens == nil || *u.OutputTokens != usage.OutputTokens {
-		t.Errorf("usage %s, want %d in and %d out; records:\n%s", jsonOf(u), usage.InputTokens, usage.OutputTokens, dump(r, t, ref))
-	}
-	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
-			t.Errorf("message without the ACP session id: %+v", o.Native)
-		}
-	}
+	checkPrompted(t, conv[0], "Say hello")
+	r.checkUsage(t, ref, usage)
+	r.checkSessionIDs(t, ref)
 }
 
 // TestACPRealGeminiTools has the model read a file of the working
@@ -763,20 +769,9 @@ func TestACPRealGeminiTools(t *testing.T) {
 				}
 			}
 			r := newRig(t, 5*time.Second)
-			ref := r.launchGemini(t, srv, dir, "Copy the notes")
-			r.awaitReal(t, ref, srv, "permission request", func() bool {
-				if r.turnsEnded(t, ref) > 0 {
-					t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
-				}
-				return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
-			})
-
+			ref := r.launchReal(t, "gemini", "gemini", realagent.GeminiEnv(t, srv.URL()), dir, "Copy the notes")
 			// Gemini CLI names the call after the tool and the model's call id.
-			req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
-			if req.RequestID != "write_file__call_write" || req.Kind != string(eventstore.InputPermission) ||
-				!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
-				t.Fatalf("permission request %s, want one for write_file__call_write offering allow and deny", jsonOf(req))
-			}
+			req := r.awaitPermission(t, ref, srv, "write_file__call_write")
 			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "old\n" {
 				t.Fatalf("out.txt is %q before the answer, want it untouched", b)
 			}
@@ -938,12 +933,12 @@ func homeOf(env []string) string {
 	return home
 }
 
-// launchAdapter runs the real ACP adapter bin (as fixtures/realagent pins
-// it) through the preset of the same name in dir, with env, against srv.
-func (r *rig) launchAdapter(t *testing.T, bin string, env []string, dir, prompt string) eventstore.Reference {
+// launchReal runs the real agent bin (the version fixtures/realagent pins)
+// through agent's preset in dir, with env; it is stopped when the test ends.
+func (r *rig) launchReal(t *testing.T, agent, bin string, env []string, dir, prompt string) eventstore.Reference {
 	t.Helper()
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-" + bin,
-		Agent: bin, Command: []string{realagent.Bin(t, bin)}, Env: env, Prompt: prompt, Dir: dir})
+	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-" + agent,
+		Agent: agent, Command: []string{realagent.Bin(t, bin)}, Env: env, Prompt: prompt, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -964,29 +959,21 @@ func TestACPRealClaudeCodeACP(t *testing.T) {
 	const text = "Hello from the scripted model over ACP. All done."
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
 	r := newRig(t, 5*time.Second)
-	ref := r.launchAdapter(t, "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say hello")
+	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say hello")
 	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
 
-	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
-		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
-	}
+	r.checkOneMessage(t, ref, srv, text)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIMessages || !conv[0].Stream {
 		t.Fatalf("conversation requests:\n%s\nwant one streamed Anthropic request", requestsOf(srv))
 	}
-	if users := conv[0].UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], "Say hello") {
-		t.Errorf("last user text %q, want the prompt", users)
-	}
+	checkPrompted(t, conv[0], "Say hello")
 	// claude-code-acp 0.16.2 reports no usage: neither in session/prompt's
 	// response nor as a usage_update. None is journaled, rather than a guess.
 	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
 		t.Errorf("usage %s, want none: the adapter reports none; records:\n%s", jsonOf(u), dump(r, t, ref))
 	}
-	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
-			t.Errorf("message without the ACP session id: %+v", o.Native)
-		}
-	}
+	r.checkSessionIDs(t, ref)
 }
 
 // TestACPRealClaudeCodeACPPermission has the model run a command through
@@ -1006,18 +993,8 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 	}})
 	dir := t.TempDir()
 	r := newRig(t, 5*time.Second)
-	ref := r.launchAdapter(t, "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), dir, "Run the command")
-	r.awaitReal(t, ref, srv, "permission request", func() bool {
-		if r.turnsEnded(t, ref) > 0 {
-			t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
-		}
-		return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
-	})
-	req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
-	if req.RequestID != "toolu_bash_1" || req.Kind != string(eventstore.InputPermission) ||
-		!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
-		t.Fatalf("permission request %s, want one for toolu_bash_1 offering allow and deny", jsonOf(req))
-	}
+	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), dir, "Run the command")
+	req := r.awaitPermission(t, ref, srv, "toolu_bash_1")
 	if n := len(srv.Conversation()); n != 1 {
 		t.Fatalf("%d conversation requests before the answer, want 1: the tool's result must wait for it", n)
 	}
@@ -1071,30 +1048,22 @@ func TestACPRealCodexACP(t *testing.T) {
 	const text = "Hello from the scripted model over ACP. All done."
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
 	r := newRig(t, 5*time.Second)
-	ref := r.launchAdapter(t, "codex-acp", realagent.CodexEnv(t, srv.URL()), t.TempDir(), "Say hello")
+	ref := r.launchReal(t, "codex-acp", "codex-acp", realagent.CodexEnv(t, srv.URL()), t.TempDir(), "Say hello")
 	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
 
-	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
-		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
-	}
+	r.checkOneMessage(t, ref, srv, text)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIResponses || conv[0].Model != realagent.CodexModel {
 		t.Fatalf("conversation requests:\n%s\nwant one Responses request for %s", requestsOf(srv), realagent.CodexModel)
 	}
-	if users := conv[0].UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], "Say hello") {
-		t.Errorf("last user text %q, want the prompt", users)
-	}
+	checkPrompted(t, conv[0], "Say hello")
 	// codex-acp 0.16.0 answers session/prompt with a stop reason only; its
 	// usage_update is the context window's fill (used 137 of 258400 here),
 	// not the turn's usage. None is journaled, rather than a guess.
 	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
 		t.Errorf("usage %s, want none: the adapter reports none per turn; records:\n%s", jsonOf(u), dump(r, t, ref))
 	}
-	for _, rec := range r.records(t, ref) {
-		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
-			t.Errorf("message without the ACP session id: %+v", o.Native)
-		}
-	}
+	r.checkSessionIDs(t, ref)
 }
 
 // TestACPRealCodexACPPermission has the model run a command that asks to
@@ -1112,19 +1081,9 @@ func TestACPRealCodexACPPermission(t *testing.T) {
 	}})
 	dir := t.TempDir()
 	r := newRig(t, 5*time.Second)
-	ref := r.launchAdapter(t, "codex-acp", realagent.CodexEnv(t, srv.URL()), dir, "Make the file")
-	r.awaitReal(t, ref, srv, "permission request", func() bool {
-		if r.turnsEnded(t, ref) > 0 {
-			t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
-		}
-		return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
-	})
+	ref := r.launchReal(t, "codex-acp", "codex-acp", realagent.CodexEnv(t, srv.URL()), dir, "Make the file")
 	// codex-acp names the request after the model's call id.
-	req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
-	if req.RequestID != "call_touch" || req.Kind != string(eventstore.InputPermission) ||
-		!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
-		t.Fatalf("permission request %s, want one for call_touch offering allow and deny", jsonOf(req))
-	}
+	req := r.awaitPermission(t, ref, srv, "call_touch")
 	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err == nil {
 		t.Fatal("the command ran before the answer")
 	}

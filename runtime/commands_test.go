@@ -282,7 +282,7 @@ func TestClaudeAdvertisedCommandsAreAdapterScoped(t *testing.T) {
 func TestACPAdvertisedCommandsOfARealAdapter(t *testing.T) {
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: "Done.", Usage: modelserver.Usage{InputTokens: 10, OutputTokens: 2}}}})
 	r := newRig(t, 5*time.Second)
-	ref := r.launchAdapter(t, "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say done")
+	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say done")
 	r.awaitReal(t, ref, srv, "advertised commands", func() bool { return len(r.replay(t, ref).AdvertisedMessages) > 0 })
 	st := r.replay(t, ref)
 	for _, d := range st.AdvertisedMessages {
