@@ -438,6 +438,44 @@ func sessionOf(t *testing.T, r *rig, ref eventstore.Reference) string {
 	return ""
 }
 
+// forkReal forks parent at end, the end of its turn one, with "prompt
+// three", and waits for the fork's turn: the fork must link to the parent
+// with history, hold none of the parent's turn two in its model request,
+// and name a session of its own. It returns the fork and that request.
+func forkReal(t *testing.T, r *rig, srv *modelserver.Server, parent eventstore.Reference, end uint64, env []string, history eventstore.History) (eventstore.Reference, string) {
+	t.Helper()
+	fork, err := r.rt.Fork(context.Background(), runtime.ForkRequest{Parent: parent.AgentExecutionID, At: end, Prompt: "prompt three", Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := header(t, r, fork); h.ForkedFrom == nil || h.ForkedFrom.History != history {
+		t.Fatalf("fork's link %+v, want history %s", h.ForkedFrom, history)
+	}
+	waitTurnsReal(t, r, fork, 1)
+	got := lastRequest(t, srv)
+	for _, after := range []string{"prompt two", "answer two"} {
+		if strings.Contains(got, after) {
+			t.Errorf("the fork's model request holds %q, from after the fork point:\n%s", after, got)
+		}
+	}
+	if s, ps := sessionOf(t, r, fork), sessionOf(t, r, parent); s == "" || s == ps {
+		t.Errorf("fork's session %q, want a new one (the parent's is %q)", s, ps)
+	}
+	return fork, got
+}
+
+// resumeReal resumes the stopped parent with "prompt four" and waits for
+// its turn; it returns the resumed run and its model request.
+func resumeReal(t *testing.T, r *rig, srv *modelserver.Server, parent eventstore.Reference, env []string) (eventstore.Reference, string) {
+	t.Helper()
+	resumed, err := r.rt.Resume(context.Background(), runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "prompt four", Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTurnsReal(t, r, resumed, 1)
+	return resumed, lastRequest(t, srv)
+}
+
 func stopAndWait(t *testing.T, r *rig, ref eventstore.Reference) {
 	t.Helper()
 	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
@@ -458,27 +496,11 @@ func TestForkRealClaude(t *testing.T) {
 
 	// The parent still runs, waiting after turn two: a fork at the end of
 	// turn one is a completed turn.
-	fork, err := r.rt.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: end, Prompt: "prompt three", Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := header(t, r, fork); h.ForkedFrom == nil || h.ForkedFrom.History != eventstore.HistoryNative {
-		t.Fatalf("fork's link %+v, want history native", h.ForkedFrom)
-	}
-	waitTurnsReal(t, r, fork, 1)
-	got := lastRequest(t, srv)
+	fork, got := forkReal(t, r, srv, parent, end, env, eventstore.HistoryNative)
 	for _, want := range []string{"prompt one", "answer one", "prompt three"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the fork's model request lacks %q:\n%s", want, got)
 		}
-	}
-	for _, after := range []string{"prompt two", "answer two"} {
-		if strings.Contains(got, after) {
-			t.Errorf("the fork's model request holds %q, from after the fork point:\n%s", after, got)
-		}
-	}
-	if s, ps := sessionOf(t, r, fork), sessionOf(t, r, parent); s == "" || s == ps {
-		t.Errorf("fork's session %q, want a new one (the parent's is %q)", s, ps)
 	}
 	// Usage counts the fork's own turn only, not the parent's turns.
 	if st := r.replay(t, fork); st.Usage.OutputTokens == nil || *st.Usage.OutputTokens != 7 {
@@ -491,12 +513,7 @@ func TestForkRealClaude(t *testing.T) {
 		t.Fatalf("resume of the running parent: %v, want it refused as still running", err)
 	}
 	stopAndWait(t, r, parent)
-	resumed, err := r.rt.Resume(ctx, runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "prompt four", Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTurnsReal(t, r, resumed, 1)
-	got = lastRequest(t, srv)
+	resumed, got := resumeReal(t, r, srv, parent, env)
 	for _, want := range []string{"prompt one", "answer one", "prompt two", "answer two", "prompt four"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the resumed run's model request lacks %q:\n%s", want, got)
@@ -521,39 +538,17 @@ func TestForkRealCodex(t *testing.T) {
 	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
 		{Text: "answer one"}, {Text: "answer two"}, {Text: "answer three"}, {Text: "answer four"}}})
 	r, _ := newForkRig(t)
-	ctx := context.Background()
 	env, dir := realagent.CodexEnv(t, srv.URL()), t.TempDir()
 	parent, end := parentOfTwoTurns(t, r, "codex", realagent.Bin(t, "codex"), env, dir)
 
-	fork, err := r.rt.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: end, Prompt: "prompt three", Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := header(t, r, fork); h.ForkedFrom == nil || h.ForkedFrom.History != eventstore.HistoryReconstructed {
-		t.Fatalf("fork's link %+v, want history reconstructed", h.ForkedFrom)
-	}
-	waitTurnsReal(t, r, fork, 1)
-	got := lastRequest(t, srv)
+	fork, got := forkReal(t, r, srv, parent, end, env, eventstore.HistoryReconstructed)
 	if !inOrder(got, "prompt one", "answer one", "prompt three") {
 		t.Errorf("the fork's model request lacks turn one then prompt three:\n%s", got)
-	}
-	for _, after := range []string{"prompt two", "answer two"} {
-		if strings.Contains(got, after) {
-			t.Errorf("the fork's model request holds %q, from after the fork point:\n%s", after, got)
-		}
-	}
-	if s, ps := sessionOf(t, r, fork), sessionOf(t, r, parent); s == "" || s == ps {
-		t.Errorf("fork's thread %q, want a new one (the parent's is %q)", s, ps)
 	}
 	stopAndWait(t, r, fork)
 	stopAndWait(t, r, parent)
 
-	resumed, err := r.rt.Resume(ctx, runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "prompt four", Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTurnsReal(t, r, resumed, 1)
-	got = lastRequest(t, srv)
+	resumed, got := resumeReal(t, r, srv, parent, env)
 	if !inOrder(got, "prompt one", "answer one", "prompt two", "answer two", "prompt four") {
 		t.Errorf("the resumed run's model request lacks the whole thread then prompt four:\n%s", got)
 	}
