@@ -95,13 +95,9 @@ func TestClaudeCaptures(t *testing.T) {
 // TestClaudeRealCaptures pins what the parser makes of Claude Code 2.1.328's
 // own output (testdata/real, see its README).
 func TestClaudeRealCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
-		capture: "real/toolfail.jsonl",
-		want: []string{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
+		Capture: "real/toolfail.jsonl",
+		Want: []string{
 			"session 81db27d2-cc36-482e-af5a-1e4ca39243b2 2.1.328",
 			"message: Running a failing command.",
 			"activity executing command:echo about to fail; exit 3 tool=Bash call=Bash:started active=true",
@@ -115,8 +111,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "real/todo.jsonl",
-		want: []string{
+		Capture: "real/todo.jsonl",
+		Want: []string{
 			"session 8a243273-2810-4ecd-994a-3c74139616b3 2.1.328",
 			"message: Planning.",
 			"activity planning tool:TodoWrite tool=TodoWrite call=TodoWrite:started active=true",
@@ -133,8 +129,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 	}, {
 		// A TodoWrite the CLI refuses sets no plan; WebFetch and Grep
 		// target their URL and pattern.
-		capture: "real/tools-unavailable.jsonl",
-		want: []string{
+		Capture: "real/tools-unavailable.jsonl",
+		Want: []string{
 			"session ce0f5c38-ce58-4d29-afbb-8fda835365cf 2.1.328",
 			"message: Let me look.",
 			"activity executing command:ls /nonexistent-dir tool=Bash call=Bash:started active=true",
@@ -151,8 +147,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "real/webfetch-fails.jsonl",
-		want: []string{
+		Capture: "real/webfetch-fails.jsonl",
+		Want: []string{
 			"session 8469be8f-4b40-43bb-815f-cca7984f5fec 2.1.328",
 			"activity executing command:sleep 6; echo done tool=Bash call=Bash:started active=true",
 			"activity reviewing url:http://127.0.0.1:9/nothing tool=WebFetch call=WebFetch:started active=true",
@@ -164,8 +160,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "real/permission-deny.jsonl",
-		want: []string{
+		Capture: "real/permission-deny.jsonl",
+		Want: []string{
 			"session e2cec5e6-c1b7-4450-87c1-5bdd5549c2ba 2.1.328",
 			"message: I will run a command.",
 			"activity executing command:echo hello-from-tool && touch made-by-tool tool=Bash call=Bash:started active=true",
@@ -180,8 +176,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 		// system/permission_denied carries a message string where an
 		// assistant line has a message object: it must not make the line
 		// unreadable. The call fails with the reason.
-		capture: "real/shell-denied.jsonl",
-		want: []string{
+		Capture: "real/shell-denied.jsonl",
+		Want: []string{
 			"session 2aac67a5-7cf3-430e-aa16-a031abbef2f7 2.1.328",
 			"message: I will run a command.",
 			"activity executing command:echo hello-from-tool && touch made-by-tool tool=Bash call=Bash:started active=true",
@@ -192,8 +188,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "real/ask.jsonl",
-		want: []string{
+		Capture: "real/ask.jsonl",
+		Want: []string{
 			"session fe895e9e-caea-4f7d-a63b-676b4c1c077c 2.1.328",
 			"message: I need to ask.",
 			"activity executing tool:AskUserQuestion tool=AskUserQuestion call=AskUserQuestion:started active=true",
@@ -207,8 +203,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 	}, {
 		// The retry is a provider error; the text Claude Code writes in
 		// place of the reply is not a message, the result's claim says it.
-		capture: "real/error429.jsonl",
-		want: []string{
+		Capture: "real/error429.jsonl",
+		Want: []string{
 			"session c09ddd59-4bbc-4ea7-aabb-18a0a5ca0811 2.1.328",
 			"diagnostic provider-error",
 			"failed: API Error: Request rejected (429) · scripted 429 error",
@@ -217,8 +213,8 @@ func TestClaudeRealCaptures(t *testing.T) {
 	}, {
 		// /compact is a turn of its own: its result says the summary
 		// request's usage only in model_usage_since_last_result.
-		capture: "real/compact.jsonl",
-		want: []string{
+		Capture: "real/compact.jsonl",
+		Want: []string{
 			"session 94e48281-df8c-4b85-9738-ddfda85c1db2 2.1.328",
 			"message: First answer.",
 			"usage + in=130 out=3 total=133",
@@ -232,19 +228,7 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"completed: Second answer.",
 			"turn end",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestClaudeUsageIsTheServers: the running totals equal what the model

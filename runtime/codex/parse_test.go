@@ -11,13 +11,9 @@ import (
 )
 
 func TestCodexCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
-		capture: "agentcmd/stream-output-1.jsonl",
-		want: []string{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
+		Capture: "agentcmd/stream-output-1.jsonl",
+		Want: []string{
 			"session 019a2d7a-41c4-78b1-b7cc-a45d62a89cd5 ",
 			"message: 4",
 			"usage = in=2946 out=7 total=2953",
@@ -25,8 +21,8 @@ func TestCodexCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "agentcmd/stream-output-2.jsonl",
-		want: []string{
+		Capture: "agentcmd/stream-output-2.jsonl",
+		Want: []string{
 			"session 019a2d7a-6455-7170-a661-c6d8b94c630a ",
 			"activity executing command:bash -lc ls tool=command_execution call=command_execution:started active=true",
 			"activity call=command_execution:succeeded active=false",
@@ -36,8 +32,8 @@ func TestCodexCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "agentcmd/stream-output-3.jsonl",
-		want: []string{
+		Capture: "agentcmd/stream-output-3.jsonl",
+		Want: []string{
 			"session 019a2d7a-8e1c-7111-b1a6-8cec551a55a0 ",
 			"activity editing file:/private/tmp/codex-research-test/hello.txt tool=file_change call=file_change:started active=true",
 			"activity call=file_change:succeeded active=false",
@@ -48,34 +44,18 @@ func TestCodexCaptures(t *testing.T) {
 		},
 	}, {
 		// Started and cut off: nothing semantic yet.
-		capture: "agentcmd/stream-output-multi-1.jsonl",
-		want:    []string{"session 019a2d7b-c0ed-75a0-8908-de832785d47f "},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+		Capture: "agentcmd/stream-output-multi-1.jsonl",
+		Want:    []string{"session 019a2d7b-c0ed-75a0-8908-de832785d47f "},
+	}})
 }
 
 // TestCodexRealCaptures pins what the parser makes of Codex 0.169.0's own
 // output (testdata/real, see its README).
 func TestCodexRealCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
 		// A non-zero exit code fails the call, with the end of its output.
-		capture: "real/toolfail.jsonl",
-		want: []string{
+		Capture: "real/toolfail.jsonl",
+		Want: []string{
 			"session 01a20b39-2c2f-7c92-8e6c-4a686a695327 ",
 			"message: Running a failing command.",
 			"activity executing command:/bin/bash -lc 'echo about to fail; exit 3' tool=command_execution call=command_execution:started active=true",
@@ -91,8 +71,8 @@ func TestCodexRealCaptures(t *testing.T) {
 	}, {
 		// The list on item.started, then on item.updated; the same list
 		// on item.completed is not reported again.
-		capture: "real/todo.jsonl",
-		want: []string{
+		Capture: "real/todo.jsonl",
+		Want: []string{
 			"session 01a20b39-2b0b-78e3-9e72-e25113e25c34 ",
 			"message: Planning.",
 			"plan: [ ] Write the file; [ ] Run the tests",
@@ -105,23 +85,23 @@ func TestCodexRealCaptures(t *testing.T) {
 	}, {
 		// The error event and turn.failed report one failure, whose
 		// message is an API error body: one claim, with the body's message.
-		capture: "real/error400.jsonl",
-		want: []string{
+		Capture: "real/error400.jsonl",
+		Want: []string{
 			"session 01a20b39-2ebc-7970-8047-9457a0aaa292 ",
 			`failed: scripted 400 error | {"error":{"code":"invalid_request_error","message":"scripted 400 error","param":null,"type":"invalid_request_error"}}`,
 			"turn failed: scripted 400 error",
 		},
 	}, {
-		capture: "real/error429.jsonl",
-		want: []string{
+		Capture: "real/error429.jsonl",
+		Want: []string{
 			"session 01a20b39-2fb8-7a53-862e-83b966383d1e ",
 			"failed: exceeded retry limit, last status: 429 Too Many Requests",
 			"turn failed: exceeded retry limit, last status: 429 Too Many Requests",
 		},
 	}, {
 		// Each reconnection is a provider error the turn went on after.
-		capture: "real/error500-defaultretries.jsonl",
-		want: []string{
+		Capture: "real/error500-defaultretries.jsonl",
+		Want: []string{
 			"session 01a20b2c-6f5e-7ec1-8e14-78dcc61c2d6d ",
 			"diagnostic provider-error",
 			"diagnostic provider-error",
@@ -135,27 +115,15 @@ func TestCodexRealCaptures(t *testing.T) {
 		// A resumed thread's first turn.completed counts the turns of the
 		// process before it (100 + 180 prompt tokens, 4 + 5 output): the
 		// totals are the thread's, reported as cumulative.
-		capture: "real/resume-2.jsonl",
-		want: []string{
+		Capture: "real/resume-2.jsonl",
+		Want: []string{
 			"session 01a20b31-2151-7551-afea-cdc5447af56d ",
 			"message: Second run answer, resumed.",
 			"usage = in=280 out=9 total=289",
 			"completed: Second run answer, resumed.",
 			"turn end",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCodexResumeUsage: the runtime folds a resumed process's cumulative

@@ -68,16 +68,12 @@ func TestCopilotCaptures(t *testing.T) {
 // TestCopilotRealCaptures pins what the parser makes of Copilot CLI
 // 1.0.102's own output (testdata/real, see its README).
 func TestCopilotRealCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
 		// A shell command that exits non-zero is reported as a success
 		// with its exit code: the call failed. A tool error fails the call
 		// with its message.
-		capture: "real/toolfail.jsonl",
-		want: []string{
+		Capture: "real/toolfail.jsonl",
+		Want: []string{
 			"message: Running a failing command.",
 			"activity executing command:echo about to fail; exit 3 tool=bash call=bash:started active=true",
 			`activity call=bash:failed exit=3 error="about to fail" active=false`,
@@ -91,8 +87,8 @@ func TestCopilotRealCaptures(t *testing.T) {
 		},
 	}, {
 		// The todo list lives in the sql tool's todos table.
-		capture: "real/todo.jsonl",
-		want: []string{
+		Capture: "real/todo.jsonl",
+		Want: []string{
 			"message: Planning.",
 			"activity planning tool:sql tool=sql call=sql:started active=true",
 			"activity call=sql:succeeded active=false",
@@ -107,15 +103,15 @@ func TestCopilotRealCaptures(t *testing.T) {
 		},
 	}, {
 		// The session's error is the reason of the run's failure, once.
-		capture: "real/error400.jsonl",
-		want: []string{
+		Capture: "real/error400.jsonl",
+		Want: []string{
 			"session 656fe6b2-d858-44d7-bb83-84c5cfa12ed5 ",
 			"failed: 400 scripted 400 error | exit code 1",
 			"turn failed: 400 scripted 400 error",
 		},
 	}, {
-		capture: "real/error500.jsonl",
-		want: []string{
+		Capture: "real/error500.jsonl",
+		Want: []string{
 			"diagnostic provider-error",
 			"diagnostic provider-error",
 			"diagnostic provider-error",
@@ -126,26 +122,14 @@ func TestCopilotRealCaptures(t *testing.T) {
 			"turn failed: Failed to get response from the AI model; retried 5 times (total retry wait time: 15.40 seconds) (Request-ID req_modelserver) Last error: 500 scripted 500 error",
 		},
 	}, {
-		capture: "real/session-id-new.jsonl",
-		want: []string{
+		Capture: "real/session-id-new.jsonl",
+		Want: []string{
 			"message: First run answer.",
 			"session 11111111-2222-4333-8444-555555555555 ",
 			"completed: First run answer.",
 			"turn end",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCopilotRetryMessage: a retry names what the failed call answered.
