@@ -599,12 +599,7 @@ func TestACPForkStaysReconstructed(t *testing.T) {
 // message in the journal, and the turn ends.
 func TestACPRealCopilot(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
-	const text = "Hello from the scripted model over ACP. All done."
-	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
-	r := newRig(t, 5*time.Second)
-	ref := r.launchReal(t, "copilot-acp", "copilot", realagent.CopilotEnv(t, srv.URL()), t.TempDir(), "Say hello")
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
-	r.checkOneMessage(t, ref, srv, text)
+	r, ref, _ := sayHello(t, "copilot-acp", "copilot", realagent.CopilotEnv, usage)
 	// Copilot CLI's prompt response carries the turn's usage: exactly what
 	// the model server counted.
 	r.checkUsage(t, ref, usage)
@@ -650,6 +645,23 @@ func (r *rig) awaitReal(t *testing.T, ref eventstore.Reference, srv *modelserver
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// helloText is the model's one answer in sayHello's script.
+const helloText = "Hello from the scripted model over ACP. All done."
+
+// sayHello runs the real agent bin through agent's preset, with the
+// environment env makes for the model server, on a script of one turn
+// with usage: it prompts "Say hello", waits for the end of the turn and
+// checks that the model's text is one message.
+func sayHello(t *testing.T, agent, bin string, env func(testing.TB, string) []string, usage modelserver.Usage) (*rig, eventstore.Reference, *modelserver.Server) {
+	t.Helper()
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: helloText, Chunks: 5, Usage: usage}}})
+	r := newRig(t, 5*time.Second)
+	ref := r.launchReal(t, agent, bin, env(t, srv.URL()), t.TempDir(), "Say hello")
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+	r.checkOneMessage(t, ref, srv, helloText)
+	return r, ref, srv
 }
 
 // checkOneMessage fails the test unless the execution's messages are
@@ -723,13 +735,7 @@ func requestsOf(srv *modelserver.Server) string {
 // counts exactly, and the ACP session id is on the observations.
 func TestACPRealGemini(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
-	const text = "Hello from the scripted model over ACP. All done."
-	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
-	r := newRig(t, 5*time.Second)
-	ref := r.launchReal(t, "gemini", "gemini", realagent.GeminiEnv(t, srv.URL()), t.TempDir(), "Say hello")
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
-
-	r.checkOneMessage(t, ref, srv, text)
+	r, ref, srv := sayHello(t, "gemini", "gemini", realagent.GeminiEnv, usage)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIGemini || !conv[0].Stream {
 		t.Fatalf("conversation requests:\n%s\nwant one streamed Gemini request", requestsOf(srv))
@@ -956,13 +962,7 @@ func (r *rig) launchReal(t *testing.T, agent, bin string, env []string, dir, pro
 // session id is on the observations.
 func TestACPRealClaudeCodeACP(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
-	const text = "Hello from the scripted model over ACP. All done."
-	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
-	r := newRig(t, 5*time.Second)
-	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say hello")
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
-
-	r.checkOneMessage(t, ref, srv, text)
+	r, ref, srv := sayHello(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv, usage)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIMessages || !conv[0].Stream {
 		t.Fatalf("conversation requests:\n%s\nwant one streamed Anthropic request", requestsOf(srv))
@@ -1045,13 +1045,7 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 // observations.
 func TestACPRealCodexACP(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30}
-	const text = "Hello from the scripted model over ACP. All done."
-	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 5, Usage: usage}}})
-	r := newRig(t, 5*time.Second)
-	ref := r.launchReal(t, "codex-acp", "codex-acp", realagent.CodexEnv(t, srv.URL()), t.TempDir(), "Say hello")
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
-
-	r.checkOneMessage(t, ref, srv, text)
+	r, ref, srv := sayHello(t, "codex-acp", "codex-acp", realagent.CodexEnv, usage)
 	conv := srv.Conversation()
 	if len(conv) != 1 || conv[0].API != modelserver.APIResponses || conv[0].Model != realagent.CodexModel {
 		t.Fatalf("conversation requests:\n%s\nwant one Responses request for %s", requestsOf(srv), realagent.CodexModel)

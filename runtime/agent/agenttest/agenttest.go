@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -444,29 +442,4 @@ func Payloads[T eventstore.SignalPayload](evs []agent.Event) []T {
 		}
 	}
 	return out
-}
-
-// CaptureCase is what a parser must make of one capture under testdata.
-type CaptureCase struct {
-	Capture string   // the capture's name, as CapturesByName keys it
-	Want    []string // the events, as Describe writes them
-}
-
-// CheckCaptures checks, in a subtest a case, that the events a's parser
-// makes of each case's capture are the case's.
-func CheckCaptures(t *testing.T, a agent.Agent, cases []CaptureCase) {
-	t.Helper()
-	c := CapturesByName(t)
-	for _, tt := range cases {
-		t.Run(tt.Capture, func(t *testing.T) {
-			lines, ok := c[tt.Capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.Capture)
-			}
-			got := DescribeAll(Parse(t, a, lines...))
-			if diff := cmp.Diff(tt.Want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
