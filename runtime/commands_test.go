@@ -16,7 +16,6 @@ import (
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/fixtures/modelserver"
 	"github.com/agentjournal/agentjournal/fixtures/realagent"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -51,19 +50,9 @@ func recordAt(t *testing.T, r *rig, ref eventstore.Reference, seq uint64) events
 // is recorded the way its target is, terminal input is never journaled and
 // a parse failure the operator saw is a diagnostic observation.
 func TestMissionNativeCommandsReachTheirEffects(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	terms := terminal.NewRegistry(nil)
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: time.Second, Snapshots: true, Terminals: terms,
+	r := storeRig(t, runtime.Config{StopGrace: time.Second, Snapshots: true, Terminals: terminal.NewRegistry(nil),
 		RecordingDir: filepath.Join(t.TempDir(), "recordings")})
-	t.Cleanup(func() {
-		rt.Close(context.Background())
-		terms.Close()
-	})
-	r := &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+	rt := r.rt
 	dir := gitRepo(t, map[string]string{"widget.go": "package w\n\nfunc Widget() int { return 1 }\n", "use.go": "package w\n\nvar x = Widget()\n"})
 	ref, err := rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd",
 		Agent: "generic", Posture: eventstore.PostureStructuredInteractive, Command: []string{r.agent, "wait"}, Dir: dir})

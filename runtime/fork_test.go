@@ -31,9 +31,7 @@ func newForkRig(t *testing.T) (*rig, string) {
 	t.Helper()
 	r := newRig(t, 5*time.Second)
 	dataDir := t.TempDir()
-	rt := runtime.New(runtime.Config{Store: r.store, StopGrace: 5 * time.Second, WorkspaceDir: dataDir})
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	r.rt = rt
+	r.rt = startRuntime(t, runtime.Config{Store: r.store, StopGrace: 5 * time.Second, WorkspaceDir: dataDir})
 	return r, dataDir
 }
 

@@ -12,10 +12,7 @@ import (
 func internalStore(t *testing.T) *eventstore.JetStreamStore {
 	t.Helper()
 	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
 	return s
 }
 

@@ -16,21 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
 // newSnapshotRig is a rig whose runtime takes workspace snapshots.
 func newSnapshotRig(t *testing.T) *rig {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: 5 * time.Second, Snapshots: true})
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+	return storeRig(t, runtime.Config{StopGrace: 5 * time.Second, Snapshots: true})
 }
 
 // gitRepo makes a work tree with one commit of files.
