@@ -156,13 +156,9 @@ func TestCodexNativeIDs(t *testing.T) {
 }
 
 func TestCodexSynthetic(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []string
-		want  []string
-	}{{
-		name: "parallel commands complete in any order",
-		lines: []string{
+	agenttest.CheckLines(t, Agent{}, []agenttest.LineCase{{
+		Name: "parallel commands complete in any order",
+		Lines: []string{
 			`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"go test ./a","status":"in_progress"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"go test ./b","status":"in_progress"}}`,
 			`{"type":"item.updated","item":{"id":"item_2","type":"command_execution","command":"go test ./b","status":"in_progress"}}`,
@@ -170,22 +166,22 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"go test ./a","exit_code":0,"status":"completed"}}`,
 			`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"go test ./a","exit_code":0,"status":"completed"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing command:go test ./a tool=command_execution call=command_execution:started active=true",
 			"activity executing command:go test ./b tool=command_execution call=command_execution:started active=true",
 			`activity call=command_execution:failed exit=1 error="--- FAIL: TestB\nFAIL"`,
 			"activity call=command_execution:succeeded active=false",
 		},
 	}, {
-		name: "failed tools of every kind",
-		lines: []string{
+		Name: "failed tools of every kind",
+		Lines: []string{
 			`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}}`,
 			`{"type":"item.started","item":{"id":"i2","type":"mcp_tool_call","server":"gh","tool":"create_issue","arguments":{"title":"t"},"result":null,"error":null,"status":"in_progress"}}`,
 			`{"type":"item.completed","item":{"id":"i2","type":"mcp_tool_call","server":"gh","tool":"create_issue","arguments":{"title":"t"},"result":null,"error":{"message":"401 Unauthorized"},"status":"failed"}}`,
 			`{"type":"item.completed","item":{"id":"i3","type":"file_change","changes":[{"path":"/r/a","kind":"update"}],"status":"failed"}}`,
 			`{"type":"item.completed","item":{"id":"i4","type":"command_execution","command":"true","aggregated_output":"","exit_code":0,"status":"failed"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing command:rm -rf / tool=command_execution call=command_execution:started active=true",
 			`activity call=command_execution:failed error="the command was declined" active=false`,
 			"activity executing tool:gh.create_issue tool=gh.create_issue call=gh.create_issue:started active=true",
@@ -198,15 +194,15 @@ func TestCodexSynthetic(t *testing.T) {
 	}, {
 		// turn.completed reports the thread's running totals: the same
 		// totals twice add nothing, later totals replace (not add to) them.
-		name: "cumulative usage is not double counted",
-		lines: []string{
+		Name: "cumulative usage is not double counted",
+		Lines: []string{
 			`{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":80,"output_tokens":10}}`,
 			`{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":80,"output_tokens":10}}`,
 			`{"type":"turn.started"}`,
 			`{"type":"item.completed","item":{"id":"item_9","type":"agent_message","text":"second"}}`,
 			`{"type":"turn.completed","usage":{"input_tokens":250,"cached_input_tokens":200,"output_tokens":30,"reasoning_output_tokens":12}}`,
 		},
-		want: []string{
+		Want: []string{
 			"usage = in=100 out=10 total=110",
 			"completed: Codex completed the turn",
 			"turn end",
@@ -220,8 +216,8 @@ func TestCodexSynthetic(t *testing.T) {
 	}, {
 		// An error the turn goes on after is a provider error, reported
 		// with the next line; one that turn.failed repeats is the claim.
-		name: "errors and failures",
-		lines: []string{
+		Name: "errors and failures",
+		Lines: []string{
 			`{"type":"error","message":"stream disconnected; retrying 1/5"}`,
 			`{"type":"item.completed","item":{"id":"item_3","type":"error","message":"command timed out"}}`,
 			`{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"message\":\"usage limit reached\"}}"}`,
@@ -232,7 +228,7 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"turn.failed","error":{"message":"{\"message\":\"plain body\"}"}}`,
 			`{"type":"turn.failed","error":{"message":"{not json"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic provider-error",
 			"diagnostic provider-error",
 			`failed: usage limit reached | {"type":"error","error":{"type":"usage_limit_reached","message":"usage limit reached"}}`,
@@ -248,8 +244,8 @@ func TestCodexSynthetic(t *testing.T) {
 			"turn failed: {not json",
 		},
 	}, {
-		name: "other tools",
-		lines: []string{
+		Name: "other tools",
+		Lines: []string{
 			`{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"fs","tool":"read_file","arguments":{"path":"/r/x.go"},"status":"in_progress"}}`,
 			`{"type":"item.started","item":{"id":"item_3","type":"web_search","query":"go fuzzing","action":{"type":"search","query":"go fuzzing"}}}`,
 			`{"type":"item.started","item":{"id":"item_5","type":"web_search","query":"","action":{"type":"open_page","url":"https://go.dev/doc/fuzz"}}}`,
@@ -257,7 +253,7 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"item.completed","item":{"id":"item_4","type":"file_change","changes":[{"path":"/r/a","kind":"update"},{"path":"/r/b","kind":"add"}],"status":"completed"}}`,
 			`{"type":"item.started","item":{"id":"item_7","type":"collab_tool_call","tool":"spawn_agent","sender_thread_id":"t","receiver_thread_ids":[],"agents_states":{},"status":"in_progress"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing tool:fs.read_file tool=fs.read_file call=fs.read_file:started active=true",
 			"activity reviewing search:go fuzzing tool=web_search call=web_search:started active=true",
 			"activity reviewing url:https://go.dev/doc/fuzz tool=web_search call=web_search:started active=true",
@@ -267,37 +263,29 @@ func TestCodexSynthetic(t *testing.T) {
 			"activity executing tool:spawn_agent tool=spawn_agent call=spawn_agent:started active=true",
 		},
 	}, {
-		name: "reasoning and metadata yield nothing but the session",
-		lines: []string{
+		Name: "reasoning and metadata yield nothing but the session",
+		Lines: []string{
 			`{"type":"thread.started","thread_id":"t"}`,
 			`{"type":"thread.started","thread_id":"t"}`,
 			`{"type":"item.completed","item":{"id":"item_1","type":"reasoning","text":"**thinking**"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"agent_message","text":""}}`,
 			`{"type":"item.started","item":{"id":"item_0","type":"todo_list","items":[]}}`,
 		},
-		want: []string{"session t "},
+		Want: []string{"session t "},
 	}, {
-		name: "unknown items and bad shapes",
-		lines: []string{
+		Name: "unknown items and bad shapes",
+		Lines: []string{
 			`{"type":"item.completed","item":{"id":"item_1","type":"hologram"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"hologram"}}`,
 			`{"type":"item.completed"}`,
 			`{"type":"turn.completed","usage":{"input_tokens":"many"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic unknown-event",
 			"diagnostic bad-event",
 			"diagnostic bad-event",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCodexFlush: an error event that is the last line is reported when the

@@ -266,3 +266,24 @@ func CheckCaptures(t *testing.T, a agent.Agent, cases []CaptureCase) {
 		})
 	}
 }
+
+// LineCase is what a parser must make of a few lines of output.
+type LineCase struct {
+	Name  string
+	Lines []string // the lines, without their newlines
+	Want  []string // the events, as Describe writes them
+}
+
+// CheckLines checks, in a subtest a case, that the events a's parser makes
+// of each case's lines are the case's.
+func CheckLines(t *testing.T, a agent.Agent, cases []LineCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			got := DescribeAll(Parse(t, a, Lines(tt.Lines...)...))
+			if diff := cmp.Diff(tt.Want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
