@@ -11,9 +11,7 @@ import (
 // internalStore opens the journal store on a fresh embedded server.
 func internalStore(t *testing.T) *eventstore.JetStreamStore {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	return s
+	return fixtures.OpenStore(t, fixtures.StartNATS(t))
 }
 
 // internalRuntime runs a runtime on cfg, closed when the test ends.
