@@ -693,6 +693,15 @@ func (r *rig) checkUsage(t *testing.T, ref eventstore.Reference, usage modelserv
 	}
 }
 
+// checkNoUsage fails the test when the execution has usage: an agent
+// that reports none, for why, has none journaled rather than a guess.
+func (r *rig) checkNoUsage(t *testing.T, ref eventstore.Reference, why string) {
+	t.Helper()
+	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
+		t.Errorf("usage %s, want none: %s; records:\n%s", jsonOf(u), why, dump(r, t, ref))
+	}
+}
+
 // checkPrompted fails the test unless the last user text of the model
 // request holds the prompt.
 func checkPrompted(t *testing.T, req modelserver.Request, prompt string) {
@@ -970,9 +979,7 @@ func TestACPRealClaudeCodeACP(t *testing.T) {
 	checkPrompted(t, conv[0], "Say hello")
 	// claude-code-acp 0.16.2 reports no usage: neither in session/prompt's
 	// response nor as a usage_update. None is journaled, rather than a guess.
-	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
-		t.Errorf("usage %s, want none: the adapter reports none; records:\n%s", jsonOf(u), dump(r, t, ref))
-	}
+	r.checkNoUsage(t, ref, "the adapter reports none")
 	r.checkSessionIDs(t, ref)
 }
 
@@ -1054,9 +1061,7 @@ func TestACPRealCodexACP(t *testing.T) {
 	// codex-acp 0.16.0 answers session/prompt with a stop reason only; its
 	// usage_update is the context window's fill (used 137 of 258400 here),
 	// not the turn's usage. None is journaled, rather than a guess.
-	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
-		t.Errorf("usage %s, want none: the adapter reports none per turn; records:\n%s", jsonOf(u), dump(r, t, ref))
-	}
+	r.checkNoUsage(t, ref, "the adapter reports none per turn")
 	r.checkSessionIDs(t, ref)
 }
 
