@@ -622,6 +622,10 @@ func dump(r *rig, t *testing.T, ref eventstore.Reference) string {
 func describeRecord(rec eventstore.Record) string {
 	switch x := rec.(type) {
 	case *eventstore.Observation:
+		// An observation without a signal carries raw text (or a payload).
+		if x.Signal == nil {
+			return x.RawText
+		}
 		return string(x.Signal.Type) + " " + jsonOf(x.Signal.Payload)
 	case *eventstore.MessageDelivery:
 		return string(x.Status) + " " + x.Reason
