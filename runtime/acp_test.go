@@ -19,6 +19,9 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/fixtures/modelserver"
+	"github.com/agentjournal/agentjournal/fixtures/realagent"
+	"github.com/agentjournal/agentjournal/runtime/acp"
 )
 
 // launchACP runs the scripted ACP agent through the acp adapter, in dir,
@@ -433,4 +436,676 @@ func TestACPTerminalRunsInTheWorkingDirectory(t *testing.T) {
 	}
 	r.rt.Stop(context.Background(), ref.AgentExecutionID)
 	r.wait(t, ref)
+}
+
+// acpParent runs one turn of the scripted ACP agent keeping its sessions
+// in sessions ("say answer one"), stops it, and returns it with the ACP
+// session its messages name.
+func acpParent(t *testing.T, r *rig, dir string, args ...string) (eventstore.Reference, string) {
+	t.Helper()
+	ref := r.launchACP(t, dir, eventstore.ShapeConversation, "say answer one", args...)
+	r.waitTurns(t, ref, 1)
+	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("parent lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+	}
+	return ref, messageSession(t, r, ref, "answer one")
+}
+
+// messageSession is the ACP session named by the agent message with text.
+func messageSession(t *testing.T, r *rig, ref eventstore.Reference, text string) string {
+	t.Helper()
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+			if m, ok := o.Signal.Payload.(*eventstore.MessageSignal); ok && m.Text == text && o.Native != nil {
+				return o.Native.SessionID
+			}
+		}
+	}
+	t.Fatalf("%s has no message %q with a session", ref.AgentExecutionID, text)
+	return ""
+}
+
+func statusPhases(r *rig, t *testing.T, ref eventstore.Reference) []string {
+	var out []string
+	for _, s := range observed[*eventstore.StatusSignal](r, t, ref) {
+		out = append(out, s.Phase)
+	}
+	return out
+}
+
+func TestACPResumeLoadsTheSession(t *testing.T) {
+	r := newRig(t, 2*time.Second)
+	ctx := context.Background()
+	dir, sessions := t.TempDir(), t.TempDir()
+	parent, session := acpParent(t, r, dir, "-sessions", sessions)
+
+	ref, err := r.rt.Resume(ctx, runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "history"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitTurns(t, ref, 1)
+	if h := header(t, r, ref); h.Resumes == nil || h.Resumes.History != eventstore.HistoryNative {
+		t.Fatalf("header resumes %+v, want history native", h.Resumes)
+	}
+	// The agent loaded the parent's session: it holds the parent's prompt
+	// and answer, and got nothing retold.
+	if got, want := messages(r, t, ref), []string{"history: held 2, retold 0"}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q (the replayed %q is the parent's, not journaled again)", got, want, "answer one")
+	}
+	if got := firstPrompt(t, r, ref); got != "history" {
+		t.Fatalf("first prompt %q, want the prompt alone", got)
+	}
+	loaded := observed[*eventstore.StatusSignal](r, t, ref)
+	if len(loaded) != 1 || loaded[0].Phase != acp.PhaseSessionLoaded || !strings.Contains(loaded[0].Summary, session) ||
+		!strings.Contains(loaded[0].Summary, "2 updates") {
+		t.Fatalf("status observations %+v, want one %s naming %s and its 2 replayed updates", loaded, acp.PhaseSessionLoaded, session)
+	}
+	if got := messageSession(t, r, ref, "history: held 2, retold 0"); got != session {
+		t.Fatalf("the resumed run's session %q, want the loaded %q", got, session)
+	}
+	if codes := diagnosticCodes(r, t, ref); len(codes) != 0 {
+		t.Fatalf("diagnostics %q, want none", codes)
+	}
+
+	// The next prompt continues the same session.
+	r.send(t, ref, "prompt", map[string]string{"text": "history"})
+	r.waitTurns(t, ref, 2)
+	if got := messages(r, t, ref); len(got) != 2 || got[1] != "history: held 4, retold 0" {
+		t.Fatalf("messages after the second prompt %q, want the session to hold 4", got)
+	}
+	if err := r.rt.Stop(ctx, ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, ref)
+	if files, _ := filepath.Glob(filepath.Join(sessions, "*.json")); len(files) != 1 {
+		t.Fatalf("the agent kept sessions %q, want the one session continued", files)
+	}
+}
+
+func TestACPResumeWithoutLoadSessionIsReconstructed(t *testing.T) {
+	r := newRig(t, 2*time.Second)
+	ctx := context.Background()
+	dir, sessions := t.TempDir(), t.TempDir()
+	parent, session := acpParent(t, r, dir, "-sessions", sessions, "-no-load-session")
+
+	ref, err := r.rt.Resume(ctx, runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: "history"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitTurns(t, ref, 1)
+	// A new session got the parent's prompt and answer retold.
+	if got, want := messages(r, t, ref), []string{"history: held 0, retold 2"}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+	if got := messageSession(t, r, ref, "history: held 0, retold 2"); got == session {
+		t.Fatalf("the resumed run's session is the parent's %q, want a new one", got)
+	}
+	// The header, written before the handshake, says native; the record
+	// right after the handshake says what happened.
+	if h := header(t, r, ref); h.Resumes == nil || h.Resumes.History != eventstore.HistoryNative {
+		t.Fatalf("header resumes %+v", h.Resumes)
+	}
+	st := observed[*eventstore.StatusSignal](r, t, ref)
+	if len(st) != 1 || st[0].Phase != acp.PhaseHistoryReconstructed || !strings.Contains(st[0].Summary, session) ||
+		!strings.Contains(st[0].Summary, "does not offer session/load") {
+		t.Fatalf("status observations %+v, want one %s for %s", st, acp.PhaseHistoryReconstructed, session)
+	}
+	if err := r.rt.Stop(ctx, ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, ref)
+	files, _ := filepath.Glob(filepath.Join(sessions, "*.json"))
+	if len(files) != 2 {
+		t.Fatalf("the agent kept sessions %q, want the parent's and a new one", files)
+	}
+	// The parent's session is as it was.
+	b, err := os.ReadFile(filepath.Join(sessions, session+".json"))
+	if err != nil || strings.Contains(string(b), "history") {
+		t.Fatalf("the parent's session %s: %s %v, want it untouched", session, b, err)
+	}
+}
+
+func TestACPForkStaysReconstructed(t *testing.T) {
+	r, _ := newForkRig(t)
+	ctx := context.Background()
+	dir, sessions := t.TempDir(), t.TempDir()
+	parent, _ := acpParent(t, r, dir, "-sessions", sessions)
+	at := seqOfMessage(t, r, parent, "answer one")
+
+	ref, err := r.rt.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: at, Prompt: "history"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitTurns(t, ref, 1)
+	if h := header(t, r, ref); h.ForkedFrom == nil || h.ForkedFrom.History != eventstore.HistoryReconstructed {
+		t.Fatalf("header forkedFrom %+v, want history reconstructed", h.ForkedFrom)
+	}
+	if got, want := messages(r, t, ref), []string{"history: held 0, retold 2"}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+	if p := statusPhases(r, t, ref); len(p) != 0 {
+		t.Fatalf("status phases %q, want none (a fork never loads a session)", p)
+	}
+	r.rt.Stop(ctx, ref.AgentExecutionID)
+	r.wait(t, ref)
+}
+
+// TestACPRealCopilot runs the real Copilot CLI in ACP mode (copilot --acp,
+// the version fixtures/realagent pins) through the copilot-acp adapter,
+// against the scripted model server: the model's streamed text is one
+// message in the journal, and the turn ends.
+func TestACPRealCopilot(t *testing.T) {
+	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
+	r, ref, _ := sayHello(t, "copilot-acp", "copilot", realagent.CopilotEnv, usage)
+	// Copilot CLI's prompt response carries the turn's usage: exactly what
+	// the model server counted.
+	r.checkUsage(t, ref, usage)
+	// The ACP session id is captured like the other provider-native ids.
+	r.checkSessionIDs(t, ref)
+	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, ref)
+}
+
+func dump(r *rig, t *testing.T, ref eventstore.Reference) string {
+	out := ""
+	for _, rec := range r.records(t, ref) {
+		out += string(rec.Kind()) + " " + describeRecord(rec) + "\n"
+	}
+	return out
+}
+
+func describeRecord(rec eventstore.Record) string {
+	switch x := rec.(type) {
+	case *eventstore.Observation:
+		// An observation without a signal carries raw text (or a payload).
+		if x.Signal == nil {
+			return x.RawText
+		}
+		return string(x.Signal.Type) + " " + jsonOf(x.Signal.Payload)
+	case *eventstore.MessageDelivery:
+		return string(x.Status) + " " + x.Reason
+	case *eventstore.StateChanged:
+		return string(x.Lifecycle) + " " + x.Reason
+	}
+	return ""
+}
+
+// awaitReal waits, at most two minutes, until cond holds of the journal,
+// failing the test when the execution stops running first.
+func (r *rig) awaitReal(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 2 minutes; requests:\n%s\nrecords:\n%s", what, requestsOf(srv), dump(r, t, ref))
+		}
+		if st := r.replay(t, ref); st.Lifecycle != eventstore.LifecycleRunning {
+			t.Fatalf("lifecycle %s (%s) before %s; requests:\n%s\nrecords:\n%s", st.Lifecycle, st.LifecycleReason, what, requestsOf(srv), dump(r, t, ref))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// helloText is the model's one answer in sayHello's script.
+const helloText = "Hello from the scripted model over ACP. All done."
+
+// sayHello runs the real agent bin through agent's preset, with the
+// environment env makes for the model server, on a script of one turn
+// with usage: it prompts "Say hello", waits for the end of the turn and
+// checks that the model's text is one message.
+func sayHello(t *testing.T, agent, bin string, env func(testing.TB, string) []string, usage modelserver.Usage) (*rig, eventstore.Reference, *modelserver.Server) {
+	t.Helper()
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: helloText, Chunks: 5, Usage: usage}}})
+	r := newRig(t, 5*time.Second)
+	ref := r.launchReal(t, agent, bin, env(t, srv.URL()), t.TempDir(), "Say hello")
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+	r.checkOneMessage(t, ref, srv, helloText)
+	return r, ref, srv
+}
+
+// checkOneMessage fails the test unless the execution's messages are
+// the model's text, as one message.
+func (r *rig) checkOneMessage(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, text string) {
+	t.Helper()
+	if got := messages(r, t, ref); len(got) != 1 || got[0] != text {
+		t.Fatalf("messages %q, want the model's text as one message; requests:\n%s\nrecords:\n%s", got, requestsOf(srv), dump(r, t, ref))
+	}
+}
+
+// checkSessionIDs fails the test when a message observation lacks the ACP
+// session id.
+func (r *rig) checkSessionIDs(t *testing.T, ref eventstore.Reference) {
+	t.Helper()
+	for _, rec := range r.records(t, ref) {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil && o.Signal.Type == eventstore.SignalMessage && (o.Native == nil || o.Native.SessionID == "") {
+			t.Errorf("message without the ACP session id: %+v", o.Native)
+		}
+	}
+}
+
+// checkUsage fails the test unless the execution's usage is exactly what
+// the model server counted.
+func (r *rig) checkUsage(t *testing.T, ref eventstore.Reference, usage modelserver.Usage) {
+	t.Helper()
+	if u := r.replay(t, ref).Usage; u.InputTokens == nil || *u.InputTokens != usage.InputTokens || u.OutputTokens == nil || *u.OutputTokens != usage.OutputTokens {
+		t.Errorf("usage %s, want %d in and %d out; records:\n%s", jsonOf(u), usage.InputTokens, usage.OutputTokens, dump(r, t, ref))
+	}
+}
+
+// checkNoUsage fails the test when the execution has usage: an agent
+// that reports none, for why, has none journaled rather than a guess.
+func (r *rig) checkNoUsage(t *testing.T, ref eventstore.Reference, why string) {
+	t.Helper()
+	if u := r.replay(t, ref).Usage; u.InputTokens != nil || u.OutputTokens != nil {
+		t.Errorf("usage %s, want none: %s; records:\n%s", jsonOf(u), why, dump(r, t, ref))
+	}
+}
+
+// checkPrompted fails the test unless the last user text of the model
+// request holds the prompt.
+func checkPrompted(t *testing.T, req modelserver.Request, prompt string) {
+	t.Helper()
+	if users := req.UserTexts(); len(users) == 0 || !strings.Contains(users[len(users)-1], prompt) {
+		t.Errorf("last user text %q, want the prompt", users)
+	}
+}
+
+// awaitPermission waits for the agent's first permission request, failing
+// the test when the turn ends without one, and checks that it is the
+// request id and offers allow and deny.
+func (r *rig) awaitPermission(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, id string) *eventstore.NeedsInputSignal {
+	t.Helper()
+	r.awaitReal(t, ref, srv, "permission request", func() bool {
+		if r.turnsEnded(t, ref) > 0 {
+			t.Fatalf("the turn ended before a permission request; requests:\n%s\nrecords:\n%s", requestsOf(srv), dump(r, t, ref))
+		}
+		return len(observed[*eventstore.NeedsInputSignal](r, t, ref)) > 0
+	})
+	req := observed[*eventstore.NeedsInputSignal](r, t, ref)[0]
+	if req.RequestID != id || req.Kind != string(eventstore.InputPermission) ||
+		!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
+		t.Fatalf("permission request %s, want one for %s offering allow and deny", jsonOf(req), id)
+	}
+	return req
+}
+
+func requestsOf(srv *modelserver.Server) string {
+	var b strings.Builder
+	for _, req := range srv.Requests() {
+		b.WriteString(req.Method + " " + req.Path + "?" + req.Query + " " + string(req.Kind) + " " + req.Reason + req.Error + "\n")
+	}
+	return b.String()
+}
+
+// TestACPRealGemini runs the real Gemini CLI in ACP mode against the
+// scripted model server over the Gemini API: the model's streamed text is
+// one message in the journal, the turn's usage is the model server's
+// counts exactly, and the ACP session id is on the observations.
+func TestACPRealGemini(t *testing.T) {
+	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
+	r, ref, srv := sayHello(t, "gemini", "gemini", realagent.GeminiEnv, usage)
+	conv := srv.Conversation()
+	if len(conv) != 1 || conv[0].API != modelserver.APIGemini || !conv[0].Stream {
+		t.Fatalf("conversation requests:\n%s\nwant one streamed Gemini request", requestsOf(srv))
+	}
+	checkPrompted(t, conv[0], "Say hello")
+	r.checkUsage(t, ref, usage)
+	r.checkSessionIDs(t, ref)
+}
+
+// TestACPRealGeminiTools has the model read a file of the working
+// directory, then overwrite another: the read runs at once; the write waits
+// for a permission request answered through the journal, and goes through
+// the client's fs/write_text_file when allowed. (Gemini CLI 0.61.0 cannot
+// create a new file through the client: it takes no error answer to its
+// existence check as "not found", so the file is there beforehand.)
+func TestACPRealGeminiTools(t *testing.T) {
+	for _, tt := range []struct {
+		answer, content string
+		denied          bool
+	}{
+		{eventstore.AnswerAllow, "written by the model\n", false},
+		{eventstore.AnswerDeny, "old\n", true},
+	} {
+		t.Run(tt.answer, func(t *testing.T) {
+			srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+				{ToolCalls: []modelserver.ToolCall{{ID: "call_read", Name: "read_file", Input: map[string]any{"file_path": "notes.txt"}}},
+					Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+				{Text: "I will write it down.", ToolCalls: []modelserver.ToolCall{{ID: "call_write", Name: "write_file",
+					Input: map[string]any{"file_path": "out.txt", "content": "written by the model\n"}}},
+					Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 20}},
+				{Text: "Done.", Usage: modelserver.Usage{InputTokens: 300, OutputTokens: 3}},
+			}})
+			dir := t.TempDir()
+			for name, text := range map[string]string{"notes.txt": "the secret is 42\n", "out.txt": "old\n"} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := newRig(t, 5*time.Second)
+			ref := r.launchReal(t, "gemini", "gemini", realagent.GeminiEnv(t, srv.URL()), dir, "Copy the notes")
+			// Gemini CLI names the call after the tool and the model's call id.
+			req := r.awaitPermission(t, ref, srv, "write_file__call_write")
+			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "old\n" {
+				t.Fatalf("out.txt is %q before the answer, want it untouched", b)
+			}
+			if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": tt.answer}); ack.Delivery != eventstore.DeliveryDelivered {
+				t.Fatalf("answer: %+v", ack)
+			}
+			r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != tt.content {
+				t.Errorf("out.txt is %q, want %q", b, tt.content)
+			}
+			if got, want := messages(r, t, ref), []string{"I will write it down.", "Done."}; !slices.Equal(got, want) {
+				t.Errorf("messages %q, want %q", got, want)
+			}
+			var calls []eventstore.ToolCall
+			reviewed, edited := false, false
+			for _, rec := range r.records(t, ref) {
+				a, ok := rec.(*eventstore.ActivityUpdated)
+				if !ok {
+					continue
+				}
+				if a.ToolCall != nil && a.ToolCall.ID == "read_file__call_read" {
+					calls = append(calls, *a.ToolCall)
+				}
+				if a.CurrentTarget != nil && a.CurrentTarget.Path == filepath.Join(dir, "notes.txt") && a.Activity == eventstore.ActivityReviewing {
+					reviewed = true
+				}
+				if a.CurrentTarget != nil && a.CurrentTarget.Path == filepath.Join(dir, "out.txt") && a.Activity == eventstore.ActivityEditing {
+					edited = true
+				}
+			}
+			if len(calls) != 2 || calls[0].Status != eventstore.ToolCallStarted || calls[1].Status != eventstore.ToolCallSucceeded || !reviewed {
+				t.Errorf("read_file calls %+v (notes.txt reviewed: %v), want started then succeeded, reviewing notes.txt", calls, reviewed)
+			}
+			if edited == tt.denied {
+				t.Errorf("out.txt edited through the client: %v, want %v", edited, !tt.denied)
+			}
+
+			conv := srv.Conversation()
+			if len(conv) != 3 || srv.Exhausted() {
+				t.Fatalf("conversation requests:\n%s\nwant 3, the script played to its end", requestsOf(srv))
+			}
+			if res, ok := conv[1].ToolResult("call_read"); !ok || res.IsError || res.Content != "the secret is 42\n" {
+				t.Errorf("read_file result %+v (found %v), want the file's text", res, ok)
+			}
+			if res, ok := conv[2].ToolResult("call_write"); !ok || res.IsError != tt.denied {
+				t.Errorf("write_file result %+v (found %v), want is-error %v", res, ok, tt.denied)
+			}
+			// The turn's usage is the sum of its three model calls.
+			if u := r.replay(t, ref).Usage; u.InputTokens == nil || *u.InputTokens != 600 || u.OutputTokens == nil || *u.OutputTokens != 33 {
+				t.Errorf("usage %s, want 600 in and 33 out", jsonOf(u))
+			}
+		})
+	}
+}
+
+// TestACPRealGeminiResume resumes a real Gemini CLI execution: Gemini CLI
+// offers loadSession, so the resumed run sends session/load; the history
+// it replays is not journaled again, a failed load falls back to a
+// retelling recorded as such, and the model's next request holds the
+// earlier turn.
+func TestACPRealGeminiResume(t *testing.T) {
+	const (
+		first  = "Remember the word pineapple."
+		noted  = "Noted: the word is pineapple."
+		second = "Which word did I ask you to remember?"
+		answer = "You asked me to remember pineapple."
+	)
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: noted, Usage: modelserver.Usage{InputTokens: 50, OutputTokens: 7}},
+		{Text: answer, Usage: modelserver.Usage{InputTokens: 80, OutputTokens: 8}},
+	}})
+	r := newRig(t, 5*time.Second)
+	ctx := context.Background()
+	// The same home for both runs: Gemini CLI keeps its sessions there.
+	env := realagent.GeminiEnv(t, srv.URL())
+	dir := t.TempDir()
+	parent, err := r.rt.Launch(ctx, runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-gemini",
+		Agent: "gemini", Command: []string{realagent.Bin(t, "gemini")}, Env: env, Prompt: first, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitReal(t, parent, srv, "end of the first turn", func() bool { return r.turnsEnded(t, parent) >= 1 })
+	// Gemini CLI writes its session file after the turn's end: stopped
+	// before, it has no session to load.
+	r.awaitReal(t, parent, srv, "Gemini CLI's session file", func() bool {
+		files, _ := filepath.Glob(filepath.Join(homeOf(env), ".gemini", "tmp", "*", "chats", "session-*"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), noted) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := r.rt.Stop(ctx, parent.AgentExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, parent)
+	session := messageSession(t, r, parent, noted)
+
+	ref, err := r.rt.Resume(ctx, runtime.ResumeRequest{Execution: parent.AgentExecutionID, Prompt: second, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.rt.Stop(context.Background(), ref.AgentExecutionID)
+		r.wait(t, ref)
+	})
+	r.awaitReal(t, ref, srv, "end of the resumed turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+	if h := header(t, r, ref); h.Resumes == nil || h.Resumes.History != eventstore.HistoryNative {
+		t.Fatalf("header resumes %+v, want history native", h.Resumes)
+	}
+	if got := messages(r, t, ref); !slices.Equal(got, []string{answer}) {
+		t.Fatalf("messages %q, want only the new answer (the replayed %q is the parent's); records:\n%s", got, noted, dump(r, t, ref))
+	}
+	// Gemini CLI 0.61.0 offers loadSession, but a new process's
+	// session/load first rewrites the session's record with a fresh
+	// context and then looks it up: mostly it finds nothing resumable
+	// ("No previous sessions found for this project") and the run falls
+	// back to a retelling, recorded so; when the lookup wins, it loads the
+	// session and replays it after its answer.
+	st := observed[*eventstore.StatusSignal](r, t, ref)
+	if len(st) != 1 {
+		t.Fatalf("status observations %+v, want one; records:\n%s", st, dump(r, t, ref))
+	}
+	switch st[0].Phase {
+	case acp.PhaseSessionLoaded:
+		if got := messageSession(t, r, ref, answer); got != session {
+			t.Fatalf("the resumed run's session %q, want the loaded %q", got, session)
+		}
+	case acp.PhaseHistoryReconstructed:
+		if !strings.Contains(st[0].Summary, session) || !slices.Contains(diagnosticCodes(r, t, ref), "acp-load") {
+			t.Fatalf("fallback status %+v without an acp-load diagnostic; records:\n%s", st[0], dump(r, t, ref))
+		}
+	default:
+		t.Fatalf("status phase %q", st[0].Phase)
+	}
+	conv := srv.Conversation()
+	if len(conv) != 2 {
+		t.Fatalf("conversation requests:\n%s\nwant two", requestsOf(srv))
+	}
+	// Either way the model's second request holds the earlier turn, then
+	// the new prompt: loaded as the session, or retold.
+	raw := string(conv[1].Raw)
+	if !inOrder(raw, first, noted, second) {
+		t.Fatalf("the second model request does not hold the earlier turn, then the new prompt:\n%s", raw)
+	}
+}
+
+// homeOf is the HOME an environment sets.
+func homeOf(env []string) string {
+	home := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	return home
+}
+
+// launchReal runs the real agent bin (the version fixtures/realagent pins)
+// through agent's preset in dir, with env; it is stopped when the test ends.
+func (r *rig) launchReal(t *testing.T, agent, bin string, env []string, dir, prompt string) eventstore.Reference {
+	t.Helper()
+	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-" + agent,
+		Agent: agent, Command: []string{realagent.Bin(t, bin)}, Env: env, Prompt: prompt, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.rt.Stop(context.Background(), ref.AgentExecutionID)
+		r.wait(t, ref)
+	})
+	return ref
+}
+
+// TestACPRealClaudeCodeACP runs Claude Code through its ACP adapter
+// (claude-code-acp) against the scripted model server over the Anthropic
+// Messages API: the model's streamed text is one message in the journal,
+// no usage is journaled since the adapter reports none, and the ACP
+// session id is on the observations.
+func TestACPRealClaudeCodeACP(t *testing.T) {
+	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
+	r, ref, srv := sayHello(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv, usage)
+	conv := srv.Conversation()
+	if len(conv) != 1 || conv[0].API != modelserver.APIMessages || !conv[0].Stream {
+		t.Fatalf("conversation requests:\n%s\nwant one streamed Anthropic request", requestsOf(srv))
+	}
+	checkPrompted(t, conv[0], "Say hello")
+	// claude-code-acp 0.16.2 reports no usage: neither in session/prompt's
+	// response nor as a usage_update. None is journaled, rather than a guess.
+	r.checkNoUsage(t, ref, "the adapter reports none")
+	r.checkSessionIDs(t, ref)
+}
+
+// TestACPRealClaudeCodeACPPermission has the model run a command through
+// the adapter's Bash tool: the adapter asks for permission with
+// session/request_permission, the answer goes through the journal, and the
+// command then runs in the client's terminal, in the working directory.
+// The adapter sends the model's whole command line as terminal/create's
+// command, with no arguments, and the client runs that as one program: so
+// the model runs pwd, a command without arguments.
+func TestACPRealClaudeCodeACPPermission(t *testing.T) {
+	const text = "The command printed the working directory."
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I will run a command.", ToolCalls: []modelserver.ToolCall{{ID: "toolu_bash_1", Name: "mcp__acp__Bash",
+			Input: map[string]any{"command": "echo from-the-terminal && pwd", "description": "Print the working directory", "timeout": 20000}}},
+			Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30}},
+		{Text: text, Chunks: 2, Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12}},
+	}})
+	dir := t.TempDir()
+	r := newRig(t, 5*time.Second)
+	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), dir, "Run the command")
+	req := r.awaitPermission(t, ref, srv, "toolu_bash_1")
+	if n := len(srv.Conversation()); n != 1 {
+		t.Fatalf("%d conversation requests before the answer, want 1: the tool's result must wait for it", n)
+	}
+	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": eventstore.AnswerAllow}); ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("answer: %+v", ack)
+	}
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+	if got, want := messages(r, t, ref), []string{"I will run a command.", text}; !slices.Equal(got, want) {
+		t.Errorf("messages %q, want %q; records:\n%s", got, want, dump(r, t, ref))
+	}
+	conv := srv.Conversation()
+	if len(conv) != 2 || srv.Exhausted() {
+		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
+	}
+	// The adapter sends the model's shell line as terminal/create's
+	// command with no args: the client runs it through sh, in the
+	// working directory, and journals it as executing.
+	if res, ok := conv[1].ToolResult("toolu_bash_1"); !ok || res.IsError || !strings.Contains(res.Content, "from-the-terminal") || !strings.Contains(res.Content, dir) {
+		t.Errorf("tool result %+v (found %v), want the shell line's output, ending in the working directory %s", res, ok, dir)
+	}
+	executed := false
+	for _, rec := range r.records(t, ref) {
+		if a, ok := rec.(*eventstore.ActivityUpdated); ok && a.Activity == eventstore.ActivityExecuting && a.ToolCall == nil &&
+			a.CurrentTarget != nil && strings.Contains(a.CurrentTarget.Label, "from-the-terminal") {
+			executed = true
+		}
+	}
+	if !executed {
+		t.Errorf("no executing activity for the terminal command; records:\n%s", dump(r, t, ref))
+	}
+	var last *eventstore.ToolCall
+	for _, rec := range r.records(t, ref) {
+		if a, ok := rec.(*eventstore.ActivityUpdated); ok && a.ToolCall != nil && a.ToolCall.ID == "toolu_bash_1" {
+			last = a.ToolCall
+		}
+	}
+	if last == nil || last.Status != eventstore.ToolCallSucceeded {
+		t.Errorf("last state of the tool call %+v, want succeeded", last)
+	}
+}
+
+// TestACPRealCodexACP runs Codex through its ACP adapter (codex-acp)
+// against the scripted model server over the OpenAI Responses API, with
+// the model and provider CodexEnv's config.toml names: the model's streamed
+// text is one message in the journal, no usage is journaled since the
+// adapter reports none per turn, and the ACP session id is on the
+// observations.
+func TestACPRealCodexACP(t *testing.T) {
+	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30}
+	r, ref, srv := sayHello(t, "codex-acp", "codex-acp", realagent.CodexEnv, usage)
+	conv := srv.Conversation()
+	if len(conv) != 1 || conv[0].API != modelserver.APIResponses || conv[0].Model != realagent.CodexModel {
+		t.Fatalf("conversation requests:\n%s\nwant one Responses request for %s", requestsOf(srv), realagent.CodexModel)
+	}
+	checkPrompted(t, conv[0], "Say hello")
+	// codex-acp 0.16.0 answers session/prompt with a stop reason only; its
+	// usage_update is the context window's fill (used 137 of 258400 here),
+	// not the turn's usage. None is journaled, rather than a guess.
+	r.checkNoUsage(t, ref, "the adapter reports none per turn")
+	r.checkSessionIDs(t, ref)
+}
+
+// TestACPRealCodexACPPermission has the model run a command that asks to
+// leave the sandbox: codex-acp asks for permission with
+// session/request_permission and the answer goes through the journal.
+// Allowed, the command runs in the working directory and its output goes
+// back to the model.
+func TestACPRealCodexACPPermission(t *testing.T) {
+	const text = "The file is made."
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+		{ToolCalls: []modelserver.ToolCall{{ID: "call_touch", Name: "exec_command", Input: map[string]any{
+			"cmd": "touch made-by-tool && echo hello-from-tool", "sandbox_permissions": "require_escalated", "justification": "Make the file"}}},
+			Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 30}},
+		{Text: text, Usage: modelserver.Usage{InputTokens: 260, OutputTokens: 12}},
+	}})
+	dir := t.TempDir()
+	r := newRig(t, 5*time.Second)
+	ref := r.launchReal(t, "codex-acp", "codex-acp", realagent.CodexEnv(t, srv.URL()), dir, "Make the file")
+	// codex-acp names the request after the model's call id.
+	req := r.awaitPermission(t, ref, srv, "call_touch")
+	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err == nil {
+		t.Fatal("the command ran before the answer")
+	}
+	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": eventstore.AnswerAllow}); ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("answer: %+v", ack)
+	}
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+
+	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err != nil {
+		t.Errorf("the command did not run in the working directory: %v", err)
+	}
+	if got, want := messages(r, t, ref), []string{text}; !slices.Equal(got, want) {
+		t.Errorf("messages %q, want %q; records:\n%s", got, want, dump(r, t, ref))
+	}
+	conv := srv.Conversation()
+	if len(conv) != 2 || srv.Exhausted() {
+		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
+	}
+	if res, ok := conv[1].ToolResult("call_touch"); !ok || res.IsError || !strings.Contains(res.Content, "hello-from-tool") {
+		t.Errorf("tool result %+v (found %v), want the command's output", res, ok)
+	}
 }

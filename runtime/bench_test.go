@@ -47,10 +47,7 @@ func (l *latencyStore) Append(ctx context.Context, ref eventstore.Reference, r e
 // the same server, measured in the same run.
 func benchLatency(b *testing.B, req runtime.LaunchRequest, unit string) {
 	bus := fixtures.StartNATS(b)
-	s, err := eventstore.OpenJetStream(context.Background(), bus.JetStream(), eventstore.JetStreamConfig{Stream: bus.StreamName()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := fixtures.OpenStore(b, bus)
 	ls := &latencyStore{Store: s}
 	rt := runtime.New(runtime.Config{Store: ls})
 	defer rt.Close(context.Background())

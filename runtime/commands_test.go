@@ -16,7 +16,8 @@ import (
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/fixtures/modelserver"
+	"github.com/agentjournal/agentjournal/fixtures/realagent"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -49,19 +50,9 @@ func recordAt(t *testing.T, r *rig, ref eventstore.Reference, seq uint64) events
 // is recorded the way its target is, terminal input is never journaled and
 // a parse failure the operator saw is a diagnostic observation.
 func TestMissionNativeCommandsReachTheirEffects(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	terms := terminal.NewRegistry(nil)
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: time.Second, Snapshots: true, Terminals: terms,
+	r := storeRig(t, runtime.Config{StopGrace: time.Second, Snapshots: true, Terminals: terminal.NewRegistry(nil),
 		RecordingDir: filepath.Join(t.TempDir(), "recordings")})
-	t.Cleanup(func() {
-		rt.Close(context.Background())
-		terms.Close()
-	})
-	r := &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+	rt := r.rt
 	dir := gitRepo(t, map[string]string{"widget.go": "package w\n\nfunc Widget() int { return 1 }\n", "use.go": "package w\n\nvar x = Widget()\n"})
 	ref, err := rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd",
 		Agent: "generic", Posture: eventstore.PostureStructuredInteractive, Command: []string{r.agent, "wait"}, Dir: dir})
@@ -270,4 +261,32 @@ func TestClaudeAdvertisedCommandsAreAdapterScoped(t *testing.T) {
 	if _, err := commands.Resolve(v, "/not-a-claude-command", commands.FocusPrompt); err == nil {
 		t.Error("an unadvertised provider command resolved in the prompt box, want a parse error")
 	}
+}
+
+// TestACPAdvertisedCommandsOfARealAdapter: Claude Code through its ACP
+// adapter (claude-code-acp, as fixtures/realagent pins it), driven by the
+// scripted model server, sends available_commands_update; the journal
+// records the commands as adapter-scoped descriptors of claude-code-acp,
+// which completions offer.
+func TestACPAdvertisedCommandsOfARealAdapter(t *testing.T) {
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{{Text: "Done.", Usage: modelserver.Usage{InputTokens: 10, OutputTokens: 2}}}})
+	r := newRig(t, 5*time.Second)
+	ref := r.launchReal(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv(t, srv.URL()), t.TempDir(), "Say done")
+	r.awaitReal(t, ref, srv, "advertised commands", func() bool { return len(r.replay(t, ref).AdvertisedMessages) > 0 })
+	st := r.replay(t, ref)
+	for _, d := range st.AdvertisedMessages {
+		if d.Portability != eventstore.PortabilityAdapterScoped || d.AdapterID != "claude-code-acp" {
+			t.Fatalf("advertised descriptor %+v, want adapter-scoped of claude-code-acp", d)
+		}
+	}
+	offered := 0
+	for _, c := range commands.Complete(commands.ViewOf(st), "/", commands.FocusPrompt) {
+		if c.Portability == eventstore.PortabilityAdapterScoped && c.AdapterID == "claude-code-acp" {
+			offered++
+		}
+	}
+	if offered == 0 {
+		t.Errorf("completions offer none of the %d advertised commands", len(st.AdvertisedMessages))
+	}
+	t.Logf("claude-code-acp advertised %d commands", len(st.AdvertisedMessages))
 }

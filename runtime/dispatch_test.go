@@ -27,10 +27,7 @@ type queueRig struct {
 func newQueueRig(t *testing.T, limit int) *queueRig {
 	t.Helper()
 	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
 	q := &queueRig{rig: &rig{store: s, agent: fixtures.AgentBinary(t), hosted: filepath.Join(t.TempDir(), "hosted")},
 		queueDir: filepath.Join(t.TempDir(), "queue")}
 	q.rt = q.open(t, limit)

@@ -90,10 +90,7 @@ func TestRecoverAfterHostKilled(t *testing.T) {
 	exec.Command("pkill", "-f", agent+" sleep:60s").Run()
 
 	b := fixtures.StartNATSAt(t, dir)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
 	// Another host on the same log, sharing the hosted directory, runs an
 	// agent of its own: as far as the restarted host can tell from the
 	// log, that one is not live either.
@@ -134,16 +131,5 @@ func replayJournal(t *testing.T, s *eventstore.JetStreamStore, id string) *execu
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []eventstore.Record
-	for e, err := range s.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, e.Record)
-	}
-	st, err := execution.Replay(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return replayRecords(t, fixtures.ReadJournal(t, s, ref))
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -23,21 +22,10 @@ import (
 // bytes a file.
 func outputRig(t *testing.T, limit int64) (*rig, string) {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	terms := terminal.NewRegistry(nil)
 	data := t.TempDir()
 	out := filepath.Join(data, "agent-output")
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: time.Second, Terminals: terms,
-		RecordingDir: filepath.Join(data, "terminal-recordings"), OutputDir: out, OutputLimit: limit})
-	t.Cleanup(func() {
-		rt.Close(context.Background())
-		terms.Close()
-	})
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}, out
+	return storeRig(t, runtime.Config{StopGrace: time.Second, Terminals: terminal.NewRegistry(nil),
+		RecordingDir: filepath.Join(data, "terminal-recordings"), OutputDir: out, OutputLimit: limit}), out
 }
 
 // kept reads an execution's kept lines as "stream line", per stream: the

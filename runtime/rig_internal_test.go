@@ -11,12 +11,7 @@ import (
 // internalStore opens the journal store on a fresh embedded server.
 func internalStore(t *testing.T) *eventstore.JetStreamStore {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return fixtures.OpenStore(t, fixtures.StartNATS(t))
 }
 
 // internalRuntime runs a runtime on cfg, closed when the test ends.

@@ -40,21 +40,33 @@ type rig struct {
 
 func newRig(t *testing.T, grace time.Duration) *rig {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	terms := terminal.NewRegistry(nil)
 	recordings := filepath.Join(t.TempDir(), "terminal-recordings")
 	hosted := filepath.Join(t.TempDir(), "hosted")
 	output := filepath.Join(t.TempDir(), "output")
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: grace, Terminals: terms, RecordingDir: recordings, HostDir: hosted, OutputDir: output})
+	r := storeRig(t, runtime.Config{StopGrace: grace, Terminals: terminal.NewRegistry(nil), RecordingDir: recordings, HostDir: hosted, OutputDir: output})
+	r.recordings, r.hosted, r.output = recordings, hosted, output
+	return r
+}
+
+// storeRig is a rig whose runtime has cfg over a store of its own.
+func storeRig(t *testing.T, cfg runtime.Config) *rig {
+	t.Helper()
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
+	cfg.Store = s
+	return &rig{store: s, rt: startRuntime(t, cfg), agent: fixtures.AgentBinary(t)}
+}
+
+// startRuntime starts a runtime with cfg; it is closed, and then its
+// terminals if it has them, when the test ends.
+func startRuntime(t *testing.T, cfg runtime.Config) *runtime.Runtime {
+	rt := runtime.New(cfg)
 	t.Cleanup(func() {
 		rt.Close(context.Background())
-		terms.Close()
+		if cfg.Terminals != nil {
+			cfg.Terminals.Close()
+		}
 	})
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t), recordings: recordings, hosted: hosted, output: output}
+	return rt
 }
 
 // stderr returns what an execution's agent wrote on stderr, for a failure
@@ -101,29 +113,22 @@ func (r *rig) wait(t *testing.T, ref eventstore.Reference) *execution.State {
 
 func (r *rig) replay(t *testing.T, ref eventstore.Reference) *execution.State {
 	t.Helper()
-	var recs []eventstore.Record
-	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, e.Record)
-	}
+	return replayRecords(t, r.records(t, ref))
+}
+
+func (r *rig) records(t *testing.T, ref eventstore.Reference) []eventstore.Record {
+	t.Helper()
+	return fixtures.ReadJournal(t, r.store, ref)
+}
+
+// replayRecords is the state of the execution whose journal holds recs.
+func replayRecords(t *testing.T, recs []eventstore.Record) *execution.State {
+	t.Helper()
 	st, err := execution.Replay(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
-}
-
-func (r *rig) records(t *testing.T, ref eventstore.Reference) []eventstore.Record {
-	var recs []eventstore.Record
-	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, e.Record)
-	}
-	return recs
 }
 
 func TestLifecycleFollowsTheProcess(t *testing.T) {
@@ -675,11 +680,7 @@ func TestRecoverTakesOverAConversationBetweenTurns(t *testing.T) {
 	if diff := cmp.Diff(want, reasons); diff != "" {
 		t.Errorf("records of the take-over (-want +got):\n%s", diff)
 	}
-	st, err := execution.Replay(all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Lifecycle != eventstore.LifecycleRunning || st.Attention != eventstore.AttentionAwaitingOperator {
+	if st := replayRecords(t, all); st.Lifecycle != eventstore.LifecycleRunning || st.Attention != eventstore.AttentionAwaitingOperator {
 		t.Errorf("state %s/%s, want running and awaiting the operator", st.Lifecycle, st.Attention)
 	}
 }

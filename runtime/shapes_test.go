@@ -228,13 +228,9 @@ func (s *slowDeliveries) Append(ctx context.Context, ref eventstore.Reference, r
 // execution waits for the operator after it, never looks autonomous.
 func TestFastTurnEndsAfterItsStart(t *testing.T) {
 	b := fixtures.StartNATS(t)
-	js, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := fixtures.OpenStore(t, b)
 	store := &slowDeliveries{JetStreamStore: js, delay: 500 * time.Millisecond}
-	rt := runtime.New(runtime.Config{Store: store, StopGrace: time.Second, HostDir: filepath.Join(t.TempDir(), "hosted")})
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	rt := startRuntime(t, runtime.Config{Store: store, StopGrace: time.Second, HostDir: filepath.Join(t.TempDir(), "hosted")})
 	r := &rig{store: js, rt: rt, agent: fixtures.AgentBinary(t)}
 	turn := capture(t,
 		`{"type":"thread.started","thread_id":"th-7"}`,

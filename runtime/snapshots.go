@@ -109,9 +109,7 @@ func (rt *Runtime) snapshotSettled(p *process) {
 		return
 	}
 	s.mu.Lock()
-	for s.running {
-		s.idle.Wait()
-	}
+	s.settle()
 	s.mu.Unlock()
 }
 
@@ -123,9 +121,7 @@ func (rt *Runtime) snapshotNow(p *process, why string) {
 		return
 	}
 	s.mu.Lock()
-	for s.running {
-		s.idle.Wait()
-	}
+	s.settle()
 	s.running = true
 	s.mu.Unlock()
 	rt.snapshot(p, why)
@@ -133,6 +129,13 @@ func (rt *Runtime) snapshotNow(p *process, why string) {
 	s.running = false
 	s.idle.Broadcast()
 	s.mu.Unlock()
+}
+
+// settle waits, with s.mu held, until no snapshot is being taken.
+func (s *snapshots) settle() {
+	for s.running {
+		s.idle.Wait()
+	}
 }
 
 // snapshot takes one snapshot of the execution's working directory after

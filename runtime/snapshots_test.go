@@ -16,21 +16,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
 // newSnapshotRig is a rig whose runtime takes workspace snapshots.
 func newSnapshotRig(t *testing.T) *rig {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
+	return storeRig(t, runtime.Config{StopGrace: 5 * time.Second, Snapshots: true})
+}
+
+// launchShell launches a generic agent that runs script with sh in dir.
+func launchShell(t *testing.T, r *rig, ownerID, dir, script string) eventstore.Reference {
+	t.Helper()
+	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: ownerID,
+		Agent: "generic", Command: []string{"sh", "-c", script}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := runtime.New(runtime.Config{Store: s, StopGrace: 5 * time.Second, Snapshots: true})
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	return &rig{store: s, rt: rt, agent: fixtures.AgentBinary(t)}
+	return ref
+}
+
+// waitCompleted waits for the execution's end and fails the test unless
+// it completed.
+func waitCompleted(t *testing.T, r *rig, ref eventstore.Reference) {
+	t.Helper()
+	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+	}
 }
 
 // gitRepo makes a work tree with one commit of files.
@@ -148,11 +160,7 @@ func TestSnapshotsOfAGenericAgent(t *testing.T) {
 	dir := gitRepo(t, initial)
 	writeFiles(t, dir, map[string]string{"untracked.txt": "before\n"})
 	script := `read l; echo one > a.txt; rm gone.txt; read l; echo two > a.txt; echo new > b.txt; echo done`
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1",
-		Agent: "generic", Command: []string{"sh", "-c", script}, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := launchShell(t, r, "t-1", dir, script)
 	for _, text := range []string{"first", "second"} {
 		payload, _ := json.Marshal(map[string]string{"text": text})
 		if _, err := r.rt.SendMessage(context.Background(), ref.AgentExecutionID, runtime.SendMessageInput{Type: "prompt",
@@ -160,10 +168,7 @@ func TestSnapshotsOfAGenericAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := r.wait(t, ref)
-	if st.Lifecycle != eventstore.LifecycleCompleted {
-		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
-	}
+	waitCompleted(t, r, ref)
 	snaps := snapshotRecords(t, r, ref)
 	if len(snaps) != 2 {
 		t.Fatalf("%d snapshot records, want 2 (start, exit): %+v", len(snaps), snaps)
@@ -226,10 +231,7 @@ func TestSnapshotsAtTurnEnds(t *testing.T) {
 	if err := r.rt.Stop(context.Background(), ref.AgentExecutionID); err != nil {
 		t.Fatal(err)
 	}
-	st := r.wait(t, ref)
-	if st.Lifecycle != eventstore.LifecycleCompleted {
-		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
-	}
+	waitCompleted(t, r, ref)
 	want := []map[string]string{
 		{"a.txt": "zero\n", "c.txt": "c\n"},
 		{"a.txt": "one\n", "c.txt": "c\n"},
@@ -252,14 +254,8 @@ func TestSnapshotsAtTurnEnds(t *testing.T) {
 func TestNoSnapshotsOutsideAWorkTree(t *testing.T) {
 	r := newSnapshotRig(t)
 	dir := t.TempDir()
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-3",
-		Agent: "generic", Command: []string{"sh", "-c", "echo x > a.txt; echo done"}, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
-		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
-	}
+	ref := launchShell(t, r, "t-3", dir, "echo x > a.txt; echo done")
+	waitCompleted(t, r, ref)
 	if n := len(snapshotRecords(t, r, ref)); n != 0 {
 		t.Errorf("%d snapshot records outside a work tree, want 0", n)
 	}
@@ -281,14 +277,8 @@ func TestSnapshotFailureIsADiagnostic(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "agentjournal"), nil, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-4",
-		Agent: "generic", Command: []string{"sh", "-c", "echo b > b.txt; echo done"}, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
-		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
-	}
+	ref := launchShell(t, r, "t-4", dir, "echo b > b.txt; echo done")
+	waitCompleted(t, r, ref)
 	if n := len(snapshotRecords(t, r, ref)); n != 0 {
 		t.Errorf("%d snapshot records, want 0", n)
 	}
@@ -305,11 +295,7 @@ func TestSnapshotFailureIsADiagnostic(t *testing.T) {
 func TestSnapshotsOff(t *testing.T) {
 	r := newRig(t, time.Second)
 	dir := gitRepo(t, map[string]string{"a.txt": "a\n"})
-	ref, err := r.rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-5",
-		Agent: "generic", Command: []string{"sh", "-c", "echo b > b.txt"}, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := launchShell(t, r, "t-5", dir, "echo b > b.txt")
 	r.wait(t, ref)
 	if n := len(snapshotRecords(t, r, ref)); n != 0 {
 		t.Errorf("%d snapshot records with snapshots off, want 0", n)

@@ -151,49 +151,50 @@ func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed in
 	return c, nil
 }
 
+// The lines file holds two counts, big-endian uint64 each: the stdout
+// lines whose records are in the journal, then the stderr lines kept in
+// the execution's output file.
+const (
+	handledAt = 0
+	keptAt    = 8
+)
+
 // noteHandled records that the records of stdout line n are in the
 // journal. It is one 8-byte write in place, no sync: the fault it guards
 // against is the runtime's process dying, which leaves the page cache; a
 // line handled twice after a lost write appends nothing new (its records'
 // ids are the same).
-func (c *child) noteHandled(n int) {
-	if c.lines == nil {
-		return
-	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	c.lines.WriteAt(b[:], 0)
-}
+func (c *child) noteHandled(n int) { c.noteCount(handledAt, n) }
 
 // readHandled returns the count noteHandled last wrote, 0 when none.
-func readHandled(path string) int {
-	data, err := os.ReadFile(path)
-	if err != nil || len(data) < 8 {
-		return 0
-	}
-	return int(binary.BigEndian.Uint64(data))
-}
+func readHandled(path string) int { return readCount(path, handledAt) }
 
 // noteStderr records that stderr line n is in the execution's output file,
-// as noteHandled does for stdout, in the next 8 bytes: the spool is read
-// again from its start after a restart, and a line kept once is not kept
-// twice.
-func (c *child) noteStderr(n int) {
+// as noteHandled does for stdout: the spool is read again from its start
+// after a restart, and a line kept once is not kept twice.
+func (c *child) noteStderr(n int) { c.noteCount(keptAt, n) }
+
+// readKept returns the count noteStderr last wrote, 0 when none.
+func readKept(path string) int { return readCount(path, keptAt) }
+
+// noteCount writes n at offset at of the lines file, if the child has one.
+func (c *child) noteCount(at int64, n int) {
 	if c.lines == nil {
 		return
 	}
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(n))
-	c.lines.WriteAt(b[:], 8)
+	c.lines.WriteAt(b[:], at)
 }
 
-// readKept returns the count noteStderr last wrote, 0 when none.
-func readKept(path string) int {
+// readCount returns the count at offset at of the lines file at path, 0
+// when the file or the count is not there.
+func readCount(path string, at int64) int {
 	data, err := os.ReadFile(path)
-	if err != nil || len(data) < 16 {
+	if err != nil || int64(len(data)) < at+8 {
 		return 0
 	}
-	return int(binary.BigEndian.Uint64(data[8:]))
+	return int(binary.BigEndian.Uint64(data[at:]))
 }
 
 // followSupervised hands the spool's frames to the line readers, and

@@ -12,17 +12,6 @@ import (
 // captures.
 func TestReader(t *testing.T) { agenttest.TestReader(t, Agent{}) }
 
-// advertised returns the command lists the events advertise.
-func advertised(evs []agent.Event) [][]agent.Command {
-	var out [][]agent.Command
-	for _, e := range evs {
-		if e.Commands != nil {
-			out = append(out, e.Commands.List)
-		}
-	}
-	return out
-}
-
 // TestAdvertisedCommands: an ACP agent's available_commands_update becomes
 // one Commands event, sent again only when the list changes.
 func TestAdvertisedCommands(t *testing.T) {
@@ -36,7 +25,7 @@ func TestAdvertisedCommands(t *testing.T) {
 		{{Name: "research", Description: "Research the code base", Hint: "what to research"}, {Name: "plan", Description: "Make a plan"}},
 		{{Name: "plan", Description: "Make a plan"}},
 	}
-	if diff := cmp.Diff(want, advertised(agenttest.Parse(t, Agent{}, acpLines...))); diff != "" {
+	if diff := cmp.Diff(want, agenttest.Advertised(agenttest.Parse(t, Agent{}, acpLines...))); diff != "" {
 		t.Errorf("ACP advertised (-want +got):\n%s", diff)
 	}
 }

@@ -58,14 +58,36 @@ func Sorted(lineTypes []string) []string {
 	return out
 }
 
-// TurnMessages are the messages of CLIs that take one prompt per process.
-func TurnMessages(shape eventstore.SessionShape) []eventstore.MessageDescriptor {
+// TurnAgent is the part of an Agent's method set that every CLI taking
+// one prompt per process shares (Codex's exec, Copilot CLI's prompt mode).
+// The CLI's Agent embeds it and adds its names, its tool policy, its line
+// types and its driver.
+type TurnAgent struct{}
+
+// Capabilities: a process per turn resumes a session whole; it neither
+// forks one nor cuts it at a turn.
+func (TurnAgent) Capabilities() Capabilities {
+	return Capabilities{Protocol: ProtocolExec, NativeResume: true}
+}
+
+// Shapes: the CLI has a session of its own.
+func (TurnAgent) Shapes() []eventstore.SessionShape { return SessionShapes() }
+
+// Messages are a prompt, which starts the next process, and an interrupt.
+func (TurnAgent) Messages(shape eventstore.SessionShape) []eventstore.MessageDescriptor {
 	p := PromptMessage
 	p.Description = "The prompt of the next turn; it resumes the agent's session"
 	if shape == eventstore.ShapeOneShot {
 		p.Description = "The one prompt, given at launch"
 	}
 	return []eventstore.MessageDescriptor{p, InterruptMessage}
+}
+
+// AgentPolicy is the approval policy of a CLI that cannot ask for
+// permission: it runs under the policy its flags set, recorded in the
+// header.
+func AgentPolicy(flags []string) *eventstore.ApprovalPolicy {
+	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsAgentPolicy, Flags: slices.Clone(flags)}
 }
 
 // Turns is the driving half of a Driver for a CLI that takes one prompt

@@ -90,17 +90,6 @@ func TestLongText(t *testing.T) {
 	}
 }
 
-// advertised returns the command lists the events advertise.
-func advertised(evs []agent.Event) [][]agent.Command {
-	var out [][]agent.Command
-	for _, e := range evs {
-		if e.Commands != nil {
-			out = append(out, e.Commands.List)
-		}
-	}
-	return out
-}
-
 // TestAdvertisedCommands: Claude Code's init slash_commands (a real
 // capture) become one Commands event, sent again only when the list
 // changes.
@@ -112,7 +101,7 @@ func TestAdvertisedCommands(t *testing.T) {
 	}
 	// The init line read twice (Claude Code prints one per turn) is one
 	// advertisement.
-	got := advertised(agenttest.Parse(t, Agent{}, append([][]byte{todo[0]}, todo...)...))
+	got := agenttest.Advertised(agenttest.Parse(t, Agent{}, append([][]byte{todo[0]}, todo...)...))
 	if len(got) != 1 || len(got[0]) != 44 {
 		t.Fatalf("Claude Code advertised %d lists (%v), want one of 44 commands", len(got), got)
 	}

@@ -1,8 +1,6 @@
 package codex
 
 import (
-	"slices"
-
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -11,8 +9,10 @@ import (
 // its command line and stdin closed; the next turn resumes the thread
 // (`codex exec resume <thread_id>`). Codex cannot ask for approval in exec
 // mode: it runs under the sandbox and approval policy its flags set,
-// recorded in the header.
-type Agent struct{}
+// recorded in the header. Like every exec CLI (agent.TurnAgent), codex exec
+// resumes a thread whole; it does not fork one (codex fork is the
+// interactive TUI's) nor cut it at a turn.
+type Agent struct{ agent.TurnAgent }
 
 var _ agent.Agent = Agent{}
 
@@ -23,21 +23,7 @@ var policy = []string{"-c", `sandbox_mode="workspace-write"`, "-c", `approval_po
 func (Agent) ID() string       { return agent.Codex }
 func (Agent) Provider() string { return agent.Codex }
 
-// Capabilities: codex exec resumes a thread whole; it does not fork one
-// (codex fork is the interactive TUI's) nor cut it at a turn.
-func (Agent) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Protocol: agent.ProtocolExec, NativeResume: true}
-}
-
-func (Agent) Shapes() []eventstore.SessionShape { return agent.SessionShapes() }
-
-func (Agent) Approvals() *eventstore.ApprovalPolicy {
-	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsAgentPolicy, Flags: slices.Clone(policy)}
-}
-
-func (Agent) Messages(shape eventstore.SessionShape) []eventstore.MessageDescriptor {
-	return agent.TurnMessages(shape)
-}
+func (Agent) Approvals() *eventstore.ApprovalPolicy { return agent.AgentPolicy(policy) }
 
 func (Agent) LineTypes() []string { return agent.Sorted(lineTypes) }
 

@@ -11,13 +11,9 @@ import (
 )
 
 func TestCodexCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
-		capture: "agentcmd/stream-output-1.jsonl",
-		want: []string{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
+		Capture: "agentcmd/stream-output-1.jsonl",
+		Want: []string{
 			"session 019a2d7a-41c4-78b1-b7cc-a45d62a89cd5 ",
 			"message: 4",
 			"usage = in=2946 out=7 total=2953",
@@ -25,8 +21,8 @@ func TestCodexCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "agentcmd/stream-output-2.jsonl",
-		want: []string{
+		Capture: "agentcmd/stream-output-2.jsonl",
+		Want: []string{
 			"session 019a2d7a-6455-7170-a661-c6d8b94c630a ",
 			"activity executing command:bash -lc ls tool=command_execution call=command_execution:started active=true",
 			"activity call=command_execution:succeeded active=false",
@@ -36,8 +32,8 @@ func TestCodexCaptures(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		capture: "agentcmd/stream-output-3.jsonl",
-		want: []string{
+		Capture: "agentcmd/stream-output-3.jsonl",
+		Want: []string{
 			"session 019a2d7a-8e1c-7111-b1a6-8cec551a55a0 ",
 			"activity editing file:/private/tmp/codex-research-test/hello.txt tool=file_change call=file_change:started active=true",
 			"activity call=file_change:succeeded active=false",
@@ -48,34 +44,18 @@ func TestCodexCaptures(t *testing.T) {
 		},
 	}, {
 		// Started and cut off: nothing semantic yet.
-		capture: "agentcmd/stream-output-multi-1.jsonl",
-		want:    []string{"session 019a2d7b-c0ed-75a0-8908-de832785d47f "},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+		Capture: "agentcmd/stream-output-multi-1.jsonl",
+		Want:    []string{"session 019a2d7b-c0ed-75a0-8908-de832785d47f "},
+	}})
 }
 
 // TestCodexRealCaptures pins what the parser makes of Codex 0.169.0's own
 // output (testdata/real, see its README).
 func TestCodexRealCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
 		// A non-zero exit code fails the call, with the end of its output.
-		capture: "real/toolfail.jsonl",
-		want: []string{
+		Capture: "real/toolfail.jsonl",
+		Want: []string{
 			"session 01a20b39-2c2f-7c92-8e6c-4a686a695327 ",
 			"message: Running a failing command.",
 			"activity executing command:/bin/bash -lc 'echo about to fail; exit 3' tool=command_execution call=command_execution:started active=true",
@@ -91,8 +71,8 @@ func TestCodexRealCaptures(t *testing.T) {
 	}, {
 		// The list on item.started, then on item.updated; the same list
 		// on item.completed is not reported again.
-		capture: "real/todo.jsonl",
-		want: []string{
+		Capture: "real/todo.jsonl",
+		Want: []string{
 			"session 01a20b39-2b0b-78e3-9e72-e25113e25c34 ",
 			"message: Planning.",
 			"plan: [ ] Write the file; [ ] Run the tests",
@@ -105,23 +85,23 @@ func TestCodexRealCaptures(t *testing.T) {
 	}, {
 		// The error event and turn.failed report one failure, whose
 		// message is an API error body: one claim, with the body's message.
-		capture: "real/error400.jsonl",
-		want: []string{
+		Capture: "real/error400.jsonl",
+		Want: []string{
 			"session 01a20b39-2ebc-7970-8047-9457a0aaa292 ",
 			`failed: scripted 400 error | {"error":{"code":"invalid_request_error","message":"scripted 400 error","param":null,"type":"invalid_request_error"}}`,
 			"turn failed: scripted 400 error",
 		},
 	}, {
-		capture: "real/error429.jsonl",
-		want: []string{
+		Capture: "real/error429.jsonl",
+		Want: []string{
 			"session 01a20b39-2fb8-7a53-862e-83b966383d1e ",
 			"failed: exceeded retry limit, last status: 429 Too Many Requests",
 			"turn failed: exceeded retry limit, last status: 429 Too Many Requests",
 		},
 	}, {
 		// Each reconnection is a provider error the turn went on after.
-		capture: "real/error500-defaultretries.jsonl",
-		want: []string{
+		Capture: "real/error500-defaultretries.jsonl",
+		Want: []string{
 			"session 01a20b2c-6f5e-7ec1-8e14-78dcc61c2d6d ",
 			"diagnostic provider-error",
 			"diagnostic provider-error",
@@ -135,27 +115,15 @@ func TestCodexRealCaptures(t *testing.T) {
 		// A resumed thread's first turn.completed counts the turns of the
 		// process before it (100 + 180 prompt tokens, 4 + 5 output): the
 		// totals are the thread's, reported as cumulative.
-		capture: "real/resume-2.jsonl",
-		want: []string{
+		Capture: "real/resume-2.jsonl",
+		Want: []string{
 			"session 01a20b31-2151-7551-afea-cdc5447af56d ",
 			"message: Second run answer, resumed.",
 			"usage = in=280 out=9 total=289",
 			"completed: Second run answer, resumed.",
 			"turn end",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCodexResumeUsage: the runtime folds a resumed process's cumulative
@@ -188,13 +156,9 @@ func TestCodexNativeIDs(t *testing.T) {
 }
 
 func TestCodexSynthetic(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []string
-		want  []string
-	}{{
-		name: "parallel commands complete in any order",
-		lines: []string{
+	agenttest.CheckLines(t, Agent{}, []agenttest.LineCase{{
+		Name: "parallel commands complete in any order",
+		Lines: []string{
 			`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"go test ./a","status":"in_progress"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"go test ./b","status":"in_progress"}}`,
 			`{"type":"item.updated","item":{"id":"item_2","type":"command_execution","command":"go test ./b","status":"in_progress"}}`,
@@ -202,22 +166,22 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"go test ./a","exit_code":0,"status":"completed"}}`,
 			`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"go test ./a","exit_code":0,"status":"completed"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing command:go test ./a tool=command_execution call=command_execution:started active=true",
 			"activity executing command:go test ./b tool=command_execution call=command_execution:started active=true",
 			`activity call=command_execution:failed exit=1 error="--- FAIL: TestB\nFAIL"`,
 			"activity call=command_execution:succeeded active=false",
 		},
 	}, {
-		name: "failed tools of every kind",
-		lines: []string{
+		Name: "failed tools of every kind",
+		Lines: []string{
 			`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}}`,
 			`{"type":"item.started","item":{"id":"i2","type":"mcp_tool_call","server":"gh","tool":"create_issue","arguments":{"title":"t"},"result":null,"error":null,"status":"in_progress"}}`,
 			`{"type":"item.completed","item":{"id":"i2","type":"mcp_tool_call","server":"gh","tool":"create_issue","arguments":{"title":"t"},"result":null,"error":{"message":"401 Unauthorized"},"status":"failed"}}`,
 			`{"type":"item.completed","item":{"id":"i3","type":"file_change","changes":[{"path":"/r/a","kind":"update"}],"status":"failed"}}`,
 			`{"type":"item.completed","item":{"id":"i4","type":"command_execution","command":"true","aggregated_output":"","exit_code":0,"status":"failed"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing command:rm -rf / tool=command_execution call=command_execution:started active=true",
 			`activity call=command_execution:failed error="the command was declined" active=false`,
 			"activity executing tool:gh.create_issue tool=gh.create_issue call=gh.create_issue:started active=true",
@@ -230,15 +194,15 @@ func TestCodexSynthetic(t *testing.T) {
 	}, {
 		// turn.completed reports the thread's running totals: the same
 		// totals twice add nothing, later totals replace (not add to) them.
-		name: "cumulative usage is not double counted",
-		lines: []string{
+		Name: "cumulative usage is not double counted",
+		Lines: []string{
 			`{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":80,"output_tokens":10}}`,
 			`{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":80,"output_tokens":10}}`,
 			`{"type":"turn.started"}`,
 			`{"type":"item.completed","item":{"id":"item_9","type":"agent_message","text":"second"}}`,
 			`{"type":"turn.completed","usage":{"input_tokens":250,"cached_input_tokens":200,"output_tokens":30,"reasoning_output_tokens":12}}`,
 		},
-		want: []string{
+		Want: []string{
 			"usage = in=100 out=10 total=110",
 			"completed: Codex completed the turn",
 			"turn end",
@@ -252,8 +216,8 @@ func TestCodexSynthetic(t *testing.T) {
 	}, {
 		// An error the turn goes on after is a provider error, reported
 		// with the next line; one that turn.failed repeats is the claim.
-		name: "errors and failures",
-		lines: []string{
+		Name: "errors and failures",
+		Lines: []string{
 			`{"type":"error","message":"stream disconnected; retrying 1/5"}`,
 			`{"type":"item.completed","item":{"id":"item_3","type":"error","message":"command timed out"}}`,
 			`{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"message\":\"usage limit reached\"}}"}`,
@@ -264,7 +228,7 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"turn.failed","error":{"message":"{\"message\":\"plain body\"}"}}`,
 			`{"type":"turn.failed","error":{"message":"{not json"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic provider-error",
 			"diagnostic provider-error",
 			`failed: usage limit reached | {"type":"error","error":{"type":"usage_limit_reached","message":"usage limit reached"}}`,
@@ -280,8 +244,8 @@ func TestCodexSynthetic(t *testing.T) {
 			"turn failed: {not json",
 		},
 	}, {
-		name: "other tools",
-		lines: []string{
+		Name: "other tools",
+		Lines: []string{
 			`{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"fs","tool":"read_file","arguments":{"path":"/r/x.go"},"status":"in_progress"}}`,
 			`{"type":"item.started","item":{"id":"item_3","type":"web_search","query":"go fuzzing","action":{"type":"search","query":"go fuzzing"}}}`,
 			`{"type":"item.started","item":{"id":"item_5","type":"web_search","query":"","action":{"type":"open_page","url":"https://go.dev/doc/fuzz"}}}`,
@@ -289,7 +253,7 @@ func TestCodexSynthetic(t *testing.T) {
 			`{"type":"item.completed","item":{"id":"item_4","type":"file_change","changes":[{"path":"/r/a","kind":"update"},{"path":"/r/b","kind":"add"}],"status":"completed"}}`,
 			`{"type":"item.started","item":{"id":"item_7","type":"collab_tool_call","tool":"spawn_agent","sender_thread_id":"t","receiver_thread_ids":[],"agents_states":{},"status":"in_progress"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity executing tool:fs.read_file tool=fs.read_file call=fs.read_file:started active=true",
 			"activity reviewing search:go fuzzing tool=web_search call=web_search:started active=true",
 			"activity reviewing url:https://go.dev/doc/fuzz tool=web_search call=web_search:started active=true",
@@ -299,37 +263,29 @@ func TestCodexSynthetic(t *testing.T) {
 			"activity executing tool:spawn_agent tool=spawn_agent call=spawn_agent:started active=true",
 		},
 	}, {
-		name: "reasoning and metadata yield nothing but the session",
-		lines: []string{
+		Name: "reasoning and metadata yield nothing but the session",
+		Lines: []string{
 			`{"type":"thread.started","thread_id":"t"}`,
 			`{"type":"thread.started","thread_id":"t"}`,
 			`{"type":"item.completed","item":{"id":"item_1","type":"reasoning","text":"**thinking**"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"agent_message","text":""}}`,
 			`{"type":"item.started","item":{"id":"item_0","type":"todo_list","items":[]}}`,
 		},
-		want: []string{"session t "},
+		Want: []string{"session t "},
 	}, {
-		name: "unknown items and bad shapes",
-		lines: []string{
+		Name: "unknown items and bad shapes",
+		Lines: []string{
 			`{"type":"item.completed","item":{"id":"item_1","type":"hologram"}}`,
 			`{"type":"item.started","item":{"id":"item_2","type":"hologram"}}`,
 			`{"type":"item.completed"}`,
 			`{"type":"turn.completed","usage":{"input_tokens":"many"}}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic unknown-event",
 			"diagnostic bad-event",
 			"diagnostic bad-event",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCodexFlush: an error event that is the last line is reported when the

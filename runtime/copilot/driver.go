@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -15,8 +14,10 @@ import (
 // Agent is `copilot -p --output-format json`: each turn is a process, the
 // next one resuming the session by the id the first one was given. Copilot
 // CLI cannot ask for permission in prompt mode: it runs its tools under
-// --allow-all-tools, recorded in the header.
-type Agent struct{}
+// --allow-all-tools, recorded in the header. Like every exec CLI
+// (agent.TurnAgent), copilot -p resumes a session whole; it neither forks
+// one nor cuts it at a turn.
+type Agent struct{ agent.TurnAgent }
 
 var _ agent.Agent = Agent{}
 
@@ -29,21 +30,7 @@ const maxSQLCalls = 64
 func (Agent) ID() string       { return agent.Copilot }
 func (Agent) Provider() string { return agent.Copilot }
 
-// Capabilities: copilot -p resumes a session whole; it neither forks one
-// nor cuts it at a turn.
-func (Agent) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Protocol: agent.ProtocolExec, NativeResume: true}
-}
-
-func (Agent) Shapes() []eventstore.SessionShape { return agent.SessionShapes() }
-
-func (Agent) Approvals() *eventstore.ApprovalPolicy {
-	return &eventstore.ApprovalPolicy{Mode: eventstore.ApprovalsAgentPolicy, Flags: slices.Clone(policy)}
-}
-
-func (Agent) Messages(shape eventstore.SessionShape) []eventstore.MessageDescriptor {
-	return agent.TurnMessages(shape)
-}
+func (Agent) Approvals() *eventstore.ApprovalPolicy { return agent.AgentPolicy(policy) }
 
 func (Agent) LineTypes() []string { return agent.Sorted(lineTypes) }
 

@@ -68,16 +68,12 @@ func TestCopilotCaptures(t *testing.T) {
 // TestCopilotRealCaptures pins what the parser makes of Copilot CLI
 // 1.0.102's own output (testdata/real, see its README).
 func TestCopilotRealCaptures(t *testing.T) {
-	c := agenttest.CapturesByName(t)
-	tests := []struct {
-		capture string
-		want    []string
-	}{{
+	agenttest.CheckCaptures(t, Agent{}, []agenttest.CaptureCase{{
 		// A shell command that exits non-zero is reported as a success
 		// with its exit code: the call failed. A tool error fails the call
 		// with its message.
-		capture: "real/toolfail.jsonl",
-		want: []string{
+		Capture: "real/toolfail.jsonl",
+		Want: []string{
 			"message: Running a failing command.",
 			"activity executing command:echo about to fail; exit 3 tool=bash call=bash:started active=true",
 			`activity call=bash:failed exit=3 error="about to fail" active=false`,
@@ -91,8 +87,8 @@ func TestCopilotRealCaptures(t *testing.T) {
 		},
 	}, {
 		// The todo list lives in the sql tool's todos table.
-		capture: "real/todo.jsonl",
-		want: []string{
+		Capture: "real/todo.jsonl",
+		Want: []string{
 			"message: Planning.",
 			"activity planning tool:sql tool=sql call=sql:started active=true",
 			"activity call=sql:succeeded active=false",
@@ -107,15 +103,15 @@ func TestCopilotRealCaptures(t *testing.T) {
 		},
 	}, {
 		// The session's error is the reason of the run's failure, once.
-		capture: "real/error400.jsonl",
-		want: []string{
+		Capture: "real/error400.jsonl",
+		Want: []string{
 			"session 656fe6b2-d858-44d7-bb83-84c5cfa12ed5 ",
 			"failed: 400 scripted 400 error | exit code 1",
 			"turn failed: 400 scripted 400 error",
 		},
 	}, {
-		capture: "real/error500.jsonl",
-		want: []string{
+		Capture: "real/error500.jsonl",
+		Want: []string{
 			"diagnostic provider-error",
 			"diagnostic provider-error",
 			"diagnostic provider-error",
@@ -126,26 +122,14 @@ func TestCopilotRealCaptures(t *testing.T) {
 			"turn failed: Failed to get response from the AI model; retried 5 times (total retry wait time: 15.40 seconds) (Request-ID req_modelserver) Last error: 500 scripted 500 error",
 		},
 	}, {
-		capture: "real/session-id-new.jsonl",
-		want: []string{
+		Capture: "real/session-id-new.jsonl",
+		Want: []string{
 			"message: First run answer.",
 			"session 11111111-2222-4333-8444-555555555555 ",
 			"completed: First run answer.",
 			"turn end",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.capture, func(t *testing.T) {
-			lines, ok := c[tt.capture]
-			if !ok {
-				t.Fatalf("no capture %s", tt.capture)
-			}
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, lines...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestCopilotRetryMessage: a retry names what the failed call answered.
@@ -178,13 +162,9 @@ func TestCopilotNativeIDs(t *testing.T) {
 }
 
 func TestCopilotSynthetic(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []string
-		want  []string
-	}{{
-		name: "parallel tool calls complete in any order",
-		lines: []string{
+	agenttest.CheckLines(t, Agent{}, []agenttest.LineCase{{
+		Name: "parallel tool calls complete in any order",
+		Lines: []string{
 			`{"type":"assistant.message","id":"e1","data":{"messageId":"m1","content":"","toolRequests":[{"toolCallId":"c1","name":"view"},{"toolCallId":"c2","name":"bash"}],"outputTokens":30}}`,
 			`{"type":"tool.execution_start","id":"e2","data":{"toolCallId":"c1","toolName":"view","arguments":{"path":"/r/README.md"}}}`,
 			`{"type":"tool.execution_start","id":"e3","data":{"toolCallId":"c2","toolName":"bash","arguments":{"command":"make test","description":"run tests"}}}`,
@@ -194,7 +174,7 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"tool.execution_complete","id":"e6","data":{"toolCallId":"c3","success":true}}`,
 			`{"type":"tool.execution_complete","id":"e7","data":{"toolCallId":"c1","success":true}}`,
 		},
-		want: []string{
+		Want: []string{
 			"usage + in=- out=30 total=30",
 			"activity reviewing file:/r/README.md tool=view call=view:started active=true",
 			"activity executing command:make test tool=bash call=bash:started active=true",
@@ -205,14 +185,14 @@ func TestCopilotSynthetic(t *testing.T) {
 			"activity call=view:succeeded active=false",
 		},
 	}, {
-		name: "search and fetch tools",
-		lines: []string{
+		Name: "search and fetch tools",
+		Lines: []string{
 			`{"type":"tool.execution_start","id":"e1","data":{"toolCallId":"c1","toolName":"grep","arguments":{"pattern":"func main","path":"/r"}}}`,
 			`{"type":"tool.execution_start","id":"e2","data":{"toolCallId":"c2","toolName":"glob","arguments":{"pattern":"**/*.go"}}}`,
 			`{"type":"tool.execution_start","id":"e3","data":{"toolCallId":"c3","toolName":"web_fetch","arguments":{"url":"https://go.dev"}}}`,
 			`{"type":"tool.execution_start","id":"e4","data":{"toolCallId":"c4","toolName":"web_search","arguments":{"query":"go fuzzing"}}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity reviewing search:/r (func main) tool=grep call=grep:started active=true",
 			"activity reviewing search:**/*.go tool=glob call=glob:started active=true",
 			"activity reviewing url:https://go.dev tool=web_fetch call=web_fetch:started active=true",
@@ -222,8 +202,8 @@ func TestCopilotSynthetic(t *testing.T) {
 		// Usage is per model call: every chunk of a call's response shares
 		// its apiCallId and repeats its count; assistant.usage says the
 		// same call's counts in full.
-		name: "usage counted once per model call",
-		lines: []string{
+		Name: "usage counted once per model call",
+		Lines: []string{
 			`{"type":"assistant.message","id":"e1","data":{"messageId":"m1","content":"hello","outputTokens":12}}`,
 			`{"type":"assistant.message","id":"e1","data":{"messageId":"m1","content":"hello","outputTokens":12}}`,
 			`{"type":"assistant.message","id":"e2","data":{"messageId":"m1","content":"","outputTokens":12}}`,
@@ -232,7 +212,7 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"assistant.usage","id":"e5","data":{"model":"claude-sonnet-4.5","apiCallId":"call-2","inputTokens":157,"outputTokens":40,"cacheReadTokens":30,"cacheWriteTokens":7}}`,
 			`{"type":"assistant.usage","id":"e6","data":{"model":"claude-sonnet-4.5","apiCallId":"call-3","inputTokens":200,"outputTokens":8}}`,
 		},
-		want: []string{
+		Want: []string{
 			"message: hello",
 			"usage + in=- out=12 total=12",
 			"message: part one",
@@ -242,21 +222,21 @@ func TestCopilotSynthetic(t *testing.T) {
 			"usage + in=200 out=8 total=208",
 		},
 	}, {
-		name: "a sub-agent's messages are not the operator's, its usage counts",
-		lines: []string{
+		Name: "a sub-agent's messages are not the operator's, its usage counts",
+		Lines: []string{
 			`{"type":"assistant.message","id":"e1","data":{"messageId":"m1","content":"inner","parentToolCallId":"task-1","outputTokens":5}}`,
 		},
-		want: []string{"usage + in=- out=5 total=5"},
+		Want: []string{"usage + in=- out=5 total=5"},
 	}, {
-		name: "one-shot run: the result makes the claim",
-		lines: []string{
+		Name: "one-shot run: the result makes the claim",
+		Lines: []string{
 			`{"type":"assistant.message_delta","id":"e1","data":{"messageId":"m1","deltaContent":"po"}}`,
 			`{"type":"assistant.message","id":"e2","data":{"messageId":"m1","content":"pong","turnId":"0"}}`,
 			`{"type":"assistant.turn_end","id":"e3","data":{"turnId":"0"}}`,
 			`{"type":"result","sessionId":"s","exitCode":0,"usage":{"premiumRequests":1}}`,
 			`{"type":"result","sessionId":"s","exitCode":0}`,
 		},
-		want: []string{
+		Want: []string{
 			"message: pong",
 			"session s ",
 			"completed: pong",
@@ -265,8 +245,8 @@ func TestCopilotSynthetic(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		name: "failures",
-		lines: []string{
+		Name: "failures",
+		Lines: []string{
 			`{"type":"session.task_complete","id":"e1","data":{"summary":"could not build","success":false}}`,
 			`{"type":"result","exitCode":0}`,
 			`{"type":"result","exitCode":1}`,
@@ -274,7 +254,7 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"session.error","id":"e3","data":{"errorType":"query","message":"second"}}`,
 			`{"type":"result","exitCode":1}`,
 		},
-		want: []string{
+		Want: []string{
 			"failed: could not build",
 			"turn failed: could not build",
 			"failed: Copilot ended the run with exit code 1",
@@ -286,15 +266,15 @@ func TestCopilotSynthetic(t *testing.T) {
 	}, {
 		// An error the session went on after is a provider error; so is a
 		// warning.
-		name: "errors that do not end the run",
-		lines: []string{
+		Name: "errors that do not end the run",
+		Lines: []string{
 			`{"type":"session.error","id":"e1","data":{"errorType":"rate_limit","message":"slow down"}}`,
 			`{"type":"assistant.turn_start","id":"e2","data":{"turnId":"1"}}`,
 			`{"type":"session.error","id":"e3","data":{"errorType":"query","message":"transient"}}`,
 			`{"type":"session.warning","id":"e4","data":{"warningType":"mcp","message":"server x is slow"}}`,
 			`{"type":"result","exitCode":0}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic provider-error",
 			"diagnostic provider-error",
 			"diagnostic provider-error",
@@ -302,8 +282,8 @@ func TestCopilotSynthetic(t *testing.T) {
 			"turn end",
 		},
 	}, {
-		name: "update_todo checklists and lists",
-		lines: []string{
+		Name: "update_todo checklists and lists",
+		Lines: []string{
 			`{"type":"tool.execution_start","id":"e1","data":{"toolCallId":"c1","toolName":"update_todo","arguments":{"todos":"- [x] Read the card\n- [ ] Draw it\n* [~] Ship it\nnotes"}}}`,
 			`{"type":"tool.execution_complete","id":"e2","data":{"toolCallId":"c1","success":true}}`,
 			`{"type":"tool.execution_start","id":"e3","data":{"toolCallId":"c2","toolName":"update_todo","arguments":{"todos":"- [x] Read the card\n- [ ] Draw it\n* [~] Ship it"}}}`,
@@ -313,7 +293,7 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"tool.execution_start","id":"e7","data":{"toolCallId":"c4","toolName":"update_todo","arguments":{"todos":[{"content":"Read the card","status":"completed"},{"title":"Draw it","status":"in_progress"}]}}}`,
 			`{"type":"tool.execution_complete","id":"e8","data":{"toolCallId":"c4","success":true}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity planning tool:update_todo tool=update_todo call=update_todo:started active=true",
 			"activity call=update_todo:succeeded active=false",
 			"plan: [x] Read the card; [ ] Draw it; [>] Ship it",
@@ -328,8 +308,8 @@ func TestCopilotSynthetic(t *testing.T) {
 	}, {
 		// The todos of a sql call count once the call succeeded; a failed
 		// call changed nothing.
-		name: "sql todos",
-		lines: []string{
+		Name: "sql todos",
+		Lines: []string{
 			`{"type":"tool.execution_start","id":"e1","data":{"toolCallId":"c1","toolName":"sql","arguments":{"description":"Insert","query":"INSERT INTO todos (id, title) VALUES ('a', 'Do A'), ('b', 'Do B');"}}}`,
 			`{"type":"tool.execution_complete","id":"e2","data":{"toolCallId":"c1","success":true,"result":{"content":"2 row(s) inserted."}}}`,
 			`{"type":"tool.execution_start","id":"e3","data":{"toolCallId":"c2","toolName":"sql","arguments":{"description":"Start","query":"UPDATE todos SET status = 'in_progress' WHERE id = 'a'"}}}`,
@@ -339,7 +319,7 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"tool.execution_start","id":"e7","data":{"toolCallId":"c4","toolName":"sql","arguments":{"description":"Read","query":"SELECT * FROM todos WHERE status = 'pending'"}}}`,
 			`{"type":"tool.execution_complete","id":"e8","data":{"toolCallId":"c4","success":true}}`,
 		},
-		want: []string{
+		Want: []string{
 			"activity planning tool:sql tool=sql call=sql:started active=true",
 			"activity call=sql:succeeded active=false",
 			"plan: [ ] Do A; [ ] Do B",
@@ -352,8 +332,8 @@ func TestCopilotSynthetic(t *testing.T) {
 			"activity call=sql:succeeded active=false",
 		},
 	}, {
-		name: "session setup yields nothing",
-		lines: []string{
+		Name: "session setup yields nothing",
+		Lines: []string{
 			`{"type":"session.mcp_servers_loaded","id":"e1","data":{"servers":[]},"ephemeral":true}`,
 			`{"type":"session.tools_updated","id":"e2","data":{"model":"gpt-5.4"}}`,
 			`{"type":"user.message","id":"e3","data":{"content":"Say pong"}}`,
@@ -362,30 +342,22 @@ func TestCopilotSynthetic(t *testing.T) {
 			`{"type":"session.todos_changed","id":"e6","data":{},"ephemeral":true}`,
 			`{"type":"model.call_failure","id":"e7","data":{"statusCode":500,"errorMessage":"{\"message\":\"x\"}"}}`,
 		},
-		want: nil,
+		Want: nil,
 	}, {
-		name: "unknown events and bad shapes",
-		lines: []string{
+		Name: "unknown events and bad shapes",
+		Lines: []string{
 			`{"type":"session.hologram","id":"e1","data":{}}`,
 			`{"type":"assistant.message","id":"e2"}`,
 			`{"type":"tool.execution_start","id":"e3","data":{"toolCallId":7}}`,
 			`{"type":"result","exitCode":"one"}`,
 		},
-		want: []string{
+		Want: []string{
 			"diagnostic unknown-event",
 			"diagnostic bad-event",
 			"diagnostic bad-event",
 			"diagnostic bad-event",
 		},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := agenttest.DescribeAll(agenttest.Parse(t, Agent{}, agenttest.Lines(tt.lines...)...))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 // TestTodoSQL follows the todos table through the statements Copilot's

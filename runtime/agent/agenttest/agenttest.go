@@ -443,3 +443,14 @@ func Payloads[T eventstore.SignalPayload](evs []agent.Event) []T {
 	}
 	return out
 }
+
+// Advertised are the command lists the events advertise, in order.
+func Advertised(evs []agent.Event) [][]agent.Command {
+	var out [][]agent.Command
+	for _, e := range evs {
+		if e.Commands != nil {
+			out = append(out, e.Commands.List)
+		}
+	}
+	return out
+}

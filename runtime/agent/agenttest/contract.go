@@ -241,3 +241,49 @@ func BenchmarkReader(b *testing.B, a agent.Agent) {
 	b.ReportMetric(n/raw.Seconds(), "json-lines/s")
 	b.ReportMetric(parse.Seconds()/raw.Seconds(), "parse/json")
 }
+
+// CaptureCase is what a parser must make of one capture under testdata.
+type CaptureCase struct {
+	Capture string   // the capture's name, as CapturesByName keys it
+	Want    []string // the events, as Describe writes them
+}
+
+// CheckCaptures checks, in a subtest a case, that the events a's parser
+// makes of each case's capture are the case's.
+func CheckCaptures(t *testing.T, a agent.Agent, cases []CaptureCase) {
+	t.Helper()
+	c := CapturesByName(t)
+	for _, tt := range cases {
+		t.Run(tt.Capture, func(t *testing.T) {
+			lines, ok := c[tt.Capture]
+			if !ok {
+				t.Fatalf("no capture %s", tt.Capture)
+			}
+			got := DescribeAll(Parse(t, a, lines...))
+			if diff := cmp.Diff(tt.Want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// LineCase is what a parser must make of a few lines of output.
+type LineCase struct {
+	Name  string
+	Lines []string // the lines, without their newlines
+	Want  []string // the events, as Describe writes them
+}
+
+// CheckLines checks, in a subtest a case, that the events a's parser makes
+// of each case's lines are the case's.
+func CheckLines(t *testing.T, a agent.Agent, cases []LineCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			got := DescribeAll(Parse(t, a, Lines(tt.Lines...)...))
+			if diff := cmp.Diff(tt.Want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
