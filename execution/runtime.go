@@ -24,6 +24,7 @@ import (
 	"github.com/agentjournal/agentjournal/execution/marker"
 	"github.com/agentjournal/agentjournal/execution/outputlog"
 	"github.com/agentjournal/agentjournal/execution/provider"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -1277,11 +1278,7 @@ func signalPayload(o *eventstore.Observation) eventstore.SignalPayload {
 }
 
 func clipReason(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "…"
+	return textclip.Bytes(s, 200)
 }
 
 func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *eventstore.Observation) {

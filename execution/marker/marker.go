@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // Prefix starts every marker line, at the very start of the line.
@@ -222,7 +222,7 @@ func Observation(p Parsed, line []byte, observationID string, source eventstore.
 			msg = p.Err.Error()
 		}
 		o.Confidence = eventstore.ConfidenceDiagnostic
-		o.Signal = eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: BadMarkerCode, Message: clip(msg, maxMessageBytes)})
+		o.Signal = eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: BadMarkerCode, Message: textclip.Fit(msg, maxMessageBytes)})
 		o.RawText = rawText(line, true)
 	default:
 		return nil
@@ -254,7 +254,7 @@ func rawText(line []byte, redact bool) string {
 			s = Prefix + rest
 		}
 	}
-	return clip(s, maxRawBytes)
+	return textclip.Fit(s, maxRawBytes)
 }
 
 // Format returns the marker line, newline included, that carries s for the
@@ -297,21 +297,4 @@ func joinTypes(ts []eventstore.SignalType) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ", ")
-}
-
-// clip shortens s to at most max bytes at a rune boundary, marking the cut,
-// and replaces invalid UTF-8.
-func clip(s string, max int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	cut := max - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // stream is the state every parser shares: the line counter that makes ids
@@ -543,18 +544,7 @@ func key(id string) string {
 // clip shortens s to at most max bytes, cutting at a rune boundary and
 // marking the cut with an ellipsis, and replaces invalid UTF-8.
 func clip(s string, max int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	cut := max - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	return textclip.Fit(s, max)
 }
 
 // tail keeps the last max bytes of s, cutting at a rune boundary and
