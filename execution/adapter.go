@@ -82,20 +82,6 @@ func NewAdapter(id string) (Adapter, error) {
 	return nil, fmt.Errorf("unknown agent %q (want one of: %s)", id, strings.Join(Adapters(), ", "))
 }
 
-// messagePayload is the shape of prompt and answer payloads.
-type messagePayload struct {
-	Text      string `json:"text"`
-	RequestID string `json:"requestId,omitempty"`
-}
-
-func payloadText(m *eventstore.MessageAccepted) (messagePayload, error) {
-	var p messagePayload
-	if err := json.Unmarshal(m.Payload, &p); err != nil {
-		return p, fmt.Errorf("message %s: payload is not {\"text\": …}: %w", m.MessageID, err)
-	}
-	return p, nil
-}
-
 var (
 	promptMessage = eventstore.MessageDescriptor{Type: "prompt", Label: "Prompt", Description: "Instructions for the agent",
 		Delivery: eventstore.DeliveryRequired, MutatesContext: true, Portability: eventstore.PortabilityCrossAgent}
@@ -145,7 +131,7 @@ func (*genericDriver) Line([]byte)        {}
 // may arrive while a question is open and a program reading its stdin must
 // tell the two apart.
 func (*genericDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := payloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}
@@ -162,7 +148,7 @@ func (*genericDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error
 // terminal asked its question on that terminal, so the answer is just what
 // a person would type.
 func (*genericDriver) Type(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := payloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}
@@ -295,7 +281,7 @@ func (d *claudeDriver) Line(line []byte) {
 }
 
 func (d *claudeDriver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := payloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}

@@ -501,7 +501,7 @@ type launchPlan struct {
 // promptInput is the launch prompt as a message.
 func (pl *launchPlan) promptInput() SendMessageInput {
 	in := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !pl.onStdin}
-	in.Payload, _ = json.Marshal(messagePayload{Text: pl.req.Prompt})
+	in.Payload, _ = json.Marshal(eventstore.MessagePayload{Text: pl.req.Prompt})
 	return in
 }
 
@@ -1628,7 +1628,7 @@ func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc ev
 	}
 	rec := &eventstore.MessageAccepted{MessageID: in.MessageID, Source: in.Source, MessageType: in.Type,
 		Payload: in.Payload, MutatesContext: md.MutatesContext}
-	if in.Type == "answer" && AnsweredRequest(rec) == "" {
+	if req, _ := rec.RequestID(); in.Type == "answer" && req == "" {
 		// Nothing could decide what it answers.
 		return accepted{}, fmt.Errorf(`%w: an answer names the input request it answers: payload {"requestId": "…", "text": "…"}`, ErrBadMessage)
 	}
@@ -1776,7 +1776,7 @@ func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *event
 		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent never said its session id, so its session cannot be resumed"
 		return d
 	}
-	pl, err := payloadText(m)
+	pl, err := m.DecodePayload()
 	if err != nil {
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
 		return d

@@ -2,7 +2,6 @@ package narrative
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // Version is the version of the JSON shape (docs/narrative.md).
@@ -383,7 +381,7 @@ func (b *builder) apply(r eventstore.Record) {
 
 func (b *builder) message(r *eventstore.MessageAccepted) {
 	text := messageText(r)
-	if req := execution.AnsweredRequest(r); req != "" {
+	if req, _ := r.RequestID(); req != "" {
 		l := b.add(Pauses, string(r.Kind()), fmt.Sprintf("%s answered %s at %s: %s", r.Source, req, r.OccurredAt.UTC().Format(time.RFC3339), text))
 		l.Actor = string(r.Source)
 		b.answers[req] = *l
@@ -398,11 +396,8 @@ func (b *builder) message(r *eventstore.MessageAccepted) {
 }
 
 func messageText(r *eventstore.MessageAccepted) string {
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
-		return p.Text
+	if text, err := r.Text(); err == nil && text != "" {
+		return text
 	}
 	return string(r.Payload)
 }

@@ -89,14 +89,12 @@ func summarizeHeader(h *eventstore.Header) string {
 // summarizeMessage shows who sent what: the payload's "text" when it has
 // one, the request it answers when it names a "requestId", else the payload.
 func summarizeMessage(m *eventstore.MessageAccepted) string {
-	var fields map[string]any
-	_ = json.Unmarshal(m.Payload, &fields)
 	answers := ""
-	if id, ok := fields["requestId"].(string); ok && id != "" {
+	if id, _ := m.RequestID(); id != "" {
 		answers = "answers " + id
 	}
-	text, ok := fields["text"].(string)
-	if ok {
+	text, err := m.Text()
+	if err == nil {
 		text = quote(text)
 	} else {
 		text = clip(string(m.Payload))
