@@ -182,10 +182,7 @@ func (w *walk) object(b []byte, i int, s *Shape, depth int) int {
 			return w.fail(ErrSyntax)
 		}
 		if i = w.value(b, skipSpace(b, i+1), elem, depth); i < 0 {
-			if d, ok := w.err.(*DuplicateKeyError); ok {
-				d.Path = append(d.Path, key)
-			}
-			return -1
+			return w.under(key, 0, false)
 		}
 		var done bool
 		if i, done = w.nextItem(b, i, '}'); done {
@@ -204,16 +201,26 @@ func (w *walk) array(b []byte, i int, elem *Shape, depth int) int {
 	}
 	for n := 0; ; n++ {
 		if i = w.value(b, i, elem, depth); i < 0 {
-			if d, ok := w.err.(*DuplicateKeyError); ok {
-				d.Path = append(d.Path, "["+strconv.Itoa(n)+"]")
-			}
-			return -1
+			return w.under("", n, true)
 		}
 		var done bool
 		if i, done = w.nextItem(b, i, ']'); done {
 			return i
 		}
 	}
+}
+
+// under is the failure of a member (at key) or an element (index n) of the
+// value being read. A duplicate found inside it gets that step of its path;
+// the steps gather innermost first.
+func (w *walk) under(key string, n int, element bool) int {
+	if d, ok := w.err.(*DuplicateKeyError); ok {
+		if element {
+			key = "[" + strconv.Itoa(n) + "]"
+		}
+		d.Path = append(d.Path, key)
+	}
+	return -1
 }
 
 // nextItem reads what follows a member or an element at i: a comma, and
