@@ -324,7 +324,7 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 		question = ir.RequestID
 	}
 	msg := client.Message{MessageID: t.messageID, Type: msgPrompt, Source: eventstore.SourceOperator}
-	payload := textPayload{Text: text}
+	payload := eventstore.MessagePayload{Text: text}
 	if question != "" {
 		msg.Type, payload.RequestID = msgAnswer, question
 	}
@@ -384,7 +384,7 @@ func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error {
 		return nil
 	}
 	if declares(ex.ProtocolDescriptor, msgInterrupt) {
-		payload, _ := json.Marshal(textPayload{Text: "session/cancel"})
+		payload, _ := json.Marshal(eventstore.MessagePayload{Text: "session/cancel"})
 		if _, err := s.client.SendMessage(cctx, ss.id, client.Message{Type: msgInterrupt, Source: eventstore.SourceOperator, Payload: payload}); err != nil {
 			s.log.Error("cancel: send the interrupt", "execution", ss.id, "err", err)
 		}

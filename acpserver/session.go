@@ -345,7 +345,7 @@ func (ss *session) requestPermission(ctx context.Context, p *eventstore.NeedsInp
 		ss.srv.log.Warn("session/request_permission: the editor picked an option not offered", "execution", ss.id, "request", p.RequestID, "option", sel.OptionId)
 		return
 	}
-	payload, _ := json.Marshal(textPayload{Text: string(sel.OptionId), RequestID: p.RequestID})
+	payload, _ := json.Marshal(eventstore.MessagePayload{Text: string(sel.OptionId), RequestID: p.RequestID})
 	if _, err := ss.srv.client.SendMessage(ss.ctx, ss.id, client.Message{Type: msgAnswer, Source: eventstore.SourceOperator, Payload: payload}); err != nil {
 		// 409: answered meanwhile, from elsewhere.
 		ss.srv.log.Warn("record the editor's answer", "execution", ss.id, "request", p.RequestID, "err", err)

@@ -1,8 +1,6 @@
 package acpserver
 
 import (
-	"encoding/json"
-
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -15,12 +13,6 @@ const (
 	msgInterrupt = "interrupt"
 )
 
-// textPayload is the payload of prompt, answer and interrupt messages.
-type textPayload struct {
-	Text      string `json:"text"`
-	RequestID string `json:"requestId,omitempty"`
-}
-
 // Updates returns the session/update notifications a journal record
 // becomes, in order; none for a record an editor has nothing to show for
 // (headers, deliveries, decisions, state changes, other signals). The same
@@ -32,8 +24,8 @@ func Updates(rec eventstore.Record) []sdk.SessionUpdate {
 		if r.MessageType != msgPrompt && r.MessageType != msgAnswer {
 			return nil
 		}
-		var p textPayload
-		if json.Unmarshal(r.Payload, &p) != nil || p.Text == "" {
+		p, err := r.DecodePayload()
+		if err != nil || p.Text == "" {
 			return nil
 		}
 		u := sdk.UpdateUserMessageText(p.Text)

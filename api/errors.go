@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/runtime"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -212,11 +212,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
+	return fmt.Sprintf("%s%s(%d bytes)", textclip.Prefix(s, n), textclip.Ellipsis, len(s))
 }
 
 // writeError answers with err in the API's error shape. Internal errors are

@@ -570,7 +570,7 @@ func (s *Server) checkAnswer(ctx context.Context, id string, in messageInput) er
 	if in.Type != "answer" {
 		return nil
 	}
-	req := execution.AnsweredRequest(&eventstore.MessageAccepted{Payload: in.Payload})
+	req, _ := (&eventstore.MessageAccepted{Payload: in.Payload}).RequestID()
 	if req == "" {
 		return nil // the runtime says what an answer needs
 	}

@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentjournal/agentjournal/internal/strictjson"
 )
 
 // maxBodyDepth bounds how deeply a request body may nest objects and
@@ -52,231 +53,24 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optio
 	return invalidField("(body)", nil, "trailing data after the JSON object (want exactly one object)")
 }
 
-// checkKeys refuses a body whose first JSON value has a key twice in one
-// object: encoding/json would keep the last value silently, so a client
-// and the journal could disagree on what was sent. It also refuses
-// nesting deeper than maxBodyDepth. Malformed JSON passes, for the
-// decoder to report.
+// checkKeys refuses a body whose JSON value has a key twice in one object:
+// encoding/json would keep the last value silently, so a client and the
+// journal could disagree on what was sent. It also refuses nesting deeper
+// than maxBodyDepth. Malformed JSON passes, for the decoder to report.
 //
-// It walks the bytes itself rather than through json.Decoder's tokens,
-// which cost every request as much as decoding the body did.
+// It walks the bytes (strictjson) rather than json.Decoder's tokens, which
+// cost every request as much as decoding the body did.
 func checkKeys(data []byte) error {
-	k := keyCheck{data: data}
-	k.value()
-	return k.err
-}
-
-// keyCheck is one walk of checkKeys. A walk stops at the first duplicate
-// or at too deep a nesting, with err set, or at malformed JSON, with err
-// nil.
-type keyCheck struct {
-	data []byte
-	i    int
-	// path is the containers around the value being read, outermost
-	// first: the key or index each is at.
-	path []pathSeg
-	err  error
-	done bool
-}
-
-type pathSeg struct {
-	key   string
-	index int
-	array bool
-}
-
-// keysInline is how many keys of one object are compared one by one before
-// a map takes over, so that a hostile object of many keys stays linear.
-const keysInline = 16
-
-func (k *keyCheck) space() {
-	for k.i < len(k.data) {
-		switch k.data[k.i] {
-		case ' ', '\t', '\n', '\r':
-			k.i++
-		default:
-			return
-		}
+	err := strictjson.Check(data, strictjson.Checks{Duplicates: true, MaxDepth: maxBodyDepth})
+	var dup *strictjson.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return invalidField(clip(jsonPath(append(dup.Path, dup.Key)), maxFieldLen), nil,
+			"key %q appears more than once in the same object (want each key once)", clip(dup.Key, maxFieldLen))
+	case errors.Is(err, strictjson.ErrTooDeep):
+		return invalidField("(body)", nil, "objects and arrays nest deeper than %d levels (want at most %d)", maxBodyDepth, maxBodyDepth)
 	}
-}
-
-// value reads one value; an object or array is walked, anything else
-// passed over.
-func (k *keyCheck) value() {
-	k.space()
-	if k.i >= len(k.data) {
-		k.done = true
-		return
-	}
-	switch k.data[k.i] {
-	case '{', '[':
-		k.container(k.data[k.i] == '{')
-	case '"':
-		if _, ok := k.str(); !ok {
-			k.done = true
-		}
-	default:
-		// A number or a literal: the decoder judges it.
-		for k.i < len(k.data) && !strings.ContainsRune(",]} \t\n\r", rune(k.data[k.i])) {
-			k.i++
-		}
-	}
-}
-
-// str reads a string at k.i and returns it as its JSON text, quotes
-// included.
-func (k *keyCheck) str() ([]byte, bool) {
-	start := k.i
-	for k.i++; k.i < len(k.data); k.i++ {
-		switch k.data[k.i] {
-		case '\\':
-			k.i++
-		case '"':
-			k.i++
-			return k.data[start:k.i], true
-		}
-	}
-	return nil, false
-}
-
-// container walks an object or array at k.i.
-func (k *keyCheck) container(object bool) {
-	if len(k.path) >= maxBodyDepth {
-		k.err = invalidField("(body)", nil, "objects and arrays nest deeper than %d levels (want at most %d)", maxBodyDepth, maxBodyDepth)
-		k.done = true
-		return
-	}
-	closing := byte(']')
-	if object {
-		closing = '}'
-	}
-	k.i++
-	if k.next(closing) {
-		return
-	}
-	var keys keySet
-	for n := 0; ; n++ {
-		seg := pathSeg{index: n, array: !object}
-		if object {
-			if seg.key, k.done = k.key(); k.done {
-				return
-			}
-			if keys.add(seg.key) {
-				k.err = invalidField(clip(jsonPath(k.segments(seg.key)), maxFieldLen), nil,
-					"key %q appears more than once in the same object (want each key once)", clip(seg.key, maxFieldLen))
-				k.done = true
-				return
-			}
-			if k.done = !k.next(':'); k.done {
-				return
-			}
-		}
-		k.path = append(k.path, seg)
-		k.value()
-		k.path = k.path[:len(k.path)-1]
-		switch {
-		case k.done:
-			return
-		case k.next(closing):
-			return
-		case !k.next(','):
-			k.done = true
-			return
-		}
-	}
-}
-
-// next passes over white space and, when c comes next, over c too,
-// reporting whether it did.
-func (k *keyCheck) next(c byte) bool {
-	k.space()
-	if k.i < len(k.data) && k.data[k.i] == c {
-		k.i++
-		return true
-	}
-	return false
-}
-
-// key reads an object's key as the decoder reads it; malformed says the
-// key is not a JSON string.
-func (k *keyCheck) key() (key string, malformed bool) {
-	k.space()
-	if k.i >= len(k.data) || k.data[k.i] != '"' {
-		return "", true
-	}
-	raw, ok := k.str()
-	if !ok {
-		return "", true
-	}
-	key, ok = keyText(raw)
-	return key, !ok
-}
-
-// keySet holds an object's keys: the first keysInline in a list, compared
-// one by one, and all of them in a map once there are more.
-type keySet struct {
-	inline [keysInline]string
-	n      int
-	many   map[string]struct{}
-}
-
-// add adds key and reports whether it was there already.
-func (s *keySet) add(key string) (dup bool) {
-	if s.many != nil {
-		if _, dup = s.many[key]; !dup {
-			s.many[key] = struct{}{}
-		}
-		return dup
-	}
-	if slices.Contains(s.inline[:s.n], key) {
-		return true
-	}
-	if s.n < keysInline {
-		s.inline[s.n] = key
-		s.n++
-		return false
-	}
-	s.many = make(map[string]struct{}, 2*keysInline)
-	for _, k := range s.inline {
-		s.many[k] = struct{}{}
-	}
-	s.many[key] = struct{}{}
-	return false
-}
-
-// keyText is a key's string as the decoder reads it. Only a key with an
-// escape or a byte outside ASCII needs decoding: the decoder also turns
-// invalid UTF-8 into U+FFFD, and two keys may meet there.
-func keyText(raw []byte) (string, bool) {
-	plain := true
-	for _, c := range raw {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var key string
-	if err := json.Unmarshal(raw, &key); err != nil {
-		return "", false
-	}
-	return key, true
-}
-
-// segments is the path of key in the object being walked, as jsonPath
-// joins it.
-func (k *keyCheck) segments(key string) []string {
-	segs := make([]string, 0, len(k.path)+1)
-	for _, p := range k.path {
-		if p.array {
-			segs = append(segs, "["+strconv.Itoa(p.index)+"]")
-		} else {
-			segs = append(segs, p.key)
-		}
-	}
-	return append(segs, key)
+	return nil
 }
 
 // jsonPath joins path segments the way error fields name them:

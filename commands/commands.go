@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // Category is the kind of invocation a command resolves to (spec 003, "The
@@ -239,7 +240,7 @@ func Resolve(v View, text string, focus Focus) (*Invocation, error) {
 		if focus == FocusTerminal {
 			return terminal(v, text, "", perr)
 		}
-		return nil, perr(fmt.Sprintf("%q does not start with /", clip(trimmed)), shapeAny+"; plain text is a prompt message, sent as such")
+		return nil, perr(fmt.Sprintf("%q does not start with /", textclip.Bytes(trimmed, maxQuoted)), shapeAny+"; plain text is a prompt message, sent as such")
 	}
 	name, args, _ := strings.Cut(trimmed[1:], " ")
 	if i := strings.IndexAny(name, "\t\r\n"); i >= 0 {
@@ -247,7 +248,7 @@ func Resolve(v View, text string, focus Focus) (*Invocation, error) {
 	}
 	args = strings.TrimSpace(args)
 	if !namePattern.MatchString(name) {
-		return nil, perr(fmt.Sprintf("%q is not a command name", "/"+clip(name)), "/name: a letter or digit, then letters, digits, '_', '.', ':' or '-'")
+		return nil, perr(fmt.Sprintf("%q is not a command name", "/"+textclip.Bytes(name, maxQuoted)), "/name: a letter or digit, then letters, digits, '_', '.', ':' or '-'")
 	}
 	// 1. The Mission-native registry.
 	if s, ok := Lookup(name); ok {
@@ -298,7 +299,7 @@ func mission(v View, s Spec, text, args string, perr func(string, string) error)
 	switch s.arg {
 	case argNone:
 		if args != "" {
-			return nil, perr(fmt.Sprintf("/%s takes no arguments, got %q", s.Name, clip(args)), s.Shape)
+			return nil, perr(fmt.Sprintf("/%s takes no arguments, got %q", s.Name, textclip.Bytes(args, maxQuoted)), s.Shape)
 		}
 	case argOptionalTitle:
 		if strings.ContainsAny(args, "\r\n") {
@@ -324,7 +325,7 @@ func mission(v View, s Spec, text, args string, perr func(string, string) error)
 		case args == "":
 			return nil, perr(fmt.Sprintf("/%s needs a symbol", s.Name), s.Shape)
 		case len(args) > MaxSymbol || !symbolPattern.MatchString(args):
-			return nil, perr(fmt.Sprintf("%q is not a symbol", clip(args)), s.Shape+": one identifier such as Runtime or eventstore.Append")
+			return nil, perr(fmt.Sprintf("%q is not a symbol", textclip.Bytes(args, maxQuoted)), s.Shape+": one identifier such as Runtime or eventstore.Append")
 		}
 		inv.Symbol = args
 	}
@@ -340,11 +341,11 @@ func cleanPath(p string) (string, string) {
 	case strings.ContainsAny(p, "\r\n"):
 		return "", "path spans lines"
 	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`):
-		return "", fmt.Sprintf("path %q is absolute", clip(p))
+		return "", fmt.Sprintf("path %q is absolute", textclip.Bytes(p, maxQuoted))
 	}
 	c := path.Clean(strings.ReplaceAll(p, `\`, "/"))
 	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Sprintf("path %q leaves the working directory", clip(p))
+		return "", fmt.Sprintf("path %q leaves the working directory", textclip.Bytes(p, maxQuoted))
 	}
 	return c, ""
 }
@@ -484,17 +485,8 @@ func messageShape(d eventstore.MessageDescriptor) string {
 	return "/" + d.Type + " [text]"
 }
 
-func clip(s string) string {
-	const n = 80
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+// maxQuoted bounds how much of a refused text an error quotes.
+const maxQuoted = 80
 
 // ViewOf is what command resolution needs of an execution: its
 // descriptors are those of its header, then those its agent advertised.

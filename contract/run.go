@@ -239,22 +239,12 @@ func (r *Run) message(m *eventstore.MessageAccepted) {
 	case "prompt":
 		r.Conversation++
 		if r.Intent == "" {
-			r.Intent = payloadText(m.Payload)
+			r.Intent, _ = m.Text()
 		}
 	case "answer":
 		r.Conversation++
 		r.answer(m)
 	}
-}
-
-func payloadText(p json.RawMessage) string {
-	var v struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(p, &v) != nil {
-		return ""
-	}
-	return v.Text
 }
 
 func (r *Run) observation(o *eventstore.Observation) {
@@ -351,11 +341,8 @@ func (r *Run) request(o *eventstore.Observation, ni *eventstore.NeedsInputSignal
 }
 
 func (r *Run) answer(m *eventstore.MessageAccepted) {
-	var p struct {
-		RequestID string `json:"requestId"`
-		Text      string `json:"text"`
-	}
-	if json.Unmarshal(m.Payload, &p) != nil {
+	p, err := m.DecodePayload()
+	if err != nil {
 		return
 	}
 	i, ok := r.approvals()[p.RequestID]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // AgentRun is 004's AgentRun: one execution. 004 fixes only its status
@@ -263,7 +264,7 @@ func Tasks(runs []*Run) []AgentTask {
 				title = "run " + r.RunID
 			}
 			index[id] = len(out)
-			out = append(out, AgentTask{TaskID: id, SessionID: r.SessionID, Title: clip(title, 120), Intent: r.Intent,
+			out = append(out, AgentTask{TaskID: id, SessionID: r.SessionID, Title: textclip.Bytes(title, 120), Intent: r.Intent,
 				CreatedAt: r.CreatedAt})
 			i = len(out) - 1
 		}
@@ -284,19 +285,6 @@ func taskStatus(st eventstore.RunStatus) string {
 	}
 	return string(st)
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 func checkpointOf(r *Run, c *eventstore.CheckpointCreated) AgentCheckpoint {
 	cp := AgentCheckpoint{CheckpointID: c.CheckpointID, SessionID: r.SessionID, RunID: r.RunID, ProductID: r.productID(),
@@ -348,7 +336,7 @@ func (r *Run) Capture(id string, trigger eventstore.CheckpointTrigger, source ev
 	if summary == "" {
 		summary = r.summary()
 	}
-	c.StateSummary = eventstore.CheckpointSummary{Title: clip(title, 200), Summary: clip(summary, 2000), LastActionAt: r.LastActionAt}
+	c.StateSummary = eventstore.CheckpointSummary{Title: textclip.Bytes(title, 200), Summary: textclip.Bytes(summary, 2000), LastActionAt: r.LastActionAt}
 	return c
 }
 

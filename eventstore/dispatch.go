@@ -3,6 +3,8 @@ package eventstore
 import (
 	"fmt"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // OriginSurface is where a dispatched execution was asked for (spec 004,
@@ -91,7 +93,7 @@ func (d *DispatchContext) validate(p *problems, field string) {
 	case id == "":
 		p.add(field+".originProductId", "required ("+originProductAccepted+")")
 	case len(id) > MaxOriginProductIDLength || !safeProductID(id):
-		p.add(field+".originProductId", fmt.Sprintf("%q is not accepted (%s)", clipped(id), originProductAccepted))
+		p.add(field+".originProductId", fmt.Sprintf("%q is not accepted (%s)", textclip.Bytes(id, maxQuotedValue), originProductAccepted))
 	}
 	enum(p, field+".dispatchMode", d.DispatchMode, DispatchModes)
 	rfc3339(p, field+".initiatedAt", d.InitiatedAt, true)
@@ -103,6 +105,9 @@ func (d *DispatchContext) validate(p *problems, field string) {
 	}
 }
 
+// maxQuotedValue bounds how much of a refused value its error quotes.
+const maxQuotedValue = 64
+
 // rfc3339 checks a time written as RFC 3339.
 func rfc3339(p *problems, field, v string, required bool) {
 	switch {
@@ -111,7 +116,7 @@ func rfc3339(p *problems, field, v string, required bool) {
 	case v == "":
 	default:
 		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			p.add(field, fmt.Sprintf("%q is not an RFC 3339 time (want one such as 2026-01-02T15:04:05Z)", clipped(v)))
+			p.add(field, fmt.Sprintf("%q is not an RFC 3339 time (want one such as 2026-01-02T15:04:05Z)", textclip.Bytes(v, maxQuotedValue)))
 		}
 	}
 }
@@ -131,13 +136,4 @@ func safeProductID(id string) bool {
 		}
 	}
 	return true
-}
-
-// clipped shortens a refused value for its error message.
-func clipped(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }

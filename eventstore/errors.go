@@ -35,6 +35,9 @@ var (
 	// log, or the log's storage limit, is full. Nothing stored is lost, and
 	// writes are taken again once there is space. See IsDiskFull.
 	ErrDiskFull = errors.New("eventstore: disk full")
+	// ErrNoText reports a message whose payload carries no text: null, or
+	// an object without "text". See MessageAccepted.Text.
+	ErrNoText = errors.New("eventstore: message payload has no text")
 )
 
 // JetStream's answers to a write the server has no room for.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/strictjson"
+
 	gojson "github.com/goccy/go-json"
 )
 
@@ -541,7 +543,7 @@ func jsonFields(t reflect.Type) []string {
 // (BenchmarkDecodeKind). Anything else goes to decodeStrictSlow,
 // which accepts, refuses and words errors as it always has.
 func decodeStrict(b []byte, v any) error {
-	if knownKeys(b, shapeOf(reflect.TypeOf(v))) && gojson.Unmarshal(b, v) == nil {
+	if knownKeys(b, strictjson.ShapeOf(reflect.TypeOf(v))) && gojson.Unmarshal(b, v) == nil {
 		return nil
 	}
 	// The slow path decodes into v itself, not into a fresh value copied to

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentjournal/agentjournal/internal/strictjson"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -201,75 +202,19 @@ func TestDecodeStrictFastPathMatchesSlowPath(t *testing.T) {
 		}
 		for _, target := range strictTargets(data, r.Kind()) {
 			v, _ := target.dest()
-			if !knownKeys(target.data, shapeOf(reflect.TypeOf(v))) {
+			if !knownKeys(target.data, strictjson.ShapeOf(reflect.TypeOf(v))) {
 				t.Errorf("%s: the key check refuses %s: %s", name, target.name, target.data)
 			}
 		}
 	}
 }
 
-// Types whose fields share names, embedded at various depths.
-type (
-	shapeInner struct {
-		X int `json:"x"`
-		Y int
-		W int `json:"w"`
-	}
-	shapeOther struct {
-		X int `json:"x"`
-		V int `json:"v"`
-	}
-	shapeDeep struct {
-		shapeOther
-		Y int `json:"Y"`
-	}
-	shapeTree struct {
-		Next  *shapeTree  `json:"next"`
-		Items []shapeTree `json:"items"`
-	}
-	shapeC1    struct{ C int }
-	shapeC2    struct{ C int }
-	shapeOuter struct {
-		shapeInner
-		shapeDeep
-		shapeC1
-		shapeC2
-		Tagged   shapeOther `json:"tagged"`
-		W        string     `json:"w,omitempty"`
-		Skipped  int        `json:"-"`
-		Dash     int        `json:"-,"`
-		Invalid  int        `json:"a\\b"`
-		Untagged int
-		hidden   int
-	}
-)
-
-func TestShapeFollowsEncodingJSON(t *testing.T) {
-	s := shapeOf(reflect.TypeFor[*shapeOuter]())
-	if got, want := shapeNames(s), []string{"x", "v", "Y", "tagged", "w", "-", "Invalid", "Untagged"}; !slices.Equal(got, want) {
-		t.Errorf("shape fields %v, want %v", got, want)
-	}
-	for _, key := range []string{"x", "X", "y", "Y", "w", "v", "V", "C", "tagged", "Tagged", "-", "Skipped", "Dash",
-		"Invalid", "Untagged", "untagged", "hidden", "shapeInner", "shapeDeep"} {
-		data := []byte(`{"` + key + `":null}`)
-		err := decodeOnce(json.NewDecoder(bytes.NewReader(data)), data, &shapeOuter{})
-		if err != nil && !strings.Contains(err.Error(), "unknown field") {
-			t.Fatalf("%s: %v", data, err)
-		}
-		if knownKeys(data, s) && err != nil {
-			t.Errorf("key %q: the key check accepts a field encoding/json does not have", key)
-		}
-	}
-	tree := shapeOf(reflect.TypeFor[*shapeTree]())
-	if !knownKeys([]byte(`{"next":{"next":{}},"items":[{"next":null,"items":[]}]}`), tree) ||
-		knownKeys([]byte(`{"next":{"items":[{"nxt":1}]}}`), tree) {
-		t.Error("the key check does not follow a recursive type")
-	}
-	// Every record kind's shape names exactly its registered fields, in
-	// order, and so does decodeAs's MessageAccepted wrapper.
+// TestRecordShapes: every record kind's shape names exactly its registered
+// fields, in order, and so does decodeAs's MessageAccepted wrapper.
+func TestRecordShapes(t *testing.T) {
 	for _, k := range Kinds() {
 		spec, _ := LookupKind(k)
-		if got := shapeNames(shapeOf(reflect.TypeOf(spec.New()))); !slices.Equal(got, spec.Fields()) {
+		if got := strictjson.ShapeOf(reflect.TypeOf(spec.New())).Keys(); !slices.Equal(got, spec.Fields()) {
 			t.Errorf("%s: shape fields %v, want %v", k, got, spec.Fields())
 		}
 	}
@@ -278,17 +223,9 @@ func TestShapeFollowsEncodingJSON(t *testing.T) {
 		MutatesContext **bool `json:"mutatesContext"`
 	}]()
 	spec, _ := LookupKind(KindMessage)
-	if got := shapeNames(shapeOf(wrapper)); !slices.Equal(got, spec.Fields()) {
+	if got := strictjson.ShapeOf(wrapper).Keys(); !slices.Equal(got, spec.Fields()) {
 		t.Errorf("message.accepted wrapper: shape fields %v, want %v", got, spec.Fields())
 	}
-}
-
-func shapeNames(s *shape) []string {
-	var out []string
-	for _, f := range s.fields {
-		out = append(out, f.name)
-	}
-	return out
 }
 
 // oddValues are JSON values, some of them malformed, where decoders tend
@@ -448,7 +385,7 @@ func BenchmarkKnownKeys(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := shapeOf(reflect.TypeFor[*Observation]())
+	s := strictjson.ShapeOf(reflect.TypeFor[*Observation]())
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		if !knownKeys(data, s) {

@@ -1,7 +1,6 @@
 package execution
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -127,7 +126,7 @@ func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
 	it.Source = string(r.Source)
 	it.MessageID = r.MessageID
 	it.MessageType = r.MessageType
-	it.RequestID = AnsweredRequest(r)
+	it.RequestID, _ = r.RequestID()
 	return []TimelineItem{it}
 }
 
@@ -135,28 +134,13 @@ func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
 // has one, the message type for a null payload, the payload itself
 // otherwise.
 func MessageText(r *eventstore.MessageAccepted) string {
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
-		return p.Text
+	if text, err := r.Text(); err == nil && text != "" {
+		return text
 	}
 	if string(r.Payload) == "null" {
 		return r.MessageType
 	}
 	return string(r.Payload)
-}
-
-// AnsweredRequest returns the input request a message answers: the
-// "requestId" of its payload, "" when it answers none.
-func AnsweredRequest(r *eventstore.MessageAccepted) string {
-	var p struct {
-		RequestID string `json:"requestId"`
-	}
-	if json.Unmarshal(r.Payload, &p) != nil {
-		return ""
-	}
-	return p.RequestID
 }
 
 func (s *State) applyDelivery(r *eventstore.MessageDelivery) []TimelineItem {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 )
 
 // Version is the version of the JSON shape (docs/narrative.md).
@@ -374,7 +373,7 @@ func (b *builder) apply(r eventstore.Record) {
 
 func (b *builder) message(r *eventstore.MessageAccepted) {
 	text := eventstore.TimelineText(r)
-	if req := execution.AnsweredRequest(r); req != "" {
+	if req, _ := r.RequestID(); req != "" {
 		l := b.add(Pauses, string(r.Kind()), text)
 		l.Actor = string(r.Source)
 		b.answers[req] = *l

@@ -132,7 +132,7 @@ func TestDecideByTheAttentionTable(t *testing.T) {
 func event(in eventstore.Record, st *execution.State) execution.AttentionEvent {
 	switch r := in.(type) {
 	case *eventstore.MessageAccepted:
-		if req := execution.AnsweredRequest(r); req != "" && req == st.CurrentInputRequestID {
+		if req, _ := r.RequestID(); req != "" && req == st.CurrentInputRequestID {
 			return execution.OnAnswer
 		}
 		return execution.OnMessage

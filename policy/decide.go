@@ -54,7 +54,7 @@ func Decide(st *execution.State, obs *eventstore.Observation) Outcome {
 // when it moves the attention (a message to a blocked agent, or to one
 // whose claim waits for the owner); ok is false otherwise.
 func DecideMessage(st *execution.State, m *eventstore.MessageAccepted) (out Outcome, ok bool) {
-	req := execution.AnsweredRequest(m)
+	req, _ := m.RequestID()
 	if d, done := st.Decisions[m.MessageID]; done {
 		return Outcome{Duplicate: true, Decision: &eventstore.Decision{
 			Base:       eventstore.Base{Sequence: d.Sequence},

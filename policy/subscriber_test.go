@@ -564,7 +564,7 @@ func decisions(t *testing.T, s eventstore.Store, ref eventstore.Reference) map[s
 		case *eventstore.Observation:
 			ids[r.ObservationID] += 0
 		case *eventstore.MessageAccepted:
-			if execution.AnsweredRequest(r) != "" {
+			if req, _ := r.RequestID(); req != "" {
 				ids[r.MessageID] += 0
 			}
 		case *eventstore.Decision:

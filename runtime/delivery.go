@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/runtime/agent"
 
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -110,7 +109,7 @@ func (rt *Runtime) accept(ctx context.Context, ref eventstore.Reference, desc ev
 	}
 	rec := &eventstore.MessageAccepted{MessageID: in.MessageID, Source: in.Source, MessageType: in.Type,
 		Payload: in.Payload, MutatesContext: md.MutatesContext}
-	if in.Type == "answer" && execution.AnsweredRequest(rec) == "" {
+	if req, _ := rec.RequestID(); in.Type == "answer" && req == "" {
 		// Nothing could decide what it answers.
 		return accepted{}, fmt.Errorf(`%w: an answer names the input request it answers: payload {"requestId": "…", "text": "…"}`, ErrBadMessage)
 	}
@@ -258,7 +257,7 @@ func (rt *Runtime) startTurn(ctx context.Context, p *process, c *child, m *event
 		d.Status, d.Reason = eventstore.DeliveryFailed, "the agent never said its session id, so its session cannot be resumed"
 		return d
 	}
-	pl, err := agent.PayloadText(m)
+	pl, err := m.DecodePayload()
 	if err != nil {
 		d.Status, d.Reason = eventstore.DeliveryFailed, err.Error()
 		return d

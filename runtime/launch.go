@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/marker"
 )
 
@@ -119,7 +118,7 @@ type launchPlan struct {
 // promptInput is the launch prompt as a message.
 func (pl *launchPlan) promptInput() SendMessageInput {
 	in := SendMessageInput{MessageID: "prompt", Type: "prompt", Source: eventstore.SourceOperator, launchArgument: !pl.onStdin}
-	in.Payload, _ = json.Marshal(agent.MessagePayload{Text: pl.req.Prompt})
+	in.Payload, _ = json.Marshal(eventstore.MessagePayload{Text: pl.req.Prompt})
 	return in
 }
 

@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/textclip"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
@@ -404,11 +405,7 @@ func signalPayload(o *eventstore.Observation) eventstore.SignalPayload {
 }
 
 func clipReason(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "…"
+	return textclip.Bytes(s, 200)
 }
 
 func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *eventstore.Observation) {

@@ -3,7 +3,6 @@ package search
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -345,11 +344,8 @@ func signalText(s *eventstore.Signal) string {
 // messageText is a message payload's "text" field when it has one, the
 // payload itself otherwise (as the timeline shows it).
 func messageText(r *eventstore.MessageAccepted) string {
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
-		return p.Text
+	if text, err := r.Text(); err == nil && text != "" {
+		return text
 	}
 	if len(r.Payload) == 0 || string(r.Payload) == "null" {
 		return ""

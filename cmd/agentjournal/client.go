@@ -348,10 +348,7 @@ func (c *SendCommand) Run(ctx context.Context, args []string) error {
 			*typ = "answer"
 		}
 	}
-	payload, err := json.Marshal(struct {
-		Text      string `json:"text"`
-		RequestID string `json:"requestId,omitempty"`
-	}{text, *answer})
+	payload, err := json.Marshal(eventstore.MessagePayload{Text: text, RequestID: *answer})
 	if err != nil {
 		return err
 	}

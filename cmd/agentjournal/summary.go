@@ -3,9 +3,9 @@ package main
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // maxQuoted bounds the free text (questions, reasons, plan items) quoted
@@ -24,18 +24,11 @@ func summarize(r eventstore.Record) string {
 // breaks the one-line layout. strconv.Quote escapes every character
 // termSafe does.
 func quote(s string) string {
-	return strconv.Quote(clipRunes(s, maxQuoted))
+	return strconv.Quote(textclip.Runes(s, maxQuoted))
 }
 
 // clip shortens JSON or other text that is shown unquoted, and makes it
 // termSafe.
 func clip(s string) string {
-	return termSafe(clipRunes(strings.Join(strings.Fields(s), " "), maxQuoted))
-}
-
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
+	return termSafe(textclip.Runes(strings.Join(strings.Fields(s), " "), maxQuoted))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -198,7 +199,7 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 				mark = "!"
 			}
 			writeLine(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s", mark, s.ID,
-				clipRunes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), clipRunes(s.AgentID, 12), s.Lifecycle, s.Attention,
+				textclip.Runes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), textclip.Runes(s.AgentID, 12), s.Lifecycle, s.Attention,
 				s.Activity, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
 		}
 		return nil

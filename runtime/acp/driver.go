@@ -397,7 +397,7 @@ var errNotReady = errors.New("the ACP agent's process has not started")
 // session/prompt request is written, an answer once it is handed to the
 // request waiting for it, an interrupt once session/cancel is written.
 func (d *Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := agent.PayloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}

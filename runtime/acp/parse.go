@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	protocol "github.com/agentjournal/agentjournal/acp"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
@@ -89,7 +91,7 @@ func (d *Driver) replay(m protocol.Message) bool {
 	}
 	d.LearnSession(session, "")
 	d.Observe(&eventstore.StatusSignal{Phase: PhaseSessionLoaded,
-		Summary: fmt.Sprintf("loaded the ACP session %s (session/load); the history it replays (%d updates before its answer) is not journaled again: the resumed execution's journal holds it", agent.Clip(session, agent.MaxKeyBytes), n)})
+		Summary: fmt.Sprintf("loaded the ACP session %s (session/load); the history it replays (%d updates before its answer) is not journaled again: the resumed execution's journal holds it", textclip.Fit(session, agent.MaxKeyBytes), n)})
 	return true
 }
 
@@ -118,7 +120,7 @@ func (d *Driver) Parse(line []byte) []agent.Event {
 				d.UnknownLine(typ)
 			}
 		} else {
-			d.BadEvent(fmt.Sprintf("%s: %v", agent.Clip(d.LineType, agent.MaxTypeBytes), err))
+			d.BadEvent(fmt.Sprintf("%s: %v", textclip.Fit(d.LineType, agent.MaxTypeBytes), err))
 		}
 		return d.Finish()
 	}
@@ -140,7 +142,7 @@ func (d *Driver) Parse(line []byte) []agent.Event {
 	case m.Result != nil:
 		d.result(m.Result)
 	case m.Error != nil:
-		d.Diagnose(agent.CodeProviderError, fmt.Sprintf("the ACP agent answered request %s with error %d: %s", agent.Clip(m.ID, agent.MaxTypeBytes), m.Error.Code, agent.Clip(m.Error.Message, agent.MaxSummaryBytes)))
+		d.Diagnose(agent.CodeProviderError, fmt.Sprintf("the ACP agent answered request %s with error %d: %s", textclip.Fit(m.ID, agent.MaxTypeBytes), m.Error.Code, textclip.Fit(m.Error.Message, agent.MaxSummaryBytes)))
 	case acpQuiet[m.Method]:
 	default:
 		d.UnknownLine(m.Method)
@@ -170,7 +172,7 @@ func (d *Driver) flushText() {
 
 func (d *Driver) update(u *protocol.Update) {
 	if d.SessionID() != "" && u.Session != d.SessionID() {
-		d.BadEvent(fmt.Sprintf("session/update for session %q, not this execution's %q; ignored", agent.Clip(u.Session, agent.MaxKeyBytes), d.SessionID()))
+		d.BadEvent(fmt.Sprintf("session/update for session %q, not this execution's %q; ignored", textclip.Fit(u.Session, agent.MaxKeyBytes), d.SessionID()))
 		return
 	}
 	last := d.last
@@ -280,7 +282,7 @@ func (d *Driver) tool(kind string, t *protocol.ToolCall) {
 // is the tool call's, which both sides know.
 func (d *Driver) permissionAsked(rpcID string, r *protocol.PermissionRequest) {
 	if d.SessionID() != "" && r.Session != d.SessionID() {
-		d.BadEvent(fmt.Sprintf("session/request_permission for session %q, not this execution's %q", agent.Clip(r.Session, agent.MaxKeyBytes), d.SessionID()))
+		d.BadEvent(fmt.Sprintf("session/request_permission for session %q, not this execution's %q", textclip.Fit(r.Session, agent.MaxKeyBytes), d.SessionID()))
 		return
 	}
 	d.Native.RequestID = agent.NativeID(rpcID)

@@ -1,28 +1,12 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 )
-
-// MessagePayload is the shape of prompt and answer payloads.
-type MessagePayload struct {
-	Text      string `json:"text"`
-	RequestID string `json:"requestId,omitempty"`
-}
-
-// PayloadText decodes a prompt or answer message's payload.
-func PayloadText(m *eventstore.MessageAccepted) (MessagePayload, error) {
-	var p MessagePayload
-	if err := json.Unmarshal(m.Payload, &p); err != nil {
-		return p, fmt.Errorf("message %s: payload is not {\"text\": …}: %w", m.MessageID, err)
-	}
-	return p, nil
-}
 
 // The message descriptors every agent shares; an agent copies one to
 // change what it says of it.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -206,10 +208,10 @@ func (s *Stream) diagnosticEvent(code, msg string) Event {
 // raw as evidence.
 func (s *Stream) DiagnosticFor(code, lineType, msg string, raw []byte) Event {
 	o := s.observation(eventstore.ConfidenceDiagnostic, &eventstore.DiagnosticSignal{
-		Code: code, Message: Clip(msg, MaxSummaryBytes), Adapter: s.provider,
-		LineType: Clip(lineType, MaxTypeBytes), AgentVersion: s.version,
+		Code: code, Message: textclip.Fit(msg, MaxSummaryBytes), Adapter: s.provider,
+		LineType: textclip.Fit(lineType, MaxTypeBytes), AgentVersion: s.version,
 	})
-	o.RawText = Clip(string(raw), MaxRawBytes)
+	o.RawText = textclip.Fit(string(raw), MaxRawBytes)
 	return Event{Observation: o}
 }
 
@@ -229,7 +231,7 @@ func (s *Stream) UnknownLine(typ string) {
 		s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s output line without a type (%s); the parser skips such lines", s.provider, s.AgentVersion()))
 		return
 	}
-	s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s output line type %q is not known to this parser (%s); the parser skips such lines", s.provider, Clip(typ, MaxTypeBytes), s.AgentVersion()))
+	s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s output line type %q is not known to this parser (%s); the parser skips such lines", s.provider, textclip.Fit(typ, MaxTypeBytes), s.AgentVersion()))
 }
 
 // Unknown reports a part of a known line (a content block, an item) whose
@@ -239,10 +241,10 @@ func (s *Stream) Unknown(what, typ string) {
 		return
 	}
 	if typ == "" {
-		s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s without a type in a %q line (%s)", s.provider, what, Clip(s.LineType, MaxTypeBytes), s.AgentVersion()))
+		s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s without a type in a %q line (%s)", s.provider, what, textclip.Fit(s.LineType, MaxTypeBytes), s.AgentVersion()))
 		return
 	}
-	s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s type %q in a %q line is not known to this parser (%s)", s.provider, what, Clip(typ, MaxTypeBytes), Clip(s.LineType, MaxTypeBytes), s.AgentVersion()))
+	s.Diagnose(CodeUnknownEvent, fmt.Sprintf("%s %s type %q in a %q line is not known to this parser (%s)", s.provider, what, textclip.Fit(typ, MaxTypeBytes), textclip.Fit(s.LineType, MaxTypeBytes), s.AgentVersion()))
 }
 
 func (s *Stream) firstUnknown(what, typ string) bool {
@@ -267,7 +269,7 @@ func (s *Stream) AgentVersion() string {
 // either changes; every observation after it carries the session id. An id
 // that cannot be a journal id (empty or too long) is not a session id.
 func (s *Stream) LearnSession(id, version string) {
-	version = Clip(version, MaxTypeBytes)
+	version = textclip.Fit(version, MaxTypeBytes)
 	changed := false
 	if version != "" && version != s.version {
 		s.version, changed = version, true
@@ -283,7 +285,7 @@ func (s *Stream) LearnSession(id, version string) {
 
 // EndTurn says the turn whose claim was just reported is over.
 func (s *Stream) EndTurn(failed bool, reason string) {
-	s.Add(Event{TurnEnd: &TurnEnd{Failed: failed, Reason: Clip(reason, MaxSummaryBytes)}})
+	s.Add(Event{TurnEnd: &TurnEnd{Failed: failed, Reason: textclip.Fit(reason, MaxSummaryBytes)}})
 }
 
 func (s *Stream) BadEvent(problem string) {
@@ -295,14 +297,14 @@ func (s *Stream) Message(text string) {
 	if strings.TrimSpace(text) == "" {
 		return
 	}
-	s.Observe(&eventstore.MessageSignal{Text: Clip(text, MaxTextBytes), Format: "markdown"})
+	s.Observe(&eventstore.MessageSignal{Text: textclip.Fit(text, MaxTextBytes), Format: "markdown"})
 }
 
 func (s *Stream) Completed(summary, fallback string) {
 	if strings.TrimSpace(summary) == "" {
 		summary = fallback
 	}
-	s.Observe(&eventstore.CompletedClaimSignal{Summary: Clip(summary, MaxSummaryBytes)})
+	s.Observe(&eventstore.CompletedClaimSignal{Summary: textclip.Fit(summary, MaxSummaryBytes)})
 }
 
 // Failed reports a failed claim and returns the reason it gave.
@@ -310,8 +312,8 @@ func (s *Stream) Failed(reason, detail string) string {
 	if strings.TrimSpace(reason) == "" {
 		reason = s.provider + " reported a failure without a reason"
 	}
-	reason = Clip(reason, MaxSummaryBytes)
-	s.Observe(&eventstore.FailedClaimSignal{Reason: reason, Detail: Clip(detail, MaxSummaryBytes)})
+	reason = textclip.Fit(reason, MaxSummaryBytes)
+	s.Observe(&eventstore.FailedClaimSignal{Reason: reason, Detail: textclip.Fit(detail, MaxSummaryBytes)})
 	return reason
 }
 
@@ -431,7 +433,7 @@ func (s *Stream) CloseTool(id string, out Outcome) {
 	s.closed.Put(k, struct{}{})
 	tc := &eventstore.ToolCall{ID: NativeID(id), Name: call.name, Status: eventstore.ToolCallSucceeded}
 	if out.Failed {
-		tc.Status, tc.Error = eventstore.ToolCallFailed, Clip(strings.TrimSpace(out.Err), MaxErrorBytes)
+		tc.Status, tc.Error = eventstore.ToolCallFailed, textclip.Fit(strings.TrimSpace(out.Err), MaxErrorBytes)
 		if out.Exit != nil {
 			tc.ExitCode = Ptr(*out.Exit)
 		}
@@ -482,7 +484,7 @@ func (s *Stream) ToolRunning(name string) {
 	if name == "" {
 		return
 	}
-	s.Activity(&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{ActiveToolName: Clip(name, MaxLabelBytes)}})
+	s.Activity(&eventstore.ActivityUpdated{Telemetry: &eventstore.Telemetry{ActiveToolName: textclip.Fit(name, MaxLabelBytes)}})
 }
 
 // ReportPlan reports the agent's plan as a whole. The same plan twice, in a
@@ -515,7 +517,7 @@ func NewPlanItem(id, text string, status eventstore.PlanItemStatus) (eventstore.
 	if text == "" {
 		return eventstore.PlanItem{}, false
 	}
-	return eventstore.PlanItem{ID: Clip(id, eventstore.MaxIDLength), Text: Clip(text, MaxLabelBytes), Status: status}, true
+	return eventstore.PlanItem{ID: textclip.Fit(id, eventstore.MaxIDLength), Text: textclip.Fit(text, MaxLabelBytes), Status: status}, true
 }
 
 func (s *Stream) forgetOldestCall() {
@@ -580,7 +582,7 @@ func ToolName(name string) string {
 	if name == "" {
 		return "unknown"
 	}
-	return Clip(name, MaxLabelBytes)
+	return textclip.Fit(name, MaxLabelBytes)
 }
 
 // Key bounds a provider id used as a map key.
@@ -589,23 +591,6 @@ func Key(id string) string {
 		return id[:MaxKeyBytes]
 	}
 	return id
-}
-
-// Clip shortens s to at most max bytes, cutting at a rune boundary and
-// marking the cut with an ellipsis, and replaces invalid UTF-8.
-func Clip(s string, max int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	cut := max - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }
 
 // Tail keeps the last max bytes of s, cutting at a rune boundary and
@@ -629,7 +614,7 @@ func Tail(s string, max int) string {
 // OneLine folds s onto one line and bounds it, for questions built from a
 // tool's arguments.
 func OneLine(s string, max int) string {
-	return Clip(strings.Join(strings.Fields(s), " "), max)
+	return textclip.Fit(strings.Join(strings.Fields(s), " "), max)
 }
 
 // Args decodes a tool call's arguments leniently: anything but a JSON object

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/agent/agenttest"
 	"github.com/agentjournal/agentjournal/runtime/claude"
@@ -95,12 +97,12 @@ func TestClip(t *testing.T) {
 		{"a\xffb", 10, "a\uFFFDb"},
 	}
 	for _, tt := range tests {
-		got := agent.Clip(tt.in, tt.max)
+		got := textclip.Fit(tt.in, tt.max)
 		if got != tt.want {
-			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			t.Errorf("textclip.Fit(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
 		if len(got) > tt.max && len(tt.in) > tt.max {
-			t.Errorf("Clip(%q, %d) is %d bytes", tt.in, tt.max, len(got))
+			t.Errorf("textclip.Fit(%q, %d) is %d bytes", tt.in, tt.max, len(got))
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -88,26 +90,26 @@ func ToolActivity(name string, a map[string]json.RawMessage) (eventstore.Activit
 }
 
 func CommandTarget(cmd string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetCommand, Label: Clip(cmd, MaxLabelBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetCommand, Label: textclip.Fit(cmd, MaxLabelBytes)}
 }
 
 func FileTarget(path string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetFile, Path: Clip(path, maxPathBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetFile, Path: textclip.Fit(path, maxPathBytes)}
 }
 
 func SearchTarget(pattern, dir string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetSearch, Label: Clip(pattern, MaxLabelBytes), Path: Clip(dir, maxPathBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetSearch, Label: textclip.Fit(pattern, MaxLabelBytes), Path: textclip.Fit(dir, maxPathBytes)}
 }
 
 func URLTarget(url string) *eventstore.Target {
-	return &eventstore.Target{Kind: eventstore.TargetURL, Label: Clip(url, MaxLabelBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetURL, Label: textclip.Fit(url, MaxLabelBytes)}
 }
 
 func ToolTarget(name string) *eventstore.Target {
 	if name == "" {
 		return &eventstore.Target{Kind: eventstore.TargetUnknown}
 	}
-	return &eventstore.Target{Kind: eventstore.TargetTool, Label: Clip(name, MaxLabelBytes)}
+	return &eventstore.Target{Kind: eventstore.TargetTool, Label: textclip.Fit(name, MaxLabelBytes)}
 }
 
 // MainArg is the argument that says what a tool call does, for a question

@@ -132,7 +132,7 @@ func (d *Driver) remember(id string, r *claudeControlRequest) {
 // Encode writes a message as a stream-json user message, or an answer to a
 // pending control request as its control response.
 func (d *Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := agent.PayloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}

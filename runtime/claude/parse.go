@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -182,7 +184,7 @@ func (d *Driver) field(raw json.RawMessage, name string, v any) bool {
 		return true
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		d.BadEvent(fmt.Sprintf("%s %s: %v", agent.Clip(d.LineType, agent.MaxTypeBytes), name, err))
+		d.BadEvent(fmt.Sprintf("%s %s: %v", textclip.Fit(d.LineType, agent.MaxTypeBytes), name, err))
 		return false
 	}
 	return true
@@ -367,7 +369,7 @@ func resultText(raw json.RawMessage) string {
 	if raw[0] == '"' {
 		var s string
 		_ = json.Unmarshal(raw, &s)
-		return agent.Clip(s, agent.MaxErrorBytes)
+		return textclip.Fit(s, agent.MaxErrorBytes)
 	}
 	var blocks []struct {
 		Type string `json:"type"`
@@ -389,7 +391,7 @@ func resultText(raw json.RawMessage) string {
 			break
 		}
 	}
-	return agent.Clip(b.String(), agent.MaxErrorBytes)
+	return textclip.Fit(b.String(), agent.MaxErrorBytes)
 }
 
 // todoWrite reads the todo list a TodoWrite call sets, the plan once the
@@ -539,9 +541,9 @@ func (d *Driver) rateLimit(ev *claudeEvent) {
 	if r.Status == "allowed" {
 		return
 	}
-	msg := fmt.Sprintf("Claude Code reports a rate limit (rate_limit_event): status %q", agent.Clip(r.Status, agent.MaxTypeBytes))
+	msg := fmt.Sprintf("Claude Code reports a rate limit (rate_limit_event): status %q", textclip.Fit(r.Status, agent.MaxTypeBytes))
 	if r.RateLimitType != "" {
-		msg += " for the " + agent.Clip(r.RateLimitType, agent.MaxTypeBytes) + " limit"
+		msg += " for the " + textclip.Fit(r.RateLimitType, agent.MaxTypeBytes) + " limit"
 	}
 	if r.ResetsAt != nil && *r.ResetsAt > 0 && *r.ResetsAt < 1<<40 {
 		msg += ", which resets at " + time.Unix(*r.ResetsAt, 0).UTC().Format(time.RFC3339)
@@ -564,7 +566,7 @@ func (d *Driver) controlRequest(ev *claudeEvent) {
 	}
 	if r.Subtype != "can_use_tool" {
 		d.Diagnose(agent.CodeUnknownEvent, fmt.Sprintf("Claude Code control request subtype %q is not handled by this parser (%s); the CLI waits for an answer to it",
-			agent.Clip(r.Subtype, agent.MaxTypeBytes), d.AgentVersion()))
+			textclip.Fit(r.Subtype, agent.MaxTypeBytes), d.AgentVersion()))
 		return
 	}
 	// What Encode answers the request with comes out of this one reading
@@ -620,11 +622,11 @@ func askUserQuestion(raw json.RawMessage) (string, []string) {
 		}
 		for _, o := range q.Options {
 			if l := strings.TrimSpace(o.Label); l != "" && len(choices) < maxChoices {
-				choices = append(choices, agent.Clip(l, agent.MaxLabelBytes))
+				choices = append(choices, textclip.Fit(l, agent.MaxLabelBytes))
 			}
 		}
 	}
-	question := agent.Clip(strings.Join(texts, "\n"), agent.MaxSummaryBytes)
+	question := textclip.Fit(strings.Join(texts, "\n"), agent.MaxSummaryBytes)
 	if question == "" {
 		question = "Claude Code asks a question without text"
 	}
@@ -649,5 +651,5 @@ func orUnknown(s string) string {
 	if s == "" {
 		return "an error"
 	}
-	return agent.Clip(s, 100)
+	return textclip.Fit(s, 100)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -171,7 +173,7 @@ func (d *Driver) event(ev *codexEvent) {
 			msg = "Codex reported an error without a message"
 		}
 		reason, detail := agent.ErrorMessage(msg)
-		d.held = &heldError{reason: reason, detail: detail, raw: []byte(agent.Clip(string(d.Raw()), agent.MaxRawBytes))}
+		d.held = &heldError{reason: reason, detail: detail, raw: []byte(textclip.Fit(string(d.Raw()), agent.MaxRawBytes))}
 	default:
 		d.UnknownLine(ev.Type)
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -249,7 +251,7 @@ func (d *Driver) event(ev *copilotEvent) {
 				msg = "Copilot reported an error without a message"
 			}
 			d.releaseSessionError()
-			d.sessionErr = &sessionError{reason: msg, raw: []byte(agent.Clip(string(d.Raw()), agent.MaxRawBytes))}
+			d.sessionErr = &sessionError{reason: msg, raw: []byte(textclip.Fit(string(d.Raw()), agent.MaxRawBytes))}
 		}
 	case "assistant.turn_start":
 		// The session went on after an error: it did not end the run.
@@ -264,7 +266,7 @@ func (d *Driver) event(ev *copilotEvent) {
 		if d.data(ev, &v) {
 			msg := "Copilot CLI retries the model request"
 			if v.Reason != "" {
-				msg += " (" + agent.Clip(v.Reason, agent.MaxTypeBytes) + ")"
+				msg += " (" + textclip.Fit(v.Reason, agent.MaxTypeBytes) + ")"
 			}
 			if d.callFailure != "" {
 				msg += " after " + d.callFailure
@@ -491,20 +493,20 @@ func describeCallFailure(d *copilotCallFailure) string {
 	msg, _ := agent.ErrorMessage(d.ErrorMessage)
 	switch {
 	case d.StatusCode != nil && msg != "":
-		return fmt.Sprintf("HTTP %d: %s", *d.StatusCode, agent.Clip(msg, agent.MaxLabelBytes))
+		return fmt.Sprintf("HTTP %d: %s", *d.StatusCode, textclip.Fit(msg, agent.MaxLabelBytes))
 	case d.StatusCode != nil:
 		return fmt.Sprintf("HTTP %d", *d.StatusCode)
 	}
-	return agent.Clip(msg, agent.MaxLabelBytes)
+	return textclip.Fit(msg, agent.MaxLabelBytes)
 }
 
 func (d *Driver) data(ev *copilotEvent, v any) bool {
 	if len(ev.Data) == 0 || string(ev.Data) == "null" {
-		d.BadEvent(fmt.Sprintf("%s event without data", agent.Clip(ev.Type, 100)))
+		d.BadEvent(fmt.Sprintf("%s event without data", textclip.Fit(ev.Type, 100)))
 		return false
 	}
 	if err := json.Unmarshal(ev.Data, v); err != nil {
-		d.BadEvent(fmt.Sprintf("%s data: %v", agent.Clip(ev.Type, 100), err))
+		d.BadEvent(fmt.Sprintf("%s data: %v", textclip.Fit(ev.Type, 100), err))
 		return false
 	}
 	return true

@@ -3,6 +3,8 @@ package copilot
 import (
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/textclip"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -199,7 +201,7 @@ func (t *todoTable) add(r map[string]string) {
 		return
 	}
 	for k, v := range r {
-		r[k] = agent.Clip(v, agent.MaxLabelBytes)
+		r[k] = textclip.Fit(v, agent.MaxLabelBytes)
 	}
 	t.rows = append(t.rows, r)
 }
@@ -254,7 +256,7 @@ func (t *todoTable) update(c *sqlCursor) (bool, bool) {
 	for _, r := range t.rows {
 		if match(r) {
 			for k, v := range set {
-				r[k] = agent.Clip(v, agent.MaxLabelBytes)
+				r[k] = textclip.Fit(v, agent.MaxLabelBytes)
 			}
 			changed = true
 		}

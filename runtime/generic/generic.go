@@ -58,7 +58,7 @@ func (*Driver) TurnsOnStdin() bool { return true }
 // may arrive while a question is open and a program reading its stdin must
 // tell the two apart.
 func (*Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := agent.PayloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}
@@ -75,7 +75,7 @@ func (*Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
 // terminal asked its question on that terminal, so the answer is just what
 // a person would type.
 func (*Driver) Type(m *eventstore.MessageAccepted) ([]byte, bool, error) {
-	p, err := agent.PayloadText(m)
+	p, err := m.DecodePayload()
 	if err != nil {
 		return nil, false, err
 	}

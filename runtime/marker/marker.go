@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/runtime/agent"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 // Prefix starts every marker line, at the very start of the line.
@@ -222,7 +222,7 @@ func Observation(p Parsed, line []byte, observationID string, source eventstore.
 			msg = p.Err.Error()
 		}
 		o.Confidence = eventstore.ConfidenceDiagnostic
-		o.Signal = eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: BadMarkerCode, Message: agent.Clip(msg, maxMessageBytes)})
+		o.Signal = eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: BadMarkerCode, Message: textclip.Fit(msg, maxMessageBytes)})
 		o.RawText = rawText(line, true)
 	default:
 		return nil
@@ -254,7 +254,7 @@ func rawText(line []byte, redact bool) string {
 			s = Prefix + rest
 		}
 	}
-	return agent.Clip(s, maxRawBytes)
+	return textclip.Fit(s, maxRawBytes)
 }
 
 // Format returns the marker line, newline included, that carries s for the
