@@ -317,7 +317,10 @@ func bodyError(err error, v any) error {
 	return err
 }
 
-// jsonFields lists the JSON field names of the struct v points to.
+// jsonFields lists the JSON field names of the struct v points to, in the
+// order they are declared: an embedded struct's in its place (a body
+// decoded as a wire type with some fields given another form), each name
+// once.
 func jsonFields(v any) []string {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
@@ -327,12 +330,22 @@ func jsonFields(v any) []string {
 		return nil
 	}
 	var out []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out = append(out, name)
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if name != "" && name != "-" && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
 		}
 	}
+	walk(t)
 	return out
 }
 
