@@ -308,13 +308,34 @@ func bodyError(err error, v any) error {
 		if typeErr.Field == "" {
 			return invalidField("(body)", nil, "got JSON %s (want an object)", typeErr.Value)
 		}
-		return invalidField(typeErr.Field, nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
+		return invalidField(jsonFieldPath(typeErr.Field, v), nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return invalidField(clip(strings.Trim(name, `"`), maxFieldLen), jsonFields(v), "unknown field")
 	}
 	// Errors of a field's own decoder (a signal names its field itself).
 	return err
+}
+
+// jsonFieldPath is the path in the body of a decoding error's field:
+// encoding/json names a field promoted from an embedded struct after the
+// struct's Go name (Observation.rawText), which the body does not hold.
+func jsonFieldPath(field string, v any) string {
+	t := reflect.TypeOf(v)
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		first, rest, ok := strings.Cut(field, ".")
+		if t.Kind() != reflect.Struct || !ok {
+			return field
+		}
+		f, found := t.FieldByName(first)
+		if !found || !f.Anonymous || f.Tag.Get("json") != "" {
+			return field
+		}
+		field, t = rest, f.Type
+	}
 }
 
 // jsonFields lists the JSON field names of the struct v points to, in the
