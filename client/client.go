@@ -286,6 +286,20 @@ func DecodeEntry(e wire.PageEntry) (LogEntry, error) {
 	return LogEntry{Offset: e.Offset, Record: r}, nil
 }
 
+// UnmarshalJSON decodes {offset, record}, as DecodeEntry does.
+func (e *LogEntry) UnmarshalJSON(data []byte) error {
+	var raw wire.PageEntry
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	d, err := DecodeEntry(raw)
+	if err != nil {
+		return err
+	}
+	*e = d
+	return nil
+}
+
 // MarshalJSON writes {offset, record}, as the daemon does.
 func (e LogEntry) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
