@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pb33f/libopenapi"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"github.com/pb33f/libopenapi/orderedmap"
@@ -115,14 +114,7 @@ var notWire = []string{"POST /mcp request"}
 // that is always encoded. It reports every mismatch, and every JSON body
 // without a type.
 func TestOpenAPIWireTypes(t *testing.T) {
-	doc, err := libopenapi.NewDocument(openAPIDocument)
-	if err != nil {
-		t.Fatalf("parse openapi.yaml: %v", err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatalf("build the OpenAPI 3 model of openapi.yaml: %v", err)
-	}
+	model := openAPIModel(t)
 	errorBody := reflect.TypeFor[wire.ErrorBody]()
 	// One match for the whole document: a component schema several routes
 	// share (State, say) is compared, and its differences reported, once.

@@ -143,7 +143,7 @@ type Message struct {
 
 // MessageAck answers a message: its journal sequence and its delivery. A
 // message the agent did not get is recorded too, and answered with the
-// delivery failed.
+// delivery failed. The runtime's acknowledgement converts to it.
 type MessageAck struct {
 	MessageID string                       `json:"messageId"`
 	Sequence  uint64                       `json:"sequence"`
@@ -208,7 +208,8 @@ type Queue struct {
 	Running    int `json:"running"`
 }
 
-// QueuedRun is a queued or scheduled launch that has not started.
+// QueuedRun is a queued or scheduled launch that has not started. The
+// runtime's queue entry converts to it.
 type QueuedRun struct {
 	// Position is 1 for the run that starts next.
 	Position         int                        `json:"position"`

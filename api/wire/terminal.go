@@ -19,6 +19,9 @@ type Terminal struct {
 
 // TerminalSnapshot is a lane's screen, size and scrollback: the form of
 // terminal.Snapshot on the wire, its recent output without marker lines.
+// terminal.Snapshot converts to it; it cannot be an alias of this one, as
+// the read model's and the search index's types are, while the execution
+// package, which this one refers to, imports terminal.
 type TerminalSnapshot struct {
 	ID               string `json:"id"`
 	AgentExecutionID string `json:"agentExecutionId,omitempty"`
