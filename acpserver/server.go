@@ -19,7 +19,6 @@ import (
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/projections"
 )
 
 // ProtocolVersion is the ACP protocol version the server speaks.
@@ -243,7 +242,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 // ListSessions lists the daemon's executions (of the configured owner
 // with ListOwned), newest first, with their working directory.
 func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
-	f := projections.Filter{}
+	f := client.ExecutionFilter{}
 	if s.cfg.ListOwned {
 		f.OwnerEntity, f.OwnerID = s.cfg.OwnerEntity, s.cfg.OwnerID
 	}

@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime"
 )
@@ -15,21 +15,21 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.AgentCatalog{Agents: agentCatalog()})
+	writeJSON(w, http.StatusOK, wire.AgentCatalog{Agents: agentCatalog()})
 	return nil
 }
 
 // agentCatalog is the runtime's registry of agents, in its order, in the
 // wire form server and client share.
-func agentCatalog() []client.Agent {
+func agentCatalog() []wire.Agent {
 	infos := runtime.Agents()
-	out := make([]client.Agent, len(infos))
+	out := make([]wire.Agent, len(infos))
 	for i, a := range infos {
 		shapes := a.Shapes
 		if shapes == nil {
 			shapes = []eventstore.SessionShape{}
 		}
-		out[i] = client.Agent{
+		out[i] = wire.Agent{
 			ID:           a.ID,
 			Provider:     a.Provider,
 			Protocol:     string(a.Protocol),

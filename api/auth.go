@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentjournal/agentjournal/api/wire"
 )
 
 const (
@@ -176,7 +178,7 @@ func (s *Server) authenticate(r *http.Request, acc access) (context.Context, err
 	id, ok := s.CheckScopedToken(token)
 	switch {
 	case !ok:
-		return nil, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized, message: "the token is not valid"}
+		return nil, &apiError{status: http.StatusUnauthorized, code: wire.CodeUnauthorized, message: "the token is not valid"}
 	case acc == fullToken || acc == streamToken:
 		return nil, forbidden("this token is scoped to execution %s: it may record that execution's observations and use MCP, nothing else", id)
 	}
@@ -192,7 +194,7 @@ func requestToken(r *http.Request, acc access) (string, error) {
 		if token := r.URL.Query().Get(accessTokenParam); token != "" {
 			return token, nil
 		}
-		return "", &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+		return "", &apiError{status: http.StatusUnauthorized, code: wire.CodeUnauthorized,
 			message: "no token: send the header Authorization: Bearer <token>, or from a browser's EventSource the query parameter " + accessTokenParam}
 	}
 	return bearer(r)
@@ -201,13 +203,13 @@ func requestToken(r *http.Request, acc access) (string, error) {
 func bearer(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+		return "", &apiError{status: http.StatusUnauthorized, code: wire.CodeUnauthorized,
 			message: "no token: send the header Authorization: Bearer <token>"}
 	}
 	scheme, token, _ := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+		return "", &apiError{status: http.StatusUnauthorized, code: wire.CodeUnauthorized,
 			message: "the Authorization header is not \"Bearer <token>\""}
 	}
 	return token, nil

@@ -2,11 +2,13 @@ package api
 
 import (
 	"testing"
+
+	"github.com/agentjournal/agentjournal/api/wire"
 )
 
 func testEvents(offset uint64, execution string) func() []event {
 	return func() []event {
-		return []event{{offset: offset, name: eventUpdated, execution: execution}, {offset: offset, name: eventDataChanged, execution: execution}}
+		return []event{{offset: offset, name: wire.EventUpdated, execution: execution}, {offset: offset, name: wire.EventDataChanged, execution: execution}}
 	}
 }
 

@@ -7,31 +7,10 @@ import (
 
 	"github.com/agentjournal/agentjournal/runtime"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
-
-// commandInput is the body of runCommand.
-type commandInput struct {
-	Text  string `json:"text"`
-	Focus string `json:"focus,omitempty"`
-	// ID names the invocation, so that a retry records nothing new.
-	ID string `json:"id,omitempty"`
-}
-
-// commandAnswer answers runCommand: the typed invocation and, unless it was
-// a dry run, what carrying it out recorded.
-type commandAnswer struct {
-	Invocation *commands.Invocation  `json:"invocation"`
-	DryRun     bool                  `json:"dryRun"`
-	Result     *runtime.InvokeResult `json:"result,omitempty"`
-}
-
-// completionsAnswer answers listCommands.
-type completionsAnswer struct {
-	ExecutionID string                `json:"executionId"`
-	Completions []commands.Completion `json:"completions"`
-}
 
 // commandView is the execution as command resolution sees it, from the
 // read model once it holds every record written so far.
@@ -80,7 +59,7 @@ func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) error {
 	if cs == nil {
 		cs = []commands.Completion{}
 	}
-	writeJSON(w, http.StatusOK, completionsAnswer{ExecutionID: id, Completions: cs})
+	writeJSON(w, http.StatusOK, wire.Completions{ExecutionID: id, Completions: cs})
 	return nil
 }
 
@@ -100,11 +79,11 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return invalidField("dryRun", []string{"true", "false"}, "%q is not accepted", v)
 	}
-	var in commandInput
+	var in wire.CommandRequest
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
-	focus, err := focusParam(in.Focus, "focus")
+	focus, err := focusParam(string(in.Focus), "focus")
 	if err != nil {
 		return err
 	}
@@ -131,7 +110,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if dry {
-		writeJSON(w, http.StatusOK, commandAnswer{Invocation: inv, DryRun: true})
+		writeJSON(w, http.StatusOK, wire.CommandResult{Invocation: inv, DryRun: true})
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
@@ -153,6 +132,17 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	if inv.Category != commands.CategoryTerminalInput {
 		s.settle(r.Context())
 	}
-	writeJSON(w, http.StatusOK, commandAnswer{Invocation: inv, Result: &res})
+	writeJSON(w, http.StatusOK, wire.CommandResult{Invocation: inv, Result: invokeResult(res)})
 	return nil
+}
+
+// invokeResult is the wire form of what the runtime recorded for an
+// invocation.
+func invokeResult(res runtime.InvokeResult) *wire.InvokeResult {
+	out := &wire.InvokeResult{Sequence: res.Sequence, RecordType: res.RecordType, ID: res.ID, Summary: res.Summary}
+	if res.Message != nil {
+		ack := wire.MessageAck(*res.Message)
+		out.Message = &ack
+	}
+	return out
 }

@@ -4,17 +4,10 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
-
-type todosView struct {
-	Todos []contract.AgentTodo `json:"todos"`
-}
-
-type approvalsView struct {
-	Approvals []contract.AgentApprovalCheckpoint `json:"approvals"`
-}
 
 // executionTodos: GET /v1/executions/{id}/todos
 func (s *Server) executionTodos(w http.ResponseWriter, r *http.Request) error {
@@ -26,7 +19,7 @@ func (s *Server) executionTodos(w http.ResponseWriter, r *http.Request) error {
 	if todos == nil {
 		todos = []contract.AgentTodo{}
 	}
-	writeJSON(w, http.StatusOK, todosView{Todos: todos})
+	writeJSON(w, http.StatusOK, wire.Todos{Todos: todos})
 	return nil
 }
 
@@ -40,7 +33,7 @@ func (s *Server) executionApprovals(w http.ResponseWriter, r *http.Request) erro
 	if approvals == nil {
 		approvals = []contract.AgentApprovalCheckpoint{}
 	}
-	writeJSON(w, http.StatusOK, approvalsView{Approvals: approvals})
+	writeJSON(w, http.StatusOK, wire.Approvals{Approvals: approvals})
 	return nil
 }
 

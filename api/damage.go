@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -82,6 +83,6 @@ func (s *Server) refuseDamaged(id string) error {
 	if !ok {
 		return nil
 	}
-	return &apiError{status: http.StatusInternalServerError, code: codeDamaged,
+	return &apiError{status: http.StatusInternalServerError, code: wire.CodeDamaged,
 		message: "this journal takes no writes: it lost records, and a new one would reuse a lost record's sequence; " + d}
 }

@@ -6,6 +6,8 @@
 // Routes take and give JSON (request bodies are decoded strictly, so an
 // unknown field, or a key given twice in one object, is an error that names
 // it; an {id} longer than an execution id can be is an unknown execution).
+// Every body is a type of package wire, declared once for this package and
+// for the Go client; a test holds each route's types to openapi.yaml.
 // Every route is described in openapi.yaml, embedded and served at
 // GET /v1/openapi.yaml; a test holds it to the routes Server registers, so
 // it is the list of routes, and docs/api.md says what each is for. Besides

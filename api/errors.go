@@ -10,30 +10,11 @@ import (
 
 	"github.com/agentjournal/agentjournal/runtime"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/textclip"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/terminal"
-)
-
-// Error codes, the "code" of every error response. Clients switch on them:
-// never rename one.
-const (
-	codeInvalidField     = "invalid_field"
-	codeUnauthorized     = "unauthorized"
-	codeForbidden        = "forbidden"
-	codeNotFound         = "not_found"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeConflict         = "conflict"
-	codeTooLarge         = "too_large"
-	codeTimeout          = "timeout"
-	codeUnavailable      = "unavailable"
-	codeInternal         = "internal"
-	// codeDamaged: the journal has records missing from the log.
-	codeDamaged = "damaged"
-	// codeDiskFull: the disk holding the log is full; writes are refused
-	// until space is freed, and then taken again without a restart.
-	codeDiskFull = "disk_full"
 )
 
 // apiError is an error with its HTTP answer.
@@ -47,45 +28,29 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
-// errorBody is the one error shape of the API.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the request field at fault, as a JSON path, a query
-	// parameter or a header.
-	Field string `json:"field,omitempty"`
-	// Accepted lists the values or fields accepted there, when the set is
-	// fixed.
-	Accepted []string `json:"accepted,omitempty"`
-}
-
 func invalidField(field string, accepted []string, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: field, accepted: accepted,
+	return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: field, accepted: accepted,
 		message: withAccepted(fmt.Sprintf(format, args...), accepted)}
 }
 
 func notFound(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusNotFound, code: codeNotFound, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusNotFound, code: wire.CodeNotFound, message: fmt.Sprintf(format, args...)}
 }
 
 func conflict(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusConflict, code: codeConflict, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusConflict, code: wire.CodeConflict, message: fmt.Sprintf(format, args...)}
 }
 
 func forbidden(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusForbidden, code: codeForbidden, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusForbidden, code: wire.CodeForbidden, message: fmt.Sprintf(format, args...)}
 }
 
 func timeout(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusGatewayTimeout, code: codeTimeout, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusGatewayTimeout, code: wire.CodeTimeout, message: fmt.Sprintf(format, args...)}
 }
 
 func unavailable(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusServiceUnavailable, code: wire.CodeUnavailable, message: fmt.Sprintf(format, args...)}
 }
 
 func withAccepted(msg string, accepted []string) string {
@@ -105,7 +70,7 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &tooBig):
-		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: wire.CodeTooLarge,
 			message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
 	case errors.As(err, &ve) && len(ve.Problems) > 0:
 		return validationError(ve)
@@ -114,21 +79,21 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, eventstore.ErrGap):
 		// The data is damaged, not the request: say which journal lacks
 		// what, so an operator can restore it.
-		return &apiError{status: http.StatusInternalServerError, code: codeDamaged, message: err.Error()}
+		return &apiError{status: http.StatusInternalServerError, code: wire.CodeDamaged, message: err.Error()}
 	case eventstore.IsDiskFull(err):
 		return diskFull(DiskSpace{}, false)
 	case errors.Is(err, eventstore.ErrRecordTooLarge):
-		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: wire.CodeTooLarge, message: err.Error()}
 	case errors.Is(err, runtime.ErrUnknownMessageType):
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "type", message: err.Error()}
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: "type", message: err.Error()}
 	case errors.Is(err, runtime.ErrBadMessage):
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: "payload", message: err.Error()}
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: "payload", message: err.Error()}
 	case errors.Is(err, eventstore.ErrJournalNotFound), errors.Is(err, projections.ErrNotFound), errors.Is(err, terminal.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: err.Error()}
+		return &apiError{status: http.StatusNotFound, code: wire.CodeNotFound, message: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
 		return timeout("the request took too long: %v", err)
 	}
-	return &apiError{status: http.StatusInternalServerError, code: codeInternal,
+	return &apiError{status: http.StatusInternalServerError, code: wire.CodeInternal,
 		message: "internal error (the daemon log has the details)"}
 }
 
@@ -147,7 +112,7 @@ func diskFull(d DiskSpace, known bool) *apiError {
 	default:
 		msg = "the log's storage is full (the disk holding its data, or the storage limit of the NATS server that holds it); free space there, or raise that server's max_file_store"
 	}
-	return &apiError{status: http.StatusInsufficientStorage, code: codeDiskFull,
+	return &apiError{status: http.StatusInsufficientStorage, code: wire.CodeDiskFull,
 		message: msg + ". Nothing stored was lost; writes resume by themselves once there is room, no restart needed, and reads are served meanwhile"}
 }
 
@@ -176,10 +141,10 @@ func (s *Server) answer(r *http.Request, err error) *apiError {
 	}
 	d, known := s.cfg.DiskSpace()
 	switch {
-	case ae.code == codeDiskFull:
+	case ae.code == wire.CodeDiskFull:
 		return diskFull(d, known)
 	case known && d.Full && r.Method != http.MethodGet &&
-		(ae.code == codeInternal || ae.code == codeTimeout || ae.code == codeUnavailable):
+		(ae.code == wire.CodeInternal || ae.code == wire.CodeTimeout || ae.code == wire.CodeUnavailable):
 		return diskFull(d, known)
 	}
 	return ae
@@ -193,7 +158,7 @@ func validationError(ve *eventstore.ValidationError) *apiError {
 		parts[i] = p.String()
 	}
 	first := ve.Problems[0]
-	return &apiError{status: http.StatusBadRequest, code: codeInvalidField, field: first.Field, accepted: first.Accepted,
+	return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: first.Field, accepted: first.Accepted,
 		message: strings.Join(parts, "; ")}
 }
 
@@ -220,13 +185,13 @@ func clip(s string, n int) string {
 // the daemon log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := s.answer(r, err)
-	if ae.code == codeInternal && r.Context().Err() == nil {
+	if ae.code == wire.CodeInternal && r.Context().Err() == nil {
 		s.log.Error("request failed", logKeyRoute, clip(r.Method+" "+r.URL.Path, maxLogValue), logKeyErr, clip(err.Error(), maxLogValue))
 	}
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentjournal"`)
 	}
-	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: ae.message, Field: ae.field, Accepted: ae.accepted}})
+	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Code: ae.code, Message: ae.message, Field: ae.field, Accepted: ae.accepted}})
 }
 
 // writeJSON answers with v as JSON.

@@ -14,26 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
-)
-
-// Event names of the live stream (spec 001). Clients listen for them by
-// name: never rename one.
-const (
-	eventStarted     = "execution.started"
-	eventUpdated     = "execution.updated"
-	eventCompleted   = "execution.completed"
-	eventFailed      = "execution.failed"
-	eventCancelled   = "execution.cancelled"
-	eventTerminated  = "execution.terminated"
-	eventMessage     = "execution.message"
-	eventTerminal    = "terminal"
-	eventDataChanged = "data.changed"
-	// eventOverflow is the last event of a stream that fell too far
-	// behind.
-	eventOverflow = "overflow"
 )
 
 // eventName is the event a record means, besides the data.changed every
@@ -44,48 +28,26 @@ func eventName(r eventstore.Record) string {
 	case *eventstore.StateChanged:
 		switch r.Lifecycle {
 		case eventstore.LifecycleRunning:
-			return eventStarted
+			return wire.EventStarted
 		case eventstore.LifecycleCompleted:
-			return eventCompleted
+			return wire.EventCompleted
 		case eventstore.LifecycleFailed:
-			return eventFailed
+			return wire.EventFailed
 		case eventstore.LifecycleCancelled:
-			return eventCancelled
+			return wire.EventCancelled
 		case eventstore.LifecycleTerminated:
-			return eventTerminated
+			return wire.EventTerminated
 		}
-		return eventUpdated
+		return wire.EventUpdated
 	case *eventstore.Observation:
 		if r.Signal != nil && r.Signal.Type == eventstore.SignalMessage {
-			return eventMessage
+			return wire.EventMessage
 		}
-		return eventUpdated
+		return wire.EventUpdated
 	case *eventstore.Decision, *eventstore.ActivityUpdated, *eventstore.OwnerEffect:
-		return eventUpdated
+		return wire.EventUpdated
 	}
 	return ""
-}
-
-// eventData is the data of every event.
-type eventData struct {
-	ExecutionID string `json:"executionId"`
-	// Offset is the log offset of the record, also the event's id. A
-	// terminal event carries the offset of the last record published.
-	Offset   uint64          `json:"offset"`
-	Sequence uint64          `json:"sequence,omitempty"`
-	Record   eventstore.Kind `json:"record,omitempty"`
-	// State is the execution's summary. A replayed event (one sent
-	// because of Last-Event-ID) carries it as of its record: the journal
-	// folded up to that sequence. A live event carries the projection's
-	// when the event is sent, which holds the record's effect and maybe
-	// later ones. Either way State.LastSequence is the sequence it is as
-	// of. Null when there is none (the projection does not hold the
-	// execution, or its journal has no header).
-	State *projections.Summary `json:"state"`
-	// Message is the operator-visible text of an execution.message.
-	Message *eventstore.MessageSignal `json:"message,omitempty"`
-	// Terminal is the lane of a terminal event.
-	Terminal *terminalView `json:"terminal,omitempty"`
 }
 
 // event is one Server-Sent Event, encoded once for every subscriber.
@@ -99,10 +61,10 @@ type event struct {
 	ephemeral bool
 }
 
-func newEvent(name string, d eventData) event {
+func newEvent(name string, d wire.EventData) event {
 	data, err := json.Marshal(d)
 	if err != nil {
-		// eventData holds only types that always encode.
+		// wire.EventData holds only types that always encode.
 		panic(fmt.Sprintf("encode %s event: %v", name, err))
 	}
 	return event{offset: d.Offset, name: name, execution: d.ExecutionID, data: data}
@@ -149,7 +111,7 @@ func (c *summaries) get(b *eventstore.Base) *projections.Summary {
 // it means, if any, then data.changed.
 func derive(e eventstore.Entry, state *projections.Summary) []event {
 	b := e.Record.RecordBase()
-	d := eventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: state}
+	d := wire.EventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: state}
 	evs := make([]event, 0, 2)
 	if name := eventName(e.Record); name != "" {
 		named := d
@@ -158,7 +120,7 @@ func derive(e eventstore.Entry, state *projections.Summary) []event {
 		}
 		evs = append(evs, newEvent(name, named))
 	}
-	return append(evs, newEvent(eventDataChanged, d))
+	return append(evs, newEvent(wire.EventDataChanged, d))
 }
 
 // broker fans events out to the streams in process. Each subscriber has a
@@ -285,10 +247,10 @@ func (b *broker) publish(offset uint64, events func() []event) {
 
 // publishTerminal queues a terminal event for the streams that want it,
 // with the id of the last record published.
-func (b *broker) publishTerminal(v terminalView) {
+func (b *broker) publishTerminal(v wire.Terminal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ev := newEvent(eventTerminal, eventData{ExecutionID: v.AgentExecutionID, Offset: b.last, Terminal: &v})
+	ev := newEvent(wire.EventTerminal, wire.EventData{ExecutionID: v.AgentExecutionID, Offset: b.last, Terminal: &v})
 	ev.ephemeral = true
 	for sub := range b.subs {
 		if sub.wants(ev) {
@@ -557,12 +519,12 @@ func (s *Server) stream(ctx context.Context, w *streamWriter, sub *subscriber, s
 			if drain() != nil {
 				return
 			}
-			msg, _ := json.Marshal(map[string]any{
-				"lastEventId": sent,
-				"message": fmt.Sprintf("this stream fell more than %d events behind and is closed; reconnect with Last-Event-ID: %d to resume where it stopped",
+			msg, _ := json.Marshal(wire.Overflow{
+				LastEventID: sent,
+				Message: fmt.Sprintf("this stream fell more than %d events behind and is closed; reconnect with Last-Event-ID: %d to resume where it stopped",
 					cap(sub.ch), sent),
 			})
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", eventOverflow, msg)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", wire.EventOverflow, msg)
 			w.Flush()
 			return
 		case <-heartbeat.C:

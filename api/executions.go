@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,35 +11,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentjournal/agentjournal/runtime"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
-// executionView is an execution as the API shows it: the projected state
-// (its timeline is paged apart) with what this daemon knows live.
-type executionView struct {
-	*execution.State
-	Live liveView `json:"live"`
-}
-
-// liveView is the live overlay of an execution: facts of this daemon's
+// live is the live overlay of an execution: the facts of this daemon's
 // runtime that the journal does not hold.
-type liveView struct {
-	// Running reports a live process in this daemon.
-	Running bool `json:"running"`
-	// TerminalID is the terminal lane of a running interactive execution.
-	TerminalID string `json:"terminalId,omitempty"`
-}
-
-func (s *Server) live(id string) liveView {
-	v := liveView{Running: s.cfg.Runtime.IsRunning(id)}
+func (s *Server) live(id string) wire.Live {
+	v := wire.Live{Running: s.cfg.Runtime.IsRunning(id)}
 	v.TerminalID, _ = s.cfg.Runtime.TerminalID(id)
 	return v
 }
@@ -162,16 +147,16 @@ func (s *Server) projected(ctx context.Context, id string, read func() error) er
 }
 
 // view reads an execution from the projection with its live overlay.
-func (s *Server) view(ctx context.Context, id string) (executionView, error) {
+func (s *Server) view(ctx context.Context, id string) (wire.Execution, error) {
 	var st *execution.State
 	err := s.projected(ctx, id, func() (err error) {
 		st, err = s.cfg.Views.Execution(id)
 		return err
 	})
 	if err != nil {
-		return executionView{}, err
+		return wire.Execution{}, err
 	}
-	return executionView{State: st, Live: s.live(id)}, nil
+	return wire.Execution{State: *st, Live: s.live(id)}, nil
 }
 
 // replayState folds an execution's journal as it is now: the state the
@@ -235,44 +220,15 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if list == nil {
 		list = []projections.Summary{}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Executions []projections.Summary `json:"executions"`
-	}{list})
+	writeJSON(w, http.StatusOK, wire.Executions{Executions: list})
 	return nil
-}
-
-// launchInput is the body of a launch.
-type launchInput struct {
-	OwnerEntity eventstore.OwnerEntity `json:"ownerEntity"`
-	OwnerID     string                 `json:"ownerId"`
-	// Seed makes the execution id deterministic; one seed names one
-	// execution of an owner.
-	Seed    string             `json:"seed,omitempty"`
-	Agent   string             `json:"agent"`
-	Command []string           `json:"command,omitempty"`
-	Prompt  string             `json:"prompt,omitempty"`
-	Posture eventstore.Posture `json:"posture,omitempty"`
-	// Shape is the session shape of an agent CLI (one-shot or
-	// conversation); the adapter's default, conversation, when empty.
-	Shape eventstore.SessionShape `json:"shape,omitempty"`
-	// Dir is the agent's working directory, an absolute path; the
-	// daemon's when empty.
-	Dir string            `json:"dir,omitempty"`
-	Env map[string]string `json:"env,omitempty"`
-	// Timeout is the run's time limit, a duration such as 90s, 30m or 2h;
-	// none when empty.
-	Timeout string `json:"timeout,omitempty"`
-	// DispatchContext is where the launch was asked for and how it runs;
-	// a queued or scheduled one waits in the daemon's queue. Absent runs
-	// it at once, as interactive.
-	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
 }
 
 // timeoutAccepted says what a launch's timeout may be.
 const timeoutAccepted = "want a duration such as 90s, 30m or 2h, more than 0 and at most 168h (7 days)"
 
-// timeout is the launch's time limit, 0 for none.
-func (in *launchInput) timeout() (time.Duration, error) {
+// launchTimeout is the launch's time limit, 0 for none.
+func launchTimeout(in *wire.LaunchRequest) (time.Duration, error) {
 	if in.Timeout == "" {
 		return 0, nil
 	}
@@ -286,43 +242,44 @@ func (in *launchInput) timeout() (time.Duration, error) {
 	return d, nil
 }
 
-func (in *launchInput) validate() error {
+// validateLaunch refuses a launch whose fields the runtime would not
+// take, naming the first field at fault, and returns its environment as
+// NAME=value, sorted.
+func validateLaunch(in *wire.LaunchRequest) (env []string, err error) {
 	switch {
 	case in.OwnerEntity == "":
-		return invalidField("ownerEntity", strs(eventstore.OwnerEntities), "required")
+		return nil, invalidField("ownerEntity", strs(eventstore.OwnerEntities), "required")
 	case !slices.Contains(eventstore.OwnerEntities, in.OwnerEntity):
-		return invalidField("ownerEntity", strs(eventstore.OwnerEntities), "%q is not accepted", in.OwnerEntity)
+		return nil, invalidField("ownerEntity", strs(eventstore.OwnerEntities), "%q is not accepted", in.OwnerEntity)
 	case in.OwnerID == "":
-		return invalidField("ownerId", nil, "required")
+		return nil, invalidField("ownerId", nil, "required")
 	case len(in.OwnerID) > eventstore.MaxIDLength:
-		return invalidField("ownerId", nil, "%d bytes (want at most %d)", len(in.OwnerID), eventstore.MaxIDLength)
+		return nil, invalidField("ownerId", nil, "%d bytes (want at most %d)", len(in.OwnerID), eventstore.MaxIDLength)
 	case len(in.Seed) > eventstore.MaxIDLength:
-		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
+		return nil, invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
 	case in.Agent == "":
-		return invalidField("agent", runtime.Adapters(), "required")
+		return nil, invalidField("agent", runtime.Adapters(), "required")
 	case !slices.Contains(runtime.Adapters(), in.Agent):
-		return invalidField("agent", runtime.Adapters(), "%q is not accepted", in.Agent)
+		return nil, invalidField("agent", runtime.Adapters(), "%q is not accepted", in.Agent)
 	case in.Agent == "generic" && len(in.Command) == 0:
-		return invalidField("command", nil, "required for the generic agent (the program and its arguments)")
+		return nil, invalidField("command", nil, "required for the generic agent (the program and its arguments)")
 	case len(in.Command) > 0 && in.Command[0] == "":
-		return invalidField("command[0]", nil, "empty (want the program)")
+		return nil, invalidField("command[0]", nil, "empty (want the program)")
 	case in.Posture != "" && !slices.Contains(eventstore.Postures, in.Posture):
-		return invalidField("posture", strs(eventstore.Postures), "%q is not accepted", in.Posture)
+		return nil, invalidField("posture", strs(eventstore.Postures), "%q is not accepted", in.Posture)
 	case in.Shape != "" && !slices.Contains(eventstore.SessionShapes, in.Shape):
-		return invalidField("shape", strs(eventstore.SessionShapes), "%q is not accepted", in.Shape)
+		return nil, invalidField("shape", strs(eventstore.SessionShapes), "%q is not accepted", in.Shape)
 	}
 	if in.Dir != "" {
 		if !filepath.IsAbs(in.Dir) {
-			return invalidField("dir", nil, "%q is not an absolute path", in.Dir)
+			return nil, invalidField("dir", nil, "%q is not an absolute path", in.Dir)
 		}
 		if info, err := os.Stat(in.Dir); err != nil || !info.IsDir() {
-			return invalidField("dir", nil, "%q is not a directory", in.Dir)
+			return nil, invalidField("dir", nil, "%q is not a directory", in.Dir)
 		}
 	}
-	for k, v := range in.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return invalidField("env."+k, nil, "not an environment variable (want a name without = and a value without NUL)")
-		}
+	if env, err = checkEnv(in.Env); err != nil {
+		return nil, err
 	}
 	if d := in.DispatchContext; d != nil {
 		var verr *eventstore.ValidationError
@@ -335,26 +292,10 @@ func (in *launchInput) validate() error {
 			}
 			e := invalidField(verr.Problems[0].Field, nil, "invalid dispatch context: %s", strings.Join(parts, "; "))
 			e.accepted = verr.Problems[0].Accepted
-			return e
+			return nil, e
 		}
 	}
-	return nil
-}
-
-// env returns the variables as NAME=value, sorted.
-func (in *launchInput) env() []string {
-	out := make([]string, 0, len(in.Env))
-	for k, v := range in.Env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// launchResult answers a launch.
-type launchResult struct {
-	Reference eventstore.Reference `json:"reference"`
-	State     executionView        `json:"state"`
+	return env, nil
 }
 
 // launch: POST /v1/executions. The state in the answer is replayed from
@@ -364,14 +305,15 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in launchInput
+	var in wire.LaunchRequest
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
+	env, err := validateLaunch(&in)
+	if err != nil {
 		return err
 	}
-	timeout, err := in.timeout()
+	timeout, err := launchTimeout(&in)
 	if err != nil {
 		return err
 	}
@@ -395,7 +337,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ref, err := s.cfg.Runtime.Launch(ctx, runtime.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
-		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: in.env(), Timeout: timeout,
+		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: env, Timeout: timeout,
 		Dispatch: in.DispatchContext,
 	})
 	if err != nil {
@@ -413,7 +355,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.settle(r.Context())
 	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
-	writeJSON(w, http.StatusCreated, launchResult{Reference: st.Journal, State: executionView{State: st, Live: s.live(ref.AgentExecutionID)}})
+	writeJSON(w, http.StatusCreated, wire.Launched{Reference: st.Journal, State: wire.Execution{State: *st, Live: s.live(ref.AgentExecutionID)}})
 	return nil
 }
 
@@ -523,22 +465,12 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// messageInput is the body of sendMessage.
-type messageInput struct {
-	// MessageID is kept when given: a retry with the same id gets the
-	// first acknowledgement and appends nothing.
-	MessageID string                   `json:"messageId,omitempty"`
-	Type      string                   `json:"type"`
-	Source    eventstore.MessageSource `json:"source,omitempty"`
-	Payload   json.RawMessage          `json:"payload,omitempty"`
-}
-
 // sendMessage: POST /v1/executions/{id}/messages
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in messageInput
+	var in wire.Message
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
@@ -558,7 +490,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.settle(r.Context())
-	writeJSON(w, http.StatusOK, ack)
+	writeJSON(w, http.StatusOK, wire.MessageAck(ack))
 	return nil
 }
 
@@ -566,7 +498,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 // one: nothing would take it, and a client told "delivered" would wait for
 // an agent that never reads it. A retried answer (its id seen before) gets
 // its first acknowledgement instead, whatever is open now.
-func (s *Server) checkAnswer(ctx context.Context, id string, in messageInput) error {
+func (s *Server) checkAnswer(ctx context.Context, id string, in wire.Message) error {
 	if in.Type != "answer" {
 		return nil
 	}
@@ -598,35 +530,14 @@ func (s *Server) checkAnswer(ctx context.Context, id string, in messageInput) er
 	return nil
 }
 
-// observationInput is the body of recordObservation: the fields of an
-// observation.recorded record that a caller chooses. The journal fills the
-// rest.
+// observationInput is the body of recordObservation as it is decoded: the
+// wire form, with the signal and the payload decoded strictly by the
+// record's own types (a field of them that is not accepted is an error
+// that names it) instead of carried raw.
 type observationInput struct {
-	ObservationID string                       `json:"observationId"`
-	Source        eventstore.ObservationSource `json:"source"`
-	Confidence    eventstore.Confidence        `json:"confidence"`
-	Signal        *eventstore.Signal           `json:"signal,omitempty"`
-	RawText       string                       `json:"rawText,omitempty"`
-	Payload       map[string]any               `json:"payload,omitempty"`
-}
-
-// observationAck answers recordObservation with the policy's decision.
-type observationAck struct {
-	ObservationID string `json:"observationId"`
-	// Sequence is the observation's journal sequence (the first one's,
-	// for a duplicate).
-	Sequence uint64 `json:"sequence"`
-	// Duplicate reports an observation id recorded before: nothing was
-	// appended and Decision is the original one.
-	Duplicate bool         `json:"duplicate"`
-	Decision  decisionView `json:"decision"`
-}
-
-type decisionView struct {
-	DecisionID string                    `json:"decisionId"`
-	Action     eventstore.DecisionAction `json:"action"`
-	Reason     string                    `json:"reason,omitempty"`
-	Sequence   uint64                    `json:"sequence"`
+	wire.Observation
+	Signal  *eventstore.Signal `json:"signal,omitempty"`
+	Payload map[string]any     `json:"payload,omitempty"`
 }
 
 // agentSources are the observation sources an agent reports through
@@ -695,9 +606,9 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	}
 	s.tell(r.Context(), decided.Through)
 	d := decided.Decision
-	writeJSON(w, http.StatusOK, observationAck{
+	writeJSON(w, http.StatusOK, wire.ObservationAck{
 		ObservationID: obs.ObservationID, Sequence: b.Sequence, Duplicate: dup,
-		Decision: decisionView{DecisionID: d.DecisionID, Action: d.Action, Reason: d.Reason, Sequence: d.Sequence},
+		Decision: wire.Decision{DecisionID: d.DecisionID, Action: d.Action, Reason: d.Reason, Sequence: d.Sequence},
 	})
 	return nil
 }

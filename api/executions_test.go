@@ -322,6 +322,7 @@ func TestRecordObservation(t *testing.T) {
 		{"base field", obs(func(m map[string]any) { m["sequence"] = 9 }), 400, "invalid_field", "sequence"},
 		{"bad source", obs(func(m map[string]any) { m["source"] = "radio" }), 400, "invalid_field", "source"},
 		{"bad confidence", obs(func(m map[string]any) { m["confidence"] = "certain" }), 400, "invalid_field", "confidence"},
+		{"wrong type", obs(func(m map[string]any) { m["rawText"] = 5 }), 400, "invalid_field", "rawText"},
 		{"no observation id", obs(func(m map[string]any) { delete(m, "observationId") }), 400, "invalid_field", "observationId"},
 		{"unknown signal", obs(func(m map[string]any) { m["signal"] = map[string]any{"type": "telepathy", "payload": map[string]any{}} }), 400, "invalid_field", "signal.type"},
 		{"unknown payload field", obs(func(m map[string]any) {

@@ -10,34 +10,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/workspace"
 )
 
-// forkInput is the body of a fork.
-type forkInput struct {
-	// At is the parent's journal sequence the fork branches after.
-	At uint64 `json:"at"`
-	// Workspace is keep (the default), snapshot or discard.
-	Workspace string `json:"workspace,omitempty"`
-	Prompt    string `json:"prompt,omitempty"`
-	Seed      string `json:"seed,omitempty"`
-	// Env is added to the new execution's environment: the parent's is
-	// not journaled.
-	Env map[string]string `json:"env,omitempty"`
-}
-
-// resumeInput is the body of a resume.
-type resumeInput struct {
-	Prompt string            `json:"prompt,omitempty"`
-	Seed   string            `json:"seed,omitempty"`
-	Env    map[string]string `json:"env,omitempty"`
-}
-
 var workspaceModes = []string{string(workspace.ModeKeep), string(workspace.ModeSnapshot), string(workspace.ModeDiscard)}
 
+// checkEnv refuses a variable that cannot be one, naming it, and returns
+// the variables as NAME=value, sorted.
 func checkEnv(env map[string]string) ([]string, error) {
 	out := make([]string, 0, len(env))
 	for k, v := range env {
@@ -56,7 +38,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in forkInput
+	var in wire.ForkRequest
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
@@ -93,7 +75,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in resumeInput
+	var in wire.ResumeRequest
 	if err := s.decodeBody(w, r, &in, true); err != nil {
 		return err
 	}
@@ -147,6 +129,6 @@ func (s *Server) launched(w http.ResponseWriter, r *http.Request, ref eventstore
 	}
 	s.settle(r.Context())
 	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
-	writeJSON(w, http.StatusCreated, launchResult{Reference: st.Journal, State: executionView{State: st, Live: s.live(ref.AgentExecutionID)}})
+	writeJSON(w, http.StatusCreated, wire.Launched{Reference: st.Journal, State: wire.Execution{State: *st, Live: s.live(ref.AgentExecutionID)}})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/lineage"
 )
 
@@ -35,21 +36,6 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, g)
 	return nil
-}
-
-// lineageView is an execution's lineage: its place in the fork tree, its
-// history, its tool calls and the snapshots of its working directory.
-type lineageView struct {
-	*lineage.Lineage
-	History   []lineage.HistoryItem  `json:"history"`
-	ToolCalls []lineage.ToolCallPair `json:"toolCalls"`
-	Snapshots snapshotsView          `json:"snapshots"`
-}
-
-type snapshotsView struct {
-	Resource string             `json:"resource"`
-	At       time.Time          `json:"at"`
-	Items    []lineage.Snapshot `json:"items"`
 }
 
 // executionLineage: GET /v1/executions/{id}/lineage?at=RFC3339
@@ -85,7 +71,7 @@ func (s *Server) executionLineage(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return lineageError(err)
 	}
-	view := lineageView{Lineage: fam, History: h.Items, ToolCalls: h.ToolCalls, Snapshots: snapshotsView{At: at, Items: []lineage.Snapshot{}}}
+	view := wire.Lineage{Lineage: *fam, History: h.Items, ToolCalls: h.ToolCalls, Snapshots: wire.Snapshots{At: at, Items: []lineage.Snapshot{}}}
 	if n, ok := g.Node(lineage.RunNodeID(id)); ok && n.Attrs["workingDirectory"] != "" {
 		view.Snapshots.Resource = n.Attrs["workingDirectory"]
 		view.Snapshots.Items = g.SnapshotsOf(view.Snapshots.Resource, at)
@@ -117,7 +103,7 @@ func lineageError(err error) error {
 	case errors.Is(err, lineage.ErrBadEventID):
 		return invalidField("eventId", nil, "%s", clip(err.Error(), maxLogValue))
 	case errors.Is(err, lineage.ErrBrokenLink):
-		return &apiError{status: http.StatusInternalServerError, code: codeDamaged, message: err.Error()}
+		return &apiError{status: http.StatusInternalServerError, code: wire.CodeDamaged, message: err.Error()}
 	}
 	return fmt.Errorf("lineage: %w", err)
 }

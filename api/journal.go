@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -42,10 +43,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Items []execution.TimelineItem `json:"items"`
-		Next  *uint64                  `json:"next"`
-	}{items, cursor(next)})
+	writeJSON(w, http.StatusOK, wire.Timeline{Items: items, Next: cursor(next)})
 	return nil
 }
 
@@ -98,10 +96,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) error {
 		}
 		records = append(records, data)
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Records []json.RawMessage `json:"records"`
-		Next    *uint64           `json:"next"`
-	}{records, cursor(next)})
+	writeJSON(w, http.StatusOK, wire.Records{Records: records, Next: cursor(next)})
 	return nil
 }
 
@@ -125,20 +120,6 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeEntries(w, entries, next)
 	return nil
-}
-
-// replayView answers replay: an execution as its journal held it up to a
-// sequence.
-type replayView struct {
-	// ToSeq is the sequence of the last record folded: the toSeq asked
-	// for, or the journal's last one when it ends before.
-	ToSeq uint64 `json:"toSeq"`
-	// State is the execution replayed from its first record to ToSeq,
-	// with its whole timeline up to there, oldest first.
-	State *execution.State `json:"state"`
-	// Records are the last records folded (at most limit), oldest first,
-	// with their log offsets.
-	Records []logEntry `json:"records"`
 }
 
 // replay: GET /v1/executions/{id}/replay?toSeq=&limit=, the state as of
@@ -178,14 +159,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", ref, err)
 	}
-	entries := []logEntry{}
+	entries := []wire.LogEntry{}
 	for i := max(0, len(recs)-int(limit)); i < len(recs); i++ {
 		data, err := json.Marshal(recs[i])
 		if err != nil {
 			return fmt.Errorf("encode record %s: %w", recs[i].RecordBase().RecordID, err)
 		}
-		entries = append(entries, logEntry{Offset: offsets[i], Record: data})
+		entries = append(entries, wire.LogEntry{Offset: offsets[i], Record: data})
 	}
-	writeJSON(w, http.StatusOK, replayView{ToSeq: st.Journal.LastSequence, State: st, Records: entries})
+	writeJSON(w, http.StatusOK, wire.Replay{ToSeq: st.Journal.LastSequence, State: st, Records: entries})
 	return nil
 }

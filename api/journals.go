@@ -1,12 +1,12 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
@@ -34,9 +34,7 @@ func (s *Server) listJournals(w http.ResponseWriter, r *http.Request) error {
 	if refs == nil {
 		refs = []eventstore.Reference{}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Journals []eventstore.Reference `json:"journals"`
-	}{refs})
+	writeJSON(w, http.StatusOK, wire.Journals{Journals: refs})
 	return nil
 }
 
@@ -83,26 +81,17 @@ func (s *Server) journalEntries(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// logEntry is one entry of a page of the log or of a journal: a record
-// with its log offset, or, for a stored record that does not decode, the
-// offset and why instead of the record.
-type logEntry struct {
-	Offset uint64          `json:"offset"`
-	Record json.RawMessage `json:"record,omitempty"`
-	Error  string          `json:"error,omitempty"`
-}
-
 // readPage reads up to limit entries, and fewer once they pass
 // maxPageBytes, and says whether the read has more. A record that does not
 // decode is an entry with its error. Another error ends the page before
 // it, so that the next page is the one that answers it; an error before
 // any entry is the answer.
-func readPage(entries iter.Seq2[eventstore.Entry, error], limit uint64) (page []logEntry, more bool, err error) {
-	page = []logEntry{}
+func readPage(entries iter.Seq2[eventstore.Entry, error], limit uint64) (page []wire.PageEntry, more bool, err error) {
+	page = []wire.PageEntry{}
 	size := 0
 	for e, err := range entries {
 		var oe *eventstore.OffsetError
-		entry := logEntry{Offset: e.Offset}
+		entry := wire.PageEntry{Offset: e.Offset}
 		switch {
 		case errors.As(err, &oe):
 			entry.Offset, entry.Error = oe.Offset, oe.Err.Error()
@@ -127,21 +116,8 @@ func readPage(entries iter.Seq2[eventstore.Entry, error], limit uint64) (page []
 }
 
 // writeEntries answers a page of entries and the cursor of the next one.
-func writeEntries(w http.ResponseWriter, entries []logEntry, next uint64) {
-	writeJSON(w, http.StatusOK, struct {
-		Entries []logEntry `json:"entries"`
-		Next    *uint64    `json:"next"`
-	}{entries, cursor(next)})
-}
-
-// importResult answers an import.
-type importResult struct {
-	// Journal is the imported journal's reference.
-	Journal eventstore.Reference `json:"journal"`
-	// Records is how many records the file holds; Written how many of
-	// them this import wrote (0: the journal was already stored).
-	Records int `json:"records"`
-	Written int `json:"written"`
+func writeEntries(w http.ResponseWriter, entries []wire.PageEntry, next uint64) {
+	writeJSON(w, http.StatusOK, wire.Entries{Entries: entries, Next: cursor(next)})
 }
 
 // importJournal: POST /v1/journals, a journal file (JSONL, as 'journal
@@ -156,7 +132,7 @@ func (s *Server) importJournal(w http.ResponseWriter, r *http.Request) error {
 	}
 	store, ok := s.cfg.Store.(journalfile.Store)
 	if !ok {
-		return &apiError{status: http.StatusNotImplemented, code: codeInternal, message: "this daemon's journal store cannot import journals"}
+		return &apiError{status: http.StatusNotImplemented, code: wire.CodeInternal, message: "this daemon's journal store cannot import journals"}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxImportBody)
 	records, err := journalfile.Read(r.Body)
@@ -164,7 +140,7 @@ func (s *Server) importJournal(w http.ResponseWriter, r *http.Request) error {
 	var bad *journalfile.Error
 	switch {
 	case errors.As(err, &tooBig):
-		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: wire.CodeTooLarge,
 			message: fmt.Sprintf("the journal file is larger than %d bytes, the most this daemon takes in one import; nothing was imported "+
 				"(stop the daemon and run 'agentjournal journal import FILE', which writes to the data directory itself)", tooBig.Limit)}
 	case errors.As(err, &bad), errors.Is(err, journalfile.ErrEmpty):
@@ -182,7 +158,7 @@ func (s *Server) importJournal(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, journalfile.ErrDifferentJournal), errors.Is(err, eventstore.ErrConflict):
 		return conflict("%v", err)
 	case errors.Is(err, eventstore.ErrBatchTooLarge):
-		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: err.Error()}
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: wire.CodeTooLarge, message: err.Error()}
 	case err != nil:
 		return err
 	}
@@ -190,6 +166,6 @@ func (s *Server) importJournal(w http.ResponseWriter, r *http.Request) error {
 	if res.Written == 0 {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, importResult{Journal: res.Reference, Records: res.Records, Written: res.Written})
+	writeJSON(w, status, wire.ImportResult{Journal: res.Reference, Records: res.Records, Written: res.Written})
 	return nil
 }

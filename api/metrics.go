@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -159,40 +160,9 @@ type DiskSpace struct {
 	Full bool
 }
 
-// health is the answer of /healthz.
-type health struct {
-	// Status is ok; damaged when the log lacks records the read model
-	// holds (Damaged says which journals); disk_full while the disk
-	// holding the log is full and writes are refused (Storage says how
-	// full).
-	Status     string   `json:"status"`
-	Checkpoint uint64   `json:"checkpoint"`
-	LastOffset uint64   `json:"lastOffset"`
-	Lag        uint64   `json:"lag"`
-	Damaged    []string `json:"damaged,omitempty"`
-	// Storage is the disk holding the log, when the daemon measures it.
-	Storage *storageHealth `json:"storage,omitempty"`
-	// Policy is this daemon's share of the policy's partitions, when the
-	// daemons of the log share them.
-	Policy *PolicyShare `json:"policy,omitempty"`
-}
-
-// PolicyShare is a daemon's share of the policy's partitions: its name
-// among the daemons of the log, the partitions it decides on now (none
-// while it waits for another daemon to let them go) and their number.
-type PolicyShare struct {
-	Member     string `json:"member"`
-	Partitions []int  `json:"partitions"`
-	Of         int    `json:"of"`
-}
-
-// storageHealth is DiskSpace as /healthz shows it.
-type storageHealth struct {
-	DataDir      string `json:"dataDir"`
-	FreeBytes    uint64 `json:"freeBytes"`
-	ReserveBytes uint64 `json:"reserveBytes"`
-	Full         bool   `json:"full"`
-}
+// PolicyShare is a daemon's share of the policy's partitions, as
+// Config.PolicyShare gives it and /healthz shows it.
+type PolicyShare = wire.PolicyShare
 
 // healthz: GET /healthz, without a token. It fails (503) when the log or
 // the projection cannot be read.
@@ -207,10 +177,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("health check", logKeyErr, err)
 		return unavailable("the log or the projection cannot be read")
 	}
-	h := health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records}
+	h := wire.Health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records}
 	if s.cfg.DiskSpace != nil {
 		if d, ok := s.cfg.DiskSpace(); ok {
-			h.Storage = &storageHealth{DataDir: d.Dir, FreeBytes: d.Free, ReserveBytes: d.Reserve, Full: d.Full}
+			h.Storage = &wire.Storage{DataDir: d.Dir, FreeBytes: d.Free, ReserveBytes: d.Reserve, Full: d.Full}
 			if d.Full {
 				h.Status = "disk_full"
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pb33f/libopenapi"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/agentjournal/agentjournal/api/web"
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -17,14 +18,7 @@ import (
 // route the server registers is documented with its method and path, and
 // every documented operation reaches a registered route with that method.
 func TestOpenAPICoversRoutes(t *testing.T) {
-	doc, err := libopenapi.NewDocument(openAPIDocument)
-	if err != nil {
-		t.Fatalf("parse openapi.yaml: %v", err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatalf("build the OpenAPI 3 model of openapi.yaml: %v", err)
-	}
+	model := openAPIModel(t)
 	if v := model.Model.Version; v != "3.1.0" {
 		t.Errorf("openapi: %s, want 3.1.0", v)
 	}
@@ -61,6 +55,20 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 }
 
+// openAPIModel is the OpenAPI 3 model of openapi.yaml.
+func openAPIModel(t *testing.T) *libopenapi.DocumentModel[v3.Document] {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(openAPIDocument)
+	if err != nil {
+		t.Fatalf("parse openapi.yaml: %v", err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("build the OpenAPI 3 model of openapi.yaml: %v", err)
+	}
+	return model
+}
+
 // documentedAs returns the operations of openapi.yaml a mux pattern is:
 // itself, but for the patterns OpenAPI cannot spell.
 func documentedAs(pattern string) []string {
@@ -83,14 +91,7 @@ func documentedAs(pattern string) []string {
 // TestOpenAPIEnums holds the enumerations the document spells out to the
 // ones the daemon accepts.
 func TestOpenAPIEnums(t *testing.T) {
-	doc, err := libopenapi.NewDocument(openAPIDocument)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := openAPIModel(t)
 	schemas := model.Model.Components.Schemas
 	for _, tc := range []struct {
 		name string

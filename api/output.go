@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
 
@@ -21,16 +22,6 @@ const (
 	// while nothing changes.
 	outputPoll = 200 * time.Millisecond
 )
-
-// outputView is a page of an execution's plain output.
-type outputView struct {
-	Lines []outputlog.Entry `json:"lines"`
-	// First is the oldest line still kept (older ones were rotated
-	// away); absent when there is none.
-	First uint64 `json:"first,omitempty"`
-	// Next is the from of the next page.
-	Next uint64 `json:"next"`
-}
 
 // output: GET /v1/executions/{id}/output?from=&limit=&tail=&stream=&follow=,
 // the lines the agent printed that are in no record (outputlog): a page
@@ -90,7 +81,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) error {
 		if page.Entries == nil {
 			page.Entries = []outputlog.Entry{}
 		}
-		writeJSON(w, http.StatusOK, outputView{Lines: page.Entries, First: page.First, Next: page.Next})
+		writeJSON(w, http.StatusOK, wire.Output{Lines: page.Entries, First: page.First, Next: page.Next})
 		return nil
 	}
 	return s.followOutput(w, r, id, stream, page)

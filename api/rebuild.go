@@ -5,29 +5,14 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/projections"
 )
-
-// rebuildLine is one line of the answer to POST /v1/projections/rebuild:
-// progress while the new file is built, then a last line with the number
-// of executions or the error that stopped the rebuild.
-type rebuildLine struct {
-	// Done is how many log records the new file holds; Total is how many
-	// it is built up to.
-	Done  uint64 `json:"done"`
-	Total uint64 `json:"total"`
-	// Executions is set on the last line of a rebuild that swapped its
-	// file in.
-	Executions *int `json:"executions,omitempty"`
-	// Error is set on the last line of a rebuild that failed after it
-	// began answering; the live projection is then unchanged.
-	Error *errorDetail `json:"error,omitempty"`
-}
 
 // rebuild: POST /v1/projections/rebuild builds a fresh projection file from
 // offset 1 of the log beside the live one, checks it and swaps it in,
 // while every other request keeps reading the live one. The answer is
-// application/x-ndjson: a rebuildLine after each transaction of the build,
+// application/x-ndjson: a wire.RebuildProgress after each transaction of the build,
 // then a last one. A rebuild already running is a conflict; a client that
 // goes away cancels the rebuild and leaves the live file as it was.
 func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
@@ -36,9 +21,9 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 	}
 	enc := json.NewEncoder(w)
 	rc := http.NewResponseController(w)
-	var last rebuildLine
+	var last wire.RebuildProgress
 	started := false
-	send := func(l rebuildLine) {
+	send := func(l wire.RebuildProgress) {
 		if !started {
 			// Headers go with the first line, so that an error before it
 			// gets its own status.
@@ -52,7 +37,7 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 		_ = rc.Flush()
 	}
 	err := projections.Rebuild(r.Context(), s.cfg.Store, s.cfg.Views, func(done, total uint64) {
-		last = rebuildLine{Done: done, Total: total}
+		last = wire.RebuildProgress{Done: done, Total: total}
 		send(last)
 	})
 	if err == nil && s.cfg.Search != nil {
@@ -77,10 +62,10 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ae := s.answer(r, err)
-	if ae.code == codeInternal && r.Context().Err() == nil {
+	if ae.code == wire.CodeInternal && r.Context().Err() == nil {
 		s.log.Error("rebuild failed", logKeyErr, err)
 	}
-	last.Error = &errorDetail{Code: ae.code, Message: ae.message}
+	last.Error = &wire.ErrorDetail{Code: ae.code, Message: ae.message}
 	send(last)
 	return nil
 }

@@ -102,7 +102,7 @@ func bodyError(err error, v any) error {
 		if typeErr.Field == "" {
 			return invalidField("(body)", nil, "got JSON %s (want an object)", typeErr.Value)
 		}
-		return invalidField(typeErr.Field, nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
+		return invalidField(jsonFieldPath(typeErr.Field, v), nil, "got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return invalidField(clip(strings.Trim(name, `"`), maxFieldLen), jsonFields(v), "unknown field")
@@ -111,7 +111,31 @@ func bodyError(err error, v any) error {
 	return err
 }
 
-// jsonFields lists the JSON field names of the struct v points to.
+// jsonFieldPath is the path in the body of a decoding error's field:
+// encoding/json names a field promoted from an embedded struct after the
+// struct's Go name (Observation.rawText), which the body does not hold.
+func jsonFieldPath(field string, v any) string {
+	t := reflect.TypeOf(v)
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		first, rest, ok := strings.Cut(field, ".")
+		if t.Kind() != reflect.Struct || !ok {
+			return field
+		}
+		f, found := t.FieldByName(first)
+		if !found || !f.Anonymous || f.Tag.Get("json") != "" {
+			return field
+		}
+		field, t = rest, f.Type
+	}
+}
+
+// jsonFields lists the JSON field names of the struct v points to, in the
+// order they are declared: an embedded struct's in its place (a body
+// decoded as a wire type with some fields given another form), each name
+// once.
 func jsonFields(v any) []string {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
@@ -121,12 +145,22 @@ func jsonFields(v any) []string {
 		return nil
 	}
 	var out []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out = append(out, name)
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if name != "" && name != "-" && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
 		}
 	}
+	walk(t)
 	return out
 }
 

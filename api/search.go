@@ -12,13 +12,6 @@ import (
 	"github.com/agentjournal/agentjournal/search"
 )
 
-// searchAnswer is the answer of GET /v1/search.
-type searchAnswer struct {
-	// Total counts every match; Hits are the best Limit of them.
-	Total uint64       `json:"total"`
-	Hits  []search.Hit `json:"hits"`
-}
-
 // search: GET /v1/search?q=&owner=Entity[/id]&agent=&lifecycle=&since=&until=&limit=
 // runs a full-text query over the executions' texts. The lifecycle is an
 // execution's current one: the read models list the executions that have
@@ -80,7 +73,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, searchAnswer{Total: res.Total, Hits: res.Hits})
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/runtime"
 
 	"github.com/agentjournal/agentjournal/api/web"
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/search"
@@ -505,10 +506,10 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	case http.StatusMethodNotAllowed:
 		allow := probe.header.Get("Allow")
 		w.Header().Set("Allow", allow)
-		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: wire.CodeMethodNotAllowed,
 			message: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", clip(r.Method, maxFieldLen), clip(r.URL.Path, maxFieldLen), allow)})
 	case http.StatusNotFound:
-		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: wire.CodeNotFound,
 			message: fmt.Sprintf("no route %s %s (the API lives under /v1)", clip(r.Method, maxFieldLen), clip(r.URL.Path, maxFieldLen))})
 	default:
 		s.mux.ServeHTTP(w, r)

@@ -5,22 +5,12 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/runtime"
 )
-
-// sessionView is one session with everything the contract shows of it.
-type sessionView struct {
-	Session     contract.AgentSession              `json:"session"`
-	Runs        []contract.AgentRun                `json:"runs"`
-	Tasks       []contract.AgentTask               `json:"tasks"`
-	Todos       []contract.AgentTodo               `json:"todos"`
-	Approvals   []contract.AgentApprovalCheckpoint `json:"approvals"`
-	Checkpoints []contract.AgentCheckpoint         `json:"checkpoints"`
-}
 
 func nativeResume(agent string) bool {
 	_, resume := runtime.Native(agent)
@@ -75,9 +65,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, sess)
 		}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Sessions []contract.AgentSession `json:"sessions"`
-	}{out})
+	writeJSON(w, http.StatusOK, wire.Sessions{Sessions: out})
 	return nil
 }
 
@@ -106,7 +94,7 @@ func (s *Server) readSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := sessionView{Session: s.session(runs), Runs: []contract.AgentRun{}, Tasks: contract.Tasks(runs),
+	v := wire.Session{Session: s.session(runs), Runs: []contract.AgentRun{}, Tasks: contract.Tasks(runs),
 		Todos: []contract.AgentTodo{}, Approvals: []contract.AgentApprovalCheckpoint{}, Checkpoints: []contract.AgentCheckpoint{}}
 	for _, run := range runs {
 		v.Runs = append(v.Runs, run.AgentRun())
@@ -155,18 +143,8 @@ func (s *Server) executionCheckpoints(w http.ResponseWriter, r *http.Request) er
 	if cps == nil {
 		cps = []contract.AgentCheckpoint{}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Checkpoints []contract.AgentCheckpoint `json:"checkpoints"`
-	}{cps})
+	writeJSON(w, http.StatusOK, wire.Checkpoints{Checkpoints: cps})
 	return nil
-}
-
-// checkpointInput is the body of a checkpoint request.
-type checkpointInput struct {
-	// ID names the checkpoint, so that a retry is the same checkpoint.
-	ID      string `json:"id,omitempty"`
-	Title   string `json:"title,omitempty"`
-	Summary string `json:"summary,omitempty"`
 }
 
 // createCheckpoint: POST /v1/executions/{id}/checkpoints. It answers with
@@ -175,7 +153,7 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in checkpointInput
+	var in wire.CheckpointRequest
 	if err := s.decodeBody(w, r, &in, true); err != nil {
 		return err
 	}

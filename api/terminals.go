@@ -8,21 +8,11 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/terminal"
 )
-
-// terminalView is the execution-facing state of a terminal lane.
-type terminalView struct {
-	AgentExecutionID string `json:"agentExecutionId"`
-	// TerminalID is the execution's lane; empty when it has none.
-	TerminalID string `json:"terminalId,omitempty"`
-	// Available reports a lane whose process runs: input reaches it.
-	Available bool               `json:"available"`
-	Snapshot  *terminal.Snapshot `json:"snapshot,omitempty"`
-}
 
 // lane finds an execution's terminal lane: the runtime's while the process
 // runs (live), else the newest lane the registry still holds for it.
@@ -44,8 +34,8 @@ func (s *Server) lane(id string) (terminalID string, live bool) {
 
 // terminalOf reads an execution's lane; an execution without one has a
 // view with no terminal id. An unknown execution is a 404.
-func (s *Server) terminalOf(ctx context.Context, id string) (terminalView, error) {
-	v := terminalView{AgentExecutionID: id}
+func (s *Server) terminalOf(ctx context.Context, id string) (wire.Terminal, error) {
+	v := wire.Terminal{AgentExecutionID: id}
 	tid, _ := s.lane(id)
 	if tid == "" {
 		_, err := s.lookup(ctx, id)
@@ -60,9 +50,10 @@ func (s *Server) terminalOf(ctx context.Context, id string) (terminalView, error
 
 // viewOf is the view of a lane's snapshot, its recent output as it may be
 // shown: without marker lines (displayRecent).
-func viewOf(id string, snap terminal.Snapshot) terminalView {
+func viewOf(id string, snap terminal.Snapshot) wire.Terminal {
 	snap.Recent = displayRecent(snap.Recent)
-	return terminalView{AgentExecutionID: id, TerminalID: snap.ID, Available: !snap.Dead, Snapshot: &snap}
+	ws := wire.TerminalSnapshot(snap)
+	return wire.Terminal{AgentExecutionID: id, TerminalID: snap.ID, Available: !snap.Dead, Snapshot: &ws}
 }
 
 // openTerminal: POST /v1/executions/{id}/terminal. Lanes are opened by the
@@ -90,18 +81,13 @@ func (s *Server) openTerminal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// attachInput is the body of attachTerminal.
-type attachInput struct {
-	TerminalID string `json:"terminalId"`
-}
-
 // attachTerminal: POST /v1/executions/{id}/terminal/attach. The terminal
 // must be a lane of this execution.
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in attachInput
+	var in wire.TerminalAttach
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
@@ -115,7 +101,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
 		t, err = s.cfg.Terminals.Attach(in.TerminalID)
 	}
 	if errors.Is(err, terminal.ErrNotFound) {
-		return &apiError{status: http.StatusNotFound, code: codeNotFound, field: "terminalId", message: fmt.Sprintf("no terminal %q in this daemon", clip(in.TerminalID, maxFieldLen))}
+		return &apiError{status: http.StatusNotFound, code: wire.CodeNotFound, field: "terminalId", message: fmt.Sprintf("no terminal %q in this daemon", clip(in.TerminalID, maxFieldLen))}
 	}
 	if err != nil {
 		return err
@@ -142,14 +128,6 @@ func (s *Server) readTerminal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// terminalInputBody is the body of sendTerminalInput: text to type, a new
-// size, or both.
-type terminalInputBody struct {
-	Data string `json:"data,omitempty"`
-	Cols uint16 `json:"cols,omitempty"`
-	Rows uint16 `json:"rows,omitempty"`
-}
-
 // terminalInput: POST /v1/executions/{id}/terminal/input. The bytes reach
 // the lane and its recording, never the journal; subscribers get a
 // terminal event with the refreshed snapshot.
@@ -157,7 +135,7 @@ func (s *Server) terminalInput(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var in terminalInputBody
+	var in wire.TerminalInput
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}

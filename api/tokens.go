@@ -2,16 +2,9 @@ package api
 
 import (
 	"net/http"
-)
 
-// ScopedTokenGrant is the answer of POST /v1/executions/{id}/token.
-type ScopedTokenGrant struct {
-	AgentExecutionID string `json:"agentExecutionId"`
-	// Token is accepted as bearer token for this execution alone.
-	Token string `json:"token"`
-	// Allows names what the token may do, in words.
-	Allows []string `json:"allows"`
-}
+	"github.com/agentjournal/agentjournal/api/wire"
+)
 
 // scopedTokenAllows is what a scoped token may do; authenticate refuses
 // it everywhere else.
@@ -36,6 +29,6 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := ref.AgentExecutionID
-	writeJSON(w, http.StatusOK, ScopedTokenGrant{AgentExecutionID: id, Token: s.ScopedToken(id), Allows: scopedTokenAllows})
+	writeJSON(w, http.StatusOK, wire.ScopedToken{AgentExecutionID: id, Token: s.ScopedToken(id), Allows: scopedTokenAllows})
 	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
 )
 
@@ -110,7 +109,7 @@ func TestClientRoutes(t *testing.T) {
 		t.Fatalf("final: %s, running %v; want completed and not running", done.Lifecycle, done.Live.Running)
 	}
 
-	list, err := c.List(ctx, projections.Filter{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1"})
+	list, err := c.List(ctx, client.ExecutionFilter{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-1"})
 	if err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("list: %+v, %v; want %s alone", list, err, id)
 	}
@@ -205,8 +204,8 @@ func TestClientErrors(t *testing.T) {
 
 	_, stopErr := c.Stop(ctx, id)
 	_, readErr := c.Execution(ctx, "ae-nosuch")
-	_, listErr := c.List(ctx, projections.Filter{Lifecycle: "sleeping"})
-	_, tokenErr := client.New(s.HTTP.URL, "wrong").List(ctx, projections.Filter{})
+	_, listErr := c.List(ctx, client.ExecutionFilter{Lifecycle: "sleeping"})
+	_, tokenErr := client.New(s.HTTP.URL, "wrong").List(ctx, client.ExecutionFilter{})
 	for _, tc := range []struct {
 		name     string
 		err      error

@@ -6,15 +6,14 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/contract"
 )
 
 // Todos returns the execution's todos in the runtime contract's shape
 // (GET /v1/executions/{id}/todos).
 func (c *Client) Todos(ctx context.Context, id string) ([]contract.AgentTodo, error) {
-	var out struct {
-		Todos []contract.AgentTodo `json:"todos"`
-	}
+	var out wire.Todos
 	err := c.do(ctx, http.MethodGet, executionPath(id, "/todos"), nil, nil, &out)
 	return out.Todos, err
 }
@@ -22,22 +21,9 @@ func (c *Client) Todos(ctx context.Context, id string) ([]contract.AgentTodo, er
 // Approvals returns the execution's input and permission requests as
 // approval checkpoints (GET /v1/executions/{id}/approvals).
 func (c *Client) Approvals(ctx context.Context, id string) ([]contract.AgentApprovalCheckpoint, error) {
-	var out struct {
-		Approvals []contract.AgentApprovalCheckpoint `json:"approvals"`
-	}
+	var out wire.Approvals
 	err := c.do(ctx, http.MethodGet, executionPath(id, "/approvals"), nil, nil, &out)
 	return out.Approvals, err
-}
-
-// Session is one session as GET /v1/sessions/{sessionId} answers it: the
-// AgentSession with its runs, tasks, todos, approvals and checkpoints.
-type Session struct {
-	Session     contract.AgentSession              `json:"session"`
-	Runs        []contract.AgentRun                `json:"runs"`
-	Tasks       []contract.AgentTask               `json:"tasks"`
-	Todos       []contract.AgentTodo               `json:"todos"`
-	Approvals   []contract.AgentApprovalCheckpoint `json:"approvals"`
-	Checkpoints []contract.AgentCheckpoint         `json:"checkpoints"`
 }
 
 // SessionFilter selects sessions for Sessions; the zero value lists all.
@@ -55,9 +41,7 @@ func (c *Client) Sessions(ctx context.Context, f SessionFilter) ([]contract.Agen
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out struct {
-		Sessions []contract.AgentSession `json:"sessions"`
-	}
+	var out wire.Sessions
 	err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, &out)
 	return out.Sessions, err
 }
@@ -83,19 +67,9 @@ func (c *Client) Run(ctx context.Context, id string) (*contract.AgentRun, error)
 // Checkpoints lists an execution's checkpoints, oldest first
 // (GET /v1/executions/{id}/checkpoints).
 func (c *Client) Checkpoints(ctx context.Context, id string) ([]contract.AgentCheckpoint, error) {
-	var out struct {
-		Checkpoints []contract.AgentCheckpoint `json:"checkpoints"`
-	}
+	var out wire.Checkpoints
 	err := c.do(ctx, http.MethodGet, executionPath(id, "/checkpoints"), nil, nil, &out)
 	return out.Checkpoints, err
-}
-
-// CheckpointRequest is the body of Checkpoint; every field is optional.
-type CheckpointRequest struct {
-	// ID names the checkpoint, so a retry is the same checkpoint.
-	ID      string `json:"id,omitempty"`
-	Title   string `json:"title,omitempty"`
-	Summary string `json:"summary,omitempty"`
 }
 
 // Checkpoint records a checkpoint of an execution as it is now

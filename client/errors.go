@@ -5,23 +5,25 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentjournal/agentjournal/api/wire"
 )
 
 // Error codes of the API: the Code of an *Error. The daemon never renames
 // one.
 const (
-	CodeInvalidField     = "invalid_field"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeConflict         = "conflict"
-	CodeTooLarge         = "too_large"
-	CodeTimeout          = "timeout"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
-	CodeDamaged          = "damaged"
-	CodeDiskFull         = "disk_full"
+	CodeInvalidField     = wire.CodeInvalidField
+	CodeUnauthorized     = wire.CodeUnauthorized
+	CodeForbidden        = wire.CodeForbidden
+	CodeNotFound         = wire.CodeNotFound
+	CodeMethodNotAllowed = wire.CodeMethodNotAllowed
+	CodeConflict         = wire.CodeConflict
+	CodeTooLarge         = wire.CodeTooLarge
+	CodeTimeout          = wire.CodeTimeout
+	CodeUnavailable      = wire.CodeUnavailable
+	CodeInternal         = wire.CodeInternal
+	CodeDamaged          = wire.CodeDamaged
+	CodeDiskFull         = wire.CodeDiskFull
 )
 
 // Sentinels an *Error matches with errors.Is, one per code.
@@ -63,17 +65,22 @@ var sentinels = map[string]error{
 	CodeInternal: ErrInternal, CodeDamaged: ErrDamaged, CodeDiskFull: ErrDiskFull,
 }
 
-// Error is an error answer of the daemon, in the API's one error shape
-// {"error":{code,message,field,accepted}}, with the HTTP status it came
-// with.
+// Error is an error answer of the daemon: the detail of the API's one
+// error shape (wire.ErrorDetail) with the HTTP status it came with, as an
+// error that errors.Is matches against the sentinel of its code.
 type Error struct {
 	// Status is the HTTP status; 0 for an error inside a stream that had
 	// answered 200 (a rebuild that failed).
-	Status   int      `json:"-"`
-	Code     string   `json:"code"`
-	Message  string   `json:"message"`
-	Field    string   `json:"field,omitempty"`
-	Accepted []string `json:"accepted,omitempty"`
+	Status   int
+	Code     string
+	Message  string
+	Field    string
+	Accepted []string
+}
+
+// errorOf is the *Error of an answer's error detail.
+func errorOf(status int, d wire.ErrorDetail) *Error {
+	return &Error{Status: status, Code: d.Code, Message: d.Message, Field: d.Field, Accepted: d.Accepted}
 }
 
 // Error prints "code: message", with the field and the accepted values

@@ -14,18 +14,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/api/wire"
 )
 
 // Event names of GET /v1/events that a reader treats apart.
 const (
 	// EventDataChanged is the last event of every record.
-	EventDataChanged = "data.changed"
+	EventDataChanged = wire.EventDataChanged
 	// EventTerminal is a terminal lane's change: not a journal record, and
 	// its ID is not a position to resume from.
-	EventTerminal = "terminal"
+	EventTerminal = wire.EventTerminal
 	// EventOverflow is the last event of a stream that fell too far
 	// behind; its data names the lastEventId to resume from.
-	EventOverflow = "overflow"
+	EventOverflow = wire.EventOverflow
 )
 
 // ErrStreamEnded reports an event stream the daemon ended: it never ends
@@ -42,7 +44,7 @@ type Event struct {
 	// Name is execution.started, execution.updated, execution.message,
 	// …, data.changed, terminal or overflow (docs/api.md).
 	Name string
-	// Data is the event's JSON.
+	// Data is the event's JSON: an EventData but for overflow.
 	Data []byte
 	// Comment is true for a comment line, whose text is in Text: the
 	// stream's greeting, and a heartbeat while it is idle.
@@ -188,10 +190,7 @@ func (c *Client) Follow(ctx context.Context, opts EventsOptions) iter.Seq2[Event
 
 // OverflowError reports a stream the daemon closed because its reader
 // fell behind; Follow resumes after LastEventID.
-type OverflowError struct {
-	LastEventID uint64 `json:"lastEventId"`
-	Message     string `json:"message"`
-}
+type OverflowError wire.Overflow
 
 func (e *OverflowError) Error() string { return "event stream overflow: " + e.Message }
 

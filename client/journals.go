@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -11,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -26,9 +26,7 @@ const DefaultFollowPoll = 200 * time.Millisecond
 // Journals lists every journal the daemon's log holds, with its record
 // count, ordered by owner and execution id (GET /v1/journals).
 func (c *Client) Journals(ctx context.Context) ([]eventstore.Reference, error) {
-	var out struct {
-		Journals []eventstore.Reference `json:"journals"`
-	}
+	var out wire.Journals
 	if err := c.do(ctx, http.MethodGet, "/v1/journals", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -77,7 +75,7 @@ func (c *Client) pages(ctx context.Context, path, param string, from uint64, wha
 				return
 			}
 			for _, raw := range page {
-				if !yield(raw.decode()) {
+				if !yield(DecodeEntry(raw)) {
 					return
 				}
 			}
@@ -116,7 +114,7 @@ func (c *Client) FollowLog(ctx context.Context, fromOffset uint64, poll time.Dur
 			}
 			var batch []LogEntry
 			for _, raw := range page {
-				e, err := raw.decode()
+				e, err := DecodeEntry(raw)
 				if err == nil {
 					batch = append(batch, e)
 					continue
@@ -153,18 +151,6 @@ func (c *Client) FollowLog(ctx context.Context, fromOffset uint64, poll time.Dur
 	}
 }
 
-// ImportResult is the daemon's answer to an import.
-type ImportResult struct {
-	// Journal is the imported journal's reference.
-	Journal eventstore.Reference `json:"journal"`
-	// Records is how many records the file holds.
-	Records int `json:"records"`
-	// Written is how many of them the import wrote: 0 when the journal
-	// was stored already, fewer than Records when the log held the first
-	// ones (an interrupted import).
-	Written int `json:"written"`
-}
-
 // ImportJournal sends a journal file, one record per line as 'agentjournal
 // journal export' writes it, to the daemon's log (POST /v1/journals). The
 // daemon checks every line first and writes the records in one atomic
@@ -186,38 +172,10 @@ func (c *Client) ImportJournal(ctx context.Context, file io.Reader) (ImportResul
 	return out, nil
 }
 
-// rawEntry is one entry of a page: a record with its offset, or, for a
-// stored record the daemon could not decode, the offset and why.
-type rawEntry struct {
-	Offset uint64          `json:"offset"`
-	Record json.RawMessage `json:"record"`
-	Error  string          `json:"error"`
-}
-
-// decode returns the entry, or an *eventstore.OffsetError for a record
-// that does not decode, at the daemon or here (one a newer daemon wrote).
-func (e rawEntry) decode() (LogEntry, error) {
-	if e.Record == nil {
-		msg := e.Error
-		if msg == "" {
-			msg = "the daemon sent neither the record nor why it has none"
-		}
-		return LogEntry{Offset: e.Offset}, &eventstore.OffsetError{Offset: e.Offset, Err: errors.New(msg)}
-	}
-	r, err := eventstore.Decode(e.Record)
-	if err != nil {
-		return LogEntry{Offset: e.Offset}, &eventstore.OffsetError{Offset: e.Offset, Err: err}
-	}
-	return LogEntry{Offset: e.Offset, Record: r}, nil
-}
-
 // entryPage reads one page of entries of path from the cursor named
 // fromName; next is the cursor of the following page, 0 at the end.
-func (c *Client) entryPage(ctx context.Context, path, fromName string, from uint64) ([]rawEntry, uint64, error) {
-	var out struct {
-		Entries []rawEntry `json:"entries"`
-		Next    *uint64    `json:"next"`
-	}
+func (c *Client) entryPage(ctx context.Context, path, fromName string, from uint64) ([]wire.PageEntry, uint64, error) {
+	var out wire.Entries
 	if err := c.do(ctx, http.MethodGet, path, pageQuery(fromName, from, entryPageLimit), nil, &out); err != nil {
 		return nil, 0, err
 	}

@@ -11,25 +11,6 @@ import (
 	"github.com/agentjournal/agentjournal/lineage"
 )
 
-// Lineage is an execution's lineage as GET /v1/executions/{id}/lineage
-// gives it: its ancestry and fork tree, its history (a fork's inherited
-// prefix first, marked), its tool calls and the snapshots of its working
-// directory at a time.
-type Lineage struct {
-	lineage.Lineage
-	History   []lineage.HistoryItem  `json:"history"`
-	ToolCalls []lineage.ToolCallPair `json:"toolCalls"`
-	Snapshots Snapshots              `json:"snapshots"`
-}
-
-// Snapshots are the snapshots of a resource taken at or before At, newest
-// first.
-type Snapshots struct {
-	Resource string             `json:"resource"`
-	At       time.Time          `json:"at"`
-	Items    []lineage.Snapshot `json:"items"`
-}
-
 // Lineage returns execution id's lineage, with the snapshots of its
 // working directory as of at (now when zero). An unknown id is ErrNotFound.
 func (c *Client) Lineage(ctx context.Context, id string, at time.Time) (Lineage, error) {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/agentjournal/agentjournal/search"
 )
 
 // SearchRequest is a full-text query; empty fields are not sent. Owner is
@@ -20,13 +18,6 @@ type SearchRequest struct {
 	Since     string
 	Until     string
 	Limit     int
-}
-
-// SearchResult is the answer of GET /v1/search: the best hits first and the
-// number of matches.
-type SearchResult struct {
-	Total uint64       `json:"total"`
-	Hits  []search.Hit `json:"hits"`
 }
 
 // Search runs a full-text query over every execution's texts.

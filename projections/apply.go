@@ -7,35 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 )
 
-// Summary is the list view of an execution.
-type Summary struct {
-	ID                    string                 `json:"id"`
-	AgentID               string                 `json:"agentId"`
-	OwnerEntity           eventstore.OwnerEntity `json:"ownerEntity"`
-	OwnerID               string                 `json:"ownerId"`
-	Lifecycle             eventstore.Lifecycle   `json:"lifecycle"`
-	Attention             eventstore.Attention   `json:"attention"`
-	Activity              eventstore.Activity    `json:"activity"`
-	CurrentInputRequestID string                 `json:"currentInputRequestId,omitempty"`
-	CreatedAt             time.Time              `json:"createdAt"`
-	UpdatedAt             time.Time              `json:"updatedAt"`
-	RecordCount           uint64                 `json:"recordCount"`
-	LastSequence          uint64                 `json:"lastSequence"`
-	// LatestActivity is the newest activity an activity.updated record
-	// reported (State.Latest.Activity), "" if none did.
-	LatestActivity eventstore.Activity `json:"latestActivity,omitempty"`
-	// SessionID is the execution's session (State.SessionID).
-	SessionID string `json:"sessionId,omitempty"`
-}
+// Summary is the list view of an execution. It is stored as the API
+// answers it, so its one declaration is the wire form's.
+type Summary = wire.Summary
 
 // summaryRow is a summary as stored: with the journal id, so that
 // JournalsByOwner answers without decoding whole states.

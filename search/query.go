@@ -8,6 +8,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/agentjournal/agentjournal/api/wire"
 )
 
 // MaxLimit bounds Query.Limit.
@@ -36,23 +38,13 @@ type Query struct {
 	Limit int
 }
 
-// Hit is one matching record.
-type Hit struct {
-	Execution string    `json:"executionId"`
-	Sequence  uint64    `json:"sequence"`
-	Kind      string    `json:"kind"`
-	Time      time.Time `json:"time"`
-	// Snippet is the text around the matches, which are in <mark> tags;
-	// the rest of the text is HTML-escaped.
-	Snippet string  `json:"snippet"`
-	Score   float64 `json:"score"`
-}
-
-// Result is a query's hits, best first, and the number of matches.
-type Result struct {
-	Total uint64 `json:"total"`
-	Hits  []Hit  `json:"hits"`
-}
+// Hit is one matching record, and Result a query's hits, best first, and
+// the number of matches: the API answers them as they are, so they are
+// declared once, as the wire form.
+type (
+	Hit    = wire.SearchHit
+	Result = wire.SearchResult
+)
 
 // BadQueryError is a query the index cannot run: its text does not parse
 // or a filter is out of range.

@@ -103,7 +103,7 @@ func (v localViews) Timeline(_ context.Context, id string, before uint64, limit 
 type daemonViews struct{ c *client.Client }
 
 func (v daemonViews) List(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
-	list, err := v.c.List(ctx, f)
+	list, err := v.c.List(ctx, client.ExecutionFilter(f))
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Code == client.CodeInvalidField {
 		return nil, fmt.Errorf("%w: %s", projections.ErrInvalidFilter, ae.Message)

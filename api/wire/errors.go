@@ -1,0 +1,40 @@
+package wire
+
+// Error codes: the code of every error answer. Clients switch on them, so
+// none is ever renamed.
+const (
+	CodeInvalidField     = "invalid_field"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodeTooLarge         = "too_large"
+	CodeTimeout          = "timeout"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+	// CodeDamaged: the journal has records missing from the log.
+	CodeDamaged = "damaged"
+	// CodeDiskFull: the disk holding the log is full; writes are refused
+	// until space is freed, and then taken again without a restart.
+	CodeDiskFull = "disk_full"
+)
+
+// ErrorBody is the one error shape of the API:
+// {"error":{code,message,field,accepted}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is what went wrong: a code, a message for people, and for a
+// request at fault the field and what it accepts.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the request field at fault, as a JSON path, a query
+	// parameter or a header.
+	Field string `json:"field,omitempty"`
+	// Accepted lists the values or fields accepted there, when the set is
+	// fixed.
+	Accepted []string `json:"accepted,omitempty"`
+}
