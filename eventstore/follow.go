@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"context"
+	"fmt"
 	"iter"
 )
 
@@ -103,6 +104,98 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 					return
 				}
 				batch = next(len(batch))
+			}
+			if b.err != nil {
+				if len(batch) > 0 && !yield(batch, nil) {
+					return
+				}
+				if r.ctx.Err() == nil {
+					yield(nil, b.err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// FollowJournal yields ref's journal from sequence fromSeq (1 = its
+// header) in batches, and keeps yielding as records are appended to it,
+// until ctx ends or the caller stops: what a process that waits for a
+// record of one journal (an answer, a decision, its end) reads, instead of
+// reading the journal again and again. A batch ends where the journal
+// ended when it was read, so a caller folding the records can judge the
+// journal whole after each batch; following a long journal from its start
+// yields it in one batch, as ReadJournal would. A journal that does not
+// exist yet is waited for.
+//
+// A record that does not decode is yielded as an *OffsetError, after the
+// batch of the records before it, and following goes on after it; a hole
+// in the journal's sequences is yielded as a *GapError and ends it.
+func (s *JetStreamStore) FollowJournal(ctx context.Context, ref Reference, fromSeq uint64) iter.Seq2[[]Entry, error] {
+	return func(yield func([]Entry, error) bool) {
+		ref, subj, err := s.resolve(ref)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		next, start := max(fromSeq, 1), uint64(1)
+		if next > 1 {
+			lastSeq, lastOffset, _, err := s.headWaiting(ctx, subj)
+			if err == nil && next <= lastSeq {
+				start, err = s.offsetOf(ctx, subj, next, lastOffset)
+			} else {
+				// Records after the head come after its offset.
+				start = lastOffset + 1
+			}
+			if err != nil {
+				yield(nil, fmt.Errorf("follow %s: %w", ref, err))
+				return
+			}
+		}
+		r, err := s.readChunks(ctx, []string{subj}, start, FollowPull, "follow "+ref.String(),
+			func(_, pending uint64) (bool, bool) { return pending == 0, false })
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.close()
+		var batch []Entry
+		for {
+			b, ok := r.next()
+			if !ok {
+				return
+			}
+			for i, off := range b.offsets {
+				if b.errs[i] != nil {
+					// An undecodable record still holds its place.
+					next++
+					if len(batch) > 0 && !yield(batch, nil) {
+						return
+					}
+					batch = nil
+					if !yield(nil, b.errs[i]) {
+						return
+					}
+					continue
+				}
+				switch seq := b.records[i].RecordBase().Sequence; {
+				case seq < next:
+					// Before fromSeq, read from the offset before it.
+					continue
+				case seq > next:
+					if len(batch) == 0 || yield(batch, nil) {
+						yield(nil, fmt.Errorf("follow %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: seq - 1}))
+					}
+					return
+				}
+				next++
+				batch = append(batch, Entry{Offset: off, Record: b.records[i]})
+			}
+			if b.flush && len(batch) > 0 {
+				if !yield(batch, nil) {
+					return
+				}
+				batch = nil
 			}
 			if b.err != nil {
 				if len(batch) > 0 && !yield(batch, nil) {
