@@ -77,43 +77,67 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 		// each batch of a caught-up follower, which gets a few records at
 		// a time, were 8% of a loaded daemon's allocations.
 		next := func(last int) []Entry { return make([]Entry, 0, min(maxBatch, max(16, last))) }
-		batch := next(maxBatch)
-		for {
-			b, ok := r.next()
-			if !ok {
-				return
+		r.batches(yield, next(maxBatch), next, nil)
+	}
+}
+
+// batches yields the entries of r's chunks in batches, as Follow and
+// FollowJournal hand them on: a chunk marked flush ends a batch; a record
+// that does not decode is yielded as its error, after the batch of the
+// records before it, and reading goes on; the error that ended the reading
+// comes last, unless the reader's context ended. batch is the first
+// batch's array and grow gives the next one's, told the last one's length.
+// admit, when set, hears of every record in turn (nil for one that does
+// not decode, which still holds its place) and says whether to leave it
+// out, or ends the reading with an error.
+func (r *chunkReader) batches(yield func([]Entry, error) bool, batch []Entry, grow func(last int) []Entry, admit func(Record) (skip bool, err error)) {
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		ok := yield(batch, nil)
+		batch = grow(len(batch))
+		return ok
+	}
+	for {
+		b, ok := r.next()
+		if !ok {
+			return
+		}
+		for i, off := range b.offsets {
+			rec := b.records[i]
+			if b.errs[i] != nil {
+				rec = nil
 			}
-			for i, off := range b.offsets {
-				if b.errs[i] != nil {
-					// The records before it come first, in log order.
-					if len(batch) > 0 {
-						if !yield(batch, nil) {
-							return
-						}
-						batch = next(len(batch))
+			if admit != nil {
+				skip, err := admit(rec)
+				if err != nil {
+					if flush() {
+						yield(nil, err)
 					}
-					if !yield(nil, b.errs[i]) {
-						return
-					}
+					return
+				}
+				if skip {
 					continue
 				}
-				batch = append(batch, Entry{Offset: off, Record: b.records[i]})
 			}
-			if b.flush && len(batch) > 0 {
-				if !yield(batch, nil) {
+			if rec == nil {
+				// The records before it come first, in log order.
+				if !flush() || !yield(nil, b.errs[i]) {
 					return
 				}
-				batch = next(len(batch))
+				continue
 			}
-			if b.err != nil {
-				if len(batch) > 0 && !yield(batch, nil) {
-					return
-				}
-				if r.ctx.Err() == nil {
-					yield(nil, b.err)
-				}
-				return
+			batch = append(batch, Entry{Offset: off, Record: rec})
+		}
+		if b.flush && !flush() {
+			return
+		}
+		if b.err != nil {
+			if flush() && r.ctx.Err() == nil {
+				yield(nil, b.err)
 			}
+			return
 		}
 	}
 }
@@ -159,53 +183,21 @@ func (s *JetStreamStore) FollowJournal(ctx context.Context, ref Reference, fromS
 			return
 		}
 		defer r.close()
-		var batch []Entry
-		for {
-			b, ok := r.next()
-			if !ok {
-				return
-			}
-			for i, off := range b.offsets {
-				if b.errs[i] != nil {
-					// An undecodable record still holds its place.
-					next++
-					if len(batch) > 0 && !yield(batch, nil) {
-						return
-					}
-					batch = nil
-					if !yield(nil, b.errs[i]) {
-						return
-					}
-					continue
-				}
-				switch seq := b.records[i].RecordBase().Sequence; {
-				case seq < next:
-					// Before fromSeq, read from the offset before it.
-					continue
-				case seq > next:
-					if len(batch) == 0 || yield(batch, nil) {
-						yield(nil, fmt.Errorf("follow %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: seq - 1}))
-					}
-					return
-				}
+		r.batches(yield, nil, func(int) []Entry { return nil }, func(rec Record) (bool, error) {
+			if rec == nil {
+				// An undecodable record still holds its place.
 				next++
-				batch = append(batch, Entry{Offset: off, Record: b.records[i]})
+				return false, nil
 			}
-			if b.flush && len(batch) > 0 {
-				if !yield(batch, nil) {
-					return
-				}
-				batch = nil
+			switch seq := rec.RecordBase().Sequence; {
+			case seq < next:
+				// Before fromSeq, read from the offset before it.
+				return true, nil
+			case seq > next:
+				return false, fmt.Errorf("follow %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: seq - 1})
 			}
-			if b.err != nil {
-				if len(batch) > 0 && !yield(batch, nil) {
-					return
-				}
-				if r.ctx.Err() == nil {
-					yield(nil, b.err)
-				}
-				return
-			}
-		}
+			next++
+			return false, nil
+		})
 	}
 }
