@@ -3,25 +3,17 @@ package apibench
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
 	"github.com/agentjournal/agentjournal/api"
-	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
 )
 
@@ -50,26 +42,18 @@ const (
 	launchers = 8
 )
 
-// stack is the daemon in process: the parts cmd/agentjournal's serve wires,
-// on a scratch directory, with the API on a loopback listener.
+// stack is the daemon in process, opened as serve opens it (package
+// daemon), on a scratch directory, with the API on a loopback listener.
 type stack struct {
 	dir    string
-	bus    *bus.Bus
+	d      *daemon.Daemon
 	store  *eventstore.JetStreamStore
 	views  *projections.DB
-	rt     *runtime.Runtime
-	srv    *api.Server
 	url    string
 	token  string
 	client *http.Client
 	// agents are the journals of the launched agents.
 	agents []eventstore.Reference
-
-	// wg waits for the projector and the policy subscriber; errs holds
-	// what they returned.
-	wg    sync.WaitGroup
-	errMu sync.Mutex
-	errs  []error
 
 	// closes run in reverse order on Close.
 	closes []func() error
@@ -94,82 +78,27 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	dir := s.dir
 	s.onClose(func() error { return os.RemoveAll(dir) })
 
-	bcfg := bus.DefaultConfig()
-	bcfg.DataDir = filepath.Join(s.dir, "data")
-	if s.bus, err = bus.Open(ctx, bcfg); err != nil {
-		return s, err
-	}
-	s.onClose(s.bus.Close)
-	if s.store, err = eventstore.OpenJetStream(ctx, s.bus.JetStream(), eventstore.JetStreamConfig{Stream: s.bus.StreamName()}); err != nil {
-		return s, err
-	}
-	s.onClose(s.store.Close)
-	if s.views, err = projections.Open(projections.DefaultConfig(filepath.Join(s.dir, "projections.db"))); err != nil {
-		return s, err
-	}
-	s.onClose(s.views.Close)
-
-	// The projector and the policy run until Close, whatever ctx does:
-	// like the daemon's, they are stopped in order.
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.onClose(func() error {
-		cancel()
-		s.wg.Wait()
-		s.errMu.Lock()
-		defer s.errMu.Unlock()
-		return errors.Join(s.errs...)
-	})
-	s.wg.Go(func() { s.keep("projector", s.views.Project(work, s.store)) })
-	decisions := &api.Decisions{}
-	pol := policy.NewSubscriber(s.store, policy.SubscriberConfig{Decided: decisions.Deliver})
-	s.wg.Go(func() { s.keep("policy subscriber", pol.Run(work)) })
-
-	s.rt = runtime.New(runtime.Config{Store: s.store, StopGrace: stopGrace})
-	s.onClose(func() error {
-		stop, done := context.WithTimeout(context.Background(), stopGrace+5*time.Second)
-		defer done()
-		return s.rt.Close(stop)
-	})
-
-	secret := make([]byte, api.MinSecretSize)
-	rand.Read(secret)
-	s.token = randomHex(32)
-	acfg := api.DefaultConfig()
-	acfg.Store, acfg.Runtime, acfg.Views, acfg.Decisions = s.store, s.rt, s.views, decisions
-	acfg.Token, acfg.Secret = s.token, secret
+	dcfg := daemon.DefaultConfig(s.dir)
+	dcfg.Listen, dcfg.StopGrace, dcfg.ShutdownTimeout = "127.0.0.1:0", stopGrace, shutdownTimeout
+	// The figures are the API's: the search index's indexing would
+	// compete with it for the CPU.
+	dcfg.NoSearch = true
 	// A policy consumer that loses its pull on a loaded machine (missed
 	// heartbeats) is set up again, and deciding stalled for about its
 	// pinned TTL (10s) after that in tests here: long enough for
 	// recordObservation to answer 504 at the default DecisionWait. Waiting
 	// longer keeps such a stall in the figures as latency instead of
 	// failing the run.
-	acfg.DecisionWait = decisionWait
-	if s.srv, err = api.New(acfg); err != nil {
+	dcfg.ConfigureAPI = func(c *api.Config) { c.DecisionWait = decisionWait }
+	if s.d, err = daemon.Open(ctx, dcfg); err != nil {
 		return s, err
 	}
-	s.onClose(s.srv.Close)
-	if err := s.srv.Start(work); err != nil {
-		return s, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return s, err
-	}
-	s.url = "http://" + ln.Addr().String()
-	hs := &http.Server{Handler: s.srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
 	s.onClose(func() error {
-		// Event streams never go idle: close them before Shutdown waits.
-		err := s.srv.Close()
-		sctx, done := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer done()
-		err = errors.Join(err, hs.Shutdown(sctx))
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return err
+		stop, cancel := context.WithTimeout(context.Background(), s.d.CloseTimeout())
+		defer cancel()
+		return s.d.Close(stop)
 	})
+	s.store, s.views, s.url, s.token = s.d.Store(), s.d.Views(), s.d.URL(), s.d.Token()
 
 	conns := cfg.Clients + cfg.Subscribers
 	transport := &http.Transport{
@@ -191,18 +120,8 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 
 func (s *stack) onClose(fn func() error) { s.closes = append(s.closes, fn) }
 
-// keep records the error a background part of the stack stopped with.
-func (s *stack) keep(part string, err error) {
-	if err == nil {
-		return
-	}
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	s.errs = append(s.errs, fmt.Errorf("%s: %w", part, err))
-}
-
-// Close stops the API, the agents, the projector and the policy, closes
-// the projection, the store and the server, and removes the directory. It
+// Close closes the daemon (the API, the agents, the policy, the projector,
+// the projection, the store and the server) and removes the directory. It
 // is safe to call twice.
 func (s *stack) Close() error {
 	if s.closed {
@@ -305,10 +224,4 @@ func (s *stack) settle(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
