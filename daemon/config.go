@@ -94,6 +94,9 @@ type Config struct {
 	// Snapshots snapshots the working directory of every execution in a
 	// git work tree at its turn boundaries (runtime.Config.Snapshots).
 	Snapshots bool
+	// NoWorkspaces gives forks no directory of their own: a fork can only
+	// keep its parent's (workspace keep).
+	NoWorkspaces bool
 	// NoQueue keeps no launch queue in the data directory: queued launches
 	// wait in memory only, and those a daemon left there are not taken up.
 	NoQueue bool

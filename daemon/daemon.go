@@ -301,13 +301,16 @@ func (d *Daemon) openRuntime() {
 	rc := runtime.Config{
 		Store: d.store, StopGrace: cfg.StopGrace, Logger: d.logger, Terminals: d.terms,
 		Output: cfg.Output, TerminalOutput: cfg.TerminalOutput, TerminalSize: cfg.TerminalSize, OnInputRequest: cfg.OnInputRequest,
-		RecordingDir: l.Recordings(), OutputDir: l.Output(), HostDir: l.Hosted(), WorkspaceDir: l.Workspaces(),
+		RecordingDir: l.Recordings(), OutputDir: l.Output(), HostDir: l.Hosted(),
 		Snapshots: cfg.Snapshots, MaxRunning: cfg.MaxRunning,
 		Processed: d.views.ProcessedID, LaunchEnv: d.launchEnv,
 		Supervisor: cfg.Supervisor, LeaveRunning: cfg.LeaveRunning,
 	}
 	if cfg.Supervisor != nil {
 		rc.SupervisedDir = l.Supervised()
+	}
+	if !cfg.NoWorkspaces {
+		rc.WorkspaceDir = l.Workspaces()
 	}
 	if !cfg.NoQueue {
 		rc.QueueDir = l.Queue()

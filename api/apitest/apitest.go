@@ -58,8 +58,9 @@ func Start(t testing.TB, opts Options) *Stack {
 	cfg.Token, cfg.Secret = Token, bytes.Repeat([]byte{7}, api.MinSecretSize)
 	// What the API's tests ask of the stack: the routes without MCP
 	// (/mcp is not found unless a test mounts one) and without the search
-	// index (a test gives it its own), agents stopped at once.
-	cfg.NoMCP, cfg.NoSearch = true, true
+	// index (a test gives it its own), forks that keep their parent's
+	// directory, agents stopped at once.
+	cfg.NoMCP, cfg.NoSearch, cfg.NoWorkspaces = true, true, true
 	cfg.StopGrace = time.Second
 	cfg.NoPolicy, cfg.MaxRunning = opts.NoPolicy, opts.MaxRunning
 	cfg.ConfigureAPI = func(c *api.Config) {

@@ -225,12 +225,12 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	return c.run(ctx, req, *grace, *permissions)
 }
 
-// run opens the daemon's stack on the data directory for this one agent
-// (no search index, no queue, the API on a free loopback port), launches
-// the agent, waits for it and reports how it ended. The policy decides on
-// its observations from before the launch until the daemon closes, after
-// the last one is decided; the daemon's close stops any process still
-// running before run returns.
+// run opens the daemon on the data directory for this one agent (no search
+// index, no queue, no fork workspaces, the API on a free loopback port),
+// launches the agent, waits for it and reports how it ended. The policy
+// decides on its observations from before the launch until the daemon
+// closes, after the last one is decided; the daemon's close stops any
+// process still running before run returns.
 func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace time.Duration, permissions string) (err error) {
 	stdout := &flushWriter{w: c.env.Stdout}
 	stderr := &flushWriter{w: c.env.Stderr}
@@ -257,7 +257,7 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	// The agent's output and run's own lines are what the user reads: the
 	// log's server says nothing there.
 	cfg.Logger, cfg.Bus.Logger = logger, slog.New(slog.DiscardHandler)
-	cfg.NoSearch, cfg.NoQueue = true, true
+	cfg.NoSearch, cfg.NoQueue, cfg.NoWorkspaces = true, true, true
 	cfg.StopGrace, cfg.Snapshots, cfg.Output = grace, c.snapshots, stdout
 	cfg.Recovered = func(id string) {
 		fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
