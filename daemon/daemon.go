@@ -373,12 +373,7 @@ func (d *Daemon) serve(ln net.Listener, decisions *api.Decisions, share func() a
 	acfg.Store, acfg.Runtime, acfg.Terminals, acfg.Views = d.store, d.rt, d.terms, d.views
 	acfg.Token, acfg.Secret, acfg.Logger = d.token, d.cfg.Secret, d.logger
 	acfg.RecordingDir, acfg.OutputDir = d.layout.Recordings(), d.layout.Output()
-	if d.index != nil {
-		acfg.Search = d.index
-	}
-	if decisions != nil {
-		acfg.Decisions = decisions
-	}
+	acfg.Search, acfg.Decisions = d.index, decisions
 	if !d.cfg.NoMCP {
 		acfg.MCP = mcp.NewHandler(&d.late, &d.late, d.logger)
 	}
