@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"context"
+	"fmt"
 	"iter"
 )
 
@@ -76,43 +77,127 @@ func (s *JetStreamStore) Follow(ctx context.Context, fromOffset uint64, maxBatch
 		// each batch of a caught-up follower, which gets a few records at
 		// a time, were 8% of a loaded daemon's allocations.
 		next := func(last int) []Entry { return make([]Entry, 0, min(maxBatch, max(16, last))) }
-		batch := next(maxBatch)
-		for {
-			b, ok := r.next()
-			if !ok {
-				return
+		r.batches(yield, next(maxBatch), next, nil)
+	}
+}
+
+// batches yields the entries of r's chunks in batches, as Follow and
+// FollowJournal hand them on: a chunk marked flush ends a batch; a record
+// that does not decode is yielded as its error, after the batch of the
+// records before it, and reading goes on; the error that ended the reading
+// comes last, unless the reader's context ended. batch is the first
+// batch's array and grow gives the next one's, told the last one's length.
+// admit, when set, hears of every record in turn (nil for one that does
+// not decode, which still holds its place) and says whether to leave it
+// out, or ends the reading with an error.
+func (r *chunkReader) batches(yield func([]Entry, error) bool, batch []Entry, grow func(last int) []Entry, admit func(Record) (skip bool, err error)) {
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		ok := yield(batch, nil)
+		batch = grow(len(batch))
+		return ok
+	}
+	for {
+		b, ok := r.next()
+		if !ok {
+			return
+		}
+		for i, off := range b.offsets {
+			rec := b.records[i]
+			if b.errs[i] != nil {
+				rec = nil
 			}
-			for i, off := range b.offsets {
-				if b.errs[i] != nil {
-					// The records before it come first, in log order.
-					if len(batch) > 0 {
-						if !yield(batch, nil) {
-							return
-						}
-						batch = next(len(batch))
+			if admit != nil {
+				skip, err := admit(rec)
+				if err != nil {
+					if flush() {
+						yield(nil, err)
 					}
-					if !yield(nil, b.errs[i]) {
-						return
-					}
+					return
+				}
+				if skip {
 					continue
 				}
-				batch = append(batch, Entry{Offset: off, Record: b.records[i]})
 			}
-			if b.flush && len(batch) > 0 {
-				if !yield(batch, nil) {
+			if rec == nil {
+				// The records before it come first, in log order.
+				if !flush() || !yield(nil, b.errs[i]) {
 					return
 				}
-				batch = next(len(batch))
+				continue
 			}
-			if b.err != nil {
-				if len(batch) > 0 && !yield(batch, nil) {
-					return
-				}
-				if r.ctx.Err() == nil {
-					yield(nil, b.err)
-				}
+			batch = append(batch, Entry{Offset: off, Record: rec})
+		}
+		if b.flush && !flush() {
+			return
+		}
+		if b.err != nil {
+			if flush() && r.ctx.Err() == nil {
+				yield(nil, b.err)
+			}
+			return
+		}
+	}
+}
+
+// FollowJournal yields ref's journal from sequence fromSeq (1 = its
+// header) in batches, and keeps yielding as records are appended to it,
+// until ctx ends or the caller stops: what a process that waits for a
+// record of one journal (an answer, a decision, its end) reads, instead of
+// reading the journal again and again. A batch ends where the journal
+// ended when it was read, so a caller folding the records can judge the
+// journal whole after each batch; following a long journal from its start
+// yields it in one batch, as ReadJournal would. A journal that does not
+// exist yet is waited for.
+//
+// A record that does not decode is yielded as an *OffsetError, after the
+// batch of the records before it, and following goes on after it; a hole
+// in the journal's sequences is yielded as a *GapError and ends it.
+func (s *JetStreamStore) FollowJournal(ctx context.Context, ref Reference, fromSeq uint64) iter.Seq2[[]Entry, error] {
+	return func(yield func([]Entry, error) bool) {
+		ref, subj, err := s.resolve(ref)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		next, start := max(fromSeq, 1), uint64(1)
+		if next > 1 {
+			lastSeq, lastOffset, _, err := s.headWaiting(ctx, subj)
+			if err == nil && next <= lastSeq {
+				start, err = s.offsetOf(ctx, subj, next, lastOffset)
+			} else {
+				// Records after the head come after its offset.
+				start = lastOffset + 1
+			}
+			if err != nil {
+				yield(nil, fmt.Errorf("follow %s: %w", ref, err))
 				return
 			}
 		}
+		r, err := s.readChunks(ctx, []string{subj}, start, FollowPull, "follow "+ref.String(),
+			func(_, pending uint64) (bool, bool) { return pending == 0, false })
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.close()
+		r.batches(yield, nil, func(int) []Entry { return nil }, func(rec Record) (bool, error) {
+			if rec == nil {
+				// An undecodable record still holds its place.
+				next++
+				return false, nil
+			}
+			switch seq := rec.RecordBase().Sequence; {
+			case seq < next:
+				// Before fromSeq, read from the offset before it.
+				return true, nil
+			case seq > next:
+				return false, fmt.Errorf("follow %s: %w", ref, &GapError{Journal: ref.JournalID, AgentExecutionID: ref.AgentExecutionID, From: next, To: seq - 1})
+			}
+			next++
+			return false, nil
+		})
 	}
 }

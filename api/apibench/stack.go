@@ -4,26 +4,20 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
 	"github.com/agentjournal/agentjournal/api"
-	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 const (
@@ -58,26 +52,18 @@ const (
 	stoppers = 4
 )
 
-// stack is the daemon in process: the parts cmd/agentjournal's serve wires,
-// on a scratch directory, with the API on a loopback listener.
+// stack is the daemon in process, opened as serve opens it (package
+// daemon), on a scratch directory, with the API on a loopback listener.
 type stack struct {
 	dir    string
-	bus    *bus.Bus
+	d      *daemon.Daemon
 	store  *eventstore.JetStreamStore
 	views  *projections.DB
-	rt     *runtime.Runtime
-	srv    *api.Server
 	url    string
 	token  string
 	client *http.Client
 	// agents are the journals of the launched agents.
 	agents []eventstore.Reference
-
-	// wg waits for the projector and the policy subscriber; errs holds
-	// what they returned.
-	wg    sync.WaitGroup
-	errMu sync.Mutex
-	errs  []error
 
 	// closes run in reverse order on Close.
 	closes []func() error
@@ -105,79 +91,31 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	dir := s.dir
 	s.onClose(func() error { return os.RemoveAll(dir) })
 
-	bcfg := bus.DefaultConfig()
-	bcfg.DataDir = filepath.Join(s.dir, "data")
-	if s.bus, err = bus.Open(ctx, bcfg); err != nil {
-		return s, err
-	}
-	s.onClose(s.bus.Close)
-	if s.store, err = eventstore.OpenJetStream(ctx, s.bus.JetStream(), eventstore.JetStreamConfig{Stream: s.bus.StreamName()}); err != nil {
-		return s, err
-	}
-	s.onClose(s.store.Close)
-	if s.views, err = projections.Open(projections.DefaultConfig(filepath.Join(s.dir, "projections.db"))); err != nil {
-		return s, err
-	}
-	s.onClose(s.views.Close)
-
-	// The projector and the policy run until Close, whatever ctx does:
-	// like the daemon's, they are stopped in order.
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.onClose(func() error {
-		cancel()
-		s.wg.Wait()
-		s.errMu.Lock()
-		defer s.errMu.Unlock()
-		return errors.Join(s.errs...)
-	})
-	s.wg.Go(func() { s.keep("projector", s.views.Project(work, s.store)) })
-	decisions := &api.Decisions{}
-	pol := policy.NewSubscriber(s.store, policy.SubscriberConfig{Decided: decisions.Deliver})
-	s.wg.Go(func() { s.keep("policy subscriber", pol.Run(work)) })
-
-	s.rt = runtime.New(runtime.Config{Store: s.store, StopGrace: stopGrace})
-	s.stopTimeout = cmp.Or(cfg.stopTimeout, stopTimeout)
-	s.onClose(s.stopRuntime)
-
-	secret := make([]byte, api.MinSecretSize)
-	rand.Read(secret)
-	s.token = randomHex(32)
-	acfg := api.DefaultConfig()
-	acfg.Store, acfg.Runtime, acfg.Views, acfg.Decisions = s.store, s.rt, s.views, decisions
-	acfg.Token, acfg.Secret = s.token, secret
+	dcfg := daemon.DefaultConfig(s.dir)
+	dcfg.Listen, dcfg.StopGrace, dcfg.ShutdownTimeout = "127.0.0.1:0", stopGrace, shutdownTimeout
+	// The figures are the API's: the search index's indexing would
+	// compete with it for the CPU.
+	dcfg.NoSearch = true
 	// A policy consumer that loses its pull on a loaded machine (missed
 	// heartbeats) is set up again, and deciding stalled for about its
 	// pinned TTL (10s) after that in tests here: long enough for
 	// recordObservation to answer 504 at the default DecisionWait. Waiting
 	// longer keeps such a stall in the figures as latency instead of
 	// failing the run.
-	acfg.DecisionWait = decisionWait
-	if s.srv, err = api.New(acfg); err != nil {
+	dcfg.ConfigureAPI = func(c *api.Config) { c.DecisionWait = decisionWait }
+	if s.d, err = daemon.Open(ctx, dcfg); err != nil {
 		return s, err
 	}
-	s.onClose(s.srv.Close)
-	if err := s.srv.Start(work); err != nil {
-		return s, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return s, err
-	}
-	s.url = "http://" + ln.Addr().String()
-	hs := &http.Server{Handler: s.srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
 	s.onClose(func() error {
-		// Event streams never go idle: close them before Shutdown waits.
-		err := s.srv.Close()
-		sctx, done := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer done()
-		err = errors.Join(err, hs.Shutdown(sctx))
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return err
+		stop, cancel := context.WithTimeout(context.Background(), s.d.CloseTimeout())
+		defer cancel()
+		return s.d.Close(stop)
 	})
+	s.store, s.views, s.url, s.token = s.d.Store(), s.d.Views(), s.d.URL(), s.d.Token()
+	// The agents are stopped before the daemon closes (closes run last
+	// first), each within a deadline of its own.
+	s.stopTimeout = cmp.Or(cfg.stopTimeout, stopTimeout)
+	s.onClose(s.stopAgents)
 
 	conns := cfg.Clients + cfg.Subscribers
 	transport := &http.Transport{
@@ -199,18 +137,8 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 
 func (s *stack) onClose(fn func() error) { s.closes = append(s.closes, fn) }
 
-// keep records the error a background part of the stack stopped with.
-func (s *stack) keep(part string, err error) {
-	if err == nil {
-		return
-	}
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	s.errs = append(s.errs, fmt.Errorf("%s: %w", part, err))
-}
-
-// Close stops the API, the agents, the projector and the policy, closes
-// the projection, the store and the server, and removes the directory. It
+// Close closes the daemon (the API, the agents, the policy, the projector,
+// the projection, the store and the server) and removes the directory. It
 // is safe to call twice.
 func (s *stack) Close() error {
 	if s.closed {
@@ -227,8 +155,8 @@ func (s *stack) Close() error {
 	return nil
 }
 
-// stopRuntime stops the agents, a few at a time and each within a deadline
-// of its own, and closes the runtime.
+// stopAgents stops the agents, a few at a time and each within a deadline
+// of its own, before the daemon closes its runtime.
 //
 // A stop records the run's interruption, naming what was in flight, for
 // which the runtime reads the agent's whole journal (hundreds of records
@@ -238,7 +166,7 @@ func (s *stack) Close() error {
 // against 7s, and every stop after the deadline failed on its own, one
 // line each. With a deadline of its own, a stop fails only when its own
 // agent does not end.
-func (s *stack) stopRuntime() error {
+func (s *stack) stopAgents() error {
 	var mu sync.Mutex
 	var failed []error
 	// A stop that fails is counted, not returned: the others go on.
@@ -250,21 +178,10 @@ func (s *stack) stopRuntime() error {
 		}
 		return nil
 	})
-	var err error
 	if len(failed) > 0 {
-		err = fmt.Errorf("stop %d of %d agents: %w", len(failed), len(s.agents), distinct(failed))
+		return fmt.Errorf("stop %d of %d agents: %w", len(failed), len(s.agents), distinct(failed))
 	}
-	// An agent that did not stop in time was killed: the runtime waits
-	// for its end.
-	ctx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
-	defer cancel()
-	if cerr := s.rt.Close(ctx); cerr != nil {
-		if joined, ok := cerr.(interface{ Unwrap() []error }); ok {
-			cerr = distinct(joined.Unwrap())
-		}
-		err = errors.Join(err, fmt.Errorf("close the runtime: %w", cerr))
-	}
-	return err
+	return nil
 }
 
 // stopAgent stops one agent within stopTimeout. One whose launch failed,
@@ -275,7 +192,7 @@ func (s *stack) stopAgent(ref eventstore.Reference) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
 	defer cancel()
-	if err := s.rt.Stop(ctx, ref.AgentExecutionID); err != nil && !errors.Is(err, runtime.ErrNotRunning) {
+	if err := s.d.Runtime().Stop(ctx, ref.AgentExecutionID); err != nil && !errors.Is(err, runtime.ErrNotRunning) {
 		return err
 	}
 	return nil
@@ -391,10 +308,4 @@ func (s *stack) settle(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -4,20 +4,16 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
-	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
-	"github.com/agentjournal/agentjournal/terminal"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 // Token is the API token of every stack Start builds.
@@ -25,6 +21,8 @@ const Token = "test-token-0123456789abcdef0123456789abcdef"
 
 // Stack is a running daemon stack; t's cleanup stops it.
 type Stack struct {
+	// Daemon is the stack itself.
+	Daemon *daemon.Daemon
 	// Bus is the log's NATS, for tests that write around the store.
 	Bus     *bus.Bus
 	Store   *eventstore.JetStreamStore
@@ -34,18 +32,11 @@ type Stack struct {
 	HTTP    *httptest.Server
 	// Agent is the fixture agent binary.
 	Agent string
-
-	// project starts the projector and returns what stops it.
-	project       func() (stop func())
-	stopProjector func()
 }
 
 // PauseProjector stops the projector until resume is called, for tests of
 // what answers and reads do while the read models are behind the log.
-func (s *Stack) PauseProjector() (resume func()) {
-	s.stopProjector()
-	return func() { s.stopProjector = s.project() }
-}
+func (s *Stack) PauseProjector() (resume func()) { return s.Daemon.PauseProjector() }
 
 // Options change what Start builds.
 type Options struct {
@@ -59,75 +50,43 @@ type Options struct {
 	MaxRunning int
 }
 
-// Start builds and starts the stack, and stops it when t ends.
+// Start opens the daemon on a temporary data directory, serves its API on
+// a loopback httptest server, and closes both when t ends.
 func Start(t testing.TB, opts Options) *Stack {
 	t.Helper()
-	b := fixtures.StartNATS(t)
-	store, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	views, err := projections.Open(projections.Config{Path: filepath.Join(t.TempDir(), "projections.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	s := &Stack{Bus: b, Store: store, Views: views, Agent: fixtures.AgentBinary(t)}
-	s.project = func() (stop func()) {
-		pctx, pcancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		wg.Go(func() {
-			defer close(done)
-			if err := views.Project(pctx, store); err != nil && pctx.Err() == nil {
-				t.Errorf("projector: %v", err)
-			}
-		})
-		return func() { pcancel(); <-done }
-	}
-	s.stopProjector = s.project()
-	var decisions *api.Decisions
-	if !opts.NoPolicy {
-		decisions = &api.Decisions{}
-		sub := policy.NewSubscriber(store, policy.SubscriberConfig{Decided: decisions.Deliver})
-		wg.Go(func() { sub.Run(ctx) })
-	}
-
-	terms := terminal.NewRegistry(nil)
-	data := t.TempDir()
-	recordings, output := filepath.Join(data, "terminal-recordings"), filepath.Join(data, "agent-output")
-	s.Runtime = runtime.New(runtime.Config{
-		Store: store, StopGrace: time.Second, Terminals: terms, RecordingDir: recordings, OutputDir: output,
-		Processed: views.ProcessedID,
-		QueueDir:  filepath.Join(data, "queue"), MaxRunning: opts.MaxRunning,
-		LaunchEnv: func(ref eventstore.Reference) []string {
-			return []string{"AGENTJOURNAL_TOKEN=" + s.Server.ScopedToken(ref.AgentExecutionID)}
-		},
-	})
-	cfg := api.DefaultConfig()
-	cfg.Store, cfg.Runtime, cfg.Terminals, cfg.Views, cfg.RecordingDir, cfg.OutputDir = store, s.Runtime, terms, views, recordings, output
+	cfg := daemon.DefaultConfig(t.TempDir())
 	cfg.Token, cfg.Secret = Token, bytes.Repeat([]byte{7}, api.MinSecretSize)
-	cfg.Decisions = decisions
-	for _, configure := range opts.Configure {
-		configure(&cfg)
-	}
-	if s.Server, err = api.New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Server.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.HTTP = httptest.NewServer(s.Server.Handler())
-	t.Cleanup(func() {
-		if err := s.Server.Close(); err != nil {
-			t.Errorf("close server: %v", err)
+	// What the API's tests ask of the stack: the routes without MCP
+	// (/mcp is not found unless a test mounts one) and without the search
+	// index (a test gives it its own), forks that keep their parent's
+	// directory, agents stopped at once.
+	cfg.NoMCP, cfg.NoSearch, cfg.NoWorkspaces = true, true, true
+	cfg.StopGrace = time.Second
+	cfg.NoPolicy, cfg.MaxRunning = opts.NoPolicy, opts.MaxRunning
+	cfg.ConfigureAPI = func(c *api.Config) {
+		for _, configure := range opts.Configure {
+			configure(c)
 		}
-		s.HTTP.Close()
-		s.Runtime.Close(context.Background())
-		terms.Close()
-		cancel()
-		wg.Wait()
-		views.Close()
+	}
+	s := &Stack{Agent: fixtures.AgentBinary(t)}
+	// Registered before Open, so that it runs after the cleanups the
+	// Configure functions register: what they started on the store stops
+	// before the store closes.
+	t.Cleanup(func() {
+		if s.Daemon != nil {
+			if err := s.Daemon.Close(context.Background()); err != nil {
+				t.Errorf("close the daemon: %v", err)
+			}
+		}
+		if s.HTTP != nil {
+			s.HTTP.Close()
+		}
 	})
+	d, err := daemon.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Daemon, s.Bus, s.Store, s.Views, s.Runtime, s.Server = d, d.Bus(), d.Store(), d.Views(), d.Runtime(), d.Server()
+	s.HTTP = httptest.NewServer(d.Handler())
 	return s
 }

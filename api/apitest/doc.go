@@ -1,7 +1,7 @@
-// Package apitest starts the whole daemon stack in one test process, as
-// serve assembles it: an embedded NATS on a temporary directory, the journal
-// store, a projection file fed by its projector, the policy subscriber, the
-// runtime with terminal lanes and recordings, and the API on a loopback
-// httptest server. Every part is real; the tests of api and of the console
-// drive it over HTTP.
+// Package apitest opens the daemon (package daemon) in one test process on
+// a temporary data directory, as serve does, and serves its API on a
+// loopback httptest server: an embedded NATS, the journal store, the read
+// models fed by their projector, the policy subscriber, the runtime with
+// terminal lanes and recordings. Every part is real; the tests of api and
+// of the console drive it over HTTP.
 package apitest

@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
 	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime"
 )
 
 // healthTimeout bounds the health check that tells whether a daemon runs.
@@ -47,19 +47,17 @@ func (e *noDaemonError) Is(target error) bool { return target == errNoDaemon }
 // answers. Without one it returns a *noDaemonError, which is errNoDaemon.
 func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 	none := &noDaemonError{dataDir: e.DataDir, start: e.hintPrefix() + " serve"}
-	path := filepath.Join(e.DataDir, daemonFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	path := e.layout().DaemonInfo()
+	info, err := e.layout().ReadInfo()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, none
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	var info daemonInfo
-	if err := json.Unmarshal(data, &info); err != nil || info.URL == "" {
+	case errors.Is(err, daemon.ErrBadInfo) || err == nil && info.URL == "":
 		// A daemon writing the file right now, or one that died while
 		// writing it.
 		return nil, none
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if !processAlive(info.PID) {
 		return nil, none

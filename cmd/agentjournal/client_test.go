@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/projections"
@@ -255,8 +256,8 @@ func TestClientCommandsWithoutDaemon(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(daemonInfo{URL: "http://127.0.0.1:1", PID: dead.Process.Pid, TokenFile: filepath.Join(dir, "api-token")})
-	if err := os.WriteFile(filepath.Join(dir, daemonFile), info, 0o600); err != nil {
+	info, _ := json.Marshal(daemon.Info{URL: "http://127.0.0.1:1", PID: dead.Process.Pid, TokenFile: daemon.Layout{Dir: dir}.TokenFile()})
+	if err := os.WriteFile(daemon.Layout{Dir: dir}.DaemonInfo(), info, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if r := run(t, dir, "stop", "ae-x"); r.code != exitError || r.stderr != want {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/contract"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/narrative"
@@ -150,7 +151,7 @@ func TestDispatchedRunResumedAfterDaemonKill(t *testing.T) {
 // on dataDir and its supervisor, as a power cut would.
 func killSupervisedNow(t *testing.T, dataDir string) {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dataDir, "supervised", "*", "pids.json"))
+	paths, _ := filepath.Glob(filepath.Join(daemon.Layout{Dir: dataDir}.Supervised(), "*", "pids.json"))
 	if len(paths) == 0 {
 		t.Fatalf("no supervised agent under %s", dataDir)
 	}

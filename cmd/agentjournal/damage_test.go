@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjournal/agentjournal/daemon"
 )
 
 // TestDaemonReportsATruncatedLog: a block file of the log cut to 60% loses
@@ -23,7 +25,7 @@ func TestDaemonReportsATruncatedLog(t *testing.T) {
 	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
 	stop()
 
-	blocks, err := filepath.Glob(filepath.Join(dir, "nats", "jetstream", "*", "streams", "*", "msgs", "*.blk"))
+	blocks, err := filepath.Glob(filepath.Join(daemon.Layout{Dir: dir}.NATSStore(), "jetstream", "*", "streams", "*", "msgs", "*.blk"))
 	if err != nil || len(blocks) == 0 {
 		t.Fatalf("no block files (%v)", err)
 	}

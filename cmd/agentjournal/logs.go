@@ -114,9 +114,9 @@ func (c *LogsCommand) printLocal(id, stream string, last int, print func(outputl
 	var p outputlog.Page
 	var err error
 	if last > 0 {
-		p, err = outputlog.Tail(c.env.outputDir(), id, last, stream)
+		p, err = outputlog.Tail(c.env.layout().Output(), id, last, stream)
 	} else {
-		p, err = outputlog.Read(c.env.outputDir(), id, 1, 1<<62, stream)
+		p, err = outputlog.Read(c.env.layout().Output(), id, 1, 1<<62, stream)
 	}
 	if err != nil {
 		return err
@@ -201,6 +201,6 @@ func (e *Env) lastOutput(ctx context.Context, views viewReader, id string, n int
 		p, err := daemonOutput(ctx, d.c, id, url.Values{"tail": {strconv.Itoa(n)}})
 		return p.Lines, err
 	}
-	p, err := outputlog.Tail(e.outputDir(), id, n, "")
+	p, err := outputlog.Tail(e.layout().Output(), id, n, "")
 	return p.Entries, err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,11 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/datadir"
 	"github.com/agentjournal/agentjournal/supervisor"
@@ -214,7 +213,7 @@ type Env struct {
 func (e *Env) natsSecret(create bool) (string, error) {
 	path := e.NATSSecretFile
 	if path == "" {
-		path = filepath.Join(e.DataDir, "nats-secret")
+		path = e.layout().NATSSecret()
 	}
 	if create {
 		return bus.LoadOrCreateSecret(path)
@@ -229,22 +228,36 @@ func (e *Env) natsSecret(create bool) (string, error) {
 	return secret, nil
 }
 
-// withStore opens the embedded bus and the journal store on the data
-// directory, runs fn and closes both.
-func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (err error) {
+// layout is the data directory's layout.
+func (e *Env) layout() daemon.Layout { return daemon.Layout{Dir: e.DataDir} }
+
+// busConfig is the log the global flags name: the NATS embedded on the
+// data directory, or the one --nats-url names, logged in to with its
+// secret.
+func (e *Env) busConfig() (bus.Config, error) {
 	cfg := bus.DefaultConfig()
-	cfg.DataDir = e.DataDir
+	cfg.DataDir = e.layout().Bus()
 	cfg.Sync = e.Sync
 	cfg.URL = e.NATSURL
 	if cfg.URL != "" {
 		secret, err := e.natsSecret(false)
 		if err != nil {
-			return err
+			return cfg, err
 		}
 		cfg.Secret = secret
 	}
 	if cfg.Sync == bus.SyncInterval && cfg.URL == "" {
 		fmt.Fprintf(e.Stderr, "agentjournal: warning: --sync=interval: a power loss can lose records acknowledged in the last %s\n", cfg.SyncInterval)
+	}
+	return cfg, nil
+}
+
+// withStore opens the embedded bus and the journal store on the data
+// directory, runs fn and closes both.
+func (e *Env) withStore(ctx context.Context, fn func(eventstore.Store) error) (err error) {
+	cfg, err := e.busConfig()
+	if err != nil {
+		return err
 	}
 	b, err := bus.Open(ctx, cfg)
 	if err != nil {
@@ -285,17 +298,13 @@ func shellQuote(s string) string {
 // commands that read or write journals go through the daemon
 // (withJournals); this reaches the ones that need the directory itself.
 func (e *Env) lockedByDaemon(locked *bus.LockedError) error {
-	data, err := os.ReadFile(filepath.Join(e.DataDir, daemonFile))
-	if err != nil {
-		return locked
-	}
-	var info daemonInfo
-	if json.Unmarshal(data, &info) != nil || info.PID != locked.PID || !processAlive(info.PID) {
+	info, err := e.layout().ReadInfo()
+	if err != nil || info.PID != locked.PID || !processAlive(info.PID) {
 		return locked
 	}
 	return fmt.Errorf("data directory %s is served by the agentjournal daemon at %s (process %d), which holds it locked; "+
 		"this command opens the data directory itself and cannot run beside the daemon: launch runs an agent in the daemon as run does "+
 		"(the commands that read or write journals, ls, show and timeline work through the daemon), or stop the daemon first; "+
 		"a daemon started with --nats-listen ADDR lets it run with --nats-url nats://ADDR --nats-secret-file %s --data OTHER_DIR",
-		e.DataDir, info.URL, info.PID, shellQuote(filepath.Join(e.DataDir, "nats-secret")))
+		e.DataDir, info.URL, info.PID, shellQuote(e.layout().NATSSecret()))
 }

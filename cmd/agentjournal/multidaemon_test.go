@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -142,8 +143,8 @@ func (d *daemonProc) waitReady() {
 	d.t.Helper()
 	deadline := time.Now().Add(procStartWait)
 	for {
-		if data, err := os.ReadFile(filepath.Join(d.dir, daemonFile)); err == nil {
-			var info daemonInfo
+		if data, err := os.ReadFile(daemon.Layout{Dir: d.dir}.DaemonInfo()); err == nil {
+			var info daemon.Info
 			if json.Unmarshal(data, &info) == nil && info.PID == d.cmd.Process.Pid {
 				tok, err := os.ReadFile(info.TokenFile)
 				if err != nil {
@@ -452,7 +453,7 @@ func TestDaemonsShareOneLog(t *testing.T) {
 		t.Fatalf("daemon A's natsUrl = %q, want nats://127.0.0.1:<port>", a.natsURL)
 	}
 	// A's listener lets in only those with its secret, created 0600.
-	secret := filepath.Join(dirA, "nats-secret")
+	secret := daemon.Layout{Dir: dirA}.NATSSecret()
 	if info, err := os.Stat(secret); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("A's NATS secret: %v, %v; want a 0600 file", info, err)
 	}
@@ -768,7 +769,7 @@ func streamLeader(t *testing.T, nodes []*daemonProc) int {
 		return false, "no leader"
 	})
 	for i, n := range nodes {
-		name, err := os.ReadFile(filepath.Join(n.dir, "server-name"))
+		name, err := os.ReadFile(daemon.Layout{Dir: n.dir}.ServerName())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"os"
@@ -17,27 +18,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
 	"golang.org/x/term"
 
-	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
-	"github.com/agentjournal/agentjournal/policy"
+	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/runtime/marker"
-	"github.com/agentjournal/agentjournal/terminal"
 )
 
 const (
-	// policyConsumer is the durable consumer the policy reads the log with;
-	// the daemon uses the same name, so only one of them decides at a time.
-	policyConsumer = "policy"
 	// settleTimeout bounds the wait for the policy to decide the last
 	// observations once the agent has exited.
 	settleTimeout = 5 * time.Second
-	// settlePoll is how often the journal is read while waiting.
-	settlePoll = 50 * time.Millisecond
 	// stopMargin is how long a stop may take beyond the grace period: the
 	// SIGKILL and the last records.
 	stopMargin = 5 * time.Second
@@ -227,25 +221,17 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	}
 	req := runtime.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env, Timeout: *limit}
-	return c.env.withStore(ctx, func(s eventstore.Store) error {
-		c.snapshots = bool(*snapshots)
-		return c.run(ctx, s, req, *grace, *permissions)
-	})
+	c.snapshots = bool(*snapshots)
+	return c.run(ctx, req, *grace, *permissions)
 }
 
-// run launches the agent, waits for it and reports how it ended. The
-// policy runs from before the launch until the agent's last observation is
-// decided, and the API serves the run while it lasts; the runtime is
-// closed, and with it any process still running, before run returns.
-func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.LaunchRequest, grace time.Duration, permissions string) (err error) {
-	log, ok := s.(policy.Log)
-	if !ok {
-		return fmt.Errorf("run: the store %T cannot feed the policy (it has no Consume)", s)
-	}
-	store, ok := s.(api.Store)
-	if !ok {
-		return fmt.Errorf("run: the store %T cannot be served (it has no Follow)", s)
-	}
+// run opens the daemon on the data directory for this one agent (no search
+// index, no queue, no fork workspaces, the API on a free loopback port),
+// launches the agent, waits for it and reports how it ended. The policy
+// decides on its observations from before the launch until the daemon
+// closes, after the last one is decided; the daemon's close stops any
+// process still running before run returns.
+func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace time.Duration, permissions string) (err error) {
 	stdout := &flushWriter{w: c.env.Stdout}
 	stderr := &flushWriter{w: c.env.Stderr}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -255,37 +241,36 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 
-	// Closed newest first when run returns, whichever way.
-	var closes closers
-	defer func() { err = errors.Join(err, closes.close()) }()
-	pol := startPolicy(bg, log, logger)
-	closes.add(pol.stop)
-	views, err := openViews(ctx, c.env, logger, store, closes.add)
-	if err != nil {
-		return err
-	}
-	ep, err := listenAPI(c.env, logger, "127.0.0.1:0", filepath.Join(c.env.DataDir, "api-token"), closes.add)
-	if err != nil {
-		return err
-	}
-	terms := terminal.NewRegistry(logger)
-	closes.add(terms.Close)
-
 	var keys *passthrough
 	if f, ok := c.env.Stdin.(*os.File); ok && req.Posture == eventstore.PostureStructuredInteractive && term.IsTerminal(int(f.Fd())) {
 		if keys, err = newPassthrough(f, stderr, func() { stopRun(errStopKey) }); err != nil {
 			return err
 		}
-		closes.add(keys.close)
+		// After the daemon's close, which stops the agent.
+		defer func() { err = errors.Join(err, keys.close()) }()
 	}
 
-	var rt *runtime.Runtime
+	cfg := daemon.DefaultConfig(c.env.DataDir)
+	if cfg.Bus, err = c.env.busConfig(); err != nil {
+		return err
+	}
+	// The agent's output and run's own lines are what the user reads: the
+	// log's server says nothing there.
+	cfg.Logger, cfg.Bus.Logger = logger, slog.New(slog.DiscardHandler)
+	cfg.NoSearch, cfg.NoQueue, cfg.NoWorkspaces = true, true, true
+	cfg.StopGrace, cfg.Snapshots, cfg.Output = grace, c.snapshots, stdout
+	cfg.Recovered = func(id string) {
+		fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
+	}
+	var d *daemon.Daemon
 	asker := &terminalAsker{}
 	if keys != nil {
 		asker.keys = keys
 	}
 	ask := permissions == permissionsAsk && asker.available()
-	answer := func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
+	cfg.OnInputRequest = func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
+		// Asked after a launch, so after Open has returned d.
+		s, rt := d.Store(), d.Runtime()
 		switch {
 		case ask:
 			done := rt.Done(ref.AgentExecutionID)
@@ -307,10 +292,6 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 			answerInput(bg, s, rt, ref, q, permissions, "--permissions", stderr)
 		}
 	}
-	cfg := runtime.Config{Store: s, StopGrace: grace, Output: stdout, Logger: logger,
-		Terminals: terms, RecordingDir: filepath.Join(c.env.DataDir, "terminal-recordings"), HostDir: c.env.hostedDir(),
-		OutputDir: c.env.outputDir(), Processed: views.ProcessedID, LaunchEnv: ep.launchEnv,
-		OnInputRequest: answer, Snapshots: c.snapshots}
 	var display *marker.DisplayWriter
 	if keys != nil {
 		// The agent's terminal is the user's: its bytes as they come, but
@@ -319,35 +300,29 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 		display = marker.NewDisplayWriter(stdout)
 		cfg.TerminalOutput, cfg.TerminalSize = display, keys.size
 	}
-	rt = runtime.New(cfg)
-	closes.add(func() error {
-		closeCtx, cancel := context.WithTimeout(bg, grace+stopMargin)
-		defer cancel()
-		return rt.Close(closeCtx)
-	})
-
-	// On a shared log only the executions this data dir hosted are
-	// considered: others may belong to daemons that are alive.
-	scope := runtime.RecoverAll
-	if c.env.NATSURL != "" {
-		scope = runtime.RecoverHosted
-	}
-	ids, err := rt.Recover(ctx, scope)
-	for _, id := range ids {
-		fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
-	}
-	if err != nil {
-		return err
-	}
-
 	// Served like a daemon, so that send, show, tail and the others reach
-	// the run from another shell.
-	var served <-chan error
-	if other, ok := liveDaemon(c.env); ok {
-		fmt.Fprintf(stderr, "agentjournal: %s names the agentjournal at %s (process %d); this run is not served, so send and the other client commands do not reach it\n",
-			filepath.Join(c.env.DataDir, daemonFile), other.URL, other.PID)
-	} else if served, err = ep.serve(bg, ep.config(store, rt, terms, views), ep.refuseLaunch, "", closes.add); err != nil {
+	// the run from another shell; unless the data directory names another
+	// agentjournal that is alive.
+	other, notServed := liveDaemon(c.env)
+	if !notServed {
+		cfg.Listen, cfg.WrapHandler = "127.0.0.1:0", refuseLaunch
+	}
+	if d, err = daemon.Open(ctx, cfg); err != nil {
+		var locked *bus.LockedError
+		if errors.As(err, &locked) {
+			return c.env.lockedByDaemon(locked)
+		}
 		return err
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(bg, d.CloseTimeout())
+		defer cancel()
+		err = errors.Join(err, d.Close(stop))
+	}()
+	s, rt := d.Store(), d.Runtime()
+	if notServed {
+		fmt.Fprintf(stderr, "agentjournal: %s names the agentjournal at %s (process %d); this run is not served, so send and the other client commands do not reach it\n",
+			c.env.layout().DaemonInfo(), other.URL, other.PID)
 	}
 
 	stopHow := "Ctrl-C stops it"
@@ -366,7 +341,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 	id := ref.AgentExecutionID
 	fmt.Fprintf(stderr, "agentjournal: running %s (%s, journal %s); %s\n", id, req.Agent, ref.JournalID, stopHow)
 	if keys != nil {
-		keys.start(rt, terms, id)
+		keys.start(rt, d.Terminals(), id)
 	}
 
 	interrupted := false
@@ -375,7 +350,7 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 	if done := rt.Done(id); done != nil {
 		select {
 		case <-done:
-		case err := <-served:
+		case err := <-d.Failed():
 			return fmt.Errorf("serve the run's API: %w", err)
 		case <-ctx.Done():
 			interrupted = true
@@ -401,14 +376,11 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 	}
 
 	settleCtx, cancel := context.WithTimeout(bg, settleTimeout)
-	undecided, err := awaitDecisions(settleCtx, s, ref, pol.done)
+	undecided, err := awaitDecisions(settleCtx, s, ref)
 	cancel()
 	if err != nil {
 		return err
 	}
-	// A failed policy does not hide how the agent ended: it is reported
-	// after the state.
-	policyErr := pol.stop()
 	if undecided > 0 {
 		fmt.Fprintf(stderr, "agentjournal: the policy has not decided %d observation(s) yet; it will the next time it runs on this data directory\n", undecided)
 	}
@@ -438,16 +410,15 @@ func (c *RunCommand) run(ctx context.Context, s eventstore.Store, req runtime.La
 		}
 		ended = fmt.Errorf("agent execution %s %s%s", id, st.Lifecycle, reason)
 	}
-	return errors.Join(ended, policyErr)
+	return ended
 }
 
 // liveDaemon returns what daemon.json says when it names another process
 // that is alive: a daemon joined to the same log with --nats-url, whose
 // file run must not take over.
-func liveDaemon(env *Env) (daemonInfo, bool) {
-	var info daemonInfo
-	data, err := os.ReadFile(filepath.Join(env.DataDir, daemonFile))
-	if err != nil || json.Unmarshal(data, &info) != nil {
+func liveDaemon(env *Env) (daemon.Info, bool) {
+	info, err := env.layout().ReadInfo()
+	if err != nil {
 		return info, false
 	}
 	return info, info.PID != os.Getpid() && processAlive(info.PID)
@@ -457,8 +428,8 @@ func liveDaemon(env *Env) (daemonInfo, bool) {
 // started with, and its end stops anything else its runtime would run, so
 // a launch through it is refused with the API's conflict error. A request
 // without the API token goes on to be refused by the server as usual.
-func (e *apiEndpoint) refuseLaunch(next http.Handler) http.Handler {
-	want := []byte("Bearer " + e.token)
+func refuseLaunch(next http.Handler, token string) http.Handler {
+	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/executions" ||
 			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
@@ -472,24 +443,40 @@ func (e *apiEndpoint) refuseLaunch(next http.Handler) http.Handler {
 	})
 }
 
+// journalFollower is the store's watch on one journal
+// (eventstore.JetStreamStore.FollowJournal): what run's waits for a record
+// read, as it is appended.
+type journalFollower interface {
+	FollowJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[[]eventstore.Entry, error]
+}
+
 // watchRequest returns a channel closed once the input request id of ref
 // is no longer waiting for an answer: answered (from another shell, say),
 // replaced, the execution ended, or done closed. It stops watching when
 // ctx ends.
-func watchRequest(ctx context.Context, s eventstore.Store, ref eventstore.Reference, id string, done <-chan struct{}) <-chan struct{} {
+func watchRequest(ctx context.Context, s journalFollower, ref eventstore.Reference, id string, done <-chan struct{}) <-chan struct{} {
 	closed := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	go func() {
 		defer close(closed)
-		t := time.NewTicker(settlePoll)
-		defer t.Stop()
-		// Each poll reads only the records appended since the last one.
-		next, opened := uint64(1), false
-		for {
-			for e, err := range s.ReadJournal(ctx, ref, next) {
-				if err != nil {
-					break
-				}
-				next = e.Record.RecordBase().Sequence + 1
+		defer cancel()
+		opened := false
+		for batch, err := range s.FollowJournal(ctx, ref, 1) {
+			var undecodable *eventstore.OffsetError
+			if err != nil && !errors.As(err, &undecodable) {
+				// The journal cannot be watched: the question stays
+				// asked until the run ends it.
+				<-ctx.Done()
+				return
+			}
+			for _, e := range batch {
 				sc, ok := e.Record.(*eventstore.StateChanged)
 				switch {
 				case !ok:
@@ -500,13 +487,6 @@ func watchRequest(ctx context.Context, s eventstore.Store, ref eventstore.Refere
 				case sc.CurrentInputRequestID.Set && opened:
 					return
 				}
-			}
-			select {
-			case <-t.C:
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
 			}
 		}
 	}()
@@ -531,35 +511,11 @@ func (e *envFlag) Set(v string) error {
 // --permissions says, through the journal: an answer message, decided by
 // the policy and delivered to the agent. It waits for the policy to open
 // the request first, so the answer is decided as the answer to it.
-func answerInput(ctx context.Context, s eventstore.Store, rt *runtime.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
+func answerInput(ctx context.Context, s journalFollower, rt *runtime.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	t := time.NewTicker(settlePoll)
-	defer t.Stop()
-	// Each poll reads only the records appended since the last one.
-	next, opened := uint64(1), false
-	for !opened {
-		for e, err := range s.ReadJournal(ctx, ref, next) {
-			if err != nil {
-				break
-			}
-			next = e.Record.RecordBase().Sequence + 1
-			if sc, ok := e.Record.(*eventstore.StateChanged); ok &&
-				(sc.CurrentInputRequestID.ID == q.RequestID || sc.Lifecycle.Final()) {
-				opened = true
-			}
-		}
-		if opened {
-			break
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			fmt.Fprintf(log, "agentjournal: input request %s was not opened in time; answering it anyway\n", q.RequestID)
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	if !requestOpened(ctx, s, ref, q.RequestID) {
+		fmt.Fprintf(log, "agentjournal: input request %s was not opened in time; answering it anyway\n", q.RequestID)
 	}
 	what := "question"
 	if q.Kind == string(eventstore.InputPermission) && q.Tool != nil {
@@ -573,72 +529,42 @@ func answerInput(ctx context.Context, s eventstore.Store, rt *runtime.Runtime, r
 	}
 }
 
-// policyRun is the policy subscriber running in its own goroutine.
-type policyRun struct {
-	cancel context.CancelFunc
-	// done is closed when the subscriber has returned.
-	done <-chan struct{}
-	err  error // set before done is closed
-
-	once sync.Once
-}
-
-// startPolicy starts the policy subscriber on log; stop ends it.
-func startPolicy(ctx context.Context, log policy.Log, logger *slog.Logger) *policyRun {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	p := &policyRun{cancel: cancel, done: done}
-	sub := policy.NewSubscriber(settledLog{log}, policy.SubscriberConfig{Consumer: policyConsumer, Logger: logger})
-	go func() {
-		defer close(done)
-		p.err = sub.Run(ctx)
-	}()
-	return p
-}
-
-// stop cancels the subscriber, waits for it and returns why it failed, if
-// it did. It is safe to call twice; only the first call returns the error.
-func (p *policyRun) stop() error {
-	var err error
-	p.once.Do(func() {
-		p.cancel()
-		<-p.done
-		if p.err != nil {
-			err = fmt.Errorf("policy: %w", p.err)
+// requestOpened waits until the journal of ref shows the input request id
+// open (or the execution ended), and reports whether it did before ctx
+// ended.
+func requestOpened(ctx context.Context, s journalFollower, ref eventstore.Reference, id string) bool {
+	for batch, err := range s.FollowJournal(ctx, ref, 1) {
+		var undecodable *eventstore.OffsetError
+		if err != nil && !errors.As(err, &undecodable) {
+			<-ctx.Done()
+			return false
 		}
-	})
-	return err
-}
-
-// settledLog lets a decision the policy has begun finish writing its
-// records after the policy is told to stop, so stopping it never leaves a
-// decision without the records it calls for. What it has not begun is
-// decided the next time the policy runs.
-type settledLog struct {
-	policy.Log
-}
-
-func (l settledLog) Append(ctx context.Context, ref eventstore.Reference, r eventstore.Record) (eventstore.Entry, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	return l.Log.Append(ctx, ref, r)
+		for _, e := range batch {
+			if sc, ok := e.Record.(*eventstore.StateChanged); ok && (sc.CurrentInputRequestID.ID == id || sc.Lifecycle.Final()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // awaitDecisions waits until the journal holds a decision for every
-// observation, the policy has stopped, or ctx ends. It returns how many
-// observations are still undecided.
-func awaitDecisions(ctx context.Context, s eventstore.Store, ref eventstore.Reference, policyDone <-chan struct{}) (int, error) {
-	t := time.NewTicker(settlePoll)
-	defer t.Stop()
+// observation, or ctx ends. It returns how many observations are still
+// undecided.
+func awaitDecisions(ctx context.Context, s journalFollower, ref eventstore.Reference) (int, error) {
+	st := &execution.State{}
 	undecided := -1 // not read yet
-	for {
-		st, err := replayJournal(ctx, s, ref)
-		if err != nil {
-			if ctx.Err() != nil && undecided >= 0 {
-				return undecided, nil
-			}
-			return 0, err
+	var err error
+	for batch, ferr := range s.FollowJournal(ctx, ref, 1) {
+		if err = ferr; err != nil {
+			break
 		}
+		for _, e := range batch {
+			if _, err := st.Apply(e.Record); err != nil {
+				return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
+			}
+		}
+		// A batch ends where the journal did: the count is of the whole.
 		undecided = 0
 		for id := range st.ProcessedObservations {
 			if _, ok := st.Decisions[id]; !ok {
@@ -648,14 +574,14 @@ func awaitDecisions(ctx context.Context, s eventstore.Store, ref eventstore.Refe
 		if undecided == 0 {
 			return 0, nil
 		}
-		select {
-		case <-t.C:
-		case <-policyDone:
-			return undecided, nil
-		case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
+		if undecided >= 0 {
 			return undecided, nil
 		}
+		err = ctx.Err()
 	}
+	return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
 }
 
 // replayJournal folds the journal of ref into the execution's state, a

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -339,8 +339,8 @@ func (p *procRun) served() (id, url, token string) {
 	deadline := time.Now().Add(runProcWait)
 	for {
 		m := runningLine.FindStringSubmatch(p.stderr.String())
-		data, err := os.ReadFile(filepath.Join(p.dir, daemonFile))
-		var info daemonInfo
+		data, err := os.ReadFile(daemon.Layout{Dir: p.dir}.DaemonInfo())
+		var info daemon.Info
 		if m != nil && err == nil && json.Unmarshal(data, &info) == nil && info.PID == p.cmd.Process.Pid {
 			tok, err := os.ReadFile(info.TokenFile)
 			if err != nil {
@@ -461,7 +461,7 @@ func TestRunIsReachedFromAnotherShell(t *testing.T) {
 	if !deliveredMessage(records, "answer", "main") || !deliveredMessage(records, "prompt", "hello there") {
 		t.Errorf("the journal lacks the answer or the message, or their deliveries")
 	}
-	if _, err := os.Stat(filepath.Join(dir, daemonFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(daemon.Layout{Dir: dir}.DaemonInfo()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("daemon.json after run: %v, want it removed", err)
 	}
 }
@@ -483,7 +483,7 @@ func TestRunTerminalLaneAnswerIsTyped(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), "answer q1: main\r\n") {
 		t.Errorf("the agent did not read the answer main")
 	}
-	path, err := terminal.RecordingPath(filepath.Join(dir, "terminal-recordings"), id)
+	path, err := terminal.RecordingPath(daemon.Layout{Dir: dir}.Recordings(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
@@ -345,7 +346,7 @@ func TestRunInteractive(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "on a terminal") {
 		t.Fatalf("run --interactive: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
-	recs, _ := filepath.Glob(filepath.Join(dir, "terminal-recordings", "*.terminal.jsonl"))
+	recs, _ := filepath.Glob(filepath.Join(daemon.Layout{Dir: dir}.Recordings(), "*.terminal.jsonl"))
 	if len(recs) != 1 {
 		t.Fatalf("terminal recordings %v, want one", recs)
 	}

@@ -5,48 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"log/slog"
-	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/search"
 )
-
-// searchPath is the directory of the full-text index, beside the read
-// models' file.
-func (e *Env) searchPath() string {
-	return filepath.Join(e.DataDir, "projections", "search.bleve")
-}
-
-// openSearch opens the search index and follows the log with it until the
-// close, catching up from its checkpoint first. Queries answer from what
-// it holds meanwhile.
-func openSearch(ctx context.Context, env *Env, logger *slog.Logger, store search.Source, onClose func(func() error)) (*search.Index, error) {
-	x, aside, err := search.OpenOrMoveAside(env.searchPath())
-	if aside != "" {
-		logger.Warn("the search index did not open; it was moved aside and is built again from the log", "path", env.searchPath(), "movedTo", aside)
-	}
-	if err != nil {
-		return nil, err
-	}
-	onClose(x.Close)
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	// Registered after x.Close so that it runs first.
-	onClose(func() error { cancel(); wg.Wait(); return nil })
-	wg.Go(func() {
-		keepRunning(work, logger, "search indexer", func(ctx context.Context) error {
-			// Catching up first indexes in larger batches than following.
-			if err := x.CatchUp(ctx, store); err != nil && ctx.Err() == nil {
-				return err
-			}
-			return x.Follow(ctx, store)
-		})
-	})
-	return x, nil
-}
 
 // SearchCommand runs a full-text query through the daemon.
 type SearchCommand struct{ env *Env }
@@ -130,7 +93,7 @@ func plainSnippet(s string) string {
 // rebuildSearch rebuilds the search index from the log, for a rebuild
 // without a daemon; the daemon's rebuild route does it for one.
 func rebuildSearch(ctx context.Context, env *Env, src search.Source) error {
-	x, err := search.Open(env.searchPath())
+	x, err := search.Open(env.layout().SearchIndex())
 	if err != nil {
 		return err
 	}

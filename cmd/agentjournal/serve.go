@@ -9,20 +9,13 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/agentjournal/agentjournal/runtime"
-
-	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/supervisor"
-	"github.com/agentjournal/agentjournal/terminal"
 )
 
 // ServeCommand runs the daemon.
@@ -84,19 +77,6 @@ number of CPUs by default); what they need to start is kept in DATA/queue
 		"agentjournal --data /srv/aj1 serve --cluster-name aj --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 --token-file /srv/aj1/token",
 }
 
-// daemonFile names the file in the data directory that tells clients where
-// the daemon listens.
-const daemonFile = "daemon.json"
-
-// daemonInfo is the content of daemon.json.
-type daemonInfo struct {
-	URL       string    `json:"url"`
-	PID       int       `json:"pid"`
-	TokenFile string    `json:"tokenFile"`
-	NATSURL   string    `json:"natsUrl,omitempty"`
-	Started   time.Time `json:"started"`
-}
-
 // Run implements Command.
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := serveSpec.newFlagSet()
@@ -147,18 +127,67 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *natsListen != "" && c.env.NATSURL != "" {
 		return serveSpec.usageErr(fs, "--nats-listen needs the embedded NATS; with --nats-url the daemon joins another one")
 	}
+	layout := c.env.layout()
 	if *tokenFile == "" {
-		*tokenFile = filepath.Join(c.env.DataDir, "api-token")
+		*tokenFile = layout.TokenFile()
 	}
 	if err := os.MkdirAll(c.env.DataDir, 0o700); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &daemon{env: c.env, logger: logger, grace: *grace, cluster: cluster, replicas: n, allowRemote: *allowRemote, leaveAgents: *onStop == "leave"}
-	d.snapshots = bool(*snapshots)
-	d.maxRunning = *maxRunning
-	d.partitions = *partitions
-	return d.run(ctx, *listen, *natsListen, *tokenFile)
+	cfg := daemon.DefaultConfig(c.env.DataDir)
+	cfg.Logger = logger
+	cfg.Bus.Sync, cfg.Bus.URL, cfg.Bus.Listen = c.env.Sync, c.env.NATSURL, *natsListen
+	cfg.Bus.Cluster, cfg.Bus.Replicas, cfg.Bus.AllowRemote = cluster, n, *allowRemote
+	if cfg.Bus.URL != "" || cfg.Bus.Listen != "" || cfg.Bus.Cluster.Name != "" {
+		// A NATS that listens lets in only those who have the secret.
+		if cfg.Bus.Secret, err = c.env.natsSecret(cfg.Bus.URL == ""); err != nil {
+			return err
+		}
+	}
+	cfg.Listen, cfg.TokenFile = *listen, *tokenFile
+	cfg.StopGrace = *grace
+	sup, err := supervisor.DefaultConfig("supervise")
+	if err != nil {
+		return err
+	}
+	cfg.Supervisor, cfg.LeaveRunning = &sup, *onStop == "leave"
+	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
+	return c.serve(ctx, cfg)
+}
+
+// serve opens the daemon, tells where it serves, and serves until ctx
+// ends or serving fails; the daemon is closed either way.
+func (c *ServeCommand) serve(ctx context.Context, cfg daemon.Config) (err error) {
+	d, err := daemon.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// Stopping is not cut short by the signal that asked for it: the API's
+	// requests and the agents' grace get their time.
+	defer func() {
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.CloseTimeout())
+		defer cancel()
+		err = errors.Join(err, d.Close(stop))
+	}()
+	fmt.Fprintf(c.env.Stderr, "agentjournal: serving on %s (data %s, token in %s)\n", d.URL(), c.env.DataDir, cfg.TokenFile)
+	if nu := d.Bus().ClientURL(); nu != "" && c.env.NATSURL == "" {
+		secretFile := c.env.NATSSecretFile
+		if secretFile == "" {
+			secretFile = d.Layout().NATSSecret()
+		}
+		fmt.Fprintf(c.env.Stderr, "agentjournal: other daemons can join with --nats-url %s --nats-secret-file %s\n", nu, shellQuote(secretFile))
+	}
+	if f, ok := c.env.Stderr.(interface{ Flush() error }); ok {
+		f.Flush()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(c.env.Stderr, "agentjournal: stopping")
+		return nil
+	case err := <-d.Failed():
+		return fmt.Errorf("serve: %w", err)
+	}
 }
 
 // clusterFlags checks --cluster-name, --cluster-listen and --routes and turns
@@ -228,249 +257,4 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// daemon holds the parts of a running daemon, closed in reverse order.
-type daemon struct {
-	env    *Env
-	logger *slog.Logger
-	grace  time.Duration
-	// snapshots turns on the runtime's workspace snapshots (--snapshots).
-	snapshots bool
-	cluster   bus.ClusterConfig
-	replicas  int
-	// allowRemote accepts NATS listeners other hosts can reach.
-	allowRemote bool
-	// leaveAgents leaves supervised agents running when the daemon stops.
-	leaveAgents bool
-	// maxRunning is the runtime's limit of running agents before queued
-	// launches wait (--max-running).
-	maxRunning int
-	// partitions is the policy's partition count, 0 for none.
-	partitions int
-	closes     []func() error
-}
-
-func (d *daemon) onClose(fn func() error) { d.closes = append(d.closes, fn) }
-
-func (d *daemon) close() error {
-	var errs []error
-	for i := len(d.closes) - 1; i >= 0; i-- {
-		errs = append(errs, d.closes[i]())
-	}
-	return errors.Join(errs...)
-}
-
-func (d *daemon) run(ctx context.Context, listen, natsListen, tokenFile string) (err error) {
-	defer func() { err = errors.Join(err, d.close()) }()
-	// The parts run on their own context, cancelled in order at shutdown
-	// after the signal cancelled ctx.
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	var wg sync.WaitGroup
-
-	cfg := bus.DefaultConfig()
-	cfg.DataDir, cfg.Sync, cfg.URL, cfg.Listen = d.env.DataDir, d.env.Sync, d.env.NATSURL, natsListen
-	cfg.Cluster, cfg.Replicas = d.cluster, d.replicas
-	cfg.Logger = d.logger
-	cfg.AllowRemote = d.allowRemote
-	if cfg.URL != "" || cfg.Listen != "" || cfg.Cluster.Name != "" {
-		// A NATS that listens lets in only those who have the secret.
-		if cfg.Secret, err = d.env.natsSecret(cfg.URL == ""); err != nil {
-			return err
-		}
-	}
-	b, err := bus.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	d.onClose(b.Close)
-	store, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		return err
-	}
-	d.onClose(store.Close)
-
-	views, err := openViews(ctx, d.env, d.logger, store, d.onClose)
-	if err != nil {
-		return err
-	}
-	index, err := openSearch(ctx, d.env, d.logger, store, d.onClose)
-	if err != nil {
-		return err
-	}
-	// Registered after the views so that it stops first.
-	d.onClose(func() error { cancel(); wg.Wait(); return nil })
-	// The API's requests that wait for a decision hear of this daemon's
-	// at once.
-	decisions := &api.Decisions{}
-	pc := policy.SubscriberConfig{Logger: d.logger, Decided: decisions.Deliver, Partitions: d.partitions}
-	if b.Shared() {
-		// An observation recorded here may be decided by another daemon's
-		// policy, and one recorded elsewhere by this one's: each tells
-		// the others, so that no request waits to find its decision by
-		// reading the journal.
-		if err := store.SubscribeDecided(work, decisions.Waits, decisions.Deliver); err != nil {
-			return err
-		}
-		pc.Decided = func(dec eventstore.Decided) {
-			decisions.Deliver(dec)
-			if err := store.PublishDecided(dec); err != nil {
-				d.logger.Warn("decision notice not sent", "decision", dec.Decision.DecisionID, "err", err)
-			}
-		}
-	}
-	if d.partitions > 0 {
-		if pc.Member, err = b.NodeName(); err != nil {
-			return err
-		}
-	}
-	var share func() api.PolicyShare
-	if d.partitions > 0 {
-		var mu sync.Mutex
-		owned := []int{}
-		pc.Owns = func(parts []int) {
-			mu.Lock()
-			defer mu.Unlock()
-			owned = parts
-		}
-		share = func() api.PolicyShare {
-			mu.Lock()
-			defer mu.Unlock()
-			return api.PolicyShare{Member: pc.Member, Partitions: slices.Clone(owned), Of: d.partitions}
-		}
-	}
-	pol := policy.NewSubscriber(store, pc)
-	wg.Go(func() { keepRunning(work, d.logger, "policy subscriber", pol.Run) })
-
-	ep, err := listenAPI(d.env, d.logger, listen, tokenFile, d.onClose)
-	if err != nil {
-		return err
-	}
-
-	terms := terminal.NewRegistry(d.logger)
-	terms.KillGrace = d.grace
-	d.onClose(terms.Close)
-	sup, err := supervisor.DefaultConfig("supervise")
-	if err != nil {
-		return err
-	}
-	rt := runtime.New(runtime.Config{
-		Supervisor: &sup, SupervisedDir: filepath.Join(d.env.DataDir, "supervised"), LeaveRunning: d.leaveAgents, Store: store, Terminals: terms, StopGrace: d.grace, Logger: d.logger,
-		RecordingDir: filepath.Join(d.env.DataDir, "terminal-recordings"),
-		OutputDir:    d.env.outputDir(),
-		HostDir:      d.env.hostedDir(),
-		WorkspaceDir: d.env.DataDir,
-		Snapshots:    d.snapshots,
-		QueueDir:     filepath.Join(d.env.DataDir, "queue"),
-		MaxRunning:   d.maxRunning,
-		Processed:    views.ProcessedID,
-		LaunchEnv:    ep.launchEnv})
-	d.onClose(func() error {
-		stop, done := context.WithTimeout(context.Background(), d.grace+5*time.Second)
-		defer done()
-		return rt.Close(stop)
-	})
-	// With the embedded log on its own and no listener, this daemon is the
-	// only host of its agents: any still running in the journal died
-	// unwatched. On a log others can join (a listener, a shared NATS, a
-	// cluster), other daemons' agents live on, so only the ones this daemon
-	// launched (its hosted directory) are considered.
-	scope := runtime.RecoverHosted
-	if !b.Clustered() && d.env.NATSURL == "" && natsListen == "" {
-		scope = runtime.RecoverAll
-	}
-	// The queue first: Recover leaves the runs it holds to it.
-	queued, err := rt.Requeue(ctx)
-	if err != nil {
-		return err
-	}
-	if len(queued) > 0 {
-		d.logger.Info("queued launches kept from before the restart wait again", "count", len(queued))
-	}
-	ids, err := rt.Recover(ctx, scope)
-	for _, id := range ids {
-		d.logger.Warn("execution left running by a host that is gone: marked terminated", "execution", id, "reason", "system_restart")
-	}
-	if err != nil {
-		return err
-	}
-	acfg := ep.config(store, rt, terms, views)
-	acfg.Search = index
-	acfg.Decisions = decisions
-	if !b.Embedded() {
-		// Joined to another's NATS: while it is down, writes fail at once.
-		acfg.LogReachable = b.Reachable
-	}
-	acfg.DiskSpace = func() (api.DiskSpace, bool) {
-		d, ok := b.DiskSpace()
-		return api.DiskSpace{Dir: d.Dir, Free: d.Free, Reserve: d.Reserve, Full: d.Full}, ok
-	}
-	acfg.PolicyShare = share
-	served, err := ep.serve(work, acfg, nil, b.ClientURL(), d.onClose)
-	if err != nil {
-		return err
-	}
-	url := ep.url
-	fmt.Fprintf(d.env.Stderr, "agentjournal: serving on %s (data %s, token in %s)\n", url, d.env.DataDir, tokenFile)
-	if nu := b.ClientURL(); nu != "" && d.env.NATSURL == "" {
-		secretFile := d.env.NATSSecretFile
-		if secretFile == "" {
-			secretFile = filepath.Join(d.env.DataDir, "nats-secret")
-		}
-		fmt.Fprintf(d.env.Stderr, "agentjournal: other daemons can join with --nats-url %s --nats-secret-file %s\n", nu, shellQuote(secretFile))
-	}
-	if f, ok := d.env.Stderr.(interface{ Flush() error }); ok {
-		f.Flush()
-	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(d.env.Stderr, "agentjournal: stopping")
-		return nil
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	}
-}
-
-// Restart delays of keepRunning: doubling from the first to the last, and
-// back to the first once a run has lasted restartReset.
-const (
-	restartFirst = 500 * time.Millisecond
-	restartLast  = 30 * time.Second
-	restartReset = time.Minute
-)
-
-// keepRunning runs part until ctx ends, starting it again after each error:
-// a projector or policy subscriber that stopped on a failure of the log (a
-// leader change, a full disk, a lost connection) would otherwise leave the
-// daemon serving stale read models, or deciding nothing, until restarted.
-// Both resume from where they stopped.
-func keepRunning(ctx context.Context, log *slog.Logger, name string, part func(context.Context) error) {
-	delay := restartFirst
-	for {
-		began := time.Now()
-		err := part(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(began) >= restartReset {
-			delay = restartFirst
-		}
-		if err == nil {
-			err = errors.New("stopped without an error")
-		}
-		log.Error(name+" stopped; starting it again", "err", err, "in", delay)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, restartLast)
-	}
-}
-
-// outputDir is where the runtime keeps each execution's plain output
-// (runtime/outputlog), beside the terminal recordings.
-func (e *Env) outputDir() string {
-	return filepath.Join(e.DataDir, "agent-output")
 }

@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 
@@ -61,9 +59,9 @@ func startServe(t *testing.T, dir string, args ...string) (url, token string, st
 	t.Cleanup(func() { stop() })
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		data, err := os.ReadFile(filepath.Join(dir, daemonFile))
+		data, err := os.ReadFile(daemon.Layout{Dir: dir}.DaemonInfo())
 		if err == nil {
-			var info daemonInfo
+			var info daemon.Info
 			if json.Unmarshal(data, &info) == nil {
 				tok, err := os.ReadFile(info.TokenFile)
 				if err != nil {
@@ -109,7 +107,7 @@ func call(t *testing.T, method, url, token string, body any) (int, map[string]an
 func TestServeRunsTheWholeDaemon(t *testing.T) {
 	dir := t.TempDir()
 	url, token, stop := startServe(t, dir)
-	if info, err := os.Stat(filepath.Join(dir, "api-token")); err != nil || info.Mode().Perm() != 0o600 {
+	if info, err := os.Stat(daemon.Layout{Dir: dir}.TokenFile()); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v, want mode 0600", info, err)
 	}
 	if code, _ := call(t, "GET", url+"/healthz", "", nil); code != 200 {
@@ -143,7 +141,7 @@ func TestServeRunsTheWholeDaemon(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("serve exit %d: %s", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, daemonFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(daemon.Layout{Dir: dir}.DaemonInfo()); !os.IsNotExist(err) {
 		t.Fatalf("daemon.json left behind: %v", err)
 	}
 }
@@ -158,41 +156,6 @@ func TestServeRefusesAnOpenListenWithoutToken(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// A part that fails is started again, and stays stopped once ctx ends.
-func TestKeepRunningRestartsAfterErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs bytes.Buffer
-	runs := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		keepRunning(ctx, slog.New(slog.NewTextHandler(&logs, nil)), "projector", func(ctx context.Context) error {
-			runs++
-			if runs <= 2 {
-				return fmt.Errorf("follow log: failure %d", runs)
-			}
-			cancel()
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	<-done
-	if runs != 3 {
-		t.Fatalf("ran %d times, want 3 (two failures, then until ctx ended)", runs)
-	}
-	out := logs.String()
-	for _, want := range []string{`msg="projector stopped; starting it again" err="follow log: failure 1" in=500ms`,
-		`err="follow log: failure 2" in=1s`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("log lacks %s:\n%s", want, out)
-		}
-	}
-	if strings.Count(out, "starting it again") != 2 {
-		t.Errorf("want two restarts logged:\n%s", out)
-	}
 }
 
 // rebuild with a daemon running asks the daemon, which rebuilds while it

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
@@ -183,15 +184,15 @@ func TestDamageThroughTheDaemon(t *testing.T) {
 	_, stop := startServeStop(t, dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	// A foreign writer's record on a's subject, in the place of a's next
 	// sequence, which no reader decodes.
-	data, err := os.ReadFile(filepath.Join(dir, daemonFile))
+	data, err := os.ReadFile(daemon.Layout{Dir: dir}.DaemonInfo())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info daemonInfo
+	var info daemon.Info
 	if err := json.Unmarshal(data, &info); err != nil || info.NATSURL == "" {
 		t.Fatalf("daemon.json %s: %v, want the NATS URL", data, err)
 	}
-	secret, err := bus.LoadSecret(filepath.Join(dir, "nats-secret"))
+	secret, err := bus.LoadSecret(daemon.Layout{Dir: dir}.NATSSecret())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -41,11 +41,11 @@ func TestTokenIsScopedToItsExecution(t *testing.T) {
 		t.Errorf("token --json: %+v (%v), want the same token for %s and what it allows", grant, err, id)
 	}
 
-	data, err := os.ReadFile(filepath.Join(dir, daemonFile))
+	data, err := os.ReadFile(daemon.Layout{Dir: dir}.DaemonInfo())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info daemonInfo
+	var info daemon.Info
 	if err := json.Unmarshal(data, &info); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,17 +18,6 @@ import (
 	"github.com/agentjournal/agentjournal/projections"
 )
 
-// projectionPath is where the read models live inside the data directory.
-func (e *Env) projectionPath() string {
-	return filepath.Join(e.DataDir, "projections", "agentjournal.db")
-}
-
-// hostedDir is where the runtime keeps the executions this data directory
-// hosts, so that a restart after a crash recovers exactly those.
-func (e *Env) hostedDir() string {
-	return filepath.Join(e.DataDir, "hosted")
-}
-
 // withProjection opens the store and the projection file, brings the
 // projection up to the end of the log, and runs fn. A damaged projection
 // file is moved aside and rebuilt from the log, and the user is told.
@@ -39,7 +27,7 @@ func (e *Env) withProjection(ctx context.Context, fn func(eventstore.Store, *pro
 		if !ok {
 			return errors.New("this store cannot feed projections")
 		}
-		cfg := projections.DefaultConfig(e.projectionPath())
+		cfg := projections.DefaultConfig(e.layout().Projections())
 		db, rebuilt, err := projections.OpenOrRebuild(ctx, cfg, src, nil)
 		if err != nil {
 			return fmt.Errorf("open the read models: %w", err)
@@ -421,7 +409,7 @@ func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 		if !ok {
 			return errors.New("this store cannot feed projections")
 		}
-		cfg := projections.DefaultConfig(c.env.projectionPath())
+		cfg := projections.DefaultConfig(c.env.layout().Projections())
 		live, _, err := projections.OpenOrRebuild(ctx, cfg, src, nil)
 		if err != nil {
 			return fmt.Errorf("open the read models: %w", err)
@@ -463,7 +451,7 @@ func (c *RebuildCommand) viaDaemon(ctx context.Context, cl *client.Client) error
 	}
 	el := time.Since(start)
 	fmt.Fprintf(c.env.Stdout, "The daemon rebuilt %s from %d records: %d executions in %s (%.0f records/s).\n",
-		c.env.projectionPath(), last.Total, *last.Executions, el.Round(time.Millisecond), float64(last.Total)/max(el.Seconds(), 1e-9))
+		c.env.layout().Projections(), last.Total, *last.Executions, el.Round(time.Millisecond), float64(last.Total)/max(el.Seconds(), 1e-9))
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -111,7 +112,7 @@ func TestRebuildAndDamagedProjection(t *testing.T) {
 
 	// Damage the projection file: the next command says so, rebuilds, and
 	// serves the same state.
-	path := filepath.Join(dir, "projections", "agentjournal.db")
+	path := daemon.Layout{Dir: dir}.Projections()
 	if err := os.WriteFile(path, []byte("this is not a database"), 0o600); err != nil {
 		t.Fatal(err)
 	}

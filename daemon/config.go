@@ -1,0 +1,187 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/supervisor"
+)
+
+const (
+	// DefaultStopGrace is how long a stopped agent gets between SIGTERM
+	// and SIGKILL.
+	DefaultStopGrace = 5 * time.Second
+	// DefaultShutdownTimeout bounds the wait for the API's requests in
+	// flight when the daemon closes.
+	DefaultShutdownTimeout = 10 * time.Second
+	// stopMargin is how long the runtime's close may take beyond the
+	// grace: the SIGKILL and the last records (Daemon.CloseTimeout).
+	stopMargin = 5 * time.Second
+)
+
+// Config says what Open opens. Every zero value is documented and usable:
+// Config{DataDir: dir} is a daemon on an embedded NATS of its own, with the
+// API served by Handler only.
+type Config struct {
+	// DataDir is the data directory; Layout{DataDir} names everything in
+	// it. Required.
+	DataDir string
+	// Bus is the log's NATS: an embedded server (the zero value), one to
+	// join (URL), or a node of a cluster (Cluster). Its DataDir is
+	// Layout.Bus() and its Logger this Config's when left empty.
+	Bus bus.Config
+	// Logger receives what the daemon's parts log; discarded when nil.
+	Logger *slog.Logger
+
+	// Listen is the API's address, host:port (port 0 picks a free one).
+	// Empty opens no listener: the caller serves Handler (a test's
+	// httptest server, say), no DaemonInfo file is written, and launched
+	// agents get their token but no address.
+	Listen string
+	// TokenFile is the API token's file, created 0600 when missing;
+	// Layout.TokenFile() when empty. Unused when Token is set.
+	TokenFile string
+	// Token, when set, is the API token instead of TokenFile's.
+	Token string
+	// Secret, when set, signs the execution-scoped tokens instead of the
+	// one kept in Layout.ScopedTokenSecret(); at least api.MinSecretSize
+	// bytes.
+	Secret []byte
+	// ConfigureAPI, when set, edits the API's configuration last, before
+	// the server is built.
+	ConfigureAPI func(*api.Config)
+	// WrapHandler, when set, wraps the API's handler; it is given the API
+	// token, for a wrapper that answers some of the operator's requests
+	// itself (run refuses launches).
+	WrapHandler func(next http.Handler, token string) http.Handler
+	// ShutdownTimeout bounds the wait for the API's requests in flight
+	// when the daemon closes, within Close's context; those still running
+	// then have their context cancelled. DefaultShutdownTimeout when 0.
+	ShutdownTimeout time.Duration
+
+	// NoMCP leaves the MCP server out of the API: /mcp is not found.
+	NoMCP bool
+	// NoSearch leaves the full-text index out: GET /v1/search answers that
+	// there is none.
+	NoSearch bool
+	// NoPolicy leaves the policy subscriber out: observations wait for a
+	// decision another process makes.
+	NoPolicy bool
+	// PolicyPartitions, 2 to eventstore.MaxPartitions, shares the deciding
+	// among the daemons of one log (policy.SubscriberConfig.Partitions);
+	// 0 has one daemon decide at a time.
+	PolicyPartitions int
+
+	// StopGrace is how long a stopped agent or terminal lane gets between
+	// SIGTERM and SIGKILL; DefaultStopGrace when 0.
+	StopGrace time.Duration
+	// Supervisor, when set, runs every agent that keeps one process for
+	// its whole execution under a supervisor process that outlives the
+	// daemon (Layout.Supervised()); without it the daemon's own process
+	// holds every agent's pipes.
+	Supervisor *supervisor.Config
+	// LeaveRunning makes Close leave supervised agents running, for the
+	// next daemon on the data directory to attach to.
+	LeaveRunning bool
+	// Snapshots snapshots the working directory of every execution in a
+	// git work tree at its turn boundaries (runtime.Config.Snapshots).
+	Snapshots bool
+	// NoWorkspaces gives forks no directory of their own: a fork can only
+	// keep its parent's (workspace keep).
+	NoWorkspaces bool
+	// NoQueue keeps no launch queue in the data directory: queued launches
+	// wait in memory only, and those a daemon left there are not taken up.
+	NoQueue bool
+	// MaxRunning is how many agents may run before a queued launch waits;
+	// the number of CPUs when 0.
+	MaxRunning int
+	// Output, TerminalOutput, TerminalSize and OnInputRequest are handed
+	// to the runtime as they are (runtime.Config): the run command shows
+	// its agent and answers its questions with them. Nil when unused.
+	Output         io.Writer
+	TerminalOutput io.Writer
+	TerminalSize   func() (cols, rows uint16)
+	OnInputRequest func(ref eventstore.Reference, req *eventstore.NeedsInputSignal)
+	// Recovered hears of every execution that Open found left running by a
+	// host that is gone and marked terminated; when nil, each is logged as
+	// a warning.
+	Recovered func(executionID string)
+}
+
+// DefaultConfig returns the configuration of a daemon on dataDir with
+// every default spelled out: an embedded NATS syncing every write, the API
+// served by Handler only, the policy, the search index and MCP included.
+func DefaultConfig(dataDir string) Config {
+	b := bus.DefaultConfig()
+	b.DataDir = Layout{Dir: dataDir}.Bus()
+	return Config{DataDir: dataDir, Bus: b, StopGrace: DefaultStopGrace, ShutdownTimeout: DefaultShutdownTimeout}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("daemon: "+format, args...)) }
+	if c.DataDir == "" {
+		add("no DataDir (want the data directory)")
+	}
+	if err := c.withDefaults().Bus.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			add("Listen %q: %v (want host:port, e.g. 127.0.0.1:7600, or empty for no listener)", c.Listen, err)
+		}
+	}
+	if c.Secret != nil && len(c.Secret) < api.MinSecretSize {
+		add("Secret is %d bytes (want at least %d random bytes, or nil for the data directory's)", len(c.Secret), api.MinSecretSize)
+	}
+	if c.ShutdownTimeout < 0 {
+		add("ShutdownTimeout %s is negative (want a duration, or 0 for %s)", c.ShutdownTimeout, DefaultShutdownTimeout)
+	}
+	if p := c.PolicyPartitions; p < 0 || p == 1 || p > eventstore.MaxPartitions {
+		add("PolicyPartitions %d: want 2 to %d, or 0 for one daemon deciding at a time", p, eventstore.MaxPartitions)
+	}
+	if c.StopGrace < 0 {
+		add("StopGrace %s is negative (want a duration, or 0 for %s)", c.StopGrace, DefaultStopGrace)
+	}
+	if c.Supervisor != nil {
+		if err := c.Supervisor.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.MaxRunning < 0 {
+		add("MaxRunning %d is negative (want 1 or more, or 0 for the number of CPUs)", c.MaxRunning)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	l := Layout{Dir: c.DataDir}
+	if c.Bus.DataDir == "" {
+		c.Bus.DataDir = l.Bus()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Bus.Logger == nil {
+		c.Bus.Logger = c.Logger
+	}
+	if c.TokenFile == "" {
+		c.TokenFile = l.TokenFile()
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = DefaultStopGrace
+	}
+	return c
+}
