@@ -19,7 +19,7 @@
 // File layout (format version 4), every uint64 big-endian so cursor order is
 // numeric order:
 //
-//	meta          "format" -> 3, "checkpoint" -> last applied offset,
+//	meta          "format" -> 4, "checkpoint" -> last applied offset,
 //	              "unsynced" -> boot id (while commits go unsynced)
 //	executions    execution id -> State JSON (without the timeline and
 //	              without the processed ids and decisions)
