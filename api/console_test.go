@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/terminal"
 )
 
@@ -192,6 +193,7 @@ type replayed struct {
 			Type     string `json:"type"`
 			Sequence uint64 `json:"sequence"`
 		} `json:"record"`
+		Summary string `json:"summary"`
 	} `json:"records"`
 }
 
@@ -216,11 +218,16 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("whole journal: attention %s, request %q, want awaiting-operator and r1", whole.State.Attention, whole.State.CurrentInputRequestID)
 	}
 	var offset uint64
+	stored := fixtures.ReadJournal(t, r.store, l.Reference)
 	for i, rec := range whole.Records {
 		if rec.Record.Sequence != uint64(i+1) || rec.Offset <= offset {
 			t.Fatalf("record %d: sequence %d at offset %d after offset %d, want sequence %d at a later offset", i, rec.Record.Sequence, rec.Offset, offset, i+1)
 		}
 		offset = rec.Offset
+		// Each record is told for a person as journal cat tells it.
+		if want := eventstore.Summary(stored[i]); rec.Summary != want || want == "" {
+			t.Errorf("record %d (%s): summary %q, want %q", rec.Record.Sequence, rec.Record.Type, rec.Summary, want)
+		}
 	}
 
 	var first replayed

@@ -165,7 +165,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("encode record %s: %w", recs[i].RecordBase().RecordID, err)
 		}
-		entries = append(entries, wire.LogEntry{Offset: offsets[i], Record: data})
+		entries = append(entries, wire.LogEntry{Offset: offsets[i], Record: data, Summary: eventstore.Summary(recs[i])})
 	}
 	writeJSON(w, http.StatusOK, wire.Replay{ToSeq: st.Journal.LastSequence, State: st, Records: entries})
 	return nil

@@ -104,7 +104,7 @@ func readPage(entries iter.Seq2[eventstore.Entry, error], limit uint64) (page []
 			if err != nil {
 				return nil, false, fmt.Errorf("encode the record at offset %d: %w", e.Offset, err)
 			}
-			entry.Record = data
+			entry.Record, entry.Summary = data, eventstore.Summary(e.Record)
 		}
 		if uint64(len(page)) == limit || (len(page) > 0 && size+len(entry.Record)+len(entry.Error) > maxPageBytes) {
 			return page, true, nil

@@ -11,6 +11,9 @@ import (
 type LogEntry struct {
 	Offset uint64          `json:"offset"`
 	Record json.RawMessage `json:"record"`
+	// Summary is the record told in one line for a person
+	// (eventstore.Summary), as journal cat prints it.
+	Summary string `json:"summary,omitempty"`
 }
 
 // PageEntry is one entry of a page of the log or of a journal: a record
@@ -19,7 +22,10 @@ type LogEntry struct {
 type PageEntry struct {
 	Offset uint64          `json:"offset"`
 	Record json.RawMessage `json:"record,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	// Summary is the record told in one line for a person
+	// (eventstore.Summary); none for an entry that does not decode.
+	Summary string `json:"summary,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Entries answers GET /v1/log and GET /v1/journals/{id}/entries: a page of

@@ -41,7 +41,7 @@ export function createTimeTravel(root, x) {
       return el('tr', {'data-seq': r.sequence, 'data-offset': e.offset},
         el('td', {}, String(e.offset)),
         el('td', {}, String(r.sequence)),
-        el('td', {}, el('details', {}, el('summary', {}, r.type), el('pre', {class: 'raw'}, JSON.stringify(r, null, 2)))));
+        el('td', {}, el('details', {}, el('summary', {}, r.type, e.summary ? ': ' + e.summary : ''), el('pre', {class: 'raw'}, JSON.stringify(r, null, 2)))));
     }));
   }
 
