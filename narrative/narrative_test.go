@@ -307,7 +307,7 @@ func TestNarrativeOfToolCalls(t *testing.T) {
 	defer cancel()
 	run := func(capture string) (*narrative.Run, []eventstore.Record) {
 		t.Helper()
-		path, err := filepath.Abs(filepath.Join("..", "execution", "provider", "testdata", "claude-code", "real", capture))
+		path, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", capture))
 		if err != nil {
 			t.Fatal(err)
 		}
