@@ -482,11 +482,7 @@ cancelled at once, its process never started.`,
 func (c *StopCommand) Run(ctx context.Context, args []string) error {
 	fs := stopSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print the final state as JSON")
-	pos, err := stopSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(stopSpec, fs, pos)
+	id, err := stopSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

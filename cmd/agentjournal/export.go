@@ -31,11 +31,7 @@ the file back.`,
 func (c *JournalExportCommand) Run(ctx context.Context, args []string) error {
 	fs := journalExportSpec.newFlagSet()
 	out := fs.String("out", "", "write into the directory `DIR` (required)")
-	pos, err := journalExportSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(journalExportSpec, fs, pos)
+	id, err := journalExportSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

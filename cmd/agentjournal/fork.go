@@ -42,11 +42,7 @@ func (c *ForkCommand) Run(ctx context.Context, args []string) error {
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := forkSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(forkSpec, fs, pos)
+	id, err := forkSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -94,11 +90,7 @@ func (c *ResumeCommand) Run(ctx context.Context, args []string) error {
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := resumeSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(resumeSpec, fs, pos)
+	id, err := resumeSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

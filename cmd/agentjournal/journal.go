@@ -145,11 +145,7 @@ func (c *JournalCatCommand) Run(ctx context.Context, args []string) error {
 	fs := journalCatSpec.newFlagSet()
 	fromSeq := fs.Uint64("from-seq", 1, "start at journal sequence `N`")
 	asJSON := fs.Bool("json", false, "print the stored record JSON, one per line")
-	pos, err := journalCatSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(journalCatSpec, fs, pos)
+	id, err := journalCatSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -160,6 +156,15 @@ func (c *JournalCatCommand) Run(ctx context.Context, args []string) error {
 		}
 		return printJournal(c.env.Stdout, s.ReadJournal(ctx, ref, *fromSeq), *asJSON)
 	})
+}
+
+// parseID parses args for a command whose one positional argument is an ID.
+func (s cmdSpec) parseID(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := s.parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneID(s, fs, pos)
 }
 
 // oneID checks that exactly one positional argument, the ID, was given.

@@ -39,11 +39,7 @@ func (c *LogsCommand) Run(ctx context.Context, args []string) error {
 	stream := fs.String("stream", "", "only the lines of `STREAM`: stdout or stderr")
 	last := fs.Int("n", 0, "only the last `N` lines (at most 10000)")
 	asJSON := fs.Bool("json", false, "print each line as the API's JSON object")
-	pos, err := logsSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(logsSpec, fs, pos)
+	id, err := logsSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

@@ -37,11 +37,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	fs := replaySpec.newFlagSet()
 	toSeq := fs.Uint64("to-seq", 0, "replay up to and including journal sequence `N` (0 = all)")
 	asJSON := fs.Bool("json", false, `print {"state":…,"records":[…]} as JSON`)
-	pos, err := replaySpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(replaySpec, fs, pos)
+	id, err := replaySpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

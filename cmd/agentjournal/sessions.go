@@ -115,11 +115,7 @@ func yesNo(b bool) string {
 func (c *SessionCommand) Run(ctx context.Context, args []string) error {
 	fs := sessionSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	pos, err := sessionSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(sessionSpec, fs, pos)
+	id, err := sessionSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -196,11 +192,7 @@ func (c *CheckpointCommand) Run(ctx context.Context, args []string) error {
 	title := fs.String("title", "", "the checkpoint's title `TEXT` (default: the run's intent)")
 	summary := fs.String("summary", "", "the checkpoint's summary `TEXT` (default: where the run stands)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := checkpointSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(checkpointSpec, fs, pos)
+	id, err := checkpointSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
