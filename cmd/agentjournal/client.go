@@ -86,6 +86,7 @@ func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 	}
 	return c, nil
 }
+
 // withDaemon calls fn with a client of the running daemon, closed when fn
 // returns; with no daemon running it returns the error that says how to
 // start one.
@@ -761,4 +762,3 @@ func (t *tailer) print(ev sseEvent, d tailEvent) error {
 	}
 	return writeLine(t.out, "%8d  %-20s  %-27s  %s", d.Offset, ev.Name, d.ExecutionID, what)
 }
-
