@@ -38,11 +38,7 @@ func (c *JournalExportCommand) Run(ctx context.Context, args []string) error {
 	if *out == "" {
 		return journalExportSpec.usageErr(fs, "missing --out DIR (want the directory to write the journal file into)")
 	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		n, err := exportJournal(ctx, s, ref, *out)
 		if err != nil {
 			return err

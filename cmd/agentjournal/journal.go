@@ -149,11 +149,7 @@ func (c *JournalCatCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		return printJournal(c.env.Stdout, s.ReadJournal(ctx, ref, *fromSeq), *asJSON)
 	})
 }

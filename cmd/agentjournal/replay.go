@@ -41,11 +41,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		var entries []eventstore.Entry
 		for e, err := range s.ReadJournal(ctx, ref, 1) {
 			if err != nil {
