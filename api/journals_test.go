@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -309,38 +308,8 @@ func TestJournalRoutesMatchOpenAPI(t *testing.T) {
 	v := servedValidator(t, r.http.URL, config.WithFormatAssertions(), config.WithBodyDecoder("application/x-ndjson", content.TextDecoder()))
 	check := func(method, path, contentType, body string, status int) {
 		t.Helper()
-		newReq := func() *http.Request {
-			req, err := http.NewRequest(method, r.http.URL+path, strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			if contentType != "" {
-				req.Header.Set("Content-Type", contentType)
-			}
-			return req
-		}
-		resp, err := http.DefaultClient.Do(newReq())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != status {
-			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, status)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		validate := v.ValidateHttpRequestResponse
-		if status/100 != 2 {
-			validate = v.ValidateHttpResponse
-		}
-		if ok, errs := validate(newReq(), resp); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s → %d: %s: %s %v\nbody: %s", method, path, status, e.Message, e.Reason, e.SchemaValidationErrors, data)
-			}
+		if got, _, data := validatedCall(t, v, r.http.URL, method, path, contentType, body); got != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, got, data, status)
 		}
 	}
 	lines := journalFile(t, "ae-openapi", 4)
