@@ -97,7 +97,7 @@ func validatedCall(t *testing.T, v validator.Validator, base, method, path, cont
 // errors included, against the document the server itself serves.
 func TestOpenAPIValidatesAnswers(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){withSearch(t)}})
+	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){apitest.WithSearch(t)}})
 
 	v := servedValidator(t, s.HTTP.URL, config.WithFormatAssertions())
 	if ok, errs := v.ValidateDocument(); !ok {
