@@ -670,19 +670,6 @@ type tailer struct {
 	named uint64
 }
 
-// tailEvent is the data of an event.
-type tailEvent struct {
-	ExecutionID string                    `json:"executionId"`
-	Offset      uint64                    `json:"offset"`
-	Sequence    uint64                    `json:"sequence"`
-	Record      eventstore.Kind           `json:"record"`
-	Message     *eventstore.MessageSignal `json:"message"`
-	Terminal    *struct {
-		TerminalID string `json:"terminalId"`
-		Available  bool   `json:"available"`
-	} `json:"terminal"`
-}
-
 // stream reads one connection of the event stream. It returns nil when
 // tail without -f has printed every event up to its end, and why the
 // stream ended otherwise.
@@ -712,7 +699,7 @@ func (t *tailer) event(ev sseEvent) error {
 	if ev.Name == eventOverflow {
 		return errOverflow
 	}
-	var d tailEvent
+	var d client.EventData
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return fmt.Errorf("event %s %s does not decode: %w", ev.ID, ev.Name, err)
 	}
@@ -735,7 +722,7 @@ func (t *tailer) event(ev sseEvent) error {
 	return nil
 }
 
-func (t *tailer) print(ev sseEvent, d tailEvent) error {
+func (t *tailer) print(ev sseEvent, d client.EventData) error {
 	if t.json {
 		return writeJSONLine(t.out, struct {
 			ID    uint64          `json:"id"`

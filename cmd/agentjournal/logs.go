@@ -139,15 +139,8 @@ func writeOutputLine(w io.Writer, e outputlog.Entry) error {
 	return writeLine(w, "%s %-6s %s%s", e.Time.Local().Format(timeLayout), e.Stream, e.Line, clipped)
 }
 
-// outputPage is the answer of GET /v1/executions/{id}/output.
-type outputPage struct {
-	Lines []outputlog.Entry `json:"lines"`
-	First uint64            `json:"first"`
-	Next  uint64            `json:"next"`
-}
-
-func daemonOutput(ctx context.Context, cl *client.Client, id string, q url.Values) (outputPage, error) {
-	var p outputPage
+func daemonOutput(ctx context.Context, cl *client.Client, id string, q url.Values) (client.Output, error) {
+	var p client.Output
 	resp, err := cl.Request(ctx, http.MethodGet, "/v1/executions/"+url.PathEscape(id)+"/output", q, nil, nil)
 	if err != nil {
 		return p, outputError(id, err)
