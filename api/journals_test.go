@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
 
@@ -26,28 +26,7 @@ import (
 // file holds them.
 func journalFile(t *testing.T, id string, n int) []string {
 	t.Helper()
-	fs, err := eventstore.OpenFile(eventstore.FileConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t-journals", id)
-	if _, err := fs.EnsureJournal(ctx, ref, storetest.Header("generic")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < n; i++ {
-		if _, err := fs.Append(ctx, ref, storetest.Activity(ref.JournalID, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var records []eventstore.Record
-	for e, err := range fs.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		records = append(records, e.Record)
-	}
+	records := fixtures.ActivityJournal(t, "t-journals", id, n)
 	var file bytes.Buffer
 	if err := journalfile.Write(&file, records); err != nil {
 		t.Fatal(err)
