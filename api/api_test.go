@@ -147,6 +147,17 @@ type apiErr struct {
 	} `json:"error"`
 }
 
+// refusal is a request body the API refuses, as a case of a table test
+// that checks it with rig.fail: the status, error code and field it is
+// answered with.
+type refusal struct {
+	name   string
+	body   any
+	status int
+	code   string
+	field  string
+}
+
 // fail sends a request that must fail with status and code, naming field
 // (when not "") , and returns the error.
 func (r *rig) fail(t *testing.T, method, path string, body any, token string, status int, code, field string) apiErr {
