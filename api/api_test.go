@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -36,6 +38,41 @@ type rig struct {
 	srv   *api.Server
 	http  *httptest.Server
 	agent string
+}
+
+// startClient starts the daemon stack with opts and a client of its API,
+// with a context that gives the test a minute; all three end with the test.
+func startClient(t *testing.T, opts apitest.Options) (*apitest.Stack, *client.Client, context.Context) {
+	t.Helper()
+	s := apitest.Start(t, opts)
+	c := client.New(s.HTTP.URL, apitest.Token)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return s, c, ctx
+}
+
+// todoCapture is the path of a real Claude Code capture that plans with
+// TodoWrite and advertises slash commands, for the fixture agent to replay.
+func todoCapture(t *testing.T) string {
+	t.Helper()
+	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return capture
+}
+
+// waitFinal polls the execution id until its lifecycle is final, failing
+// with msg when ctx ends first.
+func waitFinal(t *testing.T, ctx context.Context, c *client.Client, id, msg string) {
+	t.Helper()
+	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
+		if ctx.Err() != nil {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func newRig(t *testing.T, opts ...func(*api.Config)) *rig {
@@ -108,6 +145,17 @@ type apiErr struct {
 		Field    string   `json:"field"`
 		Accepted []string `json:"accepted"`
 	} `json:"error"`
+}
+
+// refusal is a request body the API refuses, as a case of a table test
+// that checks it with rig.fail: the status, error code and field it is
+// answered with.
+type refusal struct {
+	name   string
+	body   any
+	status int
+	code   string
+	field  string
 }
 
 // fail sends a request that must fail with status and code, naming field

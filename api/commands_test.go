@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,24 +14,13 @@ import (
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/commands"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // commandTree is a git work tree with one commit.
 func commandTree(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc Launch() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
+	return fixtures.GitTree(t, "main.go", "package main\n\nfunc Launch() {}\n")
 }
 
 // TestCommandRoutes: completions by prefix and focus; a dry run previews
@@ -44,11 +30,7 @@ func commandTree(t *testing.T) string {
 // appends nothing; every answer is valid against openapi.yaml.
 func TestCommandRoutes(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
-	c := client.New(s.HTTP.URL, apitest.Token)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	s, c, ctx := startClient(t, apitest.Options{})
 	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd", Agent: "generic",
 		Posture: eventstore.PostureStructuredInteractive, Command: []string{s.Agent, "wait"}, Dir: commandTree(t)})
 	if err != nil {
@@ -193,27 +175,15 @@ func TestCommandRoutes(t *testing.T) {
 // completions route offers them as adapter-scoped commands of claude-code.
 func TestCommandsOfferWhatTheAgentAdvertised(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
-	c := client.New(s.HTTP.URL, apitest.Token)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c, ctx := startClient(t, apitest.Options{})
+	capture := todoCapture(t)
 	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-adv", Agent: "claude-code",
 		Command: []string{s.Agent, "replay:" + capture}, Prompt: "go", Shape: eventstore.ShapeOneShot})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := res.Reference.AgentExecutionID
-	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
-		if ctx.Err() != nil {
-			t.Fatal("the run never ended")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinal(t, ctx, c, id, "the run never ended")
 	cs, err := c.Commands(ctx, id, "/sec", "")
 	if err != nil || len(cs) != 1 || cs[0].Label != "/security-review" || cs[0].Portability != eventstore.PortabilityAdapterScoped || cs[0].AdapterID != "claude-code" {
 		t.Fatalf("completions of /sec: %+v, %v; want /security-review, adapter-scoped of claude-code", cs, err)

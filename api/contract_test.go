@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,11 +17,7 @@ import (
 // openapi.yaml.
 func TestContractRoutes(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
-	c := client.New(s.HTTP.URL, apitest.Token)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	s, c, ctx := startClient(t, apitest.Options{})
 	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "generic",
 		Prompt: "go", Command: []string{s.Agent,
 			"ask:r1:Proceed?",
@@ -69,22 +63,14 @@ func TestContractRoutes(t *testing.T) {
 	}
 	// A todo list emitted during a run: Claude Code's TodoWrite, from a
 	// real capture, updated once.
-	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	capture := todoCapture(t)
 	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "claude-code",
 		Command: []string{s.Agent, "replay:" + capture}, Prompt: "do it", Shape: eventstore.ShapeOneShot})
 	if err != nil {
 		t.Fatal(err)
 	}
 	todoRun := res.Reference.AgentExecutionID
-	for ex, _ := c.Execution(ctx, todoRun); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, todoRun) {
-		if ctx.Err() != nil {
-			t.Fatal("todo run never ended")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinal(t, ctx, c, todoRun, "todo run never ended")
 	todos, err := c.Todos(ctx, todoRun)
 	if err != nil {
 		t.Fatal(err)

@@ -77,14 +77,7 @@ func TestEvents(t *testing.T) {
 
 	// Wait until the run is over and decided, so that the log stops
 	// growing, then read its last offset.
-	eventually(t, 20*time.Second, "the agent completes and its message is decided", func() bool {
-		st, err := r.views.Execution(id)
-		return err == nil && st.Lifecycle == eventstore.LifecycleCompleted && len(st.Decisions) == 1
-	})
-	last, err := r.store.LastOffset(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	last := r.waitDecided(t, id, "message")
 	isEnd := func(ev sseEvent) bool { return ev.Name == "data.changed" && ev.ID == last }
 	first := live.until(t, 20*time.Second, isEnd)
 
@@ -210,14 +203,12 @@ func TestEventsBadRequest(t *testing.T) {
 	}
 }
 
-// TestReplayedEventsCarryTheStateAsOfTheirRecord: a client that reconnects
-// gets, for every record it missed, the state that record left, the same
-// as replaying the journal up to it, and never a later one.
-func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
-	r := newRig(t)
-	l := r.launch(t, "t-replayed-state", "", `signal:{"type":"progress","payload":{"summary":"half way"}}`)
-	id := l.Reference.AgentExecutionID
-	eventually(t, 20*time.Second, "the agent completes and its progress is decided", func() bool {
+// waitDecided waits until the run id has completed and its one
+// observation, a what, is decided, so that the log stops growing, and
+// returns the log's last offset then.
+func (r *rig) waitDecided(t *testing.T, id, what string) uint64 {
+	t.Helper()
+	eventually(t, 20*time.Second, "the agent completes and its "+what+" is decided", func() bool {
 		st, err := r.views.Execution(id)
 		return err == nil && st.Lifecycle == eventstore.LifecycleCompleted && len(st.Decisions) == 1
 	})
@@ -225,6 +216,17 @@ func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return last
+}
+
+// TestReplayedEventsCarryTheStateAsOfTheirRecord: a client that reconnects
+// gets, for every record it missed, the state that record left, the same
+// as replaying the journal up to it, and never a later one.
+func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
+	r := newRig(t)
+	l := r.launch(t, "t-replayed-state", "", `signal:{"type":"progress","payload":{"summary":"half way"}}`)
+	id := l.Reference.AgentExecutionID
+	last := r.waitDecided(t, id, "progress")
 	isEnd := func(ev sseEvent) bool { return ev.Name == "data.changed" && ev.ID == last }
 
 	// What each record left: the journal replayed up to it.

@@ -302,11 +302,8 @@ func validateLaunch(in *wire.LaunchRequest) (env []string, err error) {
 // the journal, so it holds the launch whatever the projection's lag; the
 // answer waits for the projection to hold it too.
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.LaunchRequest
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	env, err := validateLaunch(&in)
@@ -429,10 +426,7 @@ func (s *Server) readExecution(w http.ResponseWriter, r *http.Request) error {
 // stop: POST /v1/executions/{id}/stop. It answers once the process has
 // ended and the projection holds its final lifecycle.
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	if err := s.decodeBody(w, r, &struct{}{}, true); err != nil {
+	if err := s.decodeRequest(w, r, &struct{}{}, true); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -467,11 +461,8 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
 
 // sendMessage: POST /v1/executions/{id}/messages
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.Message
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -562,11 +553,8 @@ func validateObservation(o *eventstore.Observation) error {
 // observation and answers with the decision the policy subscriber appends
 // for it, waiting up to DecisionWait.
 func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in observationInput
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	obs := &eventstore.Observation{ObservationID: in.ObservationID, Source: in.Source, Confidence: in.Confidence,

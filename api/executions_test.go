@@ -133,13 +133,7 @@ func TestLaunchValidation(t *testing.T) {
 		}
 		return b
 	}
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		field  string
-	}{
+	cases := []refusal{
 		{"malformed", `{"ownerEntity":`, 400, "invalid_field", "(body)"},
 		{"empty body", ``, 400, "invalid_field", "(body)"},
 		{"not an object", `[1]`, 400, "invalid_field", "(body)"},
@@ -310,13 +304,7 @@ func TestRecordObservation(t *testing.T) {
 		mod(m)
 		return m
 	}
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		field  string
-	}{
+	cases := []refusal{
 		{"malformed", `{"observationId":"o-3",`, 400, "invalid_field", "(body)"},
 		{"unknown field", obs(func(m map[string]any) { m["mood"] = "happy" }), 400, "invalid_field", "mood"},
 		{"base field", obs(func(m map[string]any) { m["sequence"] = 9 }), 400, "invalid_field", "sequence"},

@@ -35,11 +35,8 @@ func checkEnv(env map[string]string) ([]string, error) {
 // fork: POST /v1/executions/{id}/fork, a new execution that branches off
 // this one after its record at; answered as a launch is.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.ForkRequest
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	switch {
@@ -72,11 +69,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 // resume: POST /v1/executions/{id}/resume, a new run of this execution's
 // session; answered as a launch is.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.ResumeRequest
-	if err := s.decodeBody(w, r, &in, true); err != nil {
+	if err := s.decodeRequest(w, r, &in, true); err != nil {
 		return err
 	}
 	if len(in.Seed) > eventstore.MaxIDLength {

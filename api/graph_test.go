@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // lineageJournal writes a journal of id with prompts, forking parent
@@ -24,7 +25,7 @@ func lineageJournal(t *testing.T, s eventstore.Store, id string, parent *eventst
 	}
 	h := &eventstore.Header{AgentID: "generic", WorkingDirectory: "/work/repo", ProtocolDescriptor: eventstore.ProtocolDescriptor{Posture: eventstore.PostureStructuredHeadless}}
 	if parent != nil {
-		h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: eventIDAt(t, s, *parent, seq)}
+		h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: fixtures.EventIDAt(t, s, *parent, seq)}
 	}
 	if ref, err = s.EnsureJournal(ctx, ref, h); err != nil {
 		t.Fatal(err)
@@ -42,22 +43,6 @@ func lineageJournal(t *testing.T, s eventstore.Store, id string, parent *eventst
 		t.Fatal(err)
 	}
 	return ref
-}
-
-func eventIDAt(t *testing.T, s eventstore.Store, ref eventstore.Reference, seq uint64) string {
-	t.Helper()
-	for e, err := range s.ReadJournal(context.Background(), ref, seq) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := eventstore.EventID(e.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	t.Fatalf("%s has no sequence %d", ref, seq)
-	return ""
 }
 
 func TestLineageRoutes(t *testing.T) {
@@ -117,7 +102,7 @@ func TestLineageRoutes(t *testing.T) {
 	}
 	// root 1..2 inherited, then f1's own 1..3.
 	if h := lin.History; len(h) != 5 || !h[0].Inherited || h[0].ExecutionID != "lin-root" || !h[1].Inherited || h[2].Inherited || h[2].ExecutionID != "lin-f1" ||
-		h[1].EventID != eventIDAt(t, st.Store, root, 2) {
+		h[1].EventID != fixtures.EventIDAt(t, st.Store, root, 2) {
 		t.Errorf("history: got %+v, want root's 1 and 2 inherited, then lin-f1's 1..3", h)
 	}
 	if len(lin.ToolCalls) != 1 || lin.ToolCalls[0].CallID != "t1" || lin.ToolCalls[0].Status != "started" || lin.Snapshots.Resource != "/work/repo" ||
@@ -131,7 +116,7 @@ func TestLineageRoutes(t *testing.T) {
 
 	code, ctype, body := get("/v1/graph?execution=lin-f2&format=dot")
 	if code != http.StatusOK || !strings.HasPrefix(ctype, "text/vnd.graphviz") || !strings.HasPrefix(body, "digraph agentjournal {") ||
-		!strings.Contains(body, `"run:lin-f2" -> "`+eventIDAt(t, st.Store, f1, 3)+`" [label="FORKED_FROM"];`) {
+		!strings.Contains(body, `"run:lin-f2" -> "`+fixtures.EventIDAt(t, st.Store, f1, 3)+`" [label="FORKED_FROM"];`) {
 		t.Errorf("graph as DOT: %d %s\n%s", code, ctype, body)
 	}
 	code, _, body = get("/v1/graph")
@@ -140,7 +125,7 @@ func TestLineageRoutes(t *testing.T) {
 		t.Errorf("graph of all: %d %.300s", code, body)
 	}
 
-	id := eventIDAt(t, st.Store, root, 2)
+	id := fixtures.EventIDAt(t, st.Store, root, 2)
 	for _, q := range []string{"", "?execution=lin-f2"} {
 		code, _, body = get("/v1/events/" + id + "/origin" + q)
 		if code != http.StatusOK || !strings.Contains(body, `"executionId":"lin-root"`) || !strings.Contains(body, `"sequence":2`) {
@@ -161,8 +146,8 @@ func TestLineageRoutes(t *testing.T) {
 		{"bad at", "/v1/executions/lin-f1/lineage?at=yesterday", 400, "RFC 3339"},
 		{"bad event id", "/v1/events/sha1:abc/origin", 400, "want sha256: and 64 lowercase hex digits"},
 		{"unknown event id", "/v1/events/sha256:" + strings.Repeat("0", 64) + "/origin", 404, "no record"},
-		{"event inside the lineage", "/v1/events/" + eventIDAt(t, st.Store, root, 3) + "/origin?execution=lin-f1b", 200, `"executionId":"lin-root"`},
-		{"event past the fork point", "/v1/events/" + eventIDAt(t, st.Store, root, 4) + "/origin?execution=lin-f1b", 404, "no record of lin-f1b"},
+		{"event inside the lineage", "/v1/events/" + fixtures.EventIDAt(t, st.Store, root, 3) + "/origin?execution=lin-f1b", 200, `"executionId":"lin-root"`},
+		{"event past the fork point", "/v1/events/" + fixtures.EventIDAt(t, st.Store, root, 4) + "/origin?execution=lin-f1b", 404, "no record of lin-f1b"},
 	} {
 		code, _, body := get(c.path)
 		if code != c.code || !strings.Contains(body, c.want) {

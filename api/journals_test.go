@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
 
@@ -27,28 +26,7 @@ import (
 // file holds them.
 func journalFile(t *testing.T, id string, n int) []string {
 	t.Helper()
-	fs, err := eventstore.OpenFile(eventstore.FileConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t-journals", id)
-	if _, err := fs.EnsureJournal(ctx, ref, storetest.Header("generic")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < n; i++ {
-		if _, err := fs.Append(ctx, ref, storetest.Activity(ref.JournalID, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var records []eventstore.Record
-	for e, err := range fs.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		records = append(records, e.Record)
-	}
+	records := fixtures.ActivityJournal(t, "t-journals", id, n)
 	var file bytes.Buffer
 	if err := journalfile.Write(&file, records); err != nil {
 		t.Fatal(err)
@@ -309,38 +287,8 @@ func TestJournalRoutesMatchOpenAPI(t *testing.T) {
 	v := servedValidator(t, r.http.URL, config.WithFormatAssertions(), config.WithBodyDecoder("application/x-ndjson", content.TextDecoder()))
 	check := func(method, path, contentType, body string, status int) {
 		t.Helper()
-		newReq := func() *http.Request {
-			req, err := http.NewRequest(method, r.http.URL+path, strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			if contentType != "" {
-				req.Header.Set("Content-Type", contentType)
-			}
-			return req
-		}
-		resp, err := http.DefaultClient.Do(newReq())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != status {
-			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, status)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		validate := v.ValidateHttpRequestResponse
-		if status/100 != 2 {
-			validate = v.ValidateHttpResponse
-		}
-		if ok, errs := validate(newReq(), resp); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s → %d: %s: %s %v\nbody: %s", method, path, status, e.Message, e.Reason, e.SchemaValidationErrors, data)
-			}
+		if got, _, data := validatedCall(t, v, r.http.URL, method, path, contentType, body); got != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, got, data, status)
 		}
 	}
 	lines := journalFile(t, "ae-openapi", 4)

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,11 +18,7 @@ import (
 // shape.
 func TestNarrativeRoutes(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
-	c := client.New(s.HTTP.URL, apitest.Token)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	s, c, ctx := startClient(t, apitest.Options{})
 	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-n", Agent: "generic",
 		Prompt: "say <b>hi</b>", Command: []string{s.Agent, "ask:r1:Proceed?", `signal:{"type":"completed_claim","payload":{"summary":"done"}}`}})
 	if err != nil {
@@ -39,12 +34,7 @@ func TestNarrativeRoutes(t *testing.T) {
 	if _, err := c.SendMessage(ctx, id, client.Message{Type: "answer", Payload: json.RawMessage(`{"text":"yes","requestId":"r1"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
-		if ctx.Err() != nil {
-			t.Fatal("never ended")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinal(t, ctx, c, id, "never ended")
 
 	v := servedValidator(t, s.HTTP.URL)
 	get := func(path string) (int, string, string) {

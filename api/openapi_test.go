@@ -40,17 +40,34 @@ func servedValidator(t *testing.T, base string, opts ...config.Option) validator
 	return v
 }
 
-// validatedGet sends GET path with the API token to the server at base,
-// validates the request and the answer (an error answer alone) against v,
-// and returns the answer's status, content type and body.
+// validatedGet sends a GET of path to the server at base, validates the
+// request and its answer against v, and returns the answer's status,
+// content type and body.
 func validatedGet(t *testing.T, v validator.Validator, base, path string) (int, string, string) {
 	t.Helper()
+	return validatedCall(t, v, base, http.MethodGet, path, "", "")
+}
+
+// validatedCall sends method path with body, of contentType when that is
+// not empty, to the server at base; validates the request, when it was
+// accepted, and the answer against v; and returns the answer's status,
+// content type and body. A request refused on purpose is invalid: only its
+// answer is checked then.
+func validatedCall(t *testing.T, v validator.Validator, base, method, path, contentType, body string) (int, string, string) {
+	t.Helper()
 	newReq := func() *http.Request {
-		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		var r io.Reader
+		if body != "" {
+			r = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, base+path, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+apitest.Token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
 		return req
 	}
 	resp, err := http.DefaultClient.Do(newReq())
@@ -69,7 +86,7 @@ func validatedGet(t *testing.T, v validator.Validator, base, path string) (int, 
 	}
 	if ok, errs := check(newReq(), resp); !ok {
 		for _, e := range errs {
-			t.Errorf("GET %s → %d: the answer does not match openapi.yaml: %s: %s", path, resp.StatusCode, e.Message, e.Reason)
+			t.Errorf("%s %s → %d: the answer does not match openapi.yaml: %s: %s %v\nbody: %s", method, path, resp.StatusCode, e.Message, e.Reason, e.SchemaValidationErrors, data)
 		}
 	}
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
@@ -80,7 +97,7 @@ func validatedGet(t *testing.T, v validator.Validator, base, path string) (int, 
 // errors included, against the document the server itself serves.
 func TestOpenAPIValidatesAnswers(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){withSearch(t)}})
+	s := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){apitest.WithSearch(t)}})
 
 	v := servedValidator(t, s.HTTP.URL, config.WithFormatAssertions())
 	if ok, errs := v.ValidateDocument(); !ok {
@@ -91,43 +108,12 @@ func TestOpenAPIValidatesAnswers(t *testing.T) {
 	// answer's status and body.
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		newReq := func() *http.Request {
-			var r io.Reader
-			if body != "" {
-				r = strings.NewReader(body)
-			}
-			req, err := http.NewRequest(method, s.HTTP.URL+path, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+apitest.Token)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			return req
+		contentType := ""
+		if body != "" {
+			contentType = "application/json"
 		}
-		resp, err := http.DefaultClient.Do(newReq())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(data))
-		// A request refused on purpose is invalid: only its answer is
-		// checked then.
-		check := v.ValidateHttpRequestResponse
-		if resp.StatusCode/100 != 2 {
-			check = v.ValidateHttpResponse
-		}
-		if ok, errs := check(newReq(), resp); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s → %d: %s: %s %v\nbody: %s", method, path, resp.StatusCode, e.Message, e.Reason, e.SchemaValidationErrors, data)
-			}
-		}
-		return resp.StatusCode, string(data)
+		code, _, data := validatedCall(t, v, s.HTTP.URL, method, path, contentType, body)
+		return code, data
 	}
 	want := func(method, path, body string, status int) string {
 		t.Helper()

@@ -66,10 +66,7 @@ func TestLaunchDispatchRefused(t *testing.T) {
 // launch answers starting, is listed by GET /v1/queue, a stop cancels it
 // while queued, and another one starts once the running agent ends.
 func TestQueueThroughTheAPI(t *testing.T) {
-	s := apitest.Start(t, apitest.Options{MaxRunning: 1})
-	cl := client.New(s.HTTP.URL, apitest.Token)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	s, cl, ctx := startClient(t, apitest.Options{MaxRunning: 1})
 	launch := func(d *eventstore.DispatchContext, steps ...string) client.Launched {
 		t.Helper()
 		res, err := cl.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-queue", Agent: "generic",

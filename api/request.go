@@ -185,6 +185,16 @@ func jsonTypeName(t reflect.Type) string {
 	return t.String()
 }
 
+// decodeRequest reads the request of a route that takes a JSON body and no
+// query parameter: an unknown parameter is refused before the body is read,
+// and the body is decoded into v as decodeBody does.
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	return s.decodeBody(w, r, v, optional)
+}
+
 // checkQuery refuses query parameters the route does not take.
 func checkQuery(r *http.Request, allowed ...string) error {
 	for name := range r.URL.Query() {

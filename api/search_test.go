@@ -3,42 +3,19 @@ package api_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
 	"github.com/agentjournal/agentjournal/projections"
-	"github.com/agentjournal/agentjournal/search"
 )
 
-// withSearch gives the server a search index following its log, stopped
-// when t ends.
-func withSearch(t *testing.T) func(*api.Config) {
-	return func(c *api.Config) {
-		x, err := search.Open(filepath.Join(t.TempDir(), "search"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Search = x
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if err := x.Follow(ctx, c.Store); err != nil {
-				t.Errorf("search follow: %v", err)
-			}
-		})
-		t.Cleanup(func() { cancel(); wg.Wait(); x.Close() })
-	}
-}
-
 func TestSearchRoute(t *testing.T) {
-	r := startRig(t, false, withSearch(t))
+	r := startRig(t, false, apitest.WithSearch(t))
 	ctx := context.Background()
 	done := storetest.Ref(eventstore.OwnerTask, "t-9", "exec-done")
 	live := storetest.Ref(eventstore.OwnerMission, "m-9", "exec-live")

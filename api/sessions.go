@@ -150,11 +150,8 @@ func (s *Server) executionCheckpoints(w http.ResponseWriter, r *http.Request) er
 // createCheckpoint: POST /v1/executions/{id}/checkpoints. It answers with
 // the checkpoint once the projection holds it.
 func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.CheckpointRequest
-	if err := s.decodeBody(w, r, &in, true); err != nil {
+	if err := s.decodeRequest(w, r, &in, true); err != nil {
 		return err
 	}
 	id := r.PathValue("id")

@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +19,8 @@ import (
 // answer is valid against openapi.yaml.
 func TestSessionRoutes(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, apitest.Options{})
-	c := client.New(s.HTTP.URL, apitest.Token)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c, ctx := startClient(t, apitest.Options{})
+	capture := todoCapture(t)
 	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s", Agent: "claude-code",
 		Command: []string{s.Agent, "replay:" + capture}, Prompt: "write the file\nthen test it", Shape: eventstore.ShapeOneShot})
 	if err != nil {
@@ -60,12 +51,7 @@ func TestSessionRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := res.Reference.AgentExecutionID
-	for ex, _ := c.Execution(ctx, second); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, second) {
-		if ctx.Err() != nil {
-			t.Fatal("second run never ended")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFinal(t, ctx, c, second, "second run never ended")
 	run, err := c.Run(ctx, second)
 	if err != nil {
 		t.Fatal(err)

@@ -60,10 +60,7 @@ func viewOf(id string, snap terminal.Snapshot) wire.Terminal {
 // runtime when an interactive execution is launched, so this answers with
 // that lane, and refuses an execution launched without one.
 func (s *Server) openTerminal(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	if err := s.decodeBody(w, r, &struct{}{}, true); err != nil {
+	if err := s.decodeRequest(w, r, &struct{}{}, true); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -84,11 +81,8 @@ func (s *Server) openTerminal(w http.ResponseWriter, r *http.Request) error {
 // attachTerminal: POST /v1/executions/{id}/terminal/attach. The terminal
 // must be a lane of this execution.
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.TerminalAttach
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	if in.TerminalID == "" {
@@ -132,11 +126,8 @@ func (s *Server) readTerminal(w http.ResponseWriter, r *http.Request) error {
 // the lane and its recording, never the journal; subscribers get a
 // terminal event with the refreshed snapshot.
 func (s *Server) terminalInput(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
 	var in wire.TerminalInput
-	if err := s.decodeBody(w, r, &in, false); err != nil {
+	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
 	switch {

@@ -18,10 +18,7 @@ var scopedTokenAllows = []string{
 // the daemon's secret, so minting it again gives the same token and stores
 // nothing.
 func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	if err := s.decodeBody(w, r, &struct{}{}, true); err != nil {
+	if err := s.decodeRequest(w, r, &struct{}{}, true); err != nil {
 		return err
 	}
 	ref, err := s.lookup(r.Context(), r.PathValue("id"))

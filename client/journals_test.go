@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/journalfile"
 )
 
@@ -20,29 +20,7 @@ import (
 // n-1 activity updates, as a file store writes them.
 func journal(t *testing.T, id string, n int) []eventstore.Record {
 	t.Helper()
-	fs, err := eventstore.OpenFile(eventstore.FileConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t-client", id)
-	if _, err := fs.EnsureJournal(ctx, ref, storetest.Header("generic")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < n; i++ {
-		if _, err := fs.Append(ctx, ref, storetest.Activity(ref.JournalID, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var records []eventstore.Record
-	for e, err := range fs.ReadJournal(ctx, ref, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		records = append(records, e.Record)
-	}
-	return records
+	return fixtures.ActivityJournal(t, "t-client", id, n)
 }
 
 func file(t *testing.T, records []eventstore.Record) *bytes.Buffer {

@@ -89,6 +89,10 @@ type (
 	// EventData is the data of an event of GET /v1/events (an Event's
 	// Data), but for overflow.
 	EventData = wire.EventData
+
+	// Output is a page of an execution's output, the answer of GET
+	// /v1/executions/{id}/output.
+	Output = wire.Output
 )
 
 // The protocols an agent's CLI is spoken to in (Agent.Protocol).

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
+	"github.com/agentjournal/agentjournal/search"
 )
 
 // Token is the API token of every stack Start builds.
@@ -89,4 +92,24 @@ func Start(t testing.TB, opts Options) *Stack {
 	s.Daemon, s.Bus, s.Store, s.Views, s.Runtime, s.Server = d, d.Bus(), d.Store(), d.Views(), d.Runtime(), d.Server()
 	s.HTTP = httptest.NewServer(d.Handler())
 	return s
+}
+
+// WithSearch gives the server a search index following its log, stopped
+// when t ends: the stack leaves search out unless a test asks for it.
+func WithSearch(t testing.TB) func(*api.Config) {
+	return func(c *api.Config) {
+		x, err := search.Open(filepath.Join(t.TempDir(), "search"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Search = x
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := x.Follow(ctx, c.Store); err != nil {
+				t.Errorf("search follow: %v", err)
+			}
+		})
+		t.Cleanup(func() { cancel(); wg.Wait(); x.Close() })
+	}
 }

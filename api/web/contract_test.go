@@ -1,12 +1,9 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/api/apitest"
-	"github.com/agentjournal/agentjournal/search"
 )
 
 // hostile is agent text that would run if the console took it for HTML.
@@ -160,21 +156,7 @@ func TestTodosAndApprovalsCards(t *testing.T) {
 // startSearchStack is the stack with a search index following its log.
 func startSearchStack(t *testing.T) *stack {
 	t.Helper()
-	st := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){func(c *api.Config) {
-		x, err := search.Open(filepath.Join(t.TempDir(), "search"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Search = x
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if err := x.Follow(ctx, c.Store); err != nil {
-				t.Errorf("search follow: %v", err)
-			}
-		})
-		t.Cleanup(func() { cancel(); wg.Wait(); x.Close() })
-	}}})
+	st := apitest.Start(t, apitest.Options{Configure: []func(*api.Config){apitest.WithSearch(t)}})
 	return &stack{url: st.HTTP.URL, agent: st.Agent, rt: st.Runtime}
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
@@ -18,9 +17,7 @@ import (
 // result; a bad one is refused with the shape expected.
 func TestACPSlashCommands(t *testing.T) {
 	dir := t.TempDir()
-	url, token, _ := startServe(t, dir)
-	cl := client.New(url, token)
-	defer cl.Close()
+	cl := serveClient(t, dir)
 	agent := fixtures.ACPAgentBinary(t)
 	lines := runACPClient(t, dir, []map[string]any{
 		{"op": "initialize"},

@@ -205,11 +205,19 @@ func updatesBefore(t *testing.T, lines []acpLine, end int) []shown {
 	return out
 }
 
-func TestACPServesExecutionsToAnEditor(t *testing.T) {
-	dir := t.TempDir()
+// serveClient starts the daemon on dir and returns a client of it; both
+// end with the test.
+func serveClient(t *testing.T, dir string) *client.Client {
+	t.Helper()
 	url, token, _ := startServe(t, dir)
 	cl := client.New(url, token)
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func TestACPServesExecutionsToAnEditor(t *testing.T) {
+	dir := t.TempDir()
+	cl := serveClient(t, dir)
 	agent := fixtures.ACPAgentBinary(t)
 	work := t.TempDir()
 
@@ -381,9 +389,7 @@ func journal(t *testing.T, cl *client.Client, id string) []eventstore.Record {
 // editor's next prompt answers it.
 func TestACPNextPromptAnswersAQuestion(t *testing.T) {
 	dir := t.TempDir()
-	url, token, _ := startServe(t, dir)
-	cl := client.New(url, token)
-	defer cl.Close()
+	cl := serveClient(t, dir)
 	lines := runACPClient(t, dir, []map[string]any{
 		{"op": "initialize"},
 		{"op": "new", "cwd": t.TempDir()},

@@ -87,6 +87,18 @@ func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
+// withDaemon calls fn with a client of the running daemon, closed when fn
+// returns; with no daemon running it returns the error that says how to
+// start one.
+func (e *Env) withDaemon(ctx context.Context, fn func(*client.Client) error) error {
+	cl, err := e.daemon(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(cl)
+}
+
 // processAlive reports whether a process with the pid exists.
 func processAlive(pid int) bool {
 	if pid <= 0 {
@@ -240,23 +252,20 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		return launchSpec.usageErr(fs, "%v", err)
 	}
 
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.Launch(ctx, req)
-	if err != nil {
-		return fmt.Errorf("launch: %w", err)
-	}
-	if *asJSON {
-		return writeJSONLine(c.env.Stdout, res)
-	}
-	id := res.Reference.AgentExecutionID
-	fmt.Fprintln(c.env.Stdout, id)
-	fmt.Fprintf(c.env.Stderr, "agentjournal: launched %s (%s, %s); follow it with: %s tail -f --execution %s\n",
-		id, res.State.AgentID, res.State.Lifecycle, c.env.hintPrefix(), id)
-	return nil
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		res, err := cl.Launch(ctx, req)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		if *asJSON {
+			return writeJSONLine(c.env.Stdout, res)
+		}
+		id := res.Reference.AgentExecutionID
+		fmt.Fprintln(c.env.Stdout, id)
+		fmt.Fprintf(c.env.Stderr, "agentjournal: launched %s (%s, %s); follow it with: %s tail -f --execution %s\n",
+			id, res.State.AgentID, res.State.Lifecycle, c.env.hintPrefix(), id)
+		return nil
+	})
 }
 
 // dispatchFlags builds a launch's dispatch context from its flags; nil
@@ -351,35 +360,32 @@ func (c *SendCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ack, err := cl.SendMessage(ctx, id, client.Message{MessageID: *messageID, Type: *typ, Payload: payload})
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", id, err)
-	}
-	line := fmt.Sprintf("message %s (sequence %d): %s via %s", ack.MessageID, ack.Sequence, ack.Delivery, ack.Transport)
-	if ack.Reason != "" {
-		line += ": " + ack.Reason
-	}
-	if ack.Duplicate {
-		line += " (duplicate: sent before with this id; nothing was appended)"
-	}
-	if *asJSON {
-		if err := writeJSONLine(c.env.Stdout, ack); err != nil {
-			return err
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		ack, err := cl.SendMessage(ctx, id, client.Message{MessageID: *messageID, Type: *typ, Payload: payload})
+		if err != nil {
+			return fmt.Errorf("send to %s: %w", id, err)
 		}
-	}
-	if ack.Delivery == eventstore.DeliveryFailed {
-		// Recorded, but the agent did not get it: a script must know.
-		return fmt.Errorf("send to %s: %s", id, line)
-	}
-	if !*asJSON {
-		writeLine(c.env.Stdout, "%s", line)
-	}
-	return nil
+		line := fmt.Sprintf("message %s (sequence %d): %s via %s", ack.MessageID, ack.Sequence, ack.Delivery, ack.Transport)
+		if ack.Reason != "" {
+			line += ": " + ack.Reason
+		}
+		if ack.Duplicate {
+			line += " (duplicate: sent before with this id; nothing was appended)"
+		}
+		if *asJSON {
+			if err := writeJSONLine(c.env.Stdout, ack); err != nil {
+				return err
+			}
+		}
+		if ack.Delivery == eventstore.DeliveryFailed {
+			// Recorded, but the agent did not get it: a script must know.
+			return fmt.Errorf("send to %s: %s", id, line)
+		}
+		if !*asJSON {
+			writeLine(c.env.Stdout, "%s", line)
+		}
+		return nil
+	})
 }
 
 // ObserveCommand records an observation for an agent of the running daemon.
@@ -428,29 +434,26 @@ func (c *ObserveCommand) Run(ctx context.Context, args []string) error {
 		*observationID = "cli-" + randomHex(12)
 	}
 
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ack, err := cl.RecordObservation(ctx, id, client.Observation{ObservationID: *observationID,
-		Source: eventstore.ObservationSource(*source), Confidence: eventstore.Confidence(*confidence),
-		Signal: &client.Signal{Type: eventstore.SignalType(*signal), Payload: json.RawMessage(payload)}})
-	if err != nil {
-		return fmt.Errorf("observe %s: %w", id, err)
-	}
-	if *asJSON {
-		return writeJSONLine(c.env.Stdout, ack)
-	}
-	line := fmt.Sprintf("observation %s (sequence %d): decision %s", ack.ObservationID, ack.Sequence, ack.Decision.Action)
-	if ack.Decision.Reason != "" {
-		line += ": " + ack.Decision.Reason
-	}
-	if ack.Duplicate {
-		line += " (duplicate: recorded before with this id; this is the original decision)"
-	}
-	writeLine(c.env.Stdout, "%s", line)
-	return nil
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		ack, err := cl.RecordObservation(ctx, id, client.Observation{ObservationID: *observationID,
+			Source: eventstore.ObservationSource(*source), Confidence: eventstore.Confidence(*confidence),
+			Signal: &client.Signal{Type: eventstore.SignalType(*signal), Payload: json.RawMessage(payload)}})
+		if err != nil {
+			return fmt.Errorf("observe %s: %w", id, err)
+		}
+		if *asJSON {
+			return writeJSONLine(c.env.Stdout, ack)
+		}
+		line := fmt.Sprintf("observation %s (sequence %d): decision %s", ack.ObservationID, ack.Sequence, ack.Decision.Action)
+		if ack.Decision.Reason != "" {
+			line += ": " + ack.Decision.Reason
+		}
+		if ack.Duplicate {
+			line += " (duplicate: recorded before with this id; this is the original decision)"
+		}
+		writeLine(c.env.Stdout, "%s", line)
+		return nil
+	})
 }
 
 // The confidences and sources observe offers in its help; the daemon
@@ -482,32 +485,25 @@ cancelled at once, its process never started.`,
 func (c *StopCommand) Run(ctx context.Context, args []string) error {
 	fs := stopSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print the final state as JSON")
-	pos, err := stopSpec.parse(fs, args)
+	id, err := stopSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(stopSpec, fs, pos)
-	if err != nil {
-		return err
-	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	v, err := cl.Stop(ctx, id)
-	if err != nil {
-		return fmt.Errorf("stop %s: %w", id, err)
-	}
-	if *asJSON {
-		return writeJSONLine(c.env.Stdout, v)
-	}
-	lc := string(v.Lifecycle)
-	if v.LifecycleReason != "" {
-		lc += " (" + v.LifecycleReason + ")"
-	}
-	writeLine(c.env.Stdout, "%s: %s", id, lc)
-	return nil
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		v, err := cl.Stop(ctx, id)
+		if err != nil {
+			return fmt.Errorf("stop %s: %w", id, err)
+		}
+		if *asJSON {
+			return writeJSONLine(c.env.Stdout, v)
+		}
+		lc := string(v.Lifecycle)
+		if v.LifecycleReason != "" {
+			lc += " (" + v.LifecycleReason + ")"
+		}
+		writeLine(c.env.Stdout, "%s: %s", id, lc)
+		return nil
+	})
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -674,19 +670,6 @@ type tailer struct {
 	named uint64
 }
 
-// tailEvent is the data of an event.
-type tailEvent struct {
-	ExecutionID string                    `json:"executionId"`
-	Offset      uint64                    `json:"offset"`
-	Sequence    uint64                    `json:"sequence"`
-	Record      eventstore.Kind           `json:"record"`
-	Message     *eventstore.MessageSignal `json:"message"`
-	Terminal    *struct {
-		TerminalID string `json:"terminalId"`
-		Available  bool   `json:"available"`
-	} `json:"terminal"`
-}
-
 // stream reads one connection of the event stream. It returns nil when
 // tail without -f has printed every event up to its end, and why the
 // stream ended otherwise.
@@ -716,7 +699,7 @@ func (t *tailer) event(ev sseEvent) error {
 	if ev.Name == eventOverflow {
 		return errOverflow
 	}
-	var d tailEvent
+	var d client.EventData
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return fmt.Errorf("event %s %s does not decode: %w", ev.ID, ev.Name, err)
 	}
@@ -739,7 +722,7 @@ func (t *tailer) event(ev sseEvent) error {
 	return nil
 }
 
-func (t *tailer) print(ev sseEvent, d tailEvent) error {
+func (t *tailer) print(ev sseEvent, d client.EventData) error {
 	if t.json {
 		return writeJSONLine(t.out, struct {
 			ID    uint64          `json:"id"`

@@ -38,6 +38,24 @@ func awaitState(t *testing.T, dir, id, what string, ok func(execution.State) boo
 	return awaitStateWithin(t, dir, id, what, 30*time.Second, ok)
 }
 
+// awaitFinal waits until the execution id has ended, whatever its final
+// lifecycle.
+func awaitFinal(t *testing.T, dir, id string) execution.State {
+	t.Helper()
+	return awaitState(t, dir, id, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+}
+
+// todoCapture is the path of a real Claude Code capture that plans with
+// TodoWrite, for the fixture agent to replay.
+func todoCapture(t *testing.T) string {
+	t.Helper()
+	capture, err := filepath.Abs(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return capture
+}
+
 // awaitStateWithin is awaitState with its own time limit.
 func awaitStateWithin(t *testing.T, dir, id, what string, limit time.Duration, ok func(execution.State) bool) execution.State {
 	t.Helper()

@@ -54,50 +54,47 @@ func (c *CmdCommand) Run(ctx context.Context, args []string) error {
 		return cmdSpecOf.usageErr(fs, `missing the command text, e.g. "/checkpoint before the refactor"`)
 	}
 	id, text := pos[0], strings.Join(pos[1:], " ")
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if *list {
-		cs, err := cl.Commands(ctx, id, text, focus)
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		if *list {
+			cs, err := cl.Commands(ctx, id, text, focus)
+			if err != nil {
+				return fmt.Errorf("cmd %s: %w", id, err)
+			}
+			if *asJSON {
+				return writeJSONSafe(c.env.Stdout, cs)
+			}
+			for _, cm := range cs {
+				port := string(cm.Portability)
+				if cm.AdapterID != "" {
+					port += " (" + cm.AdapterID + ")"
+				}
+				if _, err := fmt.Fprintf(c.env.Stdout, "%-28s %-18s %-28s %s\n", termSafe(cm.InputShape), cm.Category, termSafe(port), termSafe(cm.Description)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		res, err := cl.Command(ctx, id, client.CommandRequest{Text: text, Focus: focus, ID: *key}, *dry)
 		if err != nil {
 			return fmt.Errorf("cmd %s: %w", id, err)
 		}
 		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, cs)
+			return writeJSONSafe(c.env.Stdout, res)
 		}
-		for _, cm := range cs {
-			port := string(cm.Portability)
-			if cm.AdapterID != "" {
-				port += " (" + cm.AdapterID + ")"
-			}
-			if _, err := fmt.Fprintf(c.env.Stdout, "%-28s %-18s %-28s %s\n", termSafe(cm.InputShape), cm.Category, termSafe(port), termSafe(cm.Description)); err != nil {
-				return err
-			}
+		inv := res.Invocation
+		what := inv.Operation
+		if inv.MessageType != "" {
+			what += " (" + inv.MessageType + " message)"
 		}
-		return nil
-	}
-	res, err := cl.Command(ctx, id, client.CommandRequest{Text: text, Focus: focus, ID: *key}, *dry)
-	if err != nil {
-		return fmt.Errorf("cmd %s: %w", id, err)
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, res)
-	}
-	inv := res.Invocation
-	what := inv.Operation
-	if inv.MessageType != "" {
-		what += " (" + inv.MessageType + " message)"
-	}
-	if *dry {
-		_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: would record %s\n", inv.Category, termSafe(what), inv.Portability, inv.Records)
+		if *dry {
+			_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: would record %s\n", inv.Category, termSafe(what), inv.Portability, inv.Records)
+			return err
+		}
+		seq := ""
+		if res.Result.Sequence != 0 {
+			seq = fmt.Sprintf(" at sequence %d", res.Result.Sequence)
+		}
+		_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: %s%s\n", inv.Category, termSafe(what), inv.Portability, termSafe(res.Result.Summary), seq)
 		return err
-	}
-	seq := ""
-	if res.Result.Sequence != 0 {
-		seq = fmt.Sprintf(" at sequence %d", res.Result.Sequence)
-	}
-	_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: %s%s\n", inv.Category, termSafe(what), inv.Portability, termSafe(res.Result.Summary), seq)
-	return err
+	})
 }

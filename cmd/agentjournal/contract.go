@@ -72,11 +72,7 @@ func contractRecords(ctx context.Context, env *Env, id string) ([]eventstore.Rec
 func (c *TodosCommand) Run(ctx context.Context, args []string) error {
 	fs := todosSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	pos, err := todosSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(todosSpec, fs, pos)
+	id, err := todosSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -107,11 +103,7 @@ func (c *TodosCommand) Run(ctx context.Context, args []string) error {
 func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 	fs := approvalsSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	pos, err := approvalsSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(approvalsSpec, fs, pos)
+	id, err := approvalsSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,14 +24,11 @@ func TestTodosAndApprovals(t *testing.T) {
 	// come after the signal shows.
 	awaitState(t, dir, asked, "q1", func(st execution.State) bool { return st.CurrentInputRequestID == "q1" })
 	mustRun(t, dir, "send", asked, "--answer", "q1", "main")
-	awaitState(t, dir, asked, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+	awaitFinal(t, dir, asked)
 
-	capture, err := filepath.Abs(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	capture := todoCapture(t)
 	planned := strings.TrimSpace(mustRun(t, dir, "launch", "--agent", "claude-code", "--shape", "one-shot", "--prompt", "do it", "--", agent, "replay:"+capture))
-	awaitState(t, dir, planned, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+	awaitFinal(t, dir, planned)
 
 	viaDaemon := mustRun(t, dir, "approvals", asked, "--json")
 	var got struct {

@@ -31,6 +31,19 @@ func (e *Env) withJournals(ctx context.Context, fn func(eventstore.Store) error)
 	return e.withStore(ctx, fn)
 }
 
+// withJournal calls fn with the store and the journal of the
+// agentExecutionId id, as withJournals opens it; an unknown id is an error
+// that says how to list the known ones.
+func (e *Env) withJournal(ctx context.Context, id string, fn func(eventstore.Store, eventstore.Reference) error) error {
+	return e.withJournals(ctx, func(s eventstore.Store) error {
+		ref, err := lookup(ctx, s, id, e)
+		if err != nil {
+			return err
+		}
+		return fn(s, ref)
+	})
+}
+
 // journalImporter is a store that imports whole journals itself: the
 // daemon, which checks the file and writes it into its log in one write.
 type journalImporter interface {

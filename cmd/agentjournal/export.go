@@ -31,22 +31,14 @@ the file back.`,
 func (c *JournalExportCommand) Run(ctx context.Context, args []string) error {
 	fs := journalExportSpec.newFlagSet()
 	out := fs.String("out", "", "write into the directory `DIR` (required)")
-	pos, err := journalExportSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(journalExportSpec, fs, pos)
+	id, err := journalExportSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
 	if *out == "" {
 		return journalExportSpec.usageErr(fs, "missing --out DIR (want the directory to write the journal file into)")
 	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		n, err := exportJournal(ctx, s, ref, *out)
 		if err != nil {
 			return err

@@ -42,11 +42,7 @@ func (c *ForkCommand) Run(ctx context.Context, args []string) error {
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := forkSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(forkSpec, fs, pos)
+	id, err := forkSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -56,16 +52,13 @@ func (c *ForkCommand) Run(ctx context.Context, args []string) error {
 	if _, err := workspace.ParseMode(*mode); err != nil {
 		return forkSpec.usageErr(fs, "--workspace %q: want one of keep, snapshot, discard", *mode)
 	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.Fork(ctx, id, client.ForkRequest{At: *at, Workspace: *mode, Prompt: *prompt, Seed: *seed, Env: envMap(env)})
-	if err != nil {
-		return fmt.Errorf("fork %s: %w", id, err)
-	}
-	return c.env.printLaunched(res, *asJSON, "forked "+id+" at "+fmt.Sprint(*at)+" as")
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		res, err := cl.Fork(ctx, id, client.ForkRequest{At: *at, Workspace: *mode, Prompt: *prompt, Seed: *seed, Env: envMap(env)})
+		if err != nil {
+			return fmt.Errorf("fork %s: %w", id, err)
+		}
+		return c.env.printLaunched(res, *asJSON, "forked "+id+" at "+fmt.Sprint(*at)+" as")
+	})
 }
 
 // ResumeCommand launches a new run of an execution's session in the
@@ -94,24 +87,17 @@ func (c *ResumeCommand) Run(ctx context.Context, args []string) error {
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := resumeSpec.parse(fs, args)
+	id, err := resumeSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(resumeSpec, fs, pos)
-	if err != nil {
-		return err
-	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.Resume(ctx, id, client.ResumeRequest{Prompt: *prompt, Seed: *seed, Env: envMap(env)})
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", id, err)
-	}
-	return c.env.printLaunched(res, *asJSON, "resumed "+id+" as")
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		res, err := cl.Resume(ctx, id, client.ResumeRequest{Prompt: *prompt, Seed: *seed, Env: envMap(env)})
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", id, err)
+		}
+		return c.env.printLaunched(res, *asJSON, "resumed "+id+" as")
+	})
 }
 
 // envMap turns --env flags into the API's map.

@@ -222,6 +222,22 @@ func TestImportRejectsBadFiles(t *testing.T) {
 	}
 }
 
+// exportReworded exports the demo's journal with its decisions worded as an
+// older policy worded them: a policy deciding the observations itself midway
+// through an import would write today's words instead. It returns the
+// execution's id, the file and its lines.
+func exportReworded(t *testing.T) (id, file string, lines []string) {
+	t.Helper()
+	_, id, file = exportDemo(t)
+	lines = readFileLines(t, file)
+	for i, line := range lines {
+		if strings.Contains(line, `"decision.recorded"`) {
+			lines[i] = strings.Replace(line, `"reason":"`, `"reason":"as worded before: `, 1)
+		}
+	}
+	return id, writeLines(t, lines), lines
+}
+
 func readFileLines(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -267,16 +283,7 @@ func editRecord(t *testing.T, line string, edit func(*eventstore.Base)) string {
 // import never meets its decisions midway.
 func TestImportBesideARunningDaemon(t *testing.T) {
 	t.Parallel()
-	_, id, file := exportDemo(t)
-	// Decisions worded as an older policy worded them: a policy deciding
-	// the observations itself midway would write today's words instead.
-	want := readFileLines(t, file)
-	for i, line := range want {
-		if strings.Contains(line, `"decision.recorded"`) {
-			want[i] = strings.Replace(line, `"reason":"`, `"reason":"as worded before: `, 1)
-		}
-	}
-	file = writeLines(t, want)
+	id, file, want := exportReworded(t)
 	daemonDir := t.TempDir()
 	url, token, _ := startServe(t, daemonDir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	data, err := os.ReadFile(daemon.Layout{Dir: daemonDir}.DaemonInfo())

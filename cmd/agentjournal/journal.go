@@ -145,21 +145,22 @@ func (c *JournalCatCommand) Run(ctx context.Context, args []string) error {
 	fs := journalCatSpec.newFlagSet()
 	fromSeq := fs.Uint64("from-seq", 1, "start at journal sequence `N`")
 	asJSON := fs.Bool("json", false, "print the stored record JSON, one per line")
-	pos, err := journalCatSpec.parse(fs, args)
+	id, err := journalCatSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(journalCatSpec, fs, pos)
-	if err != nil {
-		return err
-	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		return printJournal(c.env.Stdout, s.ReadJournal(ctx, ref, *fromSeq), *asJSON)
 	})
+}
+
+// parseID parses args for a command whose one positional argument is an ID.
+func (s cmdSpec) parseID(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := s.parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneID(s, fs, pos)
 }
 
 // oneID checks that exactly one positional argument, the ID, was given.

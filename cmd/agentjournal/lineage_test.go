@@ -21,20 +21,7 @@ func TestGraphAndLineageCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventAt := func(ref eventstore.Reference, seq uint64) string {
-		for e, err := range s.ReadJournal(ctx, ref, seq) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := eventstore.EventID(e.Record)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}
-		t.Fatalf("%s has no sequence %d", ref, seq)
-		return ""
-	}
+	eventAt := func(ref eventstore.Reference, seq uint64) string { return fixtures.EventIDAt(t, s, ref, seq) }
 	journal := func(id string, parent *eventstore.Reference, seq uint64, n int) eventstore.Reference {
 		ref := storetest.Ref(eventstore.OwnerTask, "t", id)
 		h := storetest.Header("a")

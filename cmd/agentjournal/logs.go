@@ -39,11 +39,7 @@ func (c *LogsCommand) Run(ctx context.Context, args []string) error {
 	stream := fs.String("stream", "", "only the lines of `STREAM`: stdout or stderr")
 	last := fs.Int("n", 0, "only the last `N` lines (at most 10000)")
 	asJSON := fs.Bool("json", false, "print each line as the API's JSON object")
-	pos, err := logsSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(logsSpec, fs, pos)
+	id, err := logsSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -143,15 +139,8 @@ func writeOutputLine(w io.Writer, e outputlog.Entry) error {
 	return writeLine(w, "%s %-6s %s%s", e.Time.Local().Format(timeLayout), e.Stream, e.Line, clipped)
 }
 
-// outputPage is the answer of GET /v1/executions/{id}/output.
-type outputPage struct {
-	Lines []outputlog.Entry `json:"lines"`
-	First uint64            `json:"first"`
-	Next  uint64            `json:"next"`
-}
-
-func daemonOutput(ctx context.Context, cl *client.Client, id string, q url.Values) (outputPage, error) {
-	var p outputPage
+func daemonOutput(ctx context.Context, cl *client.Client, id string, q url.Values) (client.Output, error) {
+	var p client.Output
 	resp, err := cl.Request(ctx, http.MethodGet, "/v1/executions/"+url.PathEscape(id)+"/output", q, nil, nil)
 	if err != nil {
 		return p, outputError(id, err)

@@ -137,24 +137,13 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			r := run(t, dir, tc.args...)
-			if r.code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
-			}
+			r := runWithoutData(t, tc.args, exitUsage, "a usage error")
 			if !strings.HasPrefix(r.stderr, "agentjournal: ") {
 				t.Errorf("stderr %q does not start with \"agentjournal: \"", r.stderr)
 			}
-			for _, want := range tc.want {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr does not mention %q:\n%s", want, r.stderr)
-				}
-			}
+			mentions(t, "stderr", r.stderr, tc.want)
 			if r.stdout != "" {
 				t.Errorf("stdout = %q, want nothing", r.stdout)
-			}
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("a usage error touched the data directory (stat: %v)", err)
 			}
 		})
 	}
@@ -182,20 +171,35 @@ func TestHelp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			r := run(t, dir, tc.args...)
-			if r.code != exitOK {
-				t.Errorf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
-			}
-			for _, want := range tc.want {
-				if !strings.Contains(r.stdout, want) {
-					t.Errorf("help does not mention %q:\n%s", want, r.stdout)
-				}
-			}
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("help touched the data directory (stat: %v)", err)
-			}
+			r := runWithoutData(t, tc.args, exitOK, "help")
+			mentions(t, "help", r.stdout, tc.want)
 		})
+	}
+}
+
+// runWithoutData runs args on a data directory that does not exist and
+// checks the exit code, and that the command, being what (help, a usage
+// error), left the directory uncreated.
+func runWithoutData(t *testing.T, args []string, wantCode int, what string) result {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	r := run(t, dir, args...)
+	if r.code != wantCode {
+		t.Errorf("exit %d, want %d; stderr:\n%s", r.code, wantCode, r.stderr)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s touched the data directory (stat: %v)", what, err)
+	}
+	return r
+}
+
+// mentions checks that text, named name in failures, holds each of want.
+func mentions(t *testing.T, name, text string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s does not mention %q:\n%s", name, w, text)
+		}
 	}
 }
 

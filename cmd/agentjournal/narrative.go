@@ -42,11 +42,7 @@ func (c *NarrativeCommand) Run(ctx context.Context, args []string) error {
 	session := fs.Bool("session", false, "tell every run of the execution's session")
 	format := fs.String("format", "md", "render as `FORMAT`: md, html or json")
 	out := fs.String("out", "", "write to `FILE` instead of standard output")
-	pos, err := narrativeSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(narrativeSpec, fs, pos)
+	id, err := narrativeSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func TestNarrativeOfAnInterruptedSession(t *testing.T) {
 
 	_, _, stop = startServe(t, dir)
 	resumed := strings.TrimSpace(mustRun(t, dir, "resume", first, "--prompt", "go on"))
-	awaitState(t, dir, resumed, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+	awaitFinal(t, dir, resumed)
 
 	var n narrative.Narrative
 	viaDaemon := mustRun(t, dir, "narrative", resumed, "--session", "--format", "json")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -39,28 +40,25 @@ func (c *QueueCommand) Run(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return queueSpec.usageErr(fs, "unexpected argument %q (queue takes only flags)", pos[0])
 	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	q, err := cl.Queue(ctx)
-	if err != nil {
-		return fmt.Errorf("queue: %w", err)
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, q)
-	}
-	w := c.env.Stdout
-	writeLine(w, "running %d (limit %d), waiting %d", q.Running, q.MaxRunning, len(q.Queued))
-	for _, r := range q.Queued {
-		d := r.DispatchContext
-		when := "queued " + r.QueuedAt.Local().Format(time.DateTime)
-		if d.DispatchMode == eventstore.DispatchScheduled {
-			when = "scheduled for " + d.Scheduled().Local().Format(time.DateTime)
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		q, err := cl.Queue(ctx)
+		if err != nil {
+			return fmt.Errorf("queue: %w", err)
 		}
-		writeLine(w, "%3d  %s  %s  %s  %s  %s", r.Position, r.AgentExecutionID, r.Agent, d.DispatchMode,
-			strings.Join([]string{string(d.OriginSurface), d.OriginProductID}, "/"), when)
-	}
-	return nil
+		if *asJSON {
+			return writeJSONSafe(c.env.Stdout, q)
+		}
+		w := c.env.Stdout
+		writeLine(w, "running %d (limit %d), waiting %d", q.Running, q.MaxRunning, len(q.Queued))
+		for _, r := range q.Queued {
+			d := r.DispatchContext
+			when := "queued " + r.QueuedAt.Local().Format(time.DateTime)
+			if d.DispatchMode == eventstore.DispatchScheduled {
+				when = "scheduled for " + d.Scheduled().Local().Format(time.DateTime)
+			}
+			writeLine(w, "%3d  %s  %s  %s  %s  %s", r.Position, r.AgentExecutionID, r.Agent, d.DispatchMode,
+				strings.Join([]string{string(d.OriginSurface), d.OriginProductID}, "/"), when)
+		}
+		return nil
+	})
 }

@@ -37,19 +37,11 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	fs := replaySpec.newFlagSet()
 	toSeq := fs.Uint64("to-seq", 0, "replay up to and including journal sequence `N` (0 = all)")
 	asJSON := fs.Bool("json", false, `print {"state":…,"records":[…]} as JSON`)
-	pos, err := replaySpec.parse(fs, args)
+	id, err := replaySpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(replaySpec, fs, pos)
-	if err != nil {
-		return err
-	}
-	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		ref, err := lookup(ctx, s, id, c.env)
-		if err != nil {
-			return err
-		}
+	return c.env.withJournal(ctx, id, func(s eventstore.Store, ref eventstore.Reference) error {
 		var entries []eventstore.Entry
 		for e, err := range s.ReadJournal(ctx, ref, 1) {
 			if err != nil {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -287,19 +285,8 @@ func TestRunUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			r := run(t, dir, tc.args...)
-			if r.code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
-			}
-			for _, want := range tc.want {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr does not mention %q:\n%s", want, r.stderr)
-				}
-			}
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("a usage error touched the data directory (stat: %v)", err)
-			}
+			r := runWithoutData(t, tc.args, exitUsage, "a usage error")
+			mentions(t, "stderr", r.stderr, tc.want)
 		})
 	}
 }
@@ -310,16 +297,12 @@ func TestRunHelp(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
 	}
-	for _, want := range []string{
+	mentions(t, "run -h", r.stdout, []string{
 		"-- CMD ARGS...", "--owner ENTITY/ID", "--agent NAME", "--interactive", "--prompt TEXT", "--seed S", "--grace DURATION",
 		"system_restart", "SIGKILL", "exits 0 when the agent completed",
 		"Example:\n  agentjournal run -- ./my-agent --flag\n",
 		`agentjournal run --agent claude-code --prompt "fix the failing test"`,
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("run -h does not mention %q:\n%s", want, r.stdout)
-		}
-	}
+	})
 }
 
 // TestRunNoGoroutineLeak checks that run stops the policy, the runtime and

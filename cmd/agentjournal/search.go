@@ -46,41 +46,38 @@ func (c *SearchCommand) Run(ctx context.Context, args []string) error {
 	if q == "" {
 		return searchSpec.usageErr(fs, "missing QUERY (words to search for)")
 	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.Search(ctx, client.SearchRequest{Query: q, Owner: *owner, Agent: *agent, Lifecycle: *lifecycle,
-		Since: *since, Until: *until, Limit: *limit})
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == 400 {
-		return searchSpec.usageErr(fs, "%s", ae.Message)
-	}
-	if err != nil {
-		return err
-	}
-	w := c.env.Stdout
-	if *asJSON {
-		for _, h := range res.Hits {
-			if err := writeJSONSafe(w, h); err != nil {
-				return err
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		res, err := cl.Search(ctx, client.SearchRequest{Query: q, Owner: *owner, Agent: *agent, Lifecycle: *lifecycle,
+			Since: *since, Until: *until, Limit: *limit})
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == 400 {
+			return searchSpec.usageErr(fs, "%s", ae.Message)
+		}
+		if err != nil {
+			return err
+		}
+		w := c.env.Stdout
+		if *asJSON {
+			for _, h := range res.Hits {
+				if err := writeJSONSafe(w, h); err != nil {
+					return err
+				}
 			}
+			return nil
+		}
+		if len(res.Hits) == 0 {
+			fmt.Fprintln(w, "No records match.")
+			return nil
+		}
+		for _, h := range res.Hits {
+			writeLine(w, "%s  #%d  %s  %s", h.Execution, h.Sequence, h.Kind, h.Time.Local().Format("2006-01-02 15:04:05"))
+			writeLine(w, "    %s", plainSnippet(h.Snippet))
+		}
+		if res.Total > uint64(len(res.Hits)) {
+			fmt.Fprintf(w, "%d of %d matches; --limit shows more.\n", len(res.Hits), res.Total)
 		}
 		return nil
-	}
-	if len(res.Hits) == 0 {
-		fmt.Fprintln(w, "No records match.")
-		return nil
-	}
-	for _, h := range res.Hits {
-		writeLine(w, "%s  #%d  %s  %s", h.Execution, h.Sequence, h.Kind, h.Time.Local().Format("2006-01-02 15:04:05"))
-		writeLine(w, "    %s", plainSnippet(h.Snippet))
-	}
-	if res.Total > uint64(len(res.Hits)) {
-		fmt.Fprintf(w, "%d of %d matches; --limit shows more.\n", len(res.Hits), res.Total)
-	}
-	return nil
+	})
 }
 
 // plainSnippet turns the API's HTML snippet into one line of text, the

@@ -75,25 +75,22 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 	if *limit < 0 {
 		return sessionsSpec.usageErr(fs, "--limit %d: want 0 (all) or more", *limit)
 	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	list, err := cl.Sessions(ctx, client.SessionFilter{Status: contract.SessionStatus(*status), Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, map[string]any{"sessions": list})
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTATUS\tRESUMABLE\tAGENT\tRUNS\tUPDATED")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(s.SessionID), s.Status, yesNo(s.Resumable), termSafe(s.AgentID),
-			len(s.RunIDs), s.UpdatedAt.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		list, err := cl.Sessions(ctx, client.SessionFilter{Status: contract.SessionStatus(*status), Limit: *limit})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSONSafe(c.env.Stdout, map[string]any{"sessions": list})
+		}
+		tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tSTATUS\tRESUMABLE\tAGENT\tRUNS\tUPDATED")
+		for _, s := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(s.SessionID), s.Status, yesNo(s.Resumable), termSafe(s.AgentID),
+				len(s.RunIDs), s.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	})
 }
 
 func joinStatuses() string {
@@ -115,78 +112,71 @@ func yesNo(b bool) string {
 func (c *SessionCommand) Run(ctx context.Context, args []string) error {
 	fs := sessionSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	pos, err := sessionSpec.parse(fs, args)
+	id, err := sessionSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(sessionSpec, fs, pos)
-	if err != nil {
-		return err
-	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	s, err := cl.Session(ctx, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, s)
-	}
-	w := c.env.Stdout
-	fmt.Fprintf(w, "session %s: %s, resumable %s, user %s, started %s\n", termSafe(s.Session.SessionID), s.Session.Status,
-		yesNo(s.Session.Resumable), termSafe(s.Session.UserID), s.Session.StartedAt.UTC().Format(time.RFC3339))
-	if s.Session.ParentSessionID != "" {
-		fmt.Fprintf(w, "forked from session %s\n", termSafe(s.Session.ParentSessionID))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nRUN\tSTATUS\tAGENT\tTASK\tSTARTED\tNOTE")
-	for _, r := range s.Runs {
-		var note []string
-		if r.Resumes != "" {
-			note = append(note, "resumes "+r.Resumes)
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		s, err := cl.Session(ctx, id)
+		if err != nil {
+			return err
 		}
-		if r.ForkedFrom != "" {
-			note = append(note, "forks "+r.ForkedFrom)
+		if *asJSON {
+			return writeJSONSafe(c.env.Stdout, s)
 		}
-		if r.Interruption != "" {
-			note = append(note, "interrupted: "+r.Interruption)
+		w := c.env.Stdout
+		fmt.Fprintf(w, "session %s: %s, resumable %s, user %s, started %s\n", termSafe(s.Session.SessionID), s.Session.Status,
+			yesNo(s.Session.Resumable), termSafe(s.Session.UserID), s.Session.StartedAt.UTC().Format(time.RFC3339))
+		if s.Session.ParentSessionID != "" {
+			fmt.Fprintf(w, "forked from session %s\n", termSafe(s.Session.ParentSessionID))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(r.RunID), r.Status, termSafe(r.AgentID), termSafe(r.TaskID),
-			r.StartedAt.UTC().Format(time.RFC3339), termSafe(strings.Join(note, "; ")))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, t := range s.Tasks {
-		fmt.Fprintf(w, "\ntask %s [%s]: %s\n", termSafe(t.TaskID), t.Status, termSafe(t.Title))
-	}
-	if len(s.Todos) > 0 {
-		fmt.Fprintln(w, "\ntodos:")
-		for _, t := range s.Todos {
-			fmt.Fprintf(w, "  [%s] %s\n", t.Status, termSafe(t.Text))
-		}
-	}
-	if len(s.Approvals) > 0 {
-		fmt.Fprintln(w, "\napprovals:")
-		for _, a := range s.Approvals {
-			fmt.Fprintf(w, "  %s [%s] %s", termSafe(a.ApprovalID), a.Status, termSafe(a.Question))
-			if a.Answer != "" {
-				fmt.Fprintf(w, " → %s (%s)", termSafe(a.Answer), a.ResolvedBy)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nRUN\tSTATUS\tAGENT\tTASK\tSTARTED\tNOTE")
+		for _, r := range s.Runs {
+			var note []string
+			if r.Resumes != "" {
+				note = append(note, "resumes "+r.Resumes)
 			}
-			fmt.Fprintln(w)
+			if r.ForkedFrom != "" {
+				note = append(note, "forks "+r.ForkedFrom)
+			}
+			if r.Interruption != "" {
+				note = append(note, "interrupted: "+r.Interruption)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(r.RunID), r.Status, termSafe(r.AgentID), termSafe(r.TaskID),
+				r.StartedAt.UTC().Format(time.RFC3339), termSafe(strings.Join(note, "; ")))
 		}
-	}
-	if len(s.Checkpoints) > 0 {
-		fmt.Fprintln(w, "\ncheckpoints:")
-		for _, cp := range s.Checkpoints {
-			fmt.Fprintf(w, "  %s %s of %s at %d [%s]: %s\n", cp.CreatedAt.UTC().Format(time.RFC3339), termSafe(cp.CheckpointID),
-				termSafe(cp.RunID), cp.AtSequence, cp.StatusAtCapture, termSafe(cp.StateSummary.Summary))
+		if err := tw.Flush(); err != nil {
+			return err
 		}
-	}
-	return nil
+		for _, t := range s.Tasks {
+			fmt.Fprintf(w, "\ntask %s [%s]: %s\n", termSafe(t.TaskID), t.Status, termSafe(t.Title))
+		}
+		if len(s.Todos) > 0 {
+			fmt.Fprintln(w, "\ntodos:")
+			for _, t := range s.Todos {
+				fmt.Fprintf(w, "  [%s] %s\n", t.Status, termSafe(t.Text))
+			}
+		}
+		if len(s.Approvals) > 0 {
+			fmt.Fprintln(w, "\napprovals:")
+			for _, a := range s.Approvals {
+				fmt.Fprintf(w, "  %s [%s] %s", termSafe(a.ApprovalID), a.Status, termSafe(a.Question))
+				if a.Answer != "" {
+					fmt.Fprintf(w, " → %s (%s)", termSafe(a.Answer), a.ResolvedBy)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+		if len(s.Checkpoints) > 0 {
+			fmt.Fprintln(w, "\ncheckpoints:")
+			for _, cp := range s.Checkpoints {
+				fmt.Fprintf(w, "  %s %s of %s at %d [%s]: %s\n", cp.CreatedAt.UTC().Format(time.RFC3339), termSafe(cp.CheckpointID),
+					termSafe(cp.RunID), cp.AtSequence, cp.StatusAtCapture, termSafe(cp.StateSummary.Summary))
+			}
+		}
+		return nil
+	})
 }
 
 // Run implements Command.
@@ -196,27 +186,20 @@ func (c *CheckpointCommand) Run(ctx context.Context, args []string) error {
 	title := fs.String("title", "", "the checkpoint's title `TEXT` (default: the run's intent)")
 	summary := fs.String("summary", "", "the checkpoint's summary `TEXT` (default: where the run stands)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := checkpointSpec.parse(fs, args)
+	id, err := checkpointSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := oneID(checkpointSpec, fs, pos)
-	if err != nil {
+	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+		cp, err := cl.Checkpoint(ctx, id, client.CheckpointRequest{ID: *name, Title: *title, Summary: *summary})
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", id, err)
+		}
+		if *asJSON {
+			return writeJSONSafe(c.env.Stdout, cp)
+		}
+		_, err = fmt.Fprintf(c.env.Stdout, "checkpoint %s of %s at sequence %d: %s (%s)\n", termSafe(cp.CheckpointID), termSafe(cp.RunID),
+			cp.AtSequence, cp.StatusAtCapture, termSafe(cp.StateSummary.Summary))
 		return err
-	}
-	cl, err := c.env.daemon(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	cp, err := cl.Checkpoint(ctx, id, client.CheckpointRequest{ID: *name, Title: *title, Summary: *summary})
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", id, err)
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, cp)
-	}
-	_, err = fmt.Fprintf(c.env.Stdout, "checkpoint %s of %s at sequence %d: %s (%s)\n", termSafe(cp.CheckpointID), termSafe(cp.RunID),
-		cp.AtSequence, cp.StatusAtCapture, termSafe(cp.StateSummary.Summary))
-	return err
+	})
 }

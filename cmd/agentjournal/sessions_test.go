@@ -2,14 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -21,14 +19,11 @@ func TestSessionsSessionAndCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	_, _, stop := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	capture, err := filepath.Abs(filepath.Join("..", "..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	capture := todoCapture(t)
 	first := strings.TrimSpace(mustRun(t, dir, "launch", "--agent", "claude-code", "--shape", "one-shot", "--prompt", "write it", "--", agent, "replay:"+capture))
-	awaitState(t, dir, first, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+	awaitFinal(t, dir, first)
 	second := strings.TrimSpace(mustRun(t, dir, "resume", first, "--prompt", "again"))
-	awaitState(t, dir, second, "completion", func(st execution.State) bool { return st.Lifecycle.Final() })
+	awaitFinal(t, dir, second)
 
 	out := mustRun(t, dir, "checkpoint", second, "--id", "cp-review", "--title", "ready for review")
 	if !strings.Contains(out, "checkpoint cp-review of "+second) || !strings.Contains(out, "completed") {

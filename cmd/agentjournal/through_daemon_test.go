@@ -358,14 +358,7 @@ func copyDir(t *testing.T, src, dst string) {
 // worded them included. A conflicting or malformed file changes nothing.
 func TestImportThroughTheDaemonIsAtomic(t *testing.T) {
 	t.Parallel()
-	_, id, file := exportDemo(t)
-	want := readFileLines(t, file)
-	for i, line := range want {
-		if strings.Contains(line, `"decision.recorded"`) {
-			want[i] = strings.Replace(line, `"reason":"`, `"reason":"as worded before: `, 1)
-		}
-	}
-	file = writeLines(t, want)
+	id, file, want := exportReworded(t)
 	dir := t.TempDir()
 	url, _, _ := startServe(t, dir)
 

@@ -28,11 +28,7 @@ daemon.`,
 func (c *TokenCommand) Run(ctx context.Context, args []string) error {
 	fs := tokenSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print {agentExecutionId, token, allows} as JSON")
-	pos, err := tokenSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(tokenSpec, fs, pos)
+	id, err := tokenSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}

@@ -239,11 +239,7 @@ When a daemon runs for the data directory, show asks it.`,
 func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 	fs := showSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print the state as JSON")
-	pos, err := showSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(showSpec, fs, pos)
+	id, err := showSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -302,11 +298,7 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 	before := fs.Uint64("before", 0, "show items older than `CURSOR` (a journal sequence; 0 = from the newest)")
 	limit := fs.Int("limit", projections.DefaultTimelineLimit, fmt.Sprintf("at most `N` items (1 to %d)", projections.MaxTimelineLimit))
 	asJSON := fs.Bool("json", false, `print {"items":[…],"next":CURSOR}`)
-	pos, err := timelineSpec.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := oneID(timelineSpec, fs, pos)
+	id, err := timelineSpec.parseID(fs, args)
 	if err != nil {
 		return err
 	}
