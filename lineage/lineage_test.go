@@ -62,26 +62,9 @@ func journal(t testing.TB, s eventstore.Store, id string, h *eventstore.Header, 
 	return ref
 }
 
-// eventAt returns the event id of a journal's record at seq.
-func eventAt(t testing.TB, s eventstore.Store, ref eventstore.Reference, seq uint64) string {
-	t.Helper()
-	for e, err := range s.ReadJournal(context.Background(), ref, seq) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := eventstore.EventID(e.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	t.Fatalf("%s has no sequence %d", ref, seq)
-	return ""
-}
-
 func forkOf(t testing.TB, s eventstore.Store, parent eventstore.Reference, seq uint64) *eventstore.Header {
 	h := header("claude")
-	h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: eventAt(t, s, parent, seq),
+	h.ForkedFrom = &eventstore.ForkLink{JournalID: parent.JournalID, AgentExecutionID: parent.AgentExecutionID, Sequence: seq, EventID: fixtures.EventIDAt(t, s, parent, seq),
 		History: eventstore.HistoryNative}
 	return h
 }
@@ -135,7 +118,7 @@ func TestGraphOfForksResumesToolsAndInterruptions(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	f := writeFamily(t, s)
-	ev := func(ref eventstore.Reference, seq uint64) string { return eventAt(t, s, ref, seq) }
+	ev := func(ref eventstore.Reference, seq uint64) string { return fixtures.EventIDAt(t, s, ref, seq) }
 
 	g, err := lineage.Build(ctx, s)
 	if err != nil {
@@ -271,7 +254,7 @@ func TestAncestryDescendantsAndHistory(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	f := writeFamily(t, s)
-	ev := func(ref eventstore.Reference, seq uint64) string { return eventAt(t, s, ref, seq) }
+	ev := func(ref eventstore.Reference, seq uint64) string { return fixtures.EventIDAt(t, s, ref, seq) }
 
 	anc, err := lineage.Ancestry(ctx, s, "f2")
 	if err != nil {
@@ -330,7 +313,7 @@ func TestAncestryDescendantsAndHistory(t *testing.T) {
 	var got []string
 	for _, it := range h.Items {
 		got = append(got, fmt.Sprintf("%s/%d %s inherited=%v", it.ExecutionID, it.Sequence, it.Record, it.Inherited))
-		if want := eventAt(t, s, map[string]eventstore.Reference{"root": f.root, "f1": f.f1, "f2": f.f2}[it.ExecutionID], it.Sequence); it.EventID != want {
+		if want := fixtures.EventIDAt(t, s, map[string]eventstore.Reference{"root": f.root, "f1": f.f1, "f2": f.f2}[it.ExecutionID], it.Sequence); it.EventID != want {
 			t.Errorf("%s/%d: event id %s, want %s", it.ExecutionID, it.Sequence, it.EventID, want)
 		}
 	}
@@ -370,7 +353,7 @@ func TestOrigin(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	f := writeFamily(t, s)
-	id := eventAt(t, s, f.root, 2)
+	id := fixtures.EventIDAt(t, s, f.root, 2)
 	for _, within := range []string{"", "f2", "root"} {
 		o, err := lineage.FindOrigin(ctx, s, id, within)
 		if err != nil {
@@ -381,7 +364,7 @@ func TestOrigin(t *testing.T) {
 		}
 	}
 	// f1b branches after root's 5: root's 6 is not in its lineage.
-	if _, err := lineage.FindOrigin(ctx, s, eventAt(t, s, f.root, 6), "f1b"); !errors.Is(err, lineage.ErrUnknownEvent) {
+	if _, err := lineage.FindOrigin(ctx, s, fixtures.EventIDAt(t, s, f.root, 6), "f1b"); !errors.Is(err, lineage.ErrUnknownEvent) {
 		t.Errorf("a record past the fork point, within the fork: got %v, want ErrUnknownEvent", err)
 	}
 	if _, err := lineage.FindOrigin(ctx, s, "sha256:"+strings.Repeat("0", 64), ""); !errors.Is(err, lineage.ErrUnknownEvent) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/runtime"
 
 	"github.com/agentjournal/agentjournal/commands"
@@ -53,7 +54,7 @@ func TestMissionNativeCommandsReachTheirEffects(t *testing.T) {
 	r := storeRig(t, runtime.Config{StopGrace: time.Second, Snapshots: true, Terminals: terminal.NewRegistry(nil),
 		RecordingDir: filepath.Join(t.TempDir(), "recordings")})
 	rt := r.rt
-	dir := gitRepo(t, map[string]string{"widget.go": "package w\n\nfunc Widget() int { return 1 }\n", "use.go": "package w\n\nvar x = Widget()\n"})
+	dir := fixtures.GitRepo(t, map[string]string{"widget.go": "package w\n\nfunc Widget() int { return 1 }\n", "use.go": "package w\n\nvar x = Widget()\n"})
 	ref, err := rt.Launch(context.Background(), runtime.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd",
 		Agent: "generic", Posture: eventstore.PostureStructuredInteractive, Command: []string{r.agent, "wait"}, Dir: dir})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/runtime"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,22 +44,6 @@ func waitCompleted(t *testing.T, r *rig, ref eventstore.Reference) {
 	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
 		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
 	}
-}
-
-// gitRepo makes a work tree with one commit of files.
-func gitRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	writeFiles(t, dir, files)
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -157,7 +142,7 @@ func restoredStates(t *testing.T, dir string, snaps []*eventstore.SnapshotCreate
 func TestSnapshotsOfAGenericAgent(t *testing.T) {
 	r := newSnapshotRig(t)
 	initial := map[string]string{"kept.txt": "kept\n", "gone.txt": "gone\n"}
-	dir := gitRepo(t, initial)
+	dir := fixtures.GitRepo(t, initial)
 	writeFiles(t, dir, map[string]string{"untracked.txt": "before\n"})
 	script := `read l; echo one > a.txt; rm gone.txt; read l; echo two > a.txt; echo new > b.txt; echo done`
 	ref := launchShell(t, r, "t-1", dir, script)
@@ -201,7 +186,7 @@ func TestSnapshotsOfAGenericAgent(t *testing.T) {
 // the next turn starts only once the last turn's files are captured.
 func TestSnapshotsAtTurnEnds(t *testing.T) {
 	r := newSnapshotRig(t)
-	dir := gitRepo(t, map[string]string{"a.txt": "zero\n", "c.txt": "c\n"})
+	dir := fixtures.GitRepo(t, map[string]string{"a.txt": "zero\n", "c.txt": "c\n"})
 	result := `{"type":"result","subtype":"success","result":"ok"}`
 	script := `read l; echo one > a.txt; echo '` + result + `'; read l; echo two > a.txt; echo new > b.txt; rm c.txt; echo '` + result + `'; read l; exit 0`
 	// The adapter puts its flags after the program: a script file ignores
@@ -271,7 +256,7 @@ func TestNoSnapshotsOutsideAWorkTree(t *testing.T) {
 // completes.
 func TestSnapshotFailureIsADiagnostic(t *testing.T) {
 	r := newSnapshotRig(t)
-	dir := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	dir := fixtures.GitRepo(t, map[string]string{"a.txt": "a\n"})
 	// A file where the snapshot refs' directory should be: no ref can be
 	// created under it, whoever runs the test.
 	if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "agentjournal"), nil, 0o444); err != nil {
@@ -294,7 +279,7 @@ func TestSnapshotFailureIsADiagnostic(t *testing.T) {
 // Snapshots off: nothing is snapshotted or said, even in a work tree.
 func TestSnapshotsOff(t *testing.T) {
 	r := newRig(t, time.Second)
-	dir := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	dir := fixtures.GitRepo(t, map[string]string{"a.txt": "a\n"})
 	ref := launchShell(t, r, "t-5", dir, "echo b > b.txt")
 	r.wait(t, ref)
 	if n := len(snapshotRecords(t, r, ref)); n != 0 {
