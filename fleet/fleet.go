@@ -1,0 +1,363 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// DefaultLease is how long a host may go unheard before the others
+	// take it for lost.
+	DefaultLease = 10 * time.Second
+	// BeatsPerLease is how many heartbeats a host sends within its lease,
+	// so that a few lost or late ones do not make it lost.
+	BeatsPerLease = 5
+	// forgetAfter is how long the bucket keeps a heartbeat no host has
+	// renewed: a host gone for good drops out of the list then.
+	forgetAfter = 7 * 24 * time.Hour
+)
+
+// Status is what a member reports of itself in each heartbeat.
+type Status struct {
+	Capacity Capacity
+	Running  []string
+}
+
+// Config configures a member of the fleet.
+type Config struct {
+	// Conn is the connection to the log's NATS and JS its JetStream.
+	Conn *nats.Conn
+	JS   jetstream.JetStream
+	// Stream is the journal stream's name: the hosts bucket and the
+	// subjects are the stream's, so that two logs on one NATS are two
+	// fleets.
+	Stream string
+	// Replicas is how many copies the hosts bucket keeps (the stream's).
+	Replicas int
+	// Name is this host's name (ValidName); Labels its labels.
+	Name   string
+	Labels map[string]string
+	// Lease is how long the others wait for this host's next heartbeat;
+	// DefaultLease when 0.
+	Lease time.Duration
+	// Status, when set, is asked for the capacity and the running
+	// executions at each heartbeat.
+	Status func() Status
+	// Handler serves the API requests forwarded to this host; without it
+	// the host takes none.
+	Handler http.Handler
+	// Logger receives what the member cannot do; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Fleet is this daemon's membership of the fleet: its heartbeat, its view
+// of the other hosts and its end of the command routing.
+type Fleet struct {
+	cfg      Config
+	kv       jetstream.KeyValue
+	instance string
+	started  time.Time
+
+	mu      sync.Mutex
+	members map[string]member
+	beatNow chan struct{}
+
+	sub    *nats.Subscription
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	serve  chan struct{} // bounds the forwarded requests served at once
+	closed bool
+}
+
+// member is a host as this member last heard of it.
+type member struct {
+	host  Host
+	heard time.Time // by this member's clock
+}
+
+// Join makes this daemon a host of the fleet: it opens the hosts bucket,
+// refuses a name a live host holds, sends its first heartbeat, starts
+// answering forwarded requests and watching the others. ctx bounds the
+// joining only.
+func Join(ctx context.Context, cfg Config) (*Fleet, error) {
+	if err := ValidName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if cfg.Conn == nil || cfg.JS == nil || cfg.Stream == "" {
+		return nil, errors.New("fleet: join: want the log's NATS connection, its JetStream and the stream name")
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Lease < 100*time.Millisecond {
+		return nil, fmt.Errorf("fleet: lease %s is too short (want 100ms or more; %s by default)", cfg.Lease, DefaultLease)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	f := &Fleet{cfg: cfg, instance: hex.EncodeToString(b), started: time.Now().UTC(),
+		members: map[string]member{}, beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
+	kv, err := openBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
+		Replicas: max(cfg.Replicas, 1), TTL: forgetAfter, Description: "the fleet's hosts: each one's last heartbeat"})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: open the hosts bucket: %w", err)
+	}
+	f.kv = kv
+	if err := f.claim(ctx); err != nil {
+		return nil, err
+	}
+	if err := f.beat(ctx, false); err != nil {
+		return nil, fmt.Errorf("fleet: first heartbeat: %w", err)
+	}
+	if cfg.Handler != nil {
+		if f.sub, err = cfg.Conn.Subscribe(Subject(cfg.Stream, cfg.Name), f.answer); err != nil {
+			return nil, fmt.Errorf("fleet: answer on %s: %w", Subject(cfg.Stream, cfg.Name), err)
+		}
+	}
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	watcher, err := kv.WatchAll(ctx)
+	if err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("fleet: watch the hosts: %w", err), f.unsubscribe())
+	}
+	f.wg.Go(func() { f.watch(work, watcher) })
+	f.wg.Go(func() { f.beatLoop(work) })
+	return f, nil
+}
+
+// Bucket is the hosts bucket of the journal stream stream.
+func Bucket(stream string) string { return stream + "_hosts" }
+
+// Subject is where the host name of the stream's fleet takes forwarded
+// API requests.
+func Subject(stream, name string) string { return "agentjournal.fleet." + stream + ".host." + name + ".api" }
+
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	return kv, err
+}
+
+// claim refuses the name when another live process holds it: two daemons
+// under one name would take each other's commands.
+func (f *Fleet) claim(ctx context.Context) error {
+	e, err := f.kv.Get(ctx, f.cfg.Name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: read host %s: %w", f.cfg.Name, err)
+	}
+	var h Host
+	if json.Unmarshal(e.Value(), &h) != nil || h.Left {
+		return nil
+	}
+	if age := time.Since(e.Created()); age < h.Lease() {
+		return fmt.Errorf("fleet: host name %s is held by a live daemon (it started %s and was heard from %s ago); "+
+			"give this one another name (serve --host-name) or stop that one first", f.cfg.Name, h.Started.Format(time.RFC3339), age.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Name is this host's name.
+func (f *Fleet) Name() string { return f.cfg.Name }
+
+// Lease is this host's lease.
+func (f *Fleet) Lease() time.Duration { return f.cfg.Lease }
+
+// Beat asks for a heartbeat now, for a change the others should see at
+// once (a launch, an end), without waiting for the next one.
+func (f *Fleet) Beat() {
+	select {
+	case f.beatNow <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Fleet) beatLoop(ctx context.Context) {
+	t := time.NewTicker(f.cfg.Lease / BeatsPerLease)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-f.beatNow:
+		}
+		bctx, cancel := context.WithTimeout(ctx, f.cfg.Lease/BeatsPerLease)
+		if err := f.beat(bctx, false); err != nil && ctx.Err() == nil {
+			f.cfg.Logger.Warn("fleet heartbeat not sent; the others take this host for lost if none gets through within its lease",
+				"host", f.cfg.Name, "lease", f.cfg.Lease, "err", err)
+		}
+		cancel()
+	}
+}
+
+// beat puts this host's heartbeat.
+func (f *Fleet) beat(ctx context.Context, left bool) error {
+	h := Host{Name: f.cfg.Name, Instance: f.instance, Labels: f.cfg.Labels, Started: f.started, Beat: time.Now().UTC(),
+		LeaseMs: f.cfg.Lease.Milliseconds(), Left: left}
+	if f.cfg.Status != nil {
+		st := f.cfg.Status()
+		h.Capacity, h.Running = st.Capacity, st.Running
+	}
+	h.Capacity.MemoryFree, h.Capacity.MemoryTotal = memory()
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	_, err = f.kv.Put(ctx, f.cfg.Name, b)
+	return err
+}
+
+// watch keeps the members map: every heartbeat is heard when it arrives;
+// those in the bucket before are dated by when the bucket got them.
+func (f *Fleet) watch(ctx context.Context, w jetstream.KeyWatcher) {
+	defer w.Stop()
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				initial = false
+				continue
+			}
+			f.heard(e, initial)
+		}
+	}
+}
+
+func (f *Fleet) heard(e jetstream.KeyValueEntry, initial bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(f.members, e.Key())
+		return
+	}
+	var h Host
+	if err := json.Unmarshal(e.Value(), &h); err != nil || h.Name != e.Key() {
+		f.cfg.Logger.Warn("fleet: a heartbeat that does not read as a host is passed over", "key", e.Key(), "err", err)
+		return
+	}
+	if h.Name == f.cfg.Name && h.Instance != f.instance && !initial {
+		f.cfg.Logger.Error("fleet: another daemon sends heartbeats under this host's name; commands for either may reach the other",
+			"host", h.Name, "started", h.Started)
+	}
+	heard := time.Now()
+	if initial {
+		heard = e.Created()
+	}
+	f.members[h.Name] = member{host: h, heard: heard}
+}
+
+// State is how a host stands as a member sees it.
+type State string
+
+const (
+	// Live: heard from within its lease.
+	Live State = "live"
+	// Lost: not heard from for longer than its lease.
+	Lost State = "lost"
+	// Left: its last heartbeat said it closed.
+	Left State = "left"
+)
+
+// Member is a host as this member sees it now.
+type Member struct {
+	Host
+	// Heard is when this member last heard from it, by its own clock.
+	Heard time.Time
+	State State
+	// Self marks this daemon's own host.
+	Self bool
+}
+
+func (f *Fleet) view(m member, now time.Time) Member {
+	v := Member{Host: m.host, Heard: m.heard, State: Live, Self: m.host.Name == f.cfg.Name}
+	switch {
+	case m.host.Left:
+		v.State = Left
+	case now.Sub(m.heard) > m.host.Lease():
+		v.State = Lost
+	}
+	return v
+}
+
+// Members lists the hosts this member knows of, by name.
+func (f *Fleet) Members() []Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	out := make([]Member, 0, len(f.members))
+	for _, name := range slices.Sorted(maps.Keys(f.members)) {
+		out = append(out, f.view(f.members[name], now))
+	}
+	return out
+}
+
+// Member returns the host name as this member sees it; false when it has
+// never heard of it.
+func (f *Fleet) Member(name string) (Member, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.members[name]
+	if !ok {
+		return Member{}, false
+	}
+	return f.view(m, time.Now()), true
+}
+
+// Close stops answering forwarded requests and sending heartbeats, and
+// sends a last one that says this host left, so that the others need not
+// wait out its lease. A host that dies instead is lost once its lease
+// passes.
+func (f *Fleet) Close(ctx context.Context) error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.mu.Unlock()
+	err := f.unsubscribe()
+	f.cancel()
+	f.wg.Wait()
+	if berr := f.beat(ctx, true); berr != nil {
+		err = errors.Join(err, fmt.Errorf("fleet: last heartbeat: %w", berr))
+	}
+	return err
+}
+
+func (f *Fleet) unsubscribe() error {
+	if f.sub == nil {
+		return nil
+	}
+	// Drain lets the requests being answered finish.
+	return f.sub.Drain()
+}
