@@ -146,7 +146,9 @@ func Bucket(stream string) string { return stream + "_hosts" }
 
 // Subject is where the host name of the stream's fleet takes forwarded
 // API requests.
-func Subject(stream, name string) string { return "agentjournal.fleet." + stream + ".host." + name + ".api" }
+func Subject(stream, name string) string {
+	return "agentjournal.fleet." + stream + ".host." + name + ".api"
+}
 
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
