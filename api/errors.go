@@ -88,6 +88,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: "type", message: err.Error()}
 	case errors.Is(err, runtime.ErrBadMessage):
 		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidField, field: "payload", message: err.Error()}
+	case errors.Is(err, runtime.ErrNotRunning):
+		return conflict("%v", err)
 	case errors.Is(err, eventstore.ErrJournalNotFound), errors.Is(err, projections.ErrNotFound), errors.Is(err, terminal.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: wire.CodeNotFound, message: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -48,6 +48,7 @@ func answers200[T any]() wireBody {
 var wireBodies = map[string]wireBody{
 	"GET /healthz":       answers200[wire.Health](),
 	"GET /v1/agents":     answers200[wire.AgentCatalog](),
+	"GET /v1/hosts":      answers200[wire.Hosts](),
 	"GET /v1/executions": answers200[wire.Executions](),
 	"POST /v1/executions": {request: typeOf[wire.LaunchRequest](),
 		answers: map[string]reflect.Type{"201": typeOf[wire.Launched]()}},

@@ -126,6 +126,10 @@ type Config struct {
 	// decides on when the daemons of its log share them; /healthz shows
 	// it.
 	PolicyShare func() PolicyShare
+	// Fleet, when set, is this daemon's membership of the fleet of hosts
+	// sharing its log: commands for an execution another host runs are
+	// forwarded there (route.go), and GET /v1/hosts lists the hosts.
+	Fleet Fleet
 	// Logger receives server errors. Nil discards them.
 	Logger *slog.Logger
 	// MaxBody bounds a request body; DefaultMaxBody when 0.
@@ -290,6 +294,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}", fullToken, s.readExecution)
 	s.handle("GET /v1/queue", fullToken, s.queue)
 	s.handle("GET /v1/agents", fullToken, s.listAgents)
+	s.handle("GET /v1/hosts", fullToken, s.listHosts)
 	s.handle("POST /v1/executions/{id}/stop", fullToken, s.stop)
 	s.handle("POST /v1/executions/{id}/token", fullToken, s.mintToken)
 	s.handle("POST /v1/executions/{id}/messages", fullToken, s.sendMessage)
@@ -376,6 +381,14 @@ func (s *Server) handle(pattern string, acc access, h func(http.ResponseWriter, 
 			s.writeError(w, r, forbidden("this token is scoped to execution %s and cannot act on %s", id, r.PathValue("id")))
 			return
 		}
+		if hostBound[pattern] {
+			if done, err := s.route(w, r); done || err != nil {
+				if err != nil {
+					s.writeError(w, r, err)
+				}
+				return
+			}
+		}
 		if r.Method != http.MethodGet && hasID {
 			if err := s.refuseDamaged(r.PathValue("id")); err != nil {
 				s.writeError(w, r, err)
@@ -421,6 +434,7 @@ var ownPace = map[string]bool{
 	"GET /v1/journals/{id}/entries":              true,
 	"GET /v1/queue":                              true,
 	"GET /v1/agents":                             true,
+	"GET /v1/hosts":                              true,
 	"POST /v1/executions/{id}/token":             true,
 	"POST /v1/executions/{id}/terminal":          true,
 	"POST /v1/executions/{id}/terminal/attach":   true,

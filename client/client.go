@@ -394,6 +394,14 @@ func deref(v *uint64) uint64 {
 	return *v
 }
 
+// Hosts lists the hosts of the fleet sharing the daemon's log (GET
+// /v1/hosts), by name, as that daemon sees them.
+func (c *Client) Hosts(ctx context.Context) (Hosts, error) {
+	var out Hosts
+	err := c.do(ctx, http.MethodGet, "/v1/hosts", nil, nil, &out)
+	return out, err
+}
+
 // Agents lists the agents the daemon launches (GET /v1/agents), in the
 // order it offers them.
 func (c *Client) Agents(ctx context.Context) ([]Agent, error) {

@@ -10,6 +10,11 @@ type (
 	// AgentCatalog is the answer of Agents.
 	AgentCatalog = wire.AgentCatalog
 
+	// Hosts is the answer of Hosts: the fleet as the daemon sees it.
+	Hosts = wire.Hosts
+	// Host is one host of the fleet.
+	Host = wire.Host
+
 	// Health is the answer of GET /healthz.
 	Health = wire.Health
 	// Storage is the daemon's last measurement of the disk holding its

@@ -12,6 +12,7 @@ import (
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fleet"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -110,6 +111,14 @@ type Config struct {
 	TerminalOutput io.Writer
 	TerminalSize   func() (cols, rows uint16)
 	OnInputRequest func(ref eventstore.Reference, req *eventstore.NeedsInputSignal)
+	// HostName is this daemon's name in the fleet of daemons sharing its
+	// log (fleet.ValidName); fleet.DefaultName(DataDir) when empty.
+	HostName string
+	// Labels are this host's labels, for placing launches.
+	Labels map[string]string
+	// Lease is how long this host may go unheard before the others take
+	// it for lost; fleet.DefaultLease when 0.
+	Lease time.Duration
 	// Recovered hears of every execution that Open found left running by a
 	// host that is gone and marked terminated; when nil, each is logged as
 	// a warning.
@@ -157,6 +166,14 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if c.HostName != "" {
+		if err := fleet.ValidName(c.HostName); err != nil {
+			add("%v", err)
+		}
+	}
+	if c.Lease < 0 {
+		add("Lease %s is negative (want a duration, or 0 for %s)", c.Lease, fleet.DefaultLease)
+	}
 	if c.MaxRunning < 0 {
 		add("MaxRunning %d is negative (want 1 or more, or 0 for the number of CPUs)", c.MaxRunning)
 	}
@@ -182,6 +199,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StopGrace == 0 {
 		c.StopGrace = DefaultStopGrace
+	}
+	if c.HostName == "" {
+		c.HostName = fleet.DefaultName(c.DataDir)
 	}
 	return c
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/mcp"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fleet"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
@@ -37,6 +38,7 @@ type Daemon struct {
 	index *search.Index
 	terms *terminal.Registry
 	rt    *runtime.Runtime
+	fleet *fleet.Fleet
 	srv   *api.Server
 	// late reaches srv from the parts built before it: the runtime's
 	// launch environment and the MCP handler.
@@ -104,6 +106,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.onClose("store", func(context.Context) error { return d.store.Close() })
+	if err := d.joinFleet(ctx); err != nil {
+		return nil, err
+	}
 	if err := d.openViews(ctx); err != nil {
 		return nil, err
 	}
@@ -131,6 +136,39 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// joinFleet makes this daemon a host of the fleet on its log, first of
+// the parts that act, so that a name another live daemon holds is refused
+// before anything starts. Until the API is built, requests forwarded here
+// are answered that the host is starting.
+func (d *Daemon) joinFleet(ctx context.Context) error {
+	replicas := 1
+	if info := d.bus.Stream().CachedInfo(); info != nil {
+		replicas = info.Config.Replicas
+	}
+	f, err := fleet.Join(ctx, fleet.Config{
+		Conn: d.bus.Conn(), JS: d.bus.JetStream(), Stream: d.bus.StreamName(), Replicas: replicas,
+		Name: d.cfg.HostName, Labels: d.cfg.Labels, Lease: d.cfg.Lease, Handler: &d.late, Logger: d.logger,
+		Status: d.hostStatus,
+	})
+	if err != nil {
+		return err
+	}
+	d.fleet = f
+	d.onClose("fleet membership", f.Close)
+	return nil
+}
+
+// hostStatus is what this host's heartbeats say of it.
+func (d *Daemon) hostStatus() fleet.Status {
+	if d.rt == nil {
+		return fleet.Status{}
+	}
+	return fleet.Status{
+		Capacity: fleet.Capacity{MaxRunning: d.rt.MaxRunning(), Running: d.rt.Running(), Queued: len(d.rt.Queue())},
+		Running:  d.rt.RunningIDs(),
+	}
 }
 
 // openViews opens the read models, rebuilding them from the log when the
@@ -304,7 +342,7 @@ func (d *Daemon) openRuntime() {
 		RecordingDir: l.Recordings(), OutputDir: l.Output(), HostDir: l.Hosted(),
 		Snapshots: cfg.Snapshots, MaxRunning: cfg.MaxRunning,
 		Processed: d.views.ProcessedID, LaunchEnv: d.launchEnv,
-		Supervisor: cfg.Supervisor, LeaveRunning: cfg.LeaveRunning,
+		Supervisor: cfg.Supervisor, LeaveRunning: cfg.LeaveRunning, Host: cfg.HostName,
 	}
 	if cfg.Supervisor != nil {
 		rc.SupervisedDir = l.Supervised()
@@ -386,6 +424,7 @@ func (d *Daemon) serve(ln net.Listener, decisions *api.Decisions, share func() a
 		return api.DiskSpace{Dir: s.Dir, Free: s.Free, Reserve: s.Reserve, Full: s.Full}, ok
 	}
 	acfg.PolicyShare = share
+	acfg.Fleet = d.fleet
 	if d.cfg.ConfigureAPI != nil {
 		d.cfg.ConfigureAPI(&acfg)
 	}
@@ -494,6 +533,9 @@ func (d *Daemon) Store() *eventstore.JetStreamStore { return d.store }
 
 // Views are the read models.
 func (d *Daemon) Views() *projections.DB { return d.views }
+
+// Fleet is this daemon's membership of the fleet on its log.
+func (d *Daemon) Fleet() *fleet.Fleet { return d.fleet }
 
 // Runtime runs the agents.
 func (d *Daemon) Runtime() *runtime.Runtime { return d.rt }

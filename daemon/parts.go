@@ -166,6 +166,17 @@ func (l *lateServer) get() *api.Server {
 	return l.srv
 }
 
+// ServeHTTP serves the requests other hosts of the fleet forward here,
+// once the server is built (api.Server.RoutedHandler).
+func (l *lateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := l.get()
+	if s == nil {
+		http.Error(w, `{"error":{"code":"unavailable","message":"this host is still starting; retry"}}`, http.StatusServiceUnavailable)
+		return
+	}
+	s.RoutedHandler().ServeHTTP(w, r)
+}
+
 // ScopedToken implements the runtime's launch environment's need.
 func (l *lateServer) ScopedToken(id string) string {
 	if s := l.get(); s != nil {

@@ -156,6 +156,11 @@ type StateChanged struct {
 	CurrentInputRequestID InputRequest `json:"currentInputRequestId,omitzero"`
 	// Reason explains a transition, e.g. "exit status 2" or "system_restart".
 	Reason string `json:"reason,omitempty"`
+	// Host is the fleet host whose runtime started the agent's process or
+	// attached to it, on the change to running; absent on other changes
+	// and on journals written before hosts were named. Commands for the
+	// execution are routed to it.
+	Host string `json:"host,omitempty"`
 }
 
 // ActivityUpdated records compressible activity and telemetry. Replay never

@@ -227,6 +227,9 @@ func (s *State) applyStateChanged(r *eventstore.StateChanged) []TimelineItem {
 		// change how the execution ended.
 		return nil
 	}
+	if r.Host != "" {
+		s.Host = r.Host
+	}
 	attention, activity, request := r.Attention, r.Activity, r.CurrentInputRequestID
 	if on, final := EndEvent(r.Lifecycle); final {
 		if m := NextAttention(s, on); m.Moves {

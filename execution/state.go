@@ -84,6 +84,11 @@ type State struct {
 	// queued or scheduled one that is still starting has not started yet.
 	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
 
+	// Host is the fleet host that runs or ran the agent's process (the
+	// newest running change that names one); empty before it started and
+	// for journals written before hosts were named.
+	Host string `json:"host,omitempty"`
+
 	// Interrupted is set when the run was cut short (interruption.go).
 	Interrupted *Interrupted `json:"interrupted,omitempty"`
 

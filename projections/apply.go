@@ -40,7 +40,7 @@ func SummaryOf(s *execution.State) Summary {
 		CurrentInputRequestID: s.CurrentInputRequestID,
 		CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
-		LatestActivity: s.Latest.Activity, SessionID: s.SessionID,
+		LatestActivity: s.Latest.Activity, SessionID: s.SessionID, Host: s.Host,
 	}
 }
 

@@ -65,11 +65,53 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 			desc.Messages = commands.ViewOf(st).Messages
 		}
 	}
+	if err := rt.answerable(ref, desc, p, in); err != nil {
+		return MessageAck{}, err
+	}
 	m, err := rt.accept(ctx, ref, desc, &in)
 	if err != nil || m.dup != nil {
 		return m.ack(), err
 	}
 	return rt.deliverAccepted(ctx, ref, p, m, in.launchArgument)
+}
+
+// answerable refuses an answer that no process here can take, before it
+// is recorded: an accepted answer closes its request, and one closed for
+// an agent that never heard the answer strands it (it waits on, and its
+// real answer is refused as not open). The caller learns why, and the
+// request stays open for an answer sent where the agent runs. A retried
+// answer (its id recorded before) passes, to get its first
+// acknowledgement; so does one whose descriptor asks for no delivery.
+func (rt *Runtime) answerable(ref eventstore.Reference, desc eventstore.ProtocolDescriptor, p *process, in SendMessageInput) error {
+	if in.Type != "answer" || p.alive() {
+		return nil
+	}
+	if md, ok := desc.Message(in.Type); ok && md.Delivery == eventstore.DeliveryNoneMode {
+		return nil
+	}
+	if in.MessageID != "" {
+		if _, seen, err := rt.processed(ref, false, in.MessageID); err != nil || seen {
+			return err
+		}
+	}
+	where := "this daemon"
+	if rt.cfg.Host != "" {
+		where = "host " + rt.cfg.Host
+	}
+	return fmt.Errorf("answer to %s: %w on %s: the answer is not recorded and its request stays open", ref.AgentExecutionID, ErrNotRunning, where)
+}
+
+// alive reports a process that has not exited; false for nil.
+func (p *process) alive() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // accepted is a message recorded as accepted, not delivered yet; dup is

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -402,6 +403,13 @@ func (rt *Runtime) Running() int {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return len(rt.live)
+}
+
+// RunningIDs lists the executions live here, sorted.
+func (rt *Runtime) RunningIDs() []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return slices.Sorted(maps.Keys(rt.live))
 }
 
 // queued reports whether an execution waits in the queue, so that Recover

@@ -312,7 +312,7 @@ func (rt *Runtime) register(p *process) {
 		reason = fmt.Sprintf("process %d started", c.pid())
 	}
 	if err := rt.appendState(p.ref, "lifecycle:running", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning,
-		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+		Attention: eventstore.AttentionAutonomous, Activity: eventstore.ActivityIdle, Reason: reason, Host: rt.cfg.Host}); err != nil {
 		rt.cfg.Logger.Error("record running", "execution", p.ref.AgentExecutionID, "err", err)
 	}
 }

@@ -93,6 +93,10 @@ type Config struct {
 	// recorded: a host with no
 	// operator to ask (the run command) answers it through SendMessage.
 	OnInputRequest func(ref eventstore.Reference, req *eventstore.NeedsInputSignal)
+	// Host is this runtime's name in the fleet of hosts that share its log
+	// (package fleet); each change to running names it, so that commands
+	// for an execution reach the host that runs it. Empty names none.
+	Host string
 	// HostDir, when set, holds a file for every execution this runtime
 	// launched and has not seen end, so that Recover(RecoverHosted) after a
 	// crash of the host finds exactly its own orphans, also on a log that

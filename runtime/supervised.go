@@ -365,7 +365,7 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *exe
 	rt.mu.Unlock()
 	rt.rearmTimeout(p, st)
 	if err := rt.appendState(ref, fmt.Sprintf("attached:%d", time.Now().UnixNano()), &eventstore.StateChanged{
-		Lifecycle: eventstore.LifecycleRunning, Reason: fmt.Sprintf("attached after a restart of its host to the agent (process %d), which ran on meanwhile", h.AgentPID())}); err != nil {
+		Lifecycle: eventstore.LifecycleRunning, Reason: fmt.Sprintf("attached after a restart of its host to the agent (process %d), which ran on meanwhile", h.AgentPID()), Host: rt.cfg.Host}); err != nil {
 		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
 	}
 	rt.followSupervised(p, c)
@@ -449,7 +449,7 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 		reason += ", which resumes session " + session
 	}
 	if err := rt.appendState(ref, fmt.Sprintf("attached:%d", time.Now().UnixNano()), &eventstore.StateChanged{
-		Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+		Lifecycle: eventstore.LifecycleRunning, Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason, Host: rt.cfg.Host}); err != nil {
 		rt.cfg.Logger.Error("record attach", "execution", ref.AgentExecutionID, "err", err)
 	}
 	return true, nil

@@ -34,6 +34,8 @@ type Summary struct {
 	LatestActivity eventstore.Activity `json:"latestActivity,omitempty"`
 	// SessionID is the execution's session (State.SessionID).
 	SessionID string `json:"sessionId,omitempty"`
+	// Host is the fleet host that runs or ran it (State.Host).
+	Host string `json:"host,omitempty"`
 }
 
 // Execution is an execution as the API shows it: its projected state
