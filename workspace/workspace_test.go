@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/workspace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -75,8 +76,8 @@ func dirtyRepo(t *testing.T) string {
 }
 
 // withoutIgnored is a work tree's files less the ones dirtyRepo ignores.
-func withoutIgnored(files map[string]file) map[string]file {
-	out := map[string]file{}
+func withoutIgnored(files map[string]fixtures.TreeFile) map[string]fixtures.TreeFile {
+	out := map[string]fixtures.TreeFile{}
 	for p, f := range files {
 		if strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "build/") {
 			continue
@@ -122,7 +123,7 @@ func TestSnapshotCapturesWorkTreeAndLeavesUserStateAlone(t *testing.T) {
 	if got != fork {
 		t.Fatalf("restore returned %s, want %s", got, fork)
 	}
-	if diff := cmp.Diff(withoutIgnored(before.Files), tree(t, fork)); diff != "" {
+	if diff := cmp.Diff(withoutIgnored(before.Files), fixtures.ReadTree(t, fork)); diff != "" {
 		t.Fatalf("restored worktree differs from the snapshotted work tree (-original +restored):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
@@ -167,7 +168,7 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 			if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Commit, fork); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(before.Files, tree(t, fork)); diff != "" {
+			if diff := cmp.Diff(before.Files, fixtures.ReadTree(t, fork)); diff != "" {
 				t.Fatalf("restored (-original +restored):\n%s", diff)
 			}
 		})
@@ -197,7 +198,7 @@ func TestNotGit(t *testing.T) {
 	if _, err := workspace.Snapshot(ctx, bare, "ae-1", 1); !errors.Is(err, workspace.ErrNotGit) {
 		t.Fatalf("snapshot of a bare repository: %v, want ErrNotGit", err)
 	}
-	if got := tree(t, dir); len(got) != 1 {
+	if got := fixtures.ReadTree(t, dir); len(got) != 1 {
 		t.Fatalf("plain directory now holds %v, want only a.txt", got)
 	}
 }
@@ -474,7 +475,7 @@ func TestRemoveWorktree(t *testing.T) {
 	if list := run(t, dir, "worktree", "list", "--porcelain"); strings.Contains(list, "ae-fork") {
 		t.Fatalf("git still lists the fork's worktree:\n%s", list)
 	}
-	if got := tree(t, dir); got["a.txt"].Content != "a\n" {
+	if got := fixtures.ReadTree(t, dir); got["a.txt"].Content != "a\n" {
 		t.Fatalf("user's a.txt is %q", got["a.txt"].Content)
 	}
 }
@@ -486,7 +487,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	ctx := testCtx(t)
 	dir := dirtyRepo(t)
 	before := stateOf(t, dir)
-	want := tree(t, dir)
+	want := fixtures.ReadTree(t, dir)
 	const turns = 5
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -524,7 +525,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, caps[1][turns-1].Ref, fork); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(withoutIgnored(want), tree(t, fork)); diff != "" {
+	if diff := cmp.Diff(withoutIgnored(want), fixtures.ReadTree(t, fork)); diff != "" {
 		t.Fatalf("restored (-original +restored):\n%s", diff)
 	}
 }
@@ -554,7 +555,7 @@ func TestSnapshotOfAFork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forkFiles := tree(t, fork)
+	forkFiles := fixtures.ReadTree(t, fork)
 
 	fc, err := workspace.Snapshot(ctx, fork, "ae-fork", 1)
 	if err != nil {
@@ -573,7 +574,7 @@ func TestSnapshotOfAFork(t *testing.T) {
 	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, fork, fc.Ref, again); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(forkFiles, tree(t, again)); diff != "" {
+	if diff := cmp.Diff(forkFiles, fixtures.ReadTree(t, again)); diff != "" {
 		t.Fatalf("fork of the fork (-fork +restored):\n%s", diff)
 	}
 }
