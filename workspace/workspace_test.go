@@ -22,6 +22,19 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// checkRestore restores the snapshot ref of dir into a new directory and
+// fails the test unless that holds want.
+func checkRestore(t *testing.T, dir, ref string, want map[string]fixtures.TreeFile) {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "restored")
+	if _, err := workspace.Restore(testCtx(t), workspace.ModeSnapshot, dir, ref, to); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, fixtures.ReadTree(t, to)); diff != "" {
+		t.Fatalf("restored from %s (-want +restored):\n%s", ref, diff)
+	}
+}
+
 // odd names a work tree can hold that a careless command line would split,
 // quote or mangle.
 var oddNames = []string{"space name.txt", "new\nline.txt", "ünïcødé/файл.txt", "-dash.txt", "tab\there.txt", `back\slash.txt`}
@@ -164,13 +177,7 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 			if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 				t.Fatalf("the snapshot changed the user's repository (-before +after):\n%s", diff)
 			}
-			fork := filepath.Join(t.TempDir(), "fork")
-			if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Commit, fork); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(before.Files, fixtures.ReadTree(t, fork)); diff != "" {
-				t.Fatalf("restored (-original +restored):\n%s", diff)
-			}
+			checkRestore(t, dir, c.Commit, before.Files)
 		})
 	}
 }
@@ -521,13 +528,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 		t.Fatalf("concurrent snapshots changed the user's repository (-before +after):\n%s", diff)
 	}
-	fork := filepath.Join(t.TempDir(), "fork")
-	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, caps[1][turns-1].Ref, fork); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(withoutIgnored(want), fixtures.ReadTree(t, fork)); diff != "" {
-		t.Fatalf("restored (-original +restored):\n%s", diff)
-	}
+	checkRestore(t, dir, caps[1][turns-1].Ref, withoutIgnored(want))
 }
 
 // TestSnapshotOfAFork: a fork's worktree is itself snapshotted at its turns;
@@ -570,11 +571,5 @@ func TestSnapshotOfAFork(t *testing.T) {
 	if diff := cmp.Diff(userBefore, stateOf(t, dir)); diff != "" {
 		t.Fatalf("snapshotting the fork changed the user's repository (-before +after):\n%s", diff)
 	}
-	again := filepath.Join(t.TempDir(), "fork-of-fork")
-	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, fork, fc.Ref, again); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(forkFiles, fixtures.ReadTree(t, again)); diff != "" {
-		t.Fatalf("fork of the fork (-fork +restored):\n%s", diff)
-	}
+	checkRestore(t, fork, fc.Ref, forkFiles)
 }
