@@ -106,10 +106,7 @@ func TestSnapshotCapturesWorkTreeAndLeavesUserStateAlone(t *testing.T) {
 	before := stateOf(t, dir)
 
 	// From a subdirectory: the whole work tree is captured all the same.
-	c, err := workspace.Snapshot(ctx, filepath.Join(dir, "sub"), "ae-1", 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, filepath.Join(dir, "sub"), "ae-1", 7)
 
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 		t.Fatalf("the snapshot changed the user's repository (-before +after):\n%s", diff)
@@ -153,7 +150,6 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 		staged bool // with a staged file there is an index file; without, none
 	}{{"no index", false}, {"staged file", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
 			dir := newRepo(t)
 			write(t, dir, "a.txt", "a\n")
 			write(t, dir, "dir/b.txt", "b\n")
@@ -164,10 +160,7 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 			if (before.Index != nil) != tc.staged {
 				t.Fatalf("index file present: %v, want %v", before.Index != nil, tc.staged)
 			}
-			c, err := workspace.Snapshot(ctx, dir, "ae-unborn", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustSnapshot(t, dir, "ae-unborn", 1)
 			if c.Parent != "" || c.Added != 2 || c.Files != 2 || c.Modified != 0 || c.Deleted != 0 {
 				t.Fatalf("capture %+v, want no parent, 2 files, 2 added", c)
 			}
@@ -310,6 +303,17 @@ func TestHostileIDs(t *testing.T) {
 	}
 }
 
+// mustSnapshot snapshots dir for the execution id at seq, failing the test
+// on an error.
+func mustSnapshot(t *testing.T, dir, id string, seq uint64) *workspace.Capture {
+	t.Helper()
+	c, err := workspace.Snapshot(testCtx(t), dir, id, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func mustList(t *testing.T, dir string, exec ...string) []workspace.Ref {
 	t.Helper()
 	refs, err := workspace.List(context.Background(), dir, exec...)
@@ -323,10 +327,7 @@ func TestSnapshotTwiceAtOneSequence(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	first, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustSnapshot(t, dir, "ae-1", 1)
 	again, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
 	if err != nil || again.Commit != first.Commit {
 		t.Fatalf("retaking an unchanged snapshot: %v, %v; want commit %s", again, err, first.Commit)
@@ -344,15 +345,12 @@ func TestRestorePrunedSnapshot(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 3)
 	if _, err := workspace.Prune(ctx, dir, workspace.Filter{ExecutionID: "ae-1"}); err != nil {
 		t.Fatal(err)
 	}
 	fork := filepath.Join(t.TempDir(), "fork")
-	_, err = workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Ref, fork)
+	_, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Ref, fork)
 	if !errors.Is(err, workspace.ErrSnapshotMissing) || !strings.Contains(err.Error(), "refs/agentjournal/ae-1/3") {
 		t.Fatalf("restore of a pruned snapshot: %v, want ErrSnapshotMissing naming the ref", err)
 	}
@@ -388,9 +386,7 @@ func TestPruneLeavesOtherRefsAlone(t *testing.T) {
 		exec string
 		seq  uint64
 	}{{"ae-1", 1}, {"ae-1", 2}, {"ae-1", 10}, {"ae-2", 1}} {
-		if _, err := workspace.Snapshot(ctx, dir, s.exec, s.seq); err != nil {
-			t.Fatal(err)
-		}
+		mustSnapshot(t, dir, s.exec, s.seq)
 	}
 	allRefs := func() []string {
 		return strings.Split(strings.TrimSpace(run(t, dir, "for-each-ref", "--format=%(refname) %(objectname)")), "\n")
@@ -454,10 +450,7 @@ func TestRemoveWorktree(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 1)
 	root := workspace.WorktreeRoot(t.TempDir())
 	fork, err := workspace.WorktreeDir(filepath.Dir(root), "ae-fork")
 	if err != nil {
@@ -536,10 +529,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 func TestSnapshotOfAFork(t *testing.T) {
 	ctx := testCtx(t)
 	dir := dirtyRepo(t)
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 1)
 	fork, err := workspace.WorktreeDir(t.TempDir(), "ae-fork")
 	if err != nil {
 		t.Fatal(err)
@@ -558,10 +548,7 @@ func TestSnapshotOfAFork(t *testing.T) {
 	}
 	forkFiles := fixtures.ReadTree(t, fork)
 
-	fc, err := workspace.Snapshot(ctx, fork, "ae-fork", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fc := mustSnapshot(t, fork, "ae-fork", 1)
 	if fc.Parent != c.Commit || fc.Added != 1 || fc.Modified != 1 || fc.Deleted != 0 {
 		t.Fatalf("fork's capture %+v, want parent %s, 1 added, 1 modified", fc, c.Commit)
 	}
