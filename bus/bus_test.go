@@ -77,13 +77,7 @@ func TestOpenCreatesStream(t *testing.T) {
 	if dup := publish(t, b.JetStream(), testSubject, "hello", "rec-1"); !dup.Duplicate || dup.Sequence != 1 {
 		t.Errorf("republish with the same Msg-Id: duplicate=%v seq=%d, want duplicate=true seq=1", dup.Duplicate, dup.Sequence)
 	}
-	msg, err := b.Stream().GetLastMsgForSubject(ctx, testSubject)
-	if err != nil {
-		t.Fatalf("get last msg: %v", err)
-	}
-	if got, want := string(msg.Data), "hello"; got != want {
-		t.Errorf("data = %q, want %q", got, want)
-	}
+	checkLast(t, b, "the bus", "hello")
 
 	if err := b.Stream().DeleteMsg(ctx, 1); err == nil {
 		t.Errorf("DeleteMsg succeeded, want it refused by DenyDelete")
@@ -249,13 +243,7 @@ func TestListenAcceptsOtherClients(t *testing.T) {
 	_, js := fixtures.ConnectJetStream(t, b, url)
 	publish(t, js, testSubject, "from outside", "rec-1")
 
-	msg, err := b.Stream().GetLastMsgForSubject(t.Context(), testSubject)
-	if err != nil {
-		t.Fatalf("get last msg: %v", err)
-	}
-	if got, want := string(msg.Data), "from outside"; got != want {
-		t.Errorf("data = %q, want %q", got, want)
-	}
+	checkLast(t, b, "the bus", "from outside")
 }
 
 // TestListenRefusesStrangersAndDeletions: a raw NATS client without the
@@ -366,13 +354,7 @@ func TestExternalURL(t *testing.T) {
 	if !a.Conn().IsConnected() {
 		t.Fatalf("A's connection is %v after B closed, want connected", a.Conn().Status())
 	}
-	msg, err := a.Stream().GetLastMsgForSubject(t.Context(), testSubject)
-	if err != nil {
-		t.Fatalf("read through A after B closed: %v", err)
-	}
-	if got, want := string(msg.Data), "via url"; got != want {
-		t.Errorf("data = %q, want %q", got, want)
-	}
+	checkLast(t, a, "A after B closed", "via url")
 }
 
 func TestSyncInterval(t *testing.T) {
@@ -515,6 +497,19 @@ func withOpts(cfg bus.Config, opts ...func(*bus.Config)) bus.Config {
 		o(&cfg)
 	}
 	return cfg
+}
+
+// checkLast fails the test unless the last record on testSubject, read
+// through b (through names it in the failure), holds want.
+func checkLast(t *testing.T, b *bus.Bus, through, want string) {
+	t.Helper()
+	msg, err := b.Stream().GetLastMsgForSubject(t.Context(), testSubject)
+	if err != nil {
+		t.Fatalf("read the last record through %s: %v", through, err)
+	}
+	if got := string(msg.Data); got != want {
+		t.Errorf("last record through %s = %q, want %q", through, got, want)
+	}
 }
 
 func publish(t *testing.T, js jetstream.JetStream, subject, data, id string) *jetstream.PubAck {

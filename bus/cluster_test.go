@@ -101,13 +101,7 @@ func TestClusterReplicatesTheStream(t *testing.T) {
 		t.Errorf("ack sequence = %d, want 1", ack.Sequence)
 	}
 	for i, b := range buses {
-		msg, err := b.Stream().GetLastMsgForSubject(ctx, testSubject)
-		if err != nil {
-			t.Fatalf("read through node %d: %v", i, err)
-		}
-		if got, want := string(msg.Data), "replicated"; got != want {
-			t.Errorf("node %d: data = %q, want %q", i, got, want)
-		}
+		checkLast(t, b, fmt.Sprintf("node %d", i), "replicated")
 	}
 
 	// A process joining with the default of 1 replica does not take copies

@@ -668,6 +668,18 @@ func sayHello(t *testing.T, agent, bin string, env func(testing.TB, string) []st
 	return r, ref, srv
 }
 
+// checkHelloRequest fails the test unless the model server had one
+// conversation request, one that ok accepts (want says which), and it holds
+// sayHello's prompt.
+func checkHelloRequest(t *testing.T, srv *modelserver.Server, want string, ok func(modelserver.Request) bool) {
+	t.Helper()
+	conv := srv.Conversation()
+	if len(conv) != 1 || !ok(conv[0]) {
+		t.Fatalf("conversation requests:\n%s\nwant one %s", requestsOf(srv), want)
+	}
+	checkPrompted(t, conv[0], "Say hello")
+}
+
 // checkOneMessage fails the test unless the execution's messages are
 // the model's text, as one message.
 func (r *rig) checkOneMessage(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, text string) {
@@ -734,6 +746,28 @@ func (r *rig) awaitPermission(t *testing.T, ref eventstore.Reference, srv *model
 	return req
 }
 
+// answerReal answers the permission request req through the journal and
+// waits for the end of the turn.
+func (r *rig) answerReal(t *testing.T, ref eventstore.Reference, srv *modelserver.Server, req *eventstore.NeedsInputSignal, answer string) {
+	t.Helper()
+	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": answer}); ack.Delivery != eventstore.DeliveryDelivered {
+		t.Fatalf("answer: %+v", ack)
+	}
+	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+}
+
+// playedOut returns the model server's conversation requests, failing the
+// test unless there are n of them and the script played to its end
+// without a request past it.
+func playedOut(t *testing.T, srv *modelserver.Server, n int) []modelserver.Request {
+	t.Helper()
+	conv := srv.Conversation()
+	if len(conv) != n || srv.Exhausted() {
+		t.Fatalf("conversation requests:\n%s\nwant %d, the script played to its end", requestsOf(srv), n)
+	}
+	return conv
+}
+
 func requestsOf(srv *modelserver.Server) string {
 	var b strings.Builder
 	for _, req := range srv.Requests() {
@@ -749,11 +783,7 @@ func requestsOf(srv *modelserver.Server) string {
 func TestACPRealGemini(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
 	r, ref, srv := sayHello(t, "gemini", "gemini", realagent.GeminiEnv, usage)
-	conv := srv.Conversation()
-	if len(conv) != 1 || conv[0].API != modelserver.APIGemini || !conv[0].Stream {
-		t.Fatalf("conversation requests:\n%s\nwant one streamed Gemini request", requestsOf(srv))
-	}
-	checkPrompted(t, conv[0], "Say hello")
+	checkHelloRequest(t, srv, "streamed Gemini request", func(req modelserver.Request) bool { return req.API == modelserver.APIGemini && req.Stream })
 	r.checkUsage(t, ref, usage)
 	r.checkSessionIDs(t, ref)
 }
@@ -782,11 +812,7 @@ func TestACPRealGeminiTools(t *testing.T) {
 				{Text: "Done.", Usage: modelserver.Usage{InputTokens: 300, OutputTokens: 3}},
 			}})
 			dir := t.TempDir()
-			for name, text := range map[string]string{"notes.txt": "the secret is 42\n", "out.txt": "old\n"} {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fixtures.WriteFiles(t, dir, map[string]string{"notes.txt": "the secret is 42\n", "out.txt": "old\n"})
 			r := newRig(t, 5*time.Second)
 			ref := r.launchReal(t, "gemini", "gemini", realagent.GeminiEnv(t, srv.URL()), dir, "Copy the notes")
 			// Gemini CLI names the call after the tool and the model's call id.
@@ -794,10 +820,7 @@ func TestACPRealGeminiTools(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "old\n" {
 				t.Fatalf("out.txt is %q before the answer, want it untouched", b)
 			}
-			if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": tt.answer}); ack.Delivery != eventstore.DeliveryDelivered {
-				t.Fatalf("answer: %+v", ack)
-			}
-			r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+			r.answerReal(t, ref, srv, req, tt.answer)
 
 			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != tt.content {
 				t.Errorf("out.txt is %q, want %q", b, tt.content)
@@ -829,10 +852,7 @@ func TestACPRealGeminiTools(t *testing.T) {
 				t.Errorf("out.txt edited through the client: %v, want %v", edited, !tt.denied)
 			}
 
-			conv := srv.Conversation()
-			if len(conv) != 3 || srv.Exhausted() {
-				t.Fatalf("conversation requests:\n%s\nwant 3, the script played to its end", requestsOf(srv))
-			}
+			conv := playedOut(t, srv, 3)
 			if res, ok := conv[1].ToolResult("call_read"); !ok || res.IsError || res.Content != "the secret is 42\n" {
 				t.Errorf("read_file result %+v (found %v), want the file's text", res, ok)
 			}
@@ -976,11 +996,7 @@ func (r *rig) launchReal(t *testing.T, agent, bin string, env []string, dir, pro
 func TestACPRealClaudeCodeACP(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17}
 	r, ref, srv := sayHello(t, "claude-code-acp", "claude-code-acp", realagent.ClaudeEnv, usage)
-	conv := srv.Conversation()
-	if len(conv) != 1 || conv[0].API != modelserver.APIMessages || !conv[0].Stream {
-		t.Fatalf("conversation requests:\n%s\nwant one streamed Anthropic request", requestsOf(srv))
-	}
-	checkPrompted(t, conv[0], "Say hello")
+	checkHelloRequest(t, srv, "streamed Anthropic request", func(req modelserver.Request) bool { return req.API == modelserver.APIMessages && req.Stream })
 	// claude-code-acp 0.16.2 reports no usage: neither in session/prompt's
 	// response nor as a usage_update. None is journaled, rather than a guess.
 	r.checkNoUsage(t, ref, "the adapter reports none")
@@ -1009,18 +1025,12 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 	if n := len(srv.Conversation()); n != 1 {
 		t.Fatalf("%d conversation requests before the answer, want 1: the tool's result must wait for it", n)
 	}
-	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": eventstore.AnswerAllow}); ack.Delivery != eventstore.DeliveryDelivered {
-		t.Fatalf("answer: %+v", ack)
-	}
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+	r.answerReal(t, ref, srv, req, eventstore.AnswerAllow)
 
 	if got, want := messages(r, t, ref), []string{"I will run a command.", text}; !slices.Equal(got, want) {
 		t.Errorf("messages %q, want %q; records:\n%s", got, want, dump(r, t, ref))
 	}
-	conv := srv.Conversation()
-	if len(conv) != 2 || srv.Exhausted() {
-		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
-	}
+	conv := playedOut(t, srv, 2)
 	// The adapter sends the model's shell line as terminal/create's
 	// command with no args: the client runs it through sh, in the
 	// working directory, and journals it as executing.
@@ -1057,11 +1067,9 @@ func TestACPRealClaudeCodeACPPermission(t *testing.T) {
 func TestACPRealCodexACP(t *testing.T) {
 	usage := modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30}
 	r, ref, srv := sayHello(t, "codex-acp", "codex-acp", realagent.CodexEnv, usage)
-	conv := srv.Conversation()
-	if len(conv) != 1 || conv[0].API != modelserver.APIResponses || conv[0].Model != realagent.CodexModel {
-		t.Fatalf("conversation requests:\n%s\nwant one Responses request for %s", requestsOf(srv), realagent.CodexModel)
-	}
-	checkPrompted(t, conv[0], "Say hello")
+	checkHelloRequest(t, srv, "Responses request for "+realagent.CodexModel, func(req modelserver.Request) bool {
+		return req.API == modelserver.APIResponses && req.Model == realagent.CodexModel
+	})
 	// codex-acp 0.16.0 answers session/prompt with a stop reason only; its
 	// usage_update is the context window's fill (used 137 of 258400 here),
 	// not the turn's usage. None is journaled, rather than a guess.
@@ -1090,10 +1098,7 @@ func TestACPRealCodexACPPermission(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err == nil {
 		t.Fatal("the command ran before the answer")
 	}
-	if ack := r.send(t, ref, "answer", map[string]string{"requestId": req.RequestID, "text": eventstore.AnswerAllow}); ack.Delivery != eventstore.DeliveryDelivered {
-		t.Fatalf("answer: %+v", ack)
-	}
-	r.awaitReal(t, ref, srv, "end of the turn", func() bool { return r.turnsEnded(t, ref) >= 1 })
+	r.answerReal(t, ref, srv, req, eventstore.AnswerAllow)
 
 	if _, err := os.Stat(filepath.Join(dir, "made-by-tool")); err != nil {
 		t.Errorf("the command did not run in the working directory: %v", err)
@@ -1101,10 +1106,7 @@ func TestACPRealCodexACPPermission(t *testing.T) {
 	if got, want := messages(r, t, ref), []string{text}; !slices.Equal(got, want) {
 		t.Errorf("messages %q, want %q; records:\n%s", got, want, dump(r, t, ref))
 	}
-	conv := srv.Conversation()
-	if len(conv) != 2 || srv.Exhausted() {
-		t.Fatalf("conversation requests:\n%s\nwant 2, the script played to its end", requestsOf(srv))
-	}
+	conv := playedOut(t, srv, 2)
 	if res, ok := conv[1].ToolResult("call_touch"); !ok || res.IsError || !strings.Contains(res.Content, "hello-from-tool") {
 		t.Errorf("tool result %+v (found %v), want the command's output", res, ok)
 	}

@@ -125,7 +125,7 @@ func TestMissionNativeCommandsReachTheirEffects(t *testing.T) {
 	os.Remove(filepath.Join(dir, "escape"))
 
 	// Change the work tree: one file edited, one added.
-	writeFiles(t, dir, map[string]string{"use.go": "package w\n\nvar x = Widget()\nvar y = Widget()\n", "new.txt": "new\n"})
+	fixtures.WriteFiles(t, dir, map[string]string{"use.go": "package w\n\nvar x = Widget()\nvar y = Widget()\n", "new.txt": "new\n"})
 	res, err = invoke(t, r, ref, "/summarize-diff", commands.FocusPrompt)
 	if err != nil {
 		t.Fatal(err)

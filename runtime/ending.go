@@ -249,24 +249,27 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 		case <-ctx.Done():
 		}
 	}
-	p.mu.Lock()
-	p.ending.reach(signalled)
-	p.mu.Unlock()
-	_ = c.signal(syscall.SIGTERM)
+	p.escalate(c, signalled, syscall.SIGTERM)
 	select {
 	case <-p.done:
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	p.mu.Lock()
-	p.ending.reach(killed)
-	p.mu.Unlock()
-	_ = c.signal(syscall.SIGKILL)
+	p.escalate(c, killed, syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// escalate records the stage before it sends its signal to c, so that the
+// exit the signal brings is told by that stage.
+func (p *process) escalate(c *child, stage stopStage, sig syscall.Signal) {
+	p.mu.Lock()
+	p.ending.reach(stage)
+	p.mu.Unlock()
+	_ = c.signal(sig)
 }

@@ -201,13 +201,7 @@ func TestForkBadInput(t *testing.T) {
 	ctx := context.Background()
 	plain := t.TempDir()
 	parent, at := twoTurns(t, r, plain)
-	repo := t.TempDir()
-	gitIn(t, repo, "init", "-q")
-	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("one"), 0o600)
-	inRepo, atRepo := twoTurns(t, r, repo)
-	if _, err := workspace.Snapshot(ctx, repo, inRepo.AgentExecutionID, atRepo); err != nil {
-		t.Fatal(err)
-	}
+	repo, inRepo, atRepo := snapshotTwoTurns(t, r, "one")
 	if _, err := workspace.Prune(ctx, repo, workspace.Filter{ExecutionID: inRepo.AgentExecutionID}); err != nil {
 		t.Fatal(err)
 	}
@@ -327,13 +321,7 @@ func TestForkBadInput(t *testing.T) {
 func TestForkSnapshotWorkspace(t *testing.T) {
 	r, _ := newForkRig(t)
 	ctx := context.Background()
-	repo := t.TempDir()
-	gitIn(t, repo, "init", "-q")
-	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("at the fork point"), 0o600)
-	parent, at := twoTurns(t, r, repo)
-	if _, err := workspace.Snapshot(ctx, repo, parent.AgentExecutionID, at); err != nil {
-		t.Fatal(err)
-	}
+	repo, parent, _ := snapshotTwoTurns(t, r, "at the fork point")
 	os.WriteFile(filepath.Join(repo, "f.txt"), []byte("later"), 0o600)
 	ref, err := r.rt.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: parent.LastSequence, Workspace: workspace.ModeSnapshot, Prompt: "p"})
 	if err != nil {
@@ -351,6 +339,23 @@ func TestForkSnapshotWorkspace(t *testing.T) {
 		ra.Resource != repo || ra.RestoredTo != dir || !strings.HasPrefix(ra.SnapshotRef, "refs/agentjournal/"+parent.AgentExecutionID+"/") || ra.SnapshotCommit == "" {
 		t.Errorf("the fork's second record is %+v, want its snapshot restore from %s to %s", r.records(t, ref)[1], repo, dir)
 	}
+}
+
+// snapshotTwoTurns runs twoTurns in a new git repository (no commit yet)
+// whose f.txt holds content, and snapshots the repository at answer one;
+// it returns the repository, the parent and that sequence.
+func snapshotTwoTurns(t *testing.T, r *rig, content string) (string, eventstore.Reference, uint64) {
+	t.Helper()
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "f.txt"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parent, at := twoTurns(t, r, repo)
+	if _, err := workspace.Snapshot(context.Background(), repo, parent.AgentExecutionID, at); err != nil {
+		t.Fatal(err)
+	}
+	return repo, parent, at
 }
 
 func fmtErr(err error) string {

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,46 +43,6 @@ func waitCompleted(t *testing.T, r *rig, ref eventstore.Reference) {
 	if st := r.wait(t, ref); st.Lifecycle != eventstore.LifecycleCompleted {
 		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
 	}
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// treeFiles reads every file under dir but .git.
-func treeFiles(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil // a worktree's .git file
-		}
-		if d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		got[rel] = string(data)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 func snapshotRecords(t *testing.T, r *rig, ref eventstore.Reference) []*eventstore.SnapshotCreated {
@@ -129,7 +88,10 @@ func restoredStates(t *testing.T, dir string, snaps []*eventstore.SnapshotCreate
 		if err != nil {
 			t.Fatalf("restore snapshot %d (%s): %v", i, s.Ref, err)
 		}
-		files := treeFiles(t, got)
+		files := map[string]string{}
+		for name, f := range fixtures.ReadTree(t, got) {
+			files[name] = f.Content
+		}
 		if len(states) == 0 || cmp.Diff(states[len(states)-1], files) != "" {
 			states = append(states, files)
 		}
@@ -143,7 +105,7 @@ func TestSnapshotsOfAGenericAgent(t *testing.T) {
 	r := newSnapshotRig(t)
 	initial := map[string]string{"kept.txt": "kept\n", "gone.txt": "gone\n"}
 	dir := fixtures.GitRepo(t, initial)
-	writeFiles(t, dir, map[string]string{"untracked.txt": "before\n"})
+	fixtures.WriteFiles(t, dir, map[string]string{"untracked.txt": "before\n"})
 	script := `read l; echo one > a.txt; rm gone.txt; read l; echo two > a.txt; echo new > b.txt; echo done`
 	ref := launchShell(t, r, "t-1", dir, script)
 	for _, text := range []string{"first", "second"} {

@@ -2,13 +2,14 @@ package workspace_test
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // gitEnv is the test's own git environment: no inherited GIT_* variable, a
@@ -57,68 +58,18 @@ func newRepo(t testing.TB) string {
 
 func write(t testing.TB, dir, name, content string) {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// file is what a work tree holds at one path.
-type file struct {
-	Mode    fs.FileMode // type bits and the executable bit git keeps
-	Content string      // contents, or a symlink's target
-}
-
-// tree reads every file and symlink under dir, outside .git, as git would
-// record it. Empty directories are left out, as git leaves them out.
-func tree(t testing.TB, dir string) map[string]file {
-	t.Helper()
-	files := map[string]file{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil // a linked worktree's .git file
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(path)
-			files[rel] = file{Mode: fs.ModeSymlink, Content: target}
-			return err
-		}
-		data, err := os.ReadFile(path)
-		files[rel] = file{Mode: info.Mode() & (fs.ModeType | 0o100), Content: string(data)}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	fixtures.WriteFiles(t, dir, map[string]string{name: content})
 }
 
 // userState is everything of a repository a snapshot must leave alone.
 type userState struct {
-	Status string            // git status --porcelain=v2, ignored files included
-	Index  []byte            // the index file's bytes (nil when there is none)
-	Head   string            // .git/HEAD's bytes
-	Stash  string            // git stash list
-	Refs   string            // every ref outside refs/agentjournal/ and its object
-	Files  map[string]file   // the working files, ignored ones included
-	Config map[string]string // .git/config
+	Status string                       // git status --porcelain=v2, ignored files included
+	Index  []byte                       // the index file's bytes (nil when there is none)
+	Head   string                       // .git/HEAD's bytes
+	Stash  string                       // git stash list
+	Refs   string                       // every ref outside refs/agentjournal/ and its object
+	Files  map[string]fixtures.TreeFile // the working files, ignored ones included
+	Config map[string]string            // .git/config
 }
 
 func stateOf(t testing.TB, dir string) userState {
@@ -141,7 +92,7 @@ func stateOf(t testing.TB, dir string) userState {
 			s.Refs += line
 		}
 	}
-	s.Files = tree(t, dir)
+	s.Files = fixtures.ReadTree(t, dir)
 	cfg, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/workspace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -19,6 +20,19 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// checkRestore restores the snapshot ref of dir into a new directory and
+// fails the test unless that holds want.
+func checkRestore(t *testing.T, dir, ref string, want map[string]fixtures.TreeFile) {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "restored")
+	if _, err := workspace.Restore(testCtx(t), workspace.ModeSnapshot, dir, ref, to); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, fixtures.ReadTree(t, to)); diff != "" {
+		t.Fatalf("restored from %s (-want +restored):\n%s", ref, diff)
+	}
 }
 
 // odd names a work tree can hold that a careless command line would split,
@@ -75,8 +89,8 @@ func dirtyRepo(t *testing.T) string {
 }
 
 // withoutIgnored is a work tree's files less the ones dirtyRepo ignores.
-func withoutIgnored(files map[string]file) map[string]file {
-	out := map[string]file{}
+func withoutIgnored(files map[string]fixtures.TreeFile) map[string]fixtures.TreeFile {
+	out := map[string]fixtures.TreeFile{}
 	for p, f := range files {
 		if strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "build/") {
 			continue
@@ -92,10 +106,7 @@ func TestSnapshotCapturesWorkTreeAndLeavesUserStateAlone(t *testing.T) {
 	before := stateOf(t, dir)
 
 	// From a subdirectory: the whole work tree is captured all the same.
-	c, err := workspace.Snapshot(ctx, filepath.Join(dir, "sub"), "ae-1", 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, filepath.Join(dir, "sub"), "ae-1", 7)
 
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 		t.Fatalf("the snapshot changed the user's repository (-before +after):\n%s", diff)
@@ -122,7 +133,7 @@ func TestSnapshotCapturesWorkTreeAndLeavesUserStateAlone(t *testing.T) {
 	if got != fork {
 		t.Fatalf("restore returned %s, want %s", got, fork)
 	}
-	if diff := cmp.Diff(withoutIgnored(before.Files), tree(t, fork)); diff != "" {
+	if diff := cmp.Diff(withoutIgnored(before.Files), fixtures.ReadTree(t, fork)); diff != "" {
 		t.Fatalf("restored worktree differs from the snapshotted work tree (-original +restored):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
@@ -139,7 +150,6 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 		staged bool // with a staged file there is an index file; without, none
 	}{{"no index", false}, {"staged file", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
 			dir := newRepo(t)
 			write(t, dir, "a.txt", "a\n")
 			write(t, dir, "dir/b.txt", "b\n")
@@ -150,10 +160,7 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 			if (before.Index != nil) != tc.staged {
 				t.Fatalf("index file present: %v, want %v", before.Index != nil, tc.staged)
 			}
-			c, err := workspace.Snapshot(ctx, dir, "ae-unborn", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustSnapshot(t, dir, "ae-unborn", 1)
 			if c.Parent != "" || c.Added != 2 || c.Files != 2 || c.Modified != 0 || c.Deleted != 0 {
 				t.Fatalf("capture %+v, want no parent, 2 files, 2 added", c)
 			}
@@ -163,13 +170,7 @@ func TestSnapshotUnbornBranch(t *testing.T) {
 			if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 				t.Fatalf("the snapshot changed the user's repository (-before +after):\n%s", diff)
 			}
-			fork := filepath.Join(t.TempDir(), "fork")
-			if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Commit, fork); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(before.Files, tree(t, fork)); diff != "" {
-				t.Fatalf("restored (-original +restored):\n%s", diff)
-			}
+			checkRestore(t, dir, c.Commit, before.Files)
 		})
 	}
 }
@@ -197,7 +198,7 @@ func TestNotGit(t *testing.T) {
 	if _, err := workspace.Snapshot(ctx, bare, "ae-1", 1); !errors.Is(err, workspace.ErrNotGit) {
 		t.Fatalf("snapshot of a bare repository: %v, want ErrNotGit", err)
 	}
-	if got := tree(t, dir); len(got) != 1 {
+	if got := fixtures.ReadTree(t, dir); len(got) != 1 {
 		t.Fatalf("plain directory now holds %v, want only a.txt", got)
 	}
 }
@@ -302,6 +303,17 @@ func TestHostileIDs(t *testing.T) {
 	}
 }
 
+// mustSnapshot snapshots dir for the execution id at seq, failing the test
+// on an error.
+func mustSnapshot(t *testing.T, dir, id string, seq uint64) *workspace.Capture {
+	t.Helper()
+	c, err := workspace.Snapshot(testCtx(t), dir, id, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func mustList(t *testing.T, dir string, exec ...string) []workspace.Ref {
 	t.Helper()
 	refs, err := workspace.List(context.Background(), dir, exec...)
@@ -315,10 +327,7 @@ func TestSnapshotTwiceAtOneSequence(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	first, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustSnapshot(t, dir, "ae-1", 1)
 	again, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
 	if err != nil || again.Commit != first.Commit {
 		t.Fatalf("retaking an unchanged snapshot: %v, %v; want commit %s", again, err, first.Commit)
@@ -336,15 +345,12 @@ func TestRestorePrunedSnapshot(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 3)
 	if _, err := workspace.Prune(ctx, dir, workspace.Filter{ExecutionID: "ae-1"}); err != nil {
 		t.Fatal(err)
 	}
 	fork := filepath.Join(t.TempDir(), "fork")
-	_, err = workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Ref, fork)
+	_, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, c.Ref, fork)
 	if !errors.Is(err, workspace.ErrSnapshotMissing) || !strings.Contains(err.Error(), "refs/agentjournal/ae-1/3") {
 		t.Fatalf("restore of a pruned snapshot: %v, want ErrSnapshotMissing naming the ref", err)
 	}
@@ -380,9 +386,7 @@ func TestPruneLeavesOtherRefsAlone(t *testing.T) {
 		exec string
 		seq  uint64
 	}{{"ae-1", 1}, {"ae-1", 2}, {"ae-1", 10}, {"ae-2", 1}} {
-		if _, err := workspace.Snapshot(ctx, dir, s.exec, s.seq); err != nil {
-			t.Fatal(err)
-		}
+		mustSnapshot(t, dir, s.exec, s.seq)
 	}
 	allRefs := func() []string {
 		return strings.Split(strings.TrimSpace(run(t, dir, "for-each-ref", "--format=%(refname) %(objectname)")), "\n")
@@ -446,10 +450,7 @@ func TestRemoveWorktree(t *testing.T) {
 	ctx := testCtx(t)
 	dir := newRepo(t)
 	write(t, dir, "a.txt", "a\n")
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 1)
 	root := workspace.WorktreeRoot(t.TempDir())
 	fork, err := workspace.WorktreeDir(filepath.Dir(root), "ae-fork")
 	if err != nil {
@@ -474,7 +475,7 @@ func TestRemoveWorktree(t *testing.T) {
 	if list := run(t, dir, "worktree", "list", "--porcelain"); strings.Contains(list, "ae-fork") {
 		t.Fatalf("git still lists the fork's worktree:\n%s", list)
 	}
-	if got := tree(t, dir); got["a.txt"].Content != "a\n" {
+	if got := fixtures.ReadTree(t, dir); got["a.txt"].Content != "a\n" {
 		t.Fatalf("user's a.txt is %q", got["a.txt"].Content)
 	}
 }
@@ -486,7 +487,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	ctx := testCtx(t)
 	dir := dirtyRepo(t)
 	before := stateOf(t, dir)
-	want := tree(t, dir)
+	want := fixtures.ReadTree(t, dir)
 	const turns = 5
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -520,13 +521,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	if diff := cmp.Diff(before, stateOf(t, dir)); diff != "" {
 		t.Fatalf("concurrent snapshots changed the user's repository (-before +after):\n%s", diff)
 	}
-	fork := filepath.Join(t.TempDir(), "fork")
-	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, dir, caps[1][turns-1].Ref, fork); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(withoutIgnored(want), tree(t, fork)); diff != "" {
-		t.Fatalf("restored (-original +restored):\n%s", diff)
-	}
+	checkRestore(t, dir, caps[1][turns-1].Ref, withoutIgnored(want))
 }
 
 // TestSnapshotOfAFork: a fork's worktree is itself snapshotted at its turns;
@@ -534,10 +529,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 func TestSnapshotOfAFork(t *testing.T) {
 	ctx := testCtx(t)
 	dir := dirtyRepo(t)
-	c, err := workspace.Snapshot(ctx, dir, "ae-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustSnapshot(t, dir, "ae-1", 1)
 	fork, err := workspace.WorktreeDir(t.TempDir(), "ae-fork")
 	if err != nil {
 		t.Fatal(err)
@@ -554,12 +546,9 @@ func TestSnapshotOfAFork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forkFiles := tree(t, fork)
+	forkFiles := fixtures.ReadTree(t, fork)
 
-	fc, err := workspace.Snapshot(ctx, fork, "ae-fork", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fc := mustSnapshot(t, fork, "ae-fork", 1)
 	if fc.Parent != c.Commit || fc.Added != 1 || fc.Modified != 1 || fc.Deleted != 0 {
 		t.Fatalf("fork's capture %+v, want parent %s, 1 added, 1 modified", fc, c.Commit)
 	}
@@ -569,11 +558,5 @@ func TestSnapshotOfAFork(t *testing.T) {
 	if diff := cmp.Diff(userBefore, stateOf(t, dir)); diff != "" {
 		t.Fatalf("snapshotting the fork changed the user's repository (-before +after):\n%s", diff)
 	}
-	again := filepath.Join(t.TempDir(), "fork-of-fork")
-	if _, err := workspace.Restore(ctx, workspace.ModeSnapshot, fork, fc.Ref, again); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(forkFiles, tree(t, again)); diff != "" {
-		t.Fatalf("fork of the fork (-fork +restored):\n%s", diff)
-	}
+	checkRestore(t, fork, fc.Ref, forkFiles)
 }

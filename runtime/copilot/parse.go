@@ -379,28 +379,35 @@ var shellStatus = regexp.MustCompile(`\s*<shellId: [^>]*>\s*$`)
 
 // errorText reads a tool error: {"message": …} or a string.
 func errorText(raw json.RawMessage) string {
-	if s := agent.JSONString(raw); s != "" {
-		return s
-	}
-	var e struct {
-		Message string `json:"message"`
-	}
-	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &e) == nil {
-		return e.Message
-	}
-	return ""
+	return stringOr(raw, func(e toolError) string { return e.Message })
 }
 
 // resultContent reads a tool result's content: {"content": …} or a string.
 func resultContent(raw json.RawMessage) string {
+	return stringOr(raw, func(r toolResult) string { return r.Content })
+}
+
+// toolError and toolResult are the object forms of a tool's error and of
+// its result.
+type (
+	toolError struct {
+		Message string `json:"message"`
+	}
+	toolResult struct {
+		Content string `json:"content"`
+	}
+)
+
+// stringOr reads raw as a JSON string or, when it is an object, decodes it
+// as T and returns what field reads of it: a tool's error and result come
+// either way.
+func stringOr[T any](raw json.RawMessage, field func(T) string) string {
 	if s := agent.JSONString(raw); s != "" {
 		return s
 	}
-	var r struct {
-		Content string `json:"content"`
-	}
-	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &r) == nil {
-		return r.Content
+	var v T
+	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &v) == nil {
+		return field(v)
 	}
 	return ""
 }

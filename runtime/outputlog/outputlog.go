@@ -3,6 +3,7 @@ package outputlog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,7 +236,7 @@ func Read(dir, id string, from uint64, limit int, stream string) (Page, error) {
 	}
 	p := pageOf(all)
 	p.Next = max(from, p.Last+1)
-	i, _ := slices.BinarySearchFunc(all, from, func(e Entry, n uint64) int { return cmpN(e.N, n) })
+	i, _ := slices.BinarySearchFunc(all, from, func(e Entry, n uint64) int { return cmp.Compare(e.N, n) })
 	for _, e := range all[i:] {
 		if len(p.Entries) == limit {
 			p.Next = e.N
@@ -272,16 +273,6 @@ func pageOf(all []Entry) Page {
 	return Page{First: all[0].N, Last: all[len(all)-1].N}
 }
 
-func cmpN(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // readAll reads both files of an execution, in order. The current file is
 // opened first: a rotation between the two opens then shows the same lines
 // twice, which are dropped by number, rather than losing some.
@@ -309,7 +300,7 @@ func readAll(dir, id string) ([]Entry, error) {
 			return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 		}
 	}
-	slices.SortStableFunc(all, func(a, b Entry) int { return cmpN(a.N, b.N) })
+	slices.SortStableFunc(all, func(a, b Entry) int { return cmp.Compare(a.N, b.N) })
 	return slices.CompactFunc(all, func(a, b Entry) bool { return a.N == b.N }), nil
 }
 
