@@ -203,18 +203,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	product := fs.String("origin-product", "", "the id `P` of the product that asked for the launch: letters, digits and . _ - : / @ (default agentjournal-cli when a dispatch flag is given)")
 	scheduled := fs.String("scheduled-for", "", "start no earlier than `TIME`, RFC 3339 (2026-11-24T18:00:00Z) or a duration from now (90m); implies --dispatch-mode scheduled")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-
-	flagArgs, command := args, []string(nil)
-	if i := slices.Index(args, "--"); i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := launchSpec.parse(fs, flagArgs)
+	command, err := launchSpec.parseCommand(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return launchSpec.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal launch -- %s",
-			pos[0], strings.Join(pos, " "))
 	}
 	entity, ownerID, ok := strings.Cut(*owner, "/")
 	if !ok || entity == "" || ownerID == "" {
@@ -575,12 +566,8 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 	executionID := fs.String("execution", "", "only the events of execution `ID`")
 	from := fs.Uint64("from-offset", 0, "start with the record at log offset `N` (default: 1, or now with -f)")
 	asJSON := fs.Bool("json", false, `print {"id":OFFSET,"event":EVENT,"data":{…}} per event`)
-	pos, err := tailSpec.parse(fs, args)
-	if err != nil {
+	if err := tailSpec.parseNone(fs, args, "name an execution with --execution ID"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return tailSpec.usageErr(fs, "unexpected argument %q (name an execution with --execution ID)", pos[0])
 	}
 	cl, err := c.env.daemon(ctx)
 	if err != nil {
