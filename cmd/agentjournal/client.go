@@ -225,14 +225,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		return launchSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
 	}
 	req := client.LaunchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env[k] = v
-	}
+		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape), Env: envMap(env)}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}
@@ -248,14 +241,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		if *asJSON {
-			return writeJSONLine(c.env.Stdout, res)
-		}
-		id := res.Reference.AgentExecutionID
-		fmt.Fprintln(c.env.Stdout, id)
-		fmt.Fprintf(c.env.Stderr, "agentjournal: launched %s (%s, %s); follow it with: %s tail -f --execution %s\n",
-			id, res.State.AgentID, res.State.Lifecycle, c.env.hintPrefix(), id)
-		return nil
+		return c.env.printLaunched(res, *asJSON, "launched")
 	})
 }
 
