@@ -99,6 +99,21 @@ func (e *Env) withDaemon(ctx context.Context, fn func(*client.Client) error) err
 	return fn(cl)
 }
 
+// askDaemon asks the running daemon with ask and prints its answer: as a
+// line of JSON with asJSON, else as text writes it.
+func askDaemon[T any](ctx context.Context, e *Env, asJSON bool, ask func(*client.Client) (T, error), text func(w io.Writer, v T) error) error {
+	return e.withDaemon(ctx, func(cl *client.Client) error {
+		v, err := ask(cl)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSONSafe(e.Stdout, v)
+		}
+		return text(e.Stdout, v)
+	})
+}
+
 // processAlive reports whether a process with the pid exists.
 func processAlive(pid int) bool {
 	if pid <= 0 {
