@@ -103,6 +103,13 @@ func (c *Client) Request(ctx context.Context, method, path string, query url.Val
 	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
 }
 
+// doAs is do for the routes whose answer is a T, returned as it is.
+func doAs[T any](ctx context.Context, c *Client, method, path string, query url.Values, in any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, query, in, &out)
+	return out, err
+}
+
 // do sends a request and decodes the JSON answer into out, when not nil.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
 	resp, err := c.Request(ctx, method, path, query, in, nil)
@@ -172,16 +179,12 @@ func (c *Client) List(ctx context.Context, f ExecutionFilter) ([]Summary, error)
 // Execution reads one execution (GET /v1/executions/{id}); ErrNotFound
 // when there is none.
 func (c *Client) Execution(ctx context.Context, id string) (Execution, error) {
-	var out Execution
-	err := c.do(ctx, http.MethodGet, executionPath(id), nil, nil, &out)
-	return out, err
+	return doAs[Execution](ctx, c, http.MethodGet, executionPath(id), nil, nil)
 }
 
 // Launch starts an agent in the daemon (POST /v1/executions).
 func (c *Client) Launch(ctx context.Context, in LaunchRequest) (Launched, error) {
-	var out Launched
-	err := c.do(ctx, http.MethodPost, "/v1/executions", nil, in, &out)
-	return out, err
+	return doAs[Launched](ctx, c, http.MethodPost, "/v1/executions", nil, in)
 }
 
 // Stop stops an execution running in this daemon: SIGTERM, then SIGKILL
@@ -189,9 +192,7 @@ func (c *Client) Launch(ctx context.Context, in LaunchRequest) (Launched, error)
 // ends cancelled at once and never starts. It answers once the journal
 // holds the final lifecycle; ErrConflict when it does not run here.
 func (c *Client) Stop(ctx context.Context, id string) (Execution, error) {
-	var out Execution
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/stop"), nil, nil, &out)
-	return out, err
+	return doAs[Execution](ctx, c, http.MethodPost, executionPath(id, "/stop"), nil, nil)
 }
 
 // ScopedToken returns the token scoped to execution id, for a process
@@ -199,27 +200,21 @@ func (c *Client) Stop(ctx context.Context, id string) (Execution, error) {
 // is the same token each time: it holds no state and lasts as long as the
 // daemon's secret.
 func (c *Client) ScopedToken(ctx context.Context, id string) (ScopedToken, error) {
-	var out ScopedToken
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/token"), nil, nil, &out)
-	return out, err
+	return doAs[ScopedToken](ctx, c, http.MethodPost, executionPath(id, "/token"), nil, nil)
 }
 
 // SendMessage records a message and delivers it to the agent. A message
 // the agent did not get is recorded too, and answered with the delivery
 // failed, not with an error.
 func (c *Client) SendMessage(ctx context.Context, id string, m Message) (MessageAck, error) {
-	var out MessageAck
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/messages"), nil, m, &out)
-	return out, err
+	return doAs[MessageAck](ctx, c, http.MethodPost, executionPath(id, "/messages"), nil, m)
 }
 
 // RecordObservation records an observation and waits for the policy's
 // decision on it; ErrTimeout when none came in the daemon's wait (sending
 // it again with the same id then answers with the decision).
 func (c *Client) RecordObservation(ctx context.Context, id string, o Observation) (ObservationAck, error) {
-	var out ObservationAck
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/observations"), nil, o, &out)
-	return out, err
+	return doAs[ObservationAck](ctx, c, http.MethodPost, executionPath(id, "/observations"), nil, o)
 }
 
 // Timeline reads a page of an execution's timeline, newest first: up to
@@ -338,9 +333,7 @@ func (c *Client) Replay(ctx context.Context, id string, toSeq uint64) (Replay, e
 	if toSeq != 0 {
 		q.Set("toSeq", strconv.FormatUint(toSeq, 10))
 	}
-	var out Replay
-	err := c.do(ctx, http.MethodGet, executionPath(id, "/replay"), q, nil, &out)
-	return out, err
+	return doAs[Replay](ctx, c, http.MethodGet, executionPath(id, "/replay"), q, nil)
 }
 
 // Rebuild asks the daemon to rebuild its read model from the log, and

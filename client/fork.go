@@ -9,15 +9,11 @@ import (
 // in.At (POST /v1/executions/{id}/fork). Refused input is an *Error naming
 // the field, with nothing written.
 func (c *Client) Fork(ctx context.Context, id string, in ForkRequest) (Launched, error) {
-	var out Launched
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/fork"), nil, in, &out)
-	return out, err
+	return doAs[Launched](ctx, c, http.MethodPost, executionPath(id, "/fork"), nil, in)
 }
 
 // Resume launches a new run of execution id's session (POST
 // /v1/executions/{id}/resume); ErrConflict while id still runs.
 func (c *Client) Resume(ctx context.Context, id string, in ResumeRequest) (Launched, error) {
-	var out Launched
-	err := c.do(ctx, http.MethodPost, executionPath(id, "/resume"), nil, in, &out)
-	return out, err
+	return doAs[Launched](ctx, c, http.MethodPost, executionPath(id, "/resume"), nil, in)
 }

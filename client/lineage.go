@@ -18,9 +18,7 @@ func (c *Client) Lineage(ctx context.Context, id string, at time.Time) (Lineage,
 	if !at.IsZero() {
 		q = url.Values{"at": {at.UTC().Format(time.RFC3339Nano)}}
 	}
-	var out Lineage
-	err := c.do(ctx, http.MethodGet, executionPath(id, "/lineage"), q, nil, &out)
-	return out, err
+	return doAs[Lineage](ctx, c, http.MethodGet, executionPath(id, "/lineage"), q, nil)
 }
 
 // Graph returns the agent DAG of the executions named, or of every

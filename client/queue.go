@@ -9,7 +9,5 @@ import (
 // /v1/queue). Stop cancels one of them: it ends cancelled and never
 // starts.
 func (c *Client) Queue(ctx context.Context) (Queue, error) {
-	var out Queue
-	err := c.do(ctx, http.MethodGet, "/v1/queue", nil, nil, &out)
-	return out, err
+	return doAs[Queue](ctx, c, http.MethodGet, "/v1/queue", nil, nil)
 }

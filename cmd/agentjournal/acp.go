@@ -46,17 +46,9 @@ func (c *ACPCommand) Run(ctx context.Context, args []string) error {
 		" (default generic with a command after --, else none: each session/new names its agent)")
 	owner := fs.String("owner", "System/acp", "the owning `ENTITY/ID` of the executions launched; ENTITY is one of "+ownerEntityList()+
 		"; session/list lists that owner's executions only when given")
-	flagArgs, command := args, []string(nil)
-	if i := slices.Index(args, "--"); i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := acpSpec.parse(fs, flagArgs)
+	command, err := acpSpec.parseCommand(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return acpSpec.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal acp -- %s",
-			pos[0], strings.Join(pos, " "))
 	}
 	entity, ownerID, ok := strings.Cut(*owner, "/")
 	ownerEntity, err := eventstore.ParseOwnerEntity(entity)

@@ -15,7 +15,7 @@ func TestSendAnswersOnlyTheOpenRequest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url, token, _ := startServe(t, dir)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--", fixtures.AgentBinary(t), "ask:q1:Which branch?", "wait"))
+	id := launched(t, dir, "--", fixtures.AgentBinary(t), "ask:q1:Which branch?", "wait")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, st := call(t, "GET", url+"/v1/executions/"+id, token, nil)

@@ -99,6 +99,21 @@ func (e *Env) withDaemon(ctx context.Context, fn func(*client.Client) error) err
 	return fn(cl)
 }
 
+// askDaemon asks the running daemon with ask and prints its answer: as a
+// line of JSON with asJSON, else as text writes it.
+func askDaemon[T any](ctx context.Context, e *Env, asJSON bool, ask func(*client.Client) (T, error), text func(w io.Writer, v T) error) error {
+	return e.withDaemon(ctx, func(cl *client.Client) error {
+		v, err := ask(cl)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSONSafe(e.Stdout, v)
+		}
+		return text(e.Stdout, v)
+	})
+}
+
 // processAlive reports whether a process with the pid exists.
 func processAlive(pid int) bool {
 	if pid <= 0 {
@@ -203,18 +218,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	product := fs.String("origin-product", "", "the id `P` of the product that asked for the launch: letters, digits and . _ - : / @ (default agentjournal-cli when a dispatch flag is given)")
 	scheduled := fs.String("scheduled-for", "", "start no earlier than `TIME`, RFC 3339 (2026-11-24T18:00:00Z) or a duration from now (90m); implies --dispatch-mode scheduled")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-
-	flagArgs, command := args, []string(nil)
-	if i := slices.Index(args, "--"); i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := launchSpec.parse(fs, flagArgs)
+	command, err := launchSpec.parseCommand(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return launchSpec.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal launch -- %s",
-			pos[0], strings.Join(pos, " "))
 	}
 	entity, ownerID, ok := strings.Cut(*owner, "/")
 	if !ok || entity == "" || ownerID == "" {
@@ -234,14 +240,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		return launchSpec.usageErr(fs, "--timeout %s: want a positive duration of at most 168h, e.g. 30m", *limit)
 	}
 	req := client.LaunchRequest{OwnerEntity: eventstore.OwnerEntity(entity), OwnerID: ownerID, Seed: *seed, Agent: *agent,
-		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape)}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env[k] = v
-	}
+		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape), Env: envMap(env)}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}
@@ -257,14 +256,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		if *asJSON {
-			return writeJSONLine(c.env.Stdout, res)
-		}
-		id := res.Reference.AgentExecutionID
-		fmt.Fprintln(c.env.Stdout, id)
-		fmt.Fprintf(c.env.Stderr, "agentjournal: launched %s (%s, %s); follow it with: %s tail -f --execution %s\n",
-			id, res.State.AgentID, res.State.Lifecycle, c.env.hintPrefix(), id)
-		return nil
+		return c.env.printLaunched(res, *asJSON, "launched")
 	})
 }
 
@@ -575,12 +567,8 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 	executionID := fs.String("execution", "", "only the events of execution `ID`")
 	from := fs.Uint64("from-offset", 0, "start with the record at log offset `N` (default: 1, or now with -f)")
 	asJSON := fs.Bool("json", false, `print {"id":OFFSET,"event":EVENT,"data":{…}} per event`)
-	pos, err := tailSpec.parse(fs, args)
-	if err != nil {
+	if err := tailSpec.parseNone(fs, args, "name an execution with --execution ID"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return tailSpec.usageErr(fs, "unexpected argument %q (name an execution with --execution ID)", pos[0])
 	}
 	cl, err := c.env.daemon(ctx)
 	if err != nil {

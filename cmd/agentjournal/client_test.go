@@ -92,7 +92,7 @@ func TestClientCommands(t *testing.T) {
 	url, token, _ := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
 
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--owner", "Task/t-7", "--", agent, "ask:r1:Proceed?", "echo:1"))
+	id := launched(t, dir, "--owner", "Task/t-7", "--", agent, "ask:r1:Proceed?", "echo:1")
 	if !strings.HasPrefix(id, "ae-") || strings.Contains(id, "\n") {
 		t.Fatalf("launch printed %q, want the execution id alone", id)
 	}
@@ -211,7 +211,7 @@ func TestClientCommands(t *testing.T) {
 	}
 
 	// stop cancels a sleeping agent.
-	sleeper := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "sleep:60s"))
+	sleeper := launched(t, dir, "--", agent, "sleep:60s")
 	if out := mustRun(t, dir, "stop", sleeper); !strings.HasPrefix(out, sleeper+": cancelled") {
 		t.Fatalf("stop printed %q, want %q", out, sleeper+": cancelled …")
 	}
@@ -370,7 +370,7 @@ func TestTailFollow(t *testing.T) {
 		}
 	}
 
-	first := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "say:hi"))
+	first := launched(t, dir, "--", agent, "say:hi")
 	await("the first execution's end", completed(first))
 	if !strings.Contains(stdout.String(), "execution.started") {
 		t.Fatalf("tail -f: %q, want execution.started", stdout.String())
@@ -381,18 +381,11 @@ func TestTailFollow(t *testing.T) {
 	}
 	// Launched while no daemon streams to tail, picked up on resume.
 	startServe(t, dir)
-	second := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "say:hi"))
+	second := launched(t, dir, "--", agent, "say:hi")
 	await("the second execution's end", completed(second))
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("tail -f after Ctrl-C: exit %d, want 0; stderr:\n%s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("tail -f did not stop")
-	}
+	awaitExitOK(t, done, "tail -f after Ctrl-C", &stderr)
 	if !strings.Contains(stderr.String(), "resuming after offset") {
 		t.Errorf("stderr %q, want a note that the stream resumed", stderr.String())
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/agentjournal/agentjournal/client"
@@ -54,47 +55,52 @@ func (c *CmdCommand) Run(ctx context.Context, args []string) error {
 		return cmdSpecOf.usageErr(fs, `missing the command text, e.g. "/checkpoint before the refactor"`)
 	}
 	id, text := pos[0], strings.Join(pos[1:], " ")
-	return c.env.withDaemon(ctx, func(cl *client.Client) error {
-		if *list {
+	if *list {
+		ask := func(cl *client.Client) ([]commands.Completion, error) {
 			cs, err := cl.Commands(ctx, id, text, focus)
 			if err != nil {
-				return fmt.Errorf("cmd %s: %w", id, err)
+				return nil, fmt.Errorf("cmd %s: %w", id, err)
 			}
-			if *asJSON {
-				return writeJSONSafe(c.env.Stdout, cs)
-			}
-			for _, cm := range cs {
-				port := string(cm.Portability)
-				if cm.AdapterID != "" {
-					port += " (" + cm.AdapterID + ")"
-				}
-				if _, err := fmt.Fprintf(c.env.Stdout, "%-28s %-18s %-28s %s\n", termSafe(cm.InputShape), cm.Category, termSafe(port), termSafe(cm.Description)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return cs, nil
 		}
+		return askDaemon(ctx, c.env, *asJSON, ask, printCompletions)
+	}
+	ask := func(cl *client.Client) (*client.CommandResult, error) {
 		res, err := cl.Command(ctx, id, client.CommandRequest{Text: text, Focus: focus, ID: *key}, *dry)
 		if err != nil {
-			return fmt.Errorf("cmd %s: %w", id, err)
+			return nil, fmt.Errorf("cmd %s: %w", id, err)
 		}
-		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, res)
-		}
+		return res, nil
+	}
+	return askDaemon(ctx, c.env, *asJSON, ask, func(w io.Writer, res *client.CommandResult) error {
 		inv := res.Invocation
 		what := inv.Operation
 		if inv.MessageType != "" {
 			what += " (" + inv.MessageType + " message)"
 		}
 		if *dry {
-			_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: would record %s\n", inv.Category, termSafe(what), inv.Portability, inv.Records)
+			_, err := fmt.Fprintf(w, "%s %s, %s: would record %s\n", inv.Category, termSafe(what), inv.Portability, inv.Records)
 			return err
 		}
 		seq := ""
 		if res.Result.Sequence != 0 {
 			seq = fmt.Sprintf(" at sequence %d", res.Result.Sequence)
 		}
-		_, err = fmt.Fprintf(c.env.Stdout, "%s %s, %s: %s%s\n", inv.Category, termSafe(what), inv.Portability, termSafe(res.Result.Summary), seq)
+		_, err := fmt.Fprintf(w, "%s %s, %s: %s%s\n", inv.Category, termSafe(what), inv.Portability, termSafe(res.Result.Summary), seq)
 		return err
 	})
+}
+
+// printCompletions prints the commands cmd --list offers, one a line.
+func printCompletions(w io.Writer, cs []commands.Completion) error {
+	for _, cm := range cs {
+		port := string(cm.Portability)
+		if cm.AdapterID != "" {
+			port += " (" + cm.AdapterID + ")"
+		}
+		if _, err := fmt.Fprintf(w, "%-28s %-18s %-28s %s\n", termSafe(cm.InputShape), cm.Category, termSafe(port), termSafe(cm.Description)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -16,7 +16,7 @@ func TestCmdCommand(t *testing.T) {
 	_, _, stop := startServe(t, dir)
 	defer stop()
 	agent := fixtures.AgentBinary(t)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "wait"))
+	id := launched(t, dir, "--", agent, "wait")
 	awaitState(t, dir, id, "running", func(st execution.State) bool { return st.Lifecycle == "running" })
 
 	list := mustRun(t, dir, "cmd", id, "/ch", "--list")

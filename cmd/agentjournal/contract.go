@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/contract"
 	"github.com/agentjournal/agentjournal/eventstore"
 )
@@ -70,57 +71,48 @@ func contractRecords(ctx context.Context, env *Env, id string) ([]eventstore.Rec
 
 // Run implements Command.
 func (c *TodosCommand) Run(ctx context.Context, args []string) error {
-	fs := todosSpec.newFlagSet()
-	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	id, err := todosSpec.parseID(fs, args)
-	if err != nil {
-		return err
-	}
-	recs, err := contractRecords(ctx, c.env, id)
-	if err != nil {
-		return err
-	}
-	todos := contract.Todos(recs)
-	if todos == nil {
-		todos = []contract.AgentTodo{}
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, map[string]any{"todos": todos})
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TODO\tSTATUS\tTEXT\tHISTORY")
-	for _, t := range todos {
-		var h []string
-		for _, ch := range t.History {
-			h = append(h, fmt.Sprintf("%s@%d", ch.Status, ch.Sequence))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(t.TodoID), t.Status, termSafe(t.Text), strings.Join(h, " "))
-	}
-	return tw.Flush()
+	return todosTable.print(ctx, c.env, args)
 }
 
 // Run implements Command.
 func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
-	fs := approvalsSpec.newFlagSet()
-	asJSON := fs.Bool("json", false, "print JSON as the API answers")
-	id, err := approvalsSpec.parseID(fs, args)
-	if err != nil {
-		return err
-	}
-	recs, err := contractRecords(ctx, c.env, id)
-	if err != nil {
-		return err
-	}
-	approvals := contract.Approvals(recs)
-	if approvals == nil {
-		approvals = []contract.AgentApprovalCheckpoint{}
-	}
-	if *asJSON {
-		return writeJSONSafe(c.env.Stdout, map[string]any{"approvals": approvals})
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tKIND\tSTATUS\tBY\tAT\tQUESTION\tANSWER")
-	for _, a := range approvals {
+	return approvalsTable.print(ctx, c.env, args)
+}
+
+// contractTable is one of the runtime contract's lists of an execution, as
+// todos and approvals print it.
+type contractTable[T any] struct {
+	spec cmdSpec
+	// list reads the list from the execution's records.
+	list func([]eventstore.Record) []T
+	// answer is what --json prints: the list as the API answers it.
+	answer func([]T) any
+	// header names the table's columns, tab-separated.
+	header string
+	// row is the cells of one entry, tab-separated.
+	row func(T) string
+}
+
+var todosTable = contractTable[contract.AgentTodo]{
+	spec:   todosSpec,
+	list:   contract.Todos,
+	answer: func(todos []contract.AgentTodo) any { return wire.Todos{Todos: todos} },
+	header: "TODO\tSTATUS\tTEXT\tHISTORY",
+	row: func(t contract.AgentTodo) string {
+		var h []string
+		for _, ch := range t.History {
+			h = append(h, fmt.Sprintf("%s@%d", ch.Status, ch.Sequence))
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s", termSafe(t.TodoID), t.Status, termSafe(t.Text), strings.Join(h, " "))
+	},
+}
+
+var approvalsTable = contractTable[contract.AgentApprovalCheckpoint]{
+	spec:   approvalsSpec,
+	list:   contract.Approvals,
+	answer: func(approvals []contract.AgentApprovalCheckpoint) any { return wire.Approvals{Approvals: approvals} },
+	header: "REQUEST\tKIND\tSTATUS\tBY\tAT\tQUESTION\tANSWER",
+	row: func(a contract.AgentApprovalCheckpoint) string {
 		at := "-"
 		if a.ResolvedAt != nil {
 			at = a.ResolvedAt.UTC().Format(time.RFC3339)
@@ -129,7 +121,35 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 		if by == "" {
 			by = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(a.ApprovalID), a.Kind, a.Status, by, at, termSafe(a.Question), termSafe(a.Answer))
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", termSafe(a.ApprovalID), a.Kind, a.Status, by, at, termSafe(a.Question), termSafe(a.Answer))
+	},
+}
+
+// print runs the command: it reads the list of the execution args name and
+// prints it as JSON or as a table.
+func (l contractTable[T]) print(ctx context.Context, env *Env, args []string) error {
+	fs := l.spec.newFlagSet()
+	asJSON := fs.Bool("json", false, "print JSON as the API answers")
+	id, err := l.spec.parseID(fs, args)
+	if err != nil {
+		return err
+	}
+	recs, err := contractRecords(ctx, env, id)
+	if err != nil {
+		return err
+	}
+	list := l.list(recs)
+	if list == nil {
+		// The API answers an empty list, not null.
+		list = []T{}
+	}
+	if *asJSON {
+		return writeJSONSafe(env.Stdout, l.answer(list))
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, l.header)
+	for _, v := range list {
+		fmt.Fprintln(tw, l.row(v))
 	}
 	return tw.Flush()
 }

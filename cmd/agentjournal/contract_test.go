@@ -18,8 +18,8 @@ func TestTodosAndApprovals(t *testing.T) {
 	dir := t.TempDir()
 	_, _, stop := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	asked := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "ask:q1:Which branch?",
-		`signal:{"type":"needs_input","payload":{"requestId":"q2","question":"Ship it?","choices":["yes","no"]}}`))
+	asked := launched(t, dir, "--", agent, "ask:q1:Which branch?",
+		`signal:{"type":"needs_input","payload":{"requestId":"q2","question":"Ship it?","choices":["yes","no"]}}`)
 	// The request is open once the policy has decided on it, which may
 	// come after the signal shows.
 	awaitState(t, dir, asked, "q1", func(st execution.State) bool { return st.CurrentInputRequestID == "q1" })
@@ -27,7 +27,7 @@ func TestTodosAndApprovals(t *testing.T) {
 	awaitFinal(t, dir, asked)
 
 	capture := todoCapture(t)
-	planned := strings.TrimSpace(mustRun(t, dir, "launch", "--agent", "claude-code", "--shape", "one-shot", "--prompt", "do it", "--", agent, "replay:"+capture))
+	planned := launched(t, dir, "--agent", "claude-code", "--shape", "one-shot", "--prompt", "do it", "--", agent, "replay:"+capture)
 	awaitFinal(t, dir, planned)
 
 	viaDaemon := mustRun(t, dir, "approvals", asked, "--json")

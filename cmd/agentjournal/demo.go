@@ -45,12 +45,8 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	owner := fs.String("owner", "Task/demo-task", "the owning `ENTITY/ID`; ENTITY is one of "+ownerEntityList())
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: the current time, a new execution each run)")
 	asJSON := fs.Bool("json", false, "print the stored record JSON, one per line")
-	pos, err := demoSpec.parse(fs, args)
-	if err != nil {
+	if err := demoSpec.parseNone(fs, args, "demo takes only flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return demoSpec.usageErr(fs, "unexpected argument %q (demo takes only flags)", pos[0])
 	}
 	entity, ownerID, ok := strings.Cut(*owner, "/")
 	ownerEntity, err := eventstore.ParseOwnerEntity(entity)

@@ -20,9 +20,9 @@ func TestForkAndResumeCommands(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
 	work := t.TempDir()
 
-	parent := strings.TrimSpace(mustRun(t, dir, "launch", "--dir", work, "--prompt", "prompt one", "--", agent,
+	parent := launched(t, dir, "--dir", work, "--prompt", "prompt one", "--", agent,
 		"echo:1", `signal:{"type":"message","payload":{"text":"answer one"}}`,
-		"echo:1", `signal:{"type":"message","payload":{"text":"answer two"}}`))
+		"echo:1", `signal:{"type":"message","payload":{"text":"answer two"}}`)
 	awaitState(t, dir, parent, "answer one", func(st execution.State) bool { return hasText(st, "answer one") })
 	mustRun(t, dir, "send", parent, "prompt two")
 	awaitState(t, dir, parent, "completion", func(st execution.State) bool { return st.Lifecycle == "completed" })

@@ -286,15 +286,7 @@ func TestImportBesideARunningDaemon(t *testing.T) {
 	id, file, want := exportReworded(t)
 	daemonDir := t.TempDir()
 	url, token, _ := startServe(t, daemonDir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
-	data, err := os.ReadFile(daemon.Layout{Dir: daemonDir}.DaemonInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info daemon.Info
-	if err := json.Unmarshal(data, &info); err != nil || info.NATSURL == "" {
-		t.Fatalf("daemon.json %s: %v, want the NATS URL", data, err)
-	}
-	join := []string{"--nats-url", info.NATSURL, "--nats-secret-file", daemon.Layout{Dir: daemonDir}.NATSSecret()}
+	join := []string{"--nats-url", daemonNATSURL(t, daemonDir), "--nats-secret-file", daemon.Layout{Dir: daemonDir}.NATSSecret()}
 
 	out := mustRun(t, t.TempDir(), append(join, "journal", "import", file)...)
 	if !strings.Contains(out, fmt.Sprintf("Imported %d records", len(want))) {

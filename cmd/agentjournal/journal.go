@@ -84,12 +84,8 @@ var journalLsSpec = cmdSpec{
 func (c *JournalLsCommand) Run(ctx context.Context, args []string) error {
 	fs := journalLsSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print one journal reference as JSON per line")
-	pos, err := journalLsSpec.parse(fs, args)
-	if err != nil {
+	if err := journalLsSpec.parseNone(fs, args, "journal ls takes no arguments"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return journalLsSpec.usageErr(fs, "unexpected argument %q (journal ls takes no arguments)", pos[0])
 	}
 	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		refs, err := s.Journals(ctx)

@@ -17,10 +17,7 @@ func TestGraphAndLineageCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
-	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
 	eventAt := func(ref eventstore.Reference, seq uint64) string { return fixtures.EventIDAt(t, s, ref, seq) }
 	journal := func(id string, parent *eventstore.Reference, seq uint64, n int) eventstore.Reference {
 		ref := storetest.Ref(eventstore.OwnerTask, "t", id)

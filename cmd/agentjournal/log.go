@@ -41,18 +41,15 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 	limit := fs.Int("limit", 0, "print at most `N` records (0 prints all)")
 	asJSON := fs.Bool("json", false, `print {"offset":N,"record":{...}} per line`)
 	follow := fs.Bool("follow", false, "keep printing records as they are appended")
-	pos, err := logSpec.parse(fs, args)
-	if err != nil {
+	if err := logSpec.parseNone(fs, args, "log takes only flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return logSpec.usageErr(fs, "unexpected argument %q (log takes only flags)", pos[0])
 	}
 	if *limit < 0 {
 		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
 	}
 	return c.env.withJournals(ctx, func(s eventstore.Store) error {
 		bad := &undecodable{w: c.env.Stderr}
+		var err error
 		if *follow {
 			err = followLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)
 		} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -40,11 +39,7 @@ func readLogJSON(t *testing.T, out string) ([]uint64, []eventstore.Record) {
 
 func TestLogInterleavesJournals(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	a := demoID(t, dir, "a")
-	b := demoID(t, dir, "b")
-	// One more record on a after b's, so the journals interleave in the log.
-	appendActivity(t, dir, a, "late-1")
+	dir, a, b := interleavedDemos(t)
 
 	offsets, records := readLogJSON(t, mustRun(t, dir, "log", "--json"))
 	lastSeq := map[string]uint64{}
@@ -101,26 +96,41 @@ func TestLogInterleavesJournals(t *testing.T) {
 	}
 }
 
+// interleavedDemos writes two demo journals, a and b, on a new data
+// directory, and one more record on a after b's, so that the journals
+// interleave in the log.
+func interleavedDemos(t *testing.T) (dir, a, b string) {
+	t.Helper()
+	dir = t.TempDir()
+	a = demoID(t, dir, "a")
+	b = demoID(t, dir, "b")
+	appendActivity(t, dir, a, "late-1")
+	return dir, a, b
+}
+
 // appendActivity appends an activity update to a journal straight through
 // the store, between runs of the program.
 func appendActivity(t *testing.T, dir, agentExecutionID, key string) {
 	t.Helper()
 	b := fixtures.StartNATSAt(t, dir)
-	s, err := eventstore.OpenJetStream(t.Context(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ref, err := s.Lookup(ctx, agentExecutionID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
+	ref := lookupRef(t, s, agentExecutionID)
 	r := &eventstore.ActivityUpdated{Activity: eventstore.ActivityReviewing}
 	r.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindActivity, key)
-	if _, err := s.Append(ctx, ref, r); err != nil {
+	if _, err := s.Append(t.Context(), ref, r); err != nil {
 		t.Fatal(err)
 	}
 	closeBus(t, b)
+}
+
+// lookupRef returns the reference of the journal of the execution id in s.
+func lookupRef(t *testing.T, s eventstore.Store, id string) eventstore.Reference {
+	t.Helper()
+	ref, err := s.Lookup(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
 
 // closeBus closes a bus before the test ends, so the program can open its

@@ -19,11 +19,11 @@ func TestLogsAndShowOfAFailedAgent(t *testing.T) {
 	dir := t.TempDir()
 	startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--owner", "Task/t-logs", "--", agent,
+	id := launched(t, dir, "--owner", "Task/t-logs", "--", agent,
 		"say:building the project",
 		`signal:{"type":"status","payload":{"summary":"a marker, journaled"}}`,
 		"err:\x1b]0;pwned\x07\x1b[2Jerror: config.yaml: no such file",
-		"err:giving up", "exit:3"))
+		"err:giving up", "exit:3")
 	awaitState(t, dir, id, "the failure", func(st execution.State) bool { return st.Lifecycle == "failed" })
 
 	out := mustRun(t, dir, "logs", id)
@@ -75,7 +75,7 @@ func TestLogsFollow(t *testing.T) {
 	dir := t.TempDir()
 	startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "say:before the message", "echo:1", "err:after the message", "exit:3"))
+	id := launched(t, dir, "--", agent, "say:before the message", "echo:1", "err:after the message", "exit:3")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

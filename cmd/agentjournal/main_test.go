@@ -23,7 +23,6 @@ type result struct {
 	code           int
 }
 
-// run runs the program on the data directory dir, the way main does.
 // TestMain lets the test binary be the supervisor the daemons it runs in
 // process start, as the agentjournal binary is for a real daemon.
 func TestMain(m *testing.M) {
@@ -39,6 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// run runs the program on the data directory dir, the way main does.
 func run(t testing.TB, dir string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -68,11 +68,52 @@ func natsSecretFile(t testing.TB) string {
 // mustRun is run for commands that must succeed; it returns stdout.
 func mustRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	r := run(t, dir, args...)
+	return run(t, dir, args...).succeeded(t, args)
+}
+
+// succeeded returns the stdout of the command args, which must have
+// exited 0.
+func (r result) succeeded(t *testing.T, args []string) string {
+	t.Helper()
 	if r.code != exitOK {
 		t.Fatalf("agentjournal %s: exit %d, want 0; stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 	return r.stdout
+}
+
+// awaitExitOK waits for the exit code of the command running in the
+// background, what, on done: 0 within 30 s.
+func awaitExitOK(t *testing.T, done <-chan int, what string, stderr fmt.Stringer) {
+	t.Helper()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, want 0; stderr:\n%s", what, code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: did not end within 30s", what)
+	}
+}
+
+// launched launches an agent in the daemon serving dir with the launch
+// arguments args and returns its execution id.
+func launched(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(mustRun(t, dir, append([]string{"launch"}, args...)...))
+}
+
+// awaitGoroutines waits until no more goroutines run than before, and
+// fails, with their stacks, when some are left after what ran.
+func awaitGoroutines(t *testing.T, before int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after %s, %d before:\n%s", runtime.NumGoroutine(), what, before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // decodeLines decodes JSON lines with eventstore.Decode.
@@ -295,14 +336,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	} {
 		mustRun(t, dir, args...)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after the commands, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitGoroutines(t, before, "the commands")
 }
 
 func TestCancelledContext(t *testing.T) {

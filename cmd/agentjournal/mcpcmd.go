@@ -40,12 +40,8 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 	fs := mcpSpec.newFlagSet()
 	url := fs.String("url", "", "the daemon's MCP endpoint `URL` (default $"+mcpURLEnv+")")
 	token := fs.String("token", "", "the execution's `TOKEN` (default $"+tokenEnv+")")
-	pos, err := mcpSpec.parse(fs, args)
-	if err != nil {
+	if err := mcpSpec.parseNone(fs, args, "mcp takes only flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return mcpSpec.usageErr(fs, "unexpected argument %q (mcp takes only flags)", pos[0])
 	}
 	getenv := c.env.Getenv
 	if getenv == nil {

@@ -24,7 +24,7 @@ func TestMCPBridge(t *testing.T) {
 	// The agent writes down the environment it got, then waits.
 	envFile := filepath.Join(t.TempDir(), "env")
 	script := `printf '%s\n%s\n' "$AGENTJOURNAL_MCP_URL" "$AGENTJOURNAL_TOKEN" > ` + envFile + `.tmp && mv ` + envFile + `.tmp ` + envFile + ` && exec sleep 60`
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--", "/bin/sh", "-c", script))
+	id := launched(t, dir, "--", "/bin/sh", "-c", script)
 	var agentEnv []string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -90,14 +90,7 @@ func TestMCPBridge(t *testing.T) {
 
 	// The agent leaving ends the bridge.
 	cs.Close()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("mcp: exit %d, want 0; stderr %q", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("mcp did not end when the agent left")
-	}
+	awaitExitOK(t, done, "mcp after the agent left", &stderr)
 	mustRun(t, dir, "stop", id)
 }
 

@@ -21,8 +21,8 @@ func TestNarrativeOfAnInterruptedSession(t *testing.T) {
 	dir := t.TempDir()
 	_, _, stop := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	first := strings.TrimSpace(mustRun(t, dir, "launch", "--prompt", "start the work", "--", agent,
-		"echo:1", `signal:{"type":"message","payload":{"text":"working"}}`, "sleep:3s"))
+	first := launched(t, dir, "--prompt", "start the work", "--", agent,
+		"echo:1", `signal:{"type":"message","payload":{"text":"working"}}`, "sleep:3s")
 	awaitState(t, dir, first, "working", func(st execution.State) bool { return hasText(st, "working") })
 	if r := stop(); r.code != exitOK {
 		t.Fatalf("serve exited %d: %s", r.code, r.stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -33,22 +34,17 @@ limit (maxRunning) and the executions live now (running).`,
 func (c *QueueCommand) Run(ctx context.Context, args []string) error {
 	fs := queueSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
-	pos, err := queueSpec.parse(fs, args)
-	if err != nil {
+	if err := queueSpec.parseNone(fs, args, "queue takes only flags"); err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return queueSpec.usageErr(fs, "unexpected argument %q (queue takes only flags)", pos[0])
-	}
-	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+	ask := func(cl *client.Client) (client.Queue, error) {
 		q, err := cl.Queue(ctx)
 		if err != nil {
-			return fmt.Errorf("queue: %w", err)
+			return q, fmt.Errorf("queue: %w", err)
 		}
-		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, q)
-		}
-		w := c.env.Stdout
+		return q, nil
+	}
+	return askDaemon(ctx, c.env, *asJSON, ask, func(w io.Writer, q client.Queue) error {
 		writeLine(w, "running %d (limit %d), waiting %d", q.Running, q.MaxRunning, len(q.Queued))
 		for _, r := range q.Queued {
 			d := r.DispatchContext

@@ -19,10 +19,10 @@ func TestQueueThroughTheDaemon(t *testing.T) {
 	dir := t.TempDir()
 	agent := fixtures.AgentBinary(t)
 	_, _, stop := startServe(t, dir, "--max-running", "1")
-	first := strings.TrimSpace(mustRun(t, dir, "launch", "--", agent, "sleep:60s"))
+	first := launched(t, dir, "--", agent, "sleep:60s")
 	awaitState(t, dir, first, "first running", func(st execution.State) bool { return st.Lifecycle == eventstore.LifecycleRunning })
-	queued := strings.TrimSpace(mustRun(t, dir, "launch", "--dispatch-mode", "queued", "--origin-surface", "web",
-		"--origin-product", "claw-cowork", "--prompt", "hello", "--", agent, "echo:1"))
+	queued := launched(t, dir, "--dispatch-mode", "queued", "--origin-surface", "web",
+		"--origin-product", "claw-cowork", "--prompt", "hello", "--", agent, "echo:1")
 
 	plain := mustRun(t, dir, "queue")
 	if !strings.Contains(plain, "running 1 (limit 1), waiting 1") || !strings.Contains(plain, queued) ||

@@ -117,11 +117,7 @@ func runBounded(t *testing.T, dir string, args ...string) result {
 // stdout.
 func mustRunReal(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	r := runBounded(t, dir, args...)
-	if r.code != exitOK {
-		t.Fatalf("agentjournal %s: exit %d, want 0; stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
-	}
-	return r.stdout
+	return runBounded(t, dir, args...).succeeded(t, args)
 }
 
 var runningAny = regexp.MustCompile(`agentjournal: running (ae-[0-9a-f]+) \(`)

@@ -68,10 +68,7 @@ func TestReplayToSequence(t *testing.T) {
 func TestLogFollow(t *testing.T) {
 	t.Parallel()
 	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Listen = "127.0.0.1:0" })
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow")
 	if _, err := s.EnsureJournal(context.Background(), ref, storetest.Header("a")); err != nil {
 		t.Fatal(err)

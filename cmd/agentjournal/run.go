@@ -156,20 +156,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	snapshots := snapshotsFlag(fs)
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
-
-	// Everything after the first -- is the agent's command line, flags
-	// included.
-	flagArgs, command := args, []string(nil)
-	if i := slices.Index(args, "--"); i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := runSpec.parse(fs, flagArgs)
+	command, err := runSpec.parseCommand(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return runSpec.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal run -- %s",
-			pos[0], strings.Join(pos, " "))
 	}
 	entity, ownerID, ok := strings.Cut(*owner, "/")
 	ownerEntity, err := eventstore.ParseOwnerEntity(entity)

@@ -202,12 +202,18 @@ func (r *ptyRun) waitRaw() {
 // wait waits for run to exit and returns its exit code.
 func (r *ptyRun) wait() int {
 	r.t.Helper()
-	select {
-	case <-r.exited:
-	case <-time.After(runProcWait):
-		r.t.Fatalf("run did not exit within %s", runProcWait)
-	}
+	awaitRunExit(r.t, r.exited)
 	return r.code
+}
+
+// awaitRunExit waits for exited to close, as it does when run exits.
+func awaitRunExit(t *testing.T, exited <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-exited:
+	case <-time.After(runProcWait):
+		t.Fatalf("run did not exit within %s", runProcWait)
+	}
 }
 
 // typeKeys writes keys to run's terminal, as typed.
@@ -363,11 +369,7 @@ func (p *procRun) served() (id, url, token string) {
 // wait waits for run to exit and returns its exit code.
 func (p *procRun) wait() int {
 	p.t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(runProcWait):
-		p.t.Fatalf("run did not exit within %s", runProcWait)
-	}
+	awaitRunExit(p.t, p.exited)
 	return p.cmd.ProcessState.ExitCode()
 }
 

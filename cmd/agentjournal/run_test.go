@@ -312,14 +312,7 @@ func TestRunNoGoroutineLeak(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
 	before := runtime.NumGoroutine()
 	mustRun(t, t.TempDir(), "run", "--", agent, "say:hi", progressStep)
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after run, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitGoroutines(t, before, "run")
 }
 
 func TestRunInteractive(t *testing.T) {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/contract"
 )
@@ -75,17 +77,14 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 	if *limit < 0 {
 		return sessionsSpec.usageErr(fs, "--limit %d: want 0 (all) or more", *limit)
 	}
-	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+	ask := func(cl *client.Client) (wire.Sessions, error) {
 		list, err := cl.Sessions(ctx, client.SessionFilter{Status: contract.SessionStatus(*status), Limit: *limit})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, map[string]any{"sessions": list})
-		}
-		tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+		return wire.Sessions{Sessions: list}, err
+	}
+	return askDaemon(ctx, c.env, *asJSON, ask, func(w io.Writer, list wire.Sessions) error {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tSTATUS\tRESUMABLE\tAGENT\tRUNS\tUPDATED")
-		for _, s := range list {
+		for _, s := range list.Sessions {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(s.SessionID), s.Status, yesNo(s.Resumable), termSafe(s.AgentID),
 				len(s.RunIDs), s.UpdatedAt.UTC().Format(time.RFC3339))
 		}
@@ -116,15 +115,8 @@ func (c *SessionCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withDaemon(ctx, func(cl *client.Client) error {
-		s, err := cl.Session(ctx, id)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, s)
-		}
-		w := c.env.Stdout
+	ask := func(cl *client.Client) (*client.Session, error) { return cl.Session(ctx, id) }
+	return askDaemon(ctx, c.env, *asJSON, ask, func(w io.Writer, s *client.Session) error {
 		fmt.Fprintf(w, "session %s: %s, resumable %s, user %s, started %s\n", termSafe(s.Session.SessionID), s.Session.Status,
 			yesNo(s.Session.Resumable), termSafe(s.Session.UserID), s.Session.StartedAt.UTC().Format(time.RFC3339))
 		if s.Session.ParentSessionID != "" {
@@ -190,15 +182,15 @@ func (c *CheckpointCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.env.withDaemon(ctx, func(cl *client.Client) error {
+	ask := func(cl *client.Client) (*contract.AgentCheckpoint, error) {
 		cp, err := cl.Checkpoint(ctx, id, client.CheckpointRequest{ID: *name, Title: *title, Summary: *summary})
 		if err != nil {
-			return fmt.Errorf("checkpoint %s: %w", id, err)
+			return nil, fmt.Errorf("checkpoint %s: %w", id, err)
 		}
-		if *asJSON {
-			return writeJSONSafe(c.env.Stdout, cp)
-		}
-		_, err = fmt.Fprintf(c.env.Stdout, "checkpoint %s of %s at sequence %d: %s (%s)\n", termSafe(cp.CheckpointID), termSafe(cp.RunID),
+		return cp, nil
+	}
+	return askDaemon(ctx, c.env, *asJSON, ask, func(w io.Writer, cp *contract.AgentCheckpoint) error {
+		_, err := fmt.Fprintf(w, "checkpoint %s of %s at sequence %d: %s (%s)\n", termSafe(cp.CheckpointID), termSafe(cp.RunID),
 			cp.AtSequence, cp.StatusAtCapture, termSafe(cp.StateSummary.Summary))
 		return err
 	})

@@ -20,7 +20,7 @@ func TestSessionsSessionAndCheckpoint(t *testing.T) {
 	_, _, stop := startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
 	capture := todoCapture(t)
-	first := strings.TrimSpace(mustRun(t, dir, "launch", "--agent", "claude-code", "--shape", "one-shot", "--prompt", "write it", "--", agent, "replay:"+capture))
+	first := launched(t, dir, "--agent", "claude-code", "--shape", "one-shot", "--prompt", "write it", "--", agent, "replay:"+capture)
 	awaitFinal(t, dir, first)
 	second := strings.TrimSpace(mustRun(t, dir, "resume", first, "--prompt", "again"))
 	awaitFinal(t, dir, second)

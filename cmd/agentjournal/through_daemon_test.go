@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -106,11 +105,7 @@ func journalFiles(t *testing.T, dir string) map[string]string {
 // bad arguments too.
 func TestCommandsThroughTheDaemon(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	a := demoID(t, dir, "a")
-	b := demoID(t, dir, "b")
-	// One more record on a after b's, so the journals interleave in the log.
-	appendActivity(t, dir, a, "late-1")
+	dir, a, b := interleavedDemos(t)
 	sameThroughTheDaemon(t, dir, [][]string{
 		{"journal", "ls"},
 		{"journal", "ls", "--json"},
@@ -165,18 +160,8 @@ func TestDamageThroughTheDaemon(t *testing.T) {
 	a := demoID(t, dir, "a")
 	b := demoID(t, dir, "b")
 	bb := fixtures.StartNATSAt(t, dir)
-	s, err := eventstore.OpenJetStream(t.Context(), bb.JetStream(), eventstore.JetStreamConfig{Stream: bb.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refA, err := s.Lookup(t.Context(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refB, err := s.Lookup(t.Context(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, bb)
+	refA, refB := lookupRef(t, s, a), lookupRef(t, s, b)
 	// b lacks two sequences, as a damaged log file leaves a journal.
 	fixtures.PublishPastTheEnd(t, bb, refB, refB.LastSequence+3)
 	closeBus(t, bb)
@@ -184,20 +169,13 @@ func TestDamageThroughTheDaemon(t *testing.T) {
 	_, stop := startServeStop(t, dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
 	// A foreign writer's record on a's subject, in the place of a's next
 	// sequence, which no reader decodes.
-	data, err := os.ReadFile(daemon.Layout{Dir: dir}.DaemonInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info daemon.Info
-	if err := json.Unmarshal(data, &info); err != nil || info.NATSURL == "" {
-		t.Fatalf("daemon.json %s: %v, want the NATS URL", data, err)
-	}
+	natsURL := daemonNATSURL(t, dir)
 	secret, err := bus.LoadSecret(daemon.Layout{Dir: dir}.NATSSecret())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := bus.DefaultConfig()
-	cfg.URL, cfg.Secret = info.NATSURL, secret
+	cfg.URL, cfg.Secret = natsURL, secret
 	joined, err := bus.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -460,4 +438,15 @@ func startServeStop(t *testing.T, dir string, args ...string) (url string, stop 
 			t.Fatalf("serve stopped: exit %d\n%s", r.code, r.stderr)
 		}
 	}
+}
+
+// daemonNATSURL returns the NATS URL daemon.json names for the daemon
+// serving dir, which it has when started with --nats-listen.
+func daemonNATSURL(t *testing.T, dir string) string {
+	t.Helper()
+	info, err := daemon.Layout{Dir: dir}.ReadInfo()
+	if err != nil || info.NATSURL == "" {
+		t.Fatalf("daemon.json of %s: %+v, %v; want the NATS URL", dir, info, err)
+	}
+	return info.NATSURL
 }

@@ -42,7 +42,7 @@ func TestLaunchTimeout(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	startServe(t, dir)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--timeout", "300ms", "--", fixtures.AgentBinary(t), "sleep:60s"))
+	id := launched(t, dir, "--timeout", "300ms", "--", fixtures.AgentBinary(t), "sleep:60s")
 	awaitState(t, dir, id, "the end at the time limit", func(st execution.State) bool { return st.Lifecycle.Final() })
 	endedByTimeout(t, journalOf(t, dir, id), 300)
 }

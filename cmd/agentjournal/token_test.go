@@ -24,8 +24,8 @@ func TestTokenIsScopedToItsExecution(t *testing.T) {
 
 	startServe(t, dir)
 	agent := fixtures.AgentBinary(t)
-	id := strings.TrimSpace(mustRun(t, dir, "launch", "--owner", "Task/t-token", "--", agent, "sleep:60s"))
-	other := strings.TrimSpace(mustRun(t, dir, "launch", "--owner", "Task/t-token", "--", agent, "sleep:60s"))
+	id := launched(t, dir, "--owner", "Task/t-token", "--", agent, "sleep:60s")
+	other := launched(t, dir, "--owner", "Task/t-token", "--", agent, "sleep:60s")
 	t.Cleanup(func() { run(t, dir, "stop", id); run(t, dir, "stop", other) })
 
 	token := strings.TrimSpace(mustRun(t, dir, "token", id))

@@ -233,6 +233,38 @@ func (s cmdSpec) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseNone parses args for a command that takes only flags; a positional
+// argument is a *usageError saying why, as hint tells.
+func (s cmdSpec) parseNone(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := s.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return s.usageErr(fs, "unexpected argument %q (%s)", pos[0], hint)
+	}
+	return nil
+}
+
+// parseCommand parses args for a command that runs an agent's command line:
+// everything after the first -- is that command line, flags included, and
+// before it only flags are accepted.
+func (s cmdSpec) parseCommand(fs *flag.FlagSet, args []string) (command []string, err error) {
+	flagArgs := args
+	if i := slices.Index(args, "--"); i >= 0 {
+		flagArgs, command = args[:i], args[i+1:]
+	}
+	pos, err := s.parse(fs, flagArgs)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, s.usageErr(fs, "unexpected argument %q: the agent's command goes after --, e.g. agentjournal %s -- %s",
+			pos[0], s.Name, strings.Join(pos, " "))
+	}
+	return command, nil
+}
+
 // flagError rewrites an error of the flag package in the spelling the help
 // uses (--name) and lists the accepted flags when the flag is unknown.
 func flagError(fs *flag.FlagSet, err error) error {

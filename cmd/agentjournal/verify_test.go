@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
@@ -23,14 +21,8 @@ func TestVerifyFindsAGap(t *testing.T) {
 
 	// A record with a sequence three past the journal's end.
 	b := fixtures.StartNATSAt(t, dir)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := s.Lookup(context.Background(), damaged)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, b)
+	ref := lookupRef(t, s, damaged)
 	fixtures.PublishPastTheEnd(t, b, ref, ref.LastSequence+3)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -143,12 +143,8 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 	attention := fs.String("attention", "", "only executions with attention `A` ("+joinEnum(eventstore.Attentions)+")")
 	limit := fs.Int("limit", 0, "at most `N` executions (0 = all)")
 	asJSON := fs.Bool("json", false, "print one summary JSON object per line")
-	pos, err := lsSpec.parse(fs, args)
-	if err != nil {
+	if err := lsSpec.parseNone(fs, args, "ls takes only flags"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return lsSpec.usageErr(fs, "unexpected argument %q (ls takes only flags)", pos[0])
 	}
 	f := projections.Filter{Lifecycle: eventstore.Lifecycle(*lifecycle), Attention: eventstore.Attention(*attention), Limit: *limit}
 	if *owner != "" {
@@ -379,12 +375,8 @@ rebuild and leaves the live file as it was.`,
 // Run implements Command.
 func (c *RebuildCommand) Run(ctx context.Context, args []string) error {
 	fs := rebuildSpec.newFlagSet()
-	pos, err := rebuildSpec.parse(fs, args)
-	if err != nil {
+	if err := rebuildSpec.parseNone(fs, args, "rebuild takes no arguments"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return rebuildSpec.usageErr(fs, "unexpected argument %q (rebuild takes no arguments)", pos[0])
 	}
 	cl, err := c.env.daemon(ctx)
 	switch {

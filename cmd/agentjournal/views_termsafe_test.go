@@ -60,10 +60,7 @@ func writeHostileJournal(t *testing.T, dir string) (execID, ownerID string) {
 		Telemetry:     &eventstore.Telemetry{ActiveToolName: "tool-" + hostile}})
 
 	bus := fixtures.StartNATSAt(t, dir)
-	s, err := eventstore.OpenJetStream(t.Context(), bus.JetStream(), eventstore.JetStreamConfig{Stream: bus.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fixtures.OpenStore(t, bus)
 	if _, err := writeDemo(t.Context(), s, ref, b.records); err != nil {
 		t.Fatal(err)
 	}
