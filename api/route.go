@@ -104,6 +104,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) (bool, error) {
 		defer cancel()
 	}
 	a, err := s.cfg.Fleet.Forward(ctx, host, r, body)
+	if errors.Is(err, fleet.ErrNotTaken) {
+		return true, unavailable("execution %s runs on host %s, which takes no requests now (it stopped or lost its connection to the log); nothing was recorded: retry once it is back", id, host)
+	}
 	if errors.Is(err, fleet.ErrUnreachable) {
 		return true, unavailable("execution %s runs on host %s: %v; it may or may not have taken the command: retry it with the same messageId or Idempotency-Key, which the host tells apart", id, host, err)
 	}

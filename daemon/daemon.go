@@ -78,7 +78,8 @@ func (d *Daemon) onClose(part string, fn func(ctx context.Context) error) {
 // Open opens the stack in order: the bus, the journal store, the read
 // models and their projector, the search index and its indexer, the policy
 // subscriber, the API's listener and tokens, the terminal registry, the
-// runtime, the recovery of what a previous host left (the queue, then the
+// runtime, its membership of the fleet, the recovery of what a previous
+// host left (the queue, then the
 // executions it left running), and the API server with MCP, which then
 // serves. ctx bounds the opening only: what Open starts runs until Close.
 // When a part fails to open, those opened before it are closed.
@@ -106,9 +107,6 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.onClose("store", func(context.Context) error { return d.store.Close() })
-	if err := d.joinFleet(ctx); err != nil {
-		return nil, err
-	}
 	if err := d.openViews(ctx); err != nil {
 		return nil, err
 	}
@@ -129,6 +127,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.terms.KillGrace = cfg.StopGrace
 	d.onClose("terminals", func(context.Context) error { return d.terms.Close() })
 	d.openRuntime()
+	if err := d.joinFleet(ctx); err != nil {
+		return nil, err
+	}
 	if err := d.recover(ctx); err != nil {
 		return nil, err
 	}
@@ -138,10 +139,10 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
-// joinFleet makes this daemon a host of the fleet on its log, first of
-// the parts that act, so that a name another live daemon holds is refused
-// before anything starts. Until the API is built, requests forwarded here
-// are answered that the host is starting.
+// joinFleet makes this daemon a host of the fleet on its log before it
+// takes up any work (the recovery, the API), so that a name another live
+// daemon holds is refused before anything starts. Until the API is built,
+// requests forwarded here are answered that the host is starting.
 func (d *Daemon) joinFleet(ctx context.Context) error {
 	replicas := 1
 	if info := d.bus.Stream().CachedInfo(); info != nil {
@@ -162,9 +163,6 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 
 // hostStatus is what this host's heartbeats say of it.
 func (d *Daemon) hostStatus() fleet.Status {
-	if d.rt == nil {
-		return fleet.Status{}
-	}
 	return fleet.Status{
 		Capacity: fleet.Capacity{MaxRunning: d.rt.MaxRunning(), Running: d.rt.Running(), Queued: len(d.rt.Queue())},
 		Running:  d.rt.RunningIDs(),

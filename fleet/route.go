@@ -37,9 +37,14 @@ type Answer struct {
 	Body   []byte
 }
 
-// ErrUnreachable is wrapped by Forward's error when the host did not
-// answer: no daemon listens for it, or it did not answer in time.
-var ErrUnreachable = errors.New("the host does not answer")
+var (
+	// ErrUnreachable is wrapped by Forward's error when the host did not
+	// answer: no daemon listens for it, or it did not answer in time.
+	ErrUnreachable = errors.New("the host does not answer")
+	// ErrNotTaken is wrapped with ErrUnreachable when no daemon listens
+	// for the host: the request reached nobody, so nothing was done.
+	ErrNotTaken = errors.New("no daemon takes requests for the host")
+)
 
 // Forward sends an API request to host and returns its answer. body is the
 // request's body, read by the caller (a forwarded request is bounded by
@@ -65,7 +70,7 @@ func (f *Fleet) Forward(ctx context.Context, host string, r *http.Request, body 
 	resp, err := f.cfg.Conn.RequestMsgWithContext(ctx, m)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("%w: no daemon takes requests for host %s", ErrUnreachable, host)
+		return nil, fmt.Errorf("%w: %w %s", ErrUnreachable, ErrNotTaken, host)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return nil, fmt.Errorf("%w: host %s did not answer within %s", ErrUnreachable, host, time.Until(deadline).Round(time.Millisecond))
 	case errors.Is(err, nats.ErrMaxPayload):

@@ -15,6 +15,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fleet"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -23,7 +24,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION]",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -69,6 +70,15 @@ explicitly. SIGTERM or Ctrl-C stops new requests and closes everything in
 order. With --on-stop=leave (the default) supervised agents run on; with
 --on-stop=stop every agent is stopped (SIGTERM, then SIGKILL after --grace).
 
+Every daemon on one log is a host of its fleet, named by --host-name (by
+default the machine's name and a hash of the data directory; a name a live
+daemon holds is refused), with --label KEY=VALUE labels, and sends a
+heartbeat the others see ('agentjournal hosts'); one not heard from for
+--lease is taken for lost. Commands for an execution (send, answers, stop,
+cmd, checkpoint, logs, terminal input) given to any daemon of the log reach
+the host that runs it over NATS, and the caller gets that host's answer. An
+answer that the host cannot take is refused and its question stays open.
+
 Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
 in the daemon's queue until fewer than --max-running agents run here (the
 number of CPUs by default); what they need to start is kept in DATA/queue
@@ -92,6 +102,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	snapshots := snapshotsFlag(fs)
 	maxRunning := fs.Int("max-running", 0, "start queued and scheduled launches only while fewer than `N` agents run here (0: the number of CPUs); interactive launches start at once and count toward it")
 	partitions := fs.Int("policy-partitions", 0, "share the policy's deciding among the daemons on this log by hashing the journals into `N` partitions (2 to 1024, the same on every daemon); 0: one daemon decides at a time")
+	hostName := fs.String("host-name", "", "this daemon's `NAME` in the fleet of daemons on its log (default: the machine's name and a hash of the data directory)")
+	var labels labelFlag
+	fs.Var(&labels, "label", "a `KEY=VALUE` label of this host, for placing launches (repeatable, e.g. --label gpu=1 --label os=linux)")
+	lease := fs.Duration("lease", fleet.DefaultLease, "how long this host may go unheard before the others take it for lost")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
@@ -105,6 +119,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *partitions < 0 || *partitions == 1 || *partitions > eventstore.MaxPartitions {
 		return serveSpec.usageErr(fs, "--policy-partitions %d: want 2 to %d, or 0 for one daemon deciding at a time", *partitions, eventstore.MaxPartitions)
+	}
+	if *hostName != "" {
+		if err := fleet.ValidName(*hostName); err != nil {
+			return serveSpec.usageErr(fs, "--host-name: %v", err)
+		}
+	}
+	if *lease < 100*time.Millisecond {
+		return serveSpec.usageErr(fs, "--lease %s: want 100ms or more (%s by default)", *lease, fleet.DefaultLease)
 	}
 	if *onStop != "leave" && *onStop != "stop" {
 		return serveSpec.usageErr(fs, "--on-stop %q: want leave or stop", *onStop)
@@ -153,6 +175,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	cfg.Supervisor, cfg.LeaveRunning = &sup, *onStop == "leave"
 	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
+	cfg.HostName, cfg.Labels, cfg.Lease = *hostName, labels.m, *lease
 	return c.serve(ctx, cfg)
 }
 
@@ -257,4 +280,21 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// labelFlag gathers repeated --label KEY=VALUE flags.
+type labelFlag struct{ m map[string]string }
+
+func (l *labelFlag) String() string { return labelsText(l.m) }
+
+func (l *labelFlag) Set(s string) error {
+	k, v, err := fleet.ParseLabel(s)
+	if err != nil {
+		return err
+	}
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	l.m[k] = v
+	return nil
 }

@@ -16,7 +16,7 @@ type Command interface {
 }
 
 // commandNames lists the top-level commands, in the order help shows them.
-var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "cmd", "graph", "lineage", "snapshots", "rebuild", "help"}
+var commandNames = []string{"serve", "launch", "fork", "resume", "send", "observe", "stop", "queue", "hosts", "tail", "logs", "token", "mcp", "acp", "demo", "run", "ls", "show", "timeline", "search", "journal", "log", "replay", "narrative", "todos", "approvals", "sessions", "session", "checkpoint", "cmd", "graph", "lineage", "snapshots", "rebuild", "help"}
 
 // newCommand returns the command called name, or nil if there is none.
 func newCommand(name string, env *Env) Command {
@@ -39,6 +39,8 @@ func newCommand(name string, env *Env) Command {
 		return &StopCommand{env: env}
 	case "queue":
 		return &QueueCommand{env: env}
+	case "hosts":
+		return &HostsCommand{env: env}
 	case "tail":
 		return &TailCommand{env: env}
 	case "logs":
@@ -124,6 +126,7 @@ Commands:
   observe ID JSON       record a signal for an execution and print the policy's decision
   stop ID               stop an agent of the daemon and print how it ended
   queue                 the daemon's queued and scheduled launches, next first
+  hosts                 the fleet's hosts (daemons on one log): state, load, labels, what runs where
   tail [-f]             print the daemon's events; -f keeps following them
   logs ID [-f]          print what an agent printed that no record holds (stderr, plain stdout)
   mcp                   the signal tools as a stdio MCP server, for launched agents
@@ -159,7 +162,7 @@ Global flags (before the command):
 The data directory defaults to $AGENTJOURNAL_DATA, else $XDG_DATA_HOME/agentjournal,
 else ~/.local/share/agentjournal, and is created (mode 0700) when missing. Only one
 agentjournal at a time can use a data directory. While a daemon (serve) runs on it,
-launch, send, observe, stop, queue, tail, sessions, session, checkpoint and cmd talk to the
+launch, send, observe, stop, queue, hosts, tail, sessions, session, checkpoint and cmd talk to the
 daemon, and ls, show, timeline, journal, log, replay, narrative, todos,
 approvals, demo and rebuild work through it, printing what they print without
 one.
