@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/fleet"
 )
 
@@ -111,7 +112,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) (bool, error) {
 		return true, unavailable("execution %s runs on host %s: %v; it may or may not have taken the command: retry it with the same messageId or Idempotency-Key, which the host tells apart", id, host, err)
 	}
 	if err != nil {
-		return true, &apiError{status: http.StatusBadGateway, code: "host_error", message: fmt.Sprintf("execution %s runs on host %s: %v", id, host, err)}
+		return true, &apiError{status: http.StatusBadGateway, code: wire.CodeHostError, message: fmt.Sprintf("execution %s runs on host %s: %v", id, host, err)}
 	}
 	for k, vs := range a.Header {
 		w.Header()[k] = vs

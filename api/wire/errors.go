@@ -18,6 +18,10 @@ const (
 	// CodeDiskFull: the disk holding the log is full; writes are refused
 	// until space is freed, and then taken again without a restart.
 	CodeDiskFull = "disk_full"
+	// CodeHostError: the host of the fleet that runs the execution could
+	// not answer a command forwarded to it (its answer too large for the
+	// log's NATS, say); the message names the host and why.
+	CodeHostError = "host_error"
 )
 
 // ErrorBody is the one error shape of the API:
