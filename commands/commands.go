@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/oneof"
 	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
@@ -53,13 +54,13 @@ var Focuses = []Focus{FocusPrompt, FocusTerminal}
 
 // ParseFocus reads a focus; "" is the prompt box.
 func ParseFocus(s string) (Focus, error) {
-	switch Focus(s) {
-	case "", FocusPrompt:
+	if s == "" {
 		return FocusPrompt, nil
-	case FocusTerminal:
-		return FocusTerminal, nil
 	}
-	return "", fmt.Errorf("unknown focus %q (want one of: prompt, terminal)", s)
+	if f, ok := oneof.Parse(s, Focuses); ok {
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown focus %q (want one of: %s)", s, oneof.Join(Focuses))
 }
 
 // Operations of the Mission-native registry: what an invocation asks the

@@ -115,33 +115,31 @@ func (r *Run) Item(c Change) any {
 // LoadItem appends a stored item to its list: storage reads a run back as
 // its head, then each list's items in index order.
 func (r *Run) LoadItem(p Part, data []byte) error {
-	var err error
 	switch p {
 	case PartTodo:
-		var t AgentTodo
-		if err = json.Unmarshal(data, &t); err == nil {
-			r.Todos = append(r.Todos, t)
-		}
+		return appendDecoded(&r.Todos, data)
 	case PartApproval:
-		var a AgentApprovalCheckpoint
-		if err = json.Unmarshal(data, &a); err == nil {
-			r.Approvals = append(r.Approvals, a)
-			r.changed(PartApproval, len(r.Approvals)-1)
+		if err := appendDecoded(&r.Approvals, data); err != nil {
+			return err
 		}
+		r.changed(PartApproval, len(r.Approvals)-1)
+		return nil
 	case PartArtifact:
-		var a string
-		if err = json.Unmarshal(data, &a); err == nil {
-			r.Artifacts = append(r.Artifacts, a)
-		}
+		return appendDecoded(&r.Artifacts, data)
 	case PartCheckpoint:
-		var c AgentCheckpoint
-		if err = json.Unmarshal(data, &c); err == nil {
-			r.Checkpoints = append(r.Checkpoints, c)
-		}
-	default:
-		return fmt.Errorf("contract: unknown run part %q", p)
+		return appendDecoded(&r.Checkpoints, data)
 	}
-	return err
+	return fmt.Errorf("contract: unknown run part %q", p)
+}
+
+// appendDecoded decodes one stored item and appends it to its list.
+func appendDecoded[T any](list *[]T, data []byte) error {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
+	return nil
 }
 
 // Fold folds recs, one execution's journal in order, into a Run.

@@ -1,7 +1,6 @@
 package eventstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // batchRecords returns a header and n messages numbered from sequence 1,
@@ -28,10 +26,7 @@ func batchRecords(n int) []eventstore.Record {
 }
 
 func TestAppendBatch(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, s, ctx := startStore(t)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "batch")
 	records := batchRecords(600) // more than one flush of the connection
 

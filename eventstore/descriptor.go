@@ -1,6 +1,10 @@
 package eventstore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentjournal/agentjournal/internal/oneof"
+)
 
 // ProtocolDescriptor is the interaction contract frozen in a journal header:
 // how the execution is driven, which messages it accepts and which signals
@@ -74,9 +78,9 @@ func (d *ProtocolDescriptor) validate(p *problems, field string) {
 		spec, ok := signalRegistry[s]
 		switch {
 		case !ok:
-			p.add(fmt.Sprintf("%s.signals[%d]", field, i), fmt.Sprintf("unknown signal type %q", string(s)), strs(SignalTypes())...)
+			p.add(fmt.Sprintf("%s.signals[%d]", field, i), fmt.Sprintf("unknown signal type %q", string(s)), oneof.Strings(SignalTypes())...)
 		case !spec.Surfaced:
-			p.add(fmt.Sprintf("%s.signals[%d]", field, i), fmt.Sprintf("signal type %q is not surfaced to agents", string(s)), strs(SurfacedSignalTypes())...)
+			p.add(fmt.Sprintf("%s.signals[%d]", field, i), fmt.Sprintf("signal type %q is not surfaced to agents", string(s)), oneof.Strings(SurfacedSignalTypes())...)
 		}
 	}
 	for i, t := range d.SignalTransports {

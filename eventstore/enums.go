@@ -3,6 +3,8 @@ package eventstore
 import (
 	"fmt"
 	"slices"
+
+	"github.com/agentjournal/agentjournal/internal/oneof"
 )
 
 // The enumerations below are persisted in journals. Their values are written
@@ -25,7 +27,7 @@ var OwnerEntities = []OwnerEntity{OwnerSystem, OwnerRepository, OwnerMission, Ow
 
 func (o OwnerEntity) validate() error {
 	if !slices.Contains(OwnerEntities, o) {
-		return fmt.Errorf("%w: owner entity %q (want one of: %s)", ErrInvalidID, o, joinValues(OwnerEntities))
+		return fmt.Errorf("%w: owner entity %q (want one of: %s)", ErrInvalidID, o, oneof.Join(OwnerEntities))
 	}
 	return nil
 }
@@ -329,14 +331,3 @@ const headerKind = "agent-execution-interaction-journal"
 
 // timelineItemProjection is the only projection name phase one reserves.
 const timelineItemProjection = "timeline-item"
-
-func joinValues[T ~string](vs []T) string {
-	s := ""
-	for i, v := range vs {
-		if i > 0 {
-			s += ", "
-		}
-		s += string(v)
-	}
-	return s
-}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentjournal/agentjournal/internal/oneof"
 )
 
 var (
@@ -205,7 +207,7 @@ func (p *problems) err(kind Kind) error {
 // enum checks a required enumeration value.
 func enum[T ~string](p *problems, field string, v T, accepted []T) {
 	if v == "" {
-		p.add(field, "required", strs(accepted)...)
+		p.add(field, "required", oneof.Strings(accepted)...)
 		return
 	}
 	optEnum(p, field, v, accepted)
@@ -214,16 +216,8 @@ func enum[T ~string](p *problems, field string, v T, accepted []T) {
 // optEnum checks an enumeration value that may be absent.
 func optEnum[T ~string](p *problems, field string, v T, accepted []T) {
 	if v != "" && !slices.Contains(accepted, v) {
-		p.add(field, fmt.Sprintf("%q is not accepted", string(v)), strs(accepted)...)
+		p.add(field, fmt.Sprintf("%q is not accepted", string(v)), oneof.Strings(accepted)...)
 	}
-}
-
-func strs[T ~string](vs []T) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = string(v)
-	}
-	return out
 }
 
 // OffsetError is a log record that could not be decoded, with its offset,

@@ -354,8 +354,8 @@ func (s *FileStore) Append(ctx context.Context, ref Reference, r Record) (Entry,
 	if err != nil {
 		return Entry{}, err
 	}
-	if _, ok := r.(*Header); ok {
-		return Entry{}, fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+	if err := refuseHeader(ref, r); err != nil {
+		return Entry{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Entry{}, fmt.Errorf("append to %s: %w", ref, err)

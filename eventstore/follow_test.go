@@ -1,7 +1,6 @@
 package eventstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,23 +10,11 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 func TestFollowSeesLaterAppends(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 10; i++ {
-		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, s, ctx := startStore(t)
+	ref := messageJournal(t, ctx, s, "follow", 10)
 	appended := make(chan struct{})
 	go func() {
 		defer close(appended)
@@ -65,28 +52,13 @@ func TestFollowSeesLaterAppends(t *testing.T) {
 // A record that does not decode is reported with its offset after the
 // records before it, and following goes on with the ones after it.
 func TestFollowReportsUndecodableRecordInOrder(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "follow-bad")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, s, ctx := startStore(t)
+	ref := messageJournal(t, ctx, s, "follow-bad", 3)
 	// Written past the store, as a foreign writer could.
 	if _, err := b.JetStream().Publish(ctx, "journal.bad.subject", []byte(`{"type":"message.accepted","bogus":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	for i := 3; i < 6; i++ {
-		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendMessages(t, ctx, s, ref, 3, 6)
 	var got []string
 	var bad error
 	for batch, err := range s.Follow(ctx, 1, 100) {

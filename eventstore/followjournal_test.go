@@ -8,17 +8,13 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/fixtures"
 )
 
 // FollowJournal yields one journal's records only, from the sequence
 // asked for, each batch ending where the journal ended when it was read,
 // and goes on with the records appended after it began.
 func TestFollowJournal(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, s, ctx := startStore(t)
 	for _, tc := range []struct {
 		name  string
 		from  uint64
@@ -97,10 +93,7 @@ func TestFollowJournal(t *testing.T) {
 // FollowJournal waits for a journal that does not exist yet, and ends when
 // its context does.
 func TestFollowJournalWaitsForTheJournal(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, s, ctx := startStore(t)
 	ref := storetest.Ref(eventstore.OwnerTask, "t", "later")
 	go func() {
 		time.Sleep(100 * time.Millisecond)

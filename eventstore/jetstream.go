@@ -208,8 +208,8 @@ func (s *JetStreamStore) AppendPending(ctx context.Context, ref Reference, r Rec
 	if err != nil {
 		return Entry{}, err
 	}
-	if _, ok := r.(*Header); ok {
-		return Entry{}, fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+	if err := refuseHeader(ref, r); err != nil {
+		return Entry{}, err
 	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
@@ -238,8 +238,8 @@ func (s *JetStreamStore) AppendAll(ctx context.Context, ref Reference, recs []Re
 		return nil, err
 	}
 	for _, r := range recs {
-		if _, ok := r.(*Header); ok {
-			return nil, fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+		if err := refuseHeader(ref, r); err != nil {
+			return nil, err
 		}
 	}
 	j := s.journal(ref.JournalID)

@@ -379,18 +379,8 @@ func TestAppendGivesUpOnALogThatStaysDown(t *testing.T) {
 // leaves it) make every read of the journal stop with an error naming the
 // journal and the missing sequences, instead of handing on what is left.
 func TestReadJournalRefusesAGap(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	ctx := context.Background()
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "gap")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, s, ctx := startStore(t)
+	ref := messageJournal(t, ctx, s, "gap", 2)
 	// Sequence 6 where 4 and 5 should come first.
 	fixtures.PublishPastTheEnd(t, b, ref, 6)
 	for _, from := range []uint64{1, 2, 4} {
@@ -432,15 +422,7 @@ func TestJetStreamLastOffsetIsTheNewestRecordHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := storetest.Ref(eventstore.OwnerTask, "t", "lossy")
-	if _, err := s.EnsureJournal(ctx, ref, storetest.Header("a")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := s.Append(ctx, ref, storetest.Message(fmt.Sprint("m-", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	messageJournal(t, ctx, s, "lossy", 3)
 	stream, err := b.JetStream().Stream(ctx, "LOSSY")
 	if err != nil {
 		t.Fatal(err)

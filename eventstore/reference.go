@@ -132,6 +132,15 @@ type Store interface {
 // DefaultMaxRecordSize is the default limit on one encoded record.
 const DefaultMaxRecordSize = 1 << 20
 
+// refuseHeader refuses a journal.header offered to an append: a journal
+// has one header, its first record, which only EnsureJournal writes.
+func refuseHeader(ref Reference, r Record) error {
+	if _, ok := r.(*Header); ok {
+		return fmt.Errorf("append to %s: a journal.header is written by EnsureJournal", ref)
+	}
+	return nil
+}
+
 // prepare fills the base fields of a record about to be appended as sequence
 // seq, checks it against the reference and encodes it.
 func prepare(ref Reference, r Record, seq uint64, now func() time.Time, maxSize int) ([]byte, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentjournal/agentjournal/internal/oneof"
 )
 
 // WriteReference writes the record and signal reference (docs/records.md)
@@ -27,7 +29,7 @@ func WriteReference(w io.Writer) error {
 		{"journalId", "the journal's id, derived from (ownerEntity, ownerId, agentExecutionId); carried on every record so a record read alone names its journal"},
 		{"agentExecutionId", "the AgentExecution the journal belongs to"},
 		{"ownerId", "the owning Entity's id"},
-		{"scope", "the owning Entity kind: " + joinValues(OwnerEntities)},
+		{"scope", "the owning Entity kind: " + oneof.Join(OwnerEntities)},
 		{"occurredAt", "RFC 3339 time, set by the store when the writer leaves it empty"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
@@ -60,32 +62,32 @@ func WriteReference(w io.Writer) error {
 
 	b.WriteString("\n## Enumerations\n\n| field | accepted values |\n|---|---|\n")
 	for _, e := range [][2]string{
-		{"message.accepted source", joinValues(messageSources)},
-		{"message.delivery status", joinValues(deliveryStatuses)},
-		{"message.delivery transport", joinValues(deliveryTransports)},
-		{"observation.recorded source", joinValues(observationSources)},
-		{"observation.recorded confidence", joinValues(confidences)},
-		{"decision.recorded action", joinValues(decisionActions)},
-		{"state.changed lifecycle", joinValues(Lifecycles) + " (never `awaiting-input`: an input request is running + awaiting-operator + currentInputRequestId)"},
-		{"state.changed attention", joinValues(Attentions)},
-		{"state.changed / activity.updated activity", joinValues(Activities)},
+		{"message.accepted source", oneof.Join(messageSources)},
+		{"message.delivery status", oneof.Join(deliveryStatuses)},
+		{"message.delivery transport", oneof.Join(deliveryTransports)},
+		{"observation.recorded source", oneof.Join(observationSources)},
+		{"observation.recorded confidence", oneof.Join(confidences)},
+		{"decision.recorded action", oneof.Join(decisionActions)},
+		{"state.changed lifecycle", oneof.Join(Lifecycles) + " (never `awaiting-input`: an input request is running + awaiting-operator + currentInputRequestId)"},
+		{"state.changed attention", oneof.Join(Attentions)},
+		{"state.changed / activity.updated activity", oneof.Join(Activities)},
 		{"state.changed currentInputRequestId", "absent (unchanged), a request id (set), `null` (cleared)"},
-		{"activity.updated currentTarget.kind", joinValues(targetKinds)},
-		{"activity.updated toolCall.status", joinValues(toolCallStatuses)},
-		{"protocolDescriptor sessionShape", joinValues(SessionShapes) + " (absent for agents without a provider session)"},
-		{"protocolDescriptor approvals.mode", joinValues(approvalModes)},
-		{"plan signal items[].status", joinValues(PlanItemStatuses)},
-		{"needs_input signal kind", joinValues(inputKinds) + " (absent means question)"},
-		{"protocolDescriptor posture", joinValues(Postures)},
-		{"message descriptor delivery", joinValues(deliveryModes)},
-		{"message descriptor portability", joinValues(portabilities)},
-		{"protocolDescriptor signalTransports", joinValues(signalTransports)},
-		{"transportState structuredLane", joinValues(structuredLanes)},
-		{"interruption.recorded reason", joinValues(InterruptionReasons) + " (`timeout`: the header's `timeoutMs` passed and the runtime stopped the run)"},
-		{"restore.attempted mode", joinValues(RestoreModes)},
-		{"restore.attempted outcome", joinValues(RestoreOutcomes)},
-		{"journal.header dispatchContext.originSurface", joinValues(OriginSurfaces)},
-		{"journal.header dispatchContext.dispatchMode", joinValues(DispatchModes) + " (absent context: interactive)"},
+		{"activity.updated currentTarget.kind", oneof.Join(targetKinds)},
+		{"activity.updated toolCall.status", oneof.Join(toolCallStatuses)},
+		{"protocolDescriptor sessionShape", oneof.Join(SessionShapes) + " (absent for agents without a provider session)"},
+		{"protocolDescriptor approvals.mode", oneof.Join(approvalModes)},
+		{"plan signal items[].status", oneof.Join(PlanItemStatuses)},
+		{"needs_input signal kind", oneof.Join(inputKinds) + " (absent means question)"},
+		{"protocolDescriptor posture", oneof.Join(Postures)},
+		{"message descriptor delivery", oneof.Join(deliveryModes)},
+		{"message descriptor portability", oneof.Join(portabilities)},
+		{"protocolDescriptor signalTransports", oneof.Join(signalTransports)},
+		{"transportState structuredLane", oneof.Join(structuredLanes)},
+		{"interruption.recorded reason", oneof.Join(InterruptionReasons) + " (`timeout`: the header's `timeoutMs` passed and the runtime stopped the run)"},
+		{"restore.attempted mode", oneof.Join(RestoreModes)},
+		{"restore.attempted outcome", oneof.Join(RestoreOutcomes)},
+		{"journal.header dispatchContext.originSurface", oneof.Join(OriginSurfaces)},
+		{"journal.header dispatchContext.dispatchMode", oneof.Join(DispatchModes) + " (absent context: interactive)"},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/oneof"
 )
 
 // KindSpec is one entry of the journal record registry.
@@ -116,12 +118,12 @@ func Decode(data []byte) (Record, error) {
 		return nil, &ValidationError{Problems: []FieldError{{Field: "(record)", Problem: "not a JSON object: " + jsonProblem(err)}}}
 	}
 	if peek.Type == nil {
-		return nil, &ValidationError{Problems: []FieldError{{Field: "type", Problem: "required", Accepted: strs(kindOrder)}}}
+		return nil, &ValidationError{Problems: []FieldError{{Field: "type", Problem: "required", Accepted: oneof.Strings(kindOrder)}}}
 	}
 	spec, ok := kindRegistry[*peek.Type]
 	if !ok {
 		return nil, &ValidationError{Problems: []FieldError{{Field: "type",
-			Problem: fmt.Sprintf("unknown record type %q", string(*peek.Type)), Accepted: strs(kindOrder)}}}
+			Problem: fmt.Sprintf("unknown record type %q", string(*peek.Type)), Accepted: oneof.Strings(kindOrder)}}}
 	}
 	return decodeAs(spec, data)
 }
@@ -314,7 +316,7 @@ func (r *Decision) validate(p *problems) {
 
 func (r *StateChanged) validate(p *problems) {
 	if r.Lifecycle == "awaiting-input" {
-		p.add("lifecycle", `"awaiting-input" is not a lifecycle: an input request is lifecycle running + attention awaiting-operator + currentInputRequestId`, strs(Lifecycles)...)
+		p.add("lifecycle", `"awaiting-input" is not a lifecycle: an input request is lifecycle running + attention awaiting-operator + currentInputRequestId`, oneof.Strings(Lifecycles)...)
 	} else {
 		optEnum(p, "lifecycle", r.Lifecycle, Lifecycles)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentjournal/agentjournal/internal/oneof"
 	"github.com/agentjournal/agentjournal/internal/strictjson"
 
 	gojson "github.com/goccy/go-json"
@@ -124,7 +125,7 @@ func (s *Signal) decodeWire(b []byte) error {
 	spec, ok := signalRegistry[w.Type]
 	if !ok {
 		return &ValidationError{Kind: KindObservation, Problems: []FieldError{{
-			Field: "signal.type", Problem: fmt.Sprintf("unknown signal type %q", string(w.Type)), Accepted: strs(SignalTypes()),
+			Field: "signal.type", Problem: fmt.Sprintf("unknown signal type %q", string(w.Type)), Accepted: oneof.Strings(SignalTypes()),
 		}}}
 	}
 	if len(w.Payload) == 0 || string(w.Payload) == "null" {
@@ -169,7 +170,7 @@ func sniffSignal(b []byte) (SignalSpec, []byte, bool) {
 func (s *Signal) validate(p *problems, field string) {
 	spec, ok := signalRegistry[s.Type]
 	if !ok {
-		p.add(field+".type", fmt.Sprintf("unknown signal type %q", string(s.Type)), strs(SignalTypes())...)
+		p.add(field+".type", fmt.Sprintf("unknown signal type %q", string(s.Type)), oneof.Strings(SignalTypes())...)
 		return
 	}
 	if s.Payload == nil {

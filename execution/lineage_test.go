@@ -218,63 +218,61 @@ func testBrokenLinks(t *testing.T, chain bool) {
 		}
 		return m
 	}
-	t.Run("cycle", func(t *testing.T) {
-		m := memJournals{}
-		m.add(t, "a", nil, 2)
-		m.add(t, "b", m.link(t, "a", 2), 2)
-		// a is rewritten to fork from b: a cycle no store would accept.
-		m.add(t, "a", m.link(t, "b", 2), 2)
-		ref, _ := m.Lookup(ctx, "b")
-		_, err := execution.ReplayLineage(ctx, src(m), ref)
-		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "cycle") {
-			t.Fatalf("got %v, want ErrLineage naming a cycle", err)
-		}
-	})
-	t.Run("too deep", func(t *testing.T) {
-		m := memJournals{}
-		m.add(t, "j0", nil, 1)
-		var ref eventstore.Reference
-		for i := 1; i <= execution.MaxForkDepth+2; i++ {
-			ref = m.add(t, fmt.Sprintf("j%d", i), m.link(t, fmt.Sprintf("j%d", i-1), 2), 1)
-		}
-		_, err := execution.ReplayLineage(ctx, src(m), ref)
-		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "forks deep") {
-			t.Fatalf("got %v, want ErrLineage saying how deep", err)
-		}
-	})
-	t.Run("another record", func(t *testing.T) {
-		m := memJournals{}
-		m.add(t, "a", nil, 3)
-		link := m.link(t, "a", 3)
-		link.Sequence = 2
-		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, src(m), ref)
-		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "pins") {
-			t.Fatalf("got %v, want ErrLineage saying the record is not the pinned one", err)
-		}
-	})
-	t.Run("parent too short", func(t *testing.T) {
-		m := memJournals{}
-		m.add(t, "a", nil, 3)
-		link := m.link(t, "a", 3)
-		m.add(t, "a", nil, 1)
-		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, src(m), ref)
-		if !errors.Is(err, execution.ErrLineage) || !strings.Contains(err.Error(), "before the fork's 3") {
-			t.Fatalf("got %v, want ErrLineage saying the parent is too short", err)
-		}
-	})
-	t.Run("missing parent", func(t *testing.T) {
-		m := memJournals{}
-		m.add(t, "a", nil, 1)
-		link := m.link(t, "a", 2)
-		delete(m, "a")
-		ref := m.add(t, "b", link, 1)
-		_, err := execution.ReplayLineage(ctx, src(m), ref)
-		if !errors.Is(err, execution.ErrLineage) || !errors.Is(err, eventstore.ErrJournalNotFound) {
-			t.Fatalf("got %v, want ErrLineage wrapping ErrJournalNotFound", err)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		// journals writes the broken lineage and returns the journal to
+		// replay.
+		journals func(t *testing.T, m memJournals) eventstore.Reference
+		says     string // what the error says, when it says something
+		wraps    error  // the error it wraps beside ErrLineage, if any
+		want     string // the refusal wanted, in words
+	}{
+		{name: "cycle", journals: func(t *testing.T, m memJournals) eventstore.Reference {
+			m.add(t, "a", nil, 2)
+			m.add(t, "b", m.link(t, "a", 2), 2)
+			// a is rewritten to fork from b: a cycle no store would accept.
+			m.add(t, "a", m.link(t, "b", 2), 2)
+			ref, _ := m.Lookup(ctx, "b")
+			return ref
+		}, says: "cycle", want: "naming a cycle"},
+		{name: "too deep", journals: func(t *testing.T, m memJournals) eventstore.Reference {
+			m.add(t, "j0", nil, 1)
+			var ref eventstore.Reference
+			for i := 1; i <= execution.MaxForkDepth+2; i++ {
+				ref = m.add(t, fmt.Sprintf("j%d", i), m.link(t, fmt.Sprintf("j%d", i-1), 2), 1)
+			}
+			return ref
+		}, says: "forks deep", want: "saying how deep"},
+		{name: "another record", journals: func(t *testing.T, m memJournals) eventstore.Reference {
+			m.add(t, "a", nil, 3)
+			link := m.link(t, "a", 3)
+			link.Sequence = 2
+			return m.add(t, "b", link, 1)
+		}, says: "pins", want: "saying the record is not the pinned one"},
+		{name: "parent too short", journals: func(t *testing.T, m memJournals) eventstore.Reference {
+			m.add(t, "a", nil, 3)
+			link := m.link(t, "a", 3)
+			m.add(t, "a", nil, 1)
+			return m.add(t, "b", link, 1)
+		}, says: "before the fork's 3", want: "saying the parent is too short"},
+		{name: "missing parent", journals: func(t *testing.T, m memJournals) eventstore.Reference {
+			m.add(t, "a", nil, 1)
+			link := m.link(t, "a", 2)
+			delete(m, "a")
+			return m.add(t, "b", link, 1)
+		}, wraps: eventstore.ErrJournalNotFound, want: "wrapping ErrJournalNotFound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := memJournals{}
+			ref := tc.journals(t, m)
+			_, err := execution.ReplayLineage(ctx, src(m), ref)
+			if !errors.Is(err, execution.ErrLineage) ||
+				tc.says != "" && !strings.Contains(err.Error(), tc.says) ||
+				tc.wraps != nil && !errors.Is(err, tc.wraps) {
+				t.Fatalf("got %v, want ErrLineage %s", err, tc.want)
+			}
+		})
+	}
 }
 
 // memChain is memJournals read the way a ChainSource is: headers alone,

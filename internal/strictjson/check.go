@@ -141,12 +141,9 @@ func (w *walk) plain(s []byte, st str) bool {
 // object reads an object whose keys s declares: a struct's field names,
 // or any key for a map or a free-form value.
 func (w *walk) object(b []byte, i int, s *Shape, depth int) int {
-	if w.MaxDepth > 0 && depth > w.MaxDepth {
-		return w.fail(ErrTooDeep)
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
+	i, done := w.enter(b, i, '}', depth)
+	if done {
+		return i
 	}
 	var keys keySet
 	next := 0
@@ -184,7 +181,6 @@ func (w *walk) object(b []byte, i int, s *Shape, depth int) int {
 		if i = w.value(b, skipSpace(b, i+1), elem, depth); i < 0 {
 			return w.under(key, 0, false)
 		}
-		var done bool
 		if i, done = w.nextItem(b, i, '}'); done {
 			return i
 		}
@@ -192,18 +188,14 @@ func (w *walk) object(b []byte, i int, s *Shape, depth int) int {
 }
 
 func (w *walk) array(b []byte, i int, elem *Shape, depth int) int {
-	if w.MaxDepth > 0 && depth > w.MaxDepth {
-		return w.fail(ErrTooDeep)
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1
+	i, done := w.enter(b, i, ']', depth)
+	if done {
+		return i
 	}
 	for n := 0; ; n++ {
 		if i = w.value(b, i, elem, depth); i < 0 {
 			return w.under("", n, true)
 		}
-		var done bool
 		if i, done = w.nextItem(b, i, ']'); done {
 			return i
 		}
@@ -221,6 +213,20 @@ func (w *walk) under(key string, n int, element bool) int {
 		d.Path = append(d.Path, key)
 	}
 	return -1
+}
+
+// enter steps into the object or array that opens at b[i]. It returns the
+// index of its first item, or true with where the walk goes on when there
+// is none: past an empty one, or the failure of one nested too deep.
+func (w *walk) enter(b []byte, i int, close byte, depth int) (int, bool) {
+	if w.MaxDepth > 0 && depth > w.MaxDepth {
+		return w.fail(ErrTooDeep), true
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == close {
+		return i + 1, true
+	}
+	return i, false
 }
 
 // nextItem reads what follows a member or an element at i: a comma, and
