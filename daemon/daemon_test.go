@@ -59,7 +59,7 @@ func TestLayoutNames(t *testing.T) {
 
 // openDaemon opens a daemon on a fresh data directory with cfg's options
 // and closes it when the test ends, if the test has not.
-func openDaemon(t *testing.T, edit func(*daemon.Config)) *daemon.Daemon {
+func openDaemon(t testing.TB, edit func(*daemon.Config)) *daemon.Daemon {
 	t.Helper()
 	cfg := daemon.DefaultConfig(t.TempDir())
 	cfg.StopGrace = time.Second

@@ -20,7 +20,7 @@ import (
 
 // twoHosts opens two daemons on one log: alpha on an embedded NATS that
 // listens, beta joined to it by URL, as `serve --nats-url` joins.
-func twoHosts(t *testing.T) (alpha, beta *daemon.Daemon) {
+func twoHosts(t testing.TB) (alpha, beta *daemon.Daemon) {
 	t.Helper()
 	alpha = openDaemon(t, func(c *daemon.Config) {
 		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
