@@ -151,7 +151,7 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 	f, err := fleet.Join(ctx, fleet.Config{
 		Conn: d.bus.Conn(), JS: d.bus.JetStream(), Stream: d.bus.StreamName(), Replicas: replicas,
 		Name: d.cfg.HostName, Labels: d.cfg.Labels, Lease: d.cfg.Lease, Handler: &d.late, Logger: d.logger,
-		Status: d.hostStatus,
+		Status: d.hostStatus, Lost: d.endLost,
 	})
 	if err != nil {
 		return err
@@ -159,6 +159,34 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 	d.fleet = f
 	d.onClose("fleet membership", f.Close)
 	return nil
+}
+
+// endLost ends what a lost host of the fleet ran: the executions the read
+// models show running there, and those its last heartbeat named.
+func (d *Daemon) endLost(ctx context.Context, m fleet.Member) error {
+	running, err := d.views.List(projections.Filter{Lifecycle: eventstore.LifecycleRunning})
+	if err != nil {
+		return err
+	}
+	ids := slices.Clone(m.Running)
+	for _, s := range running {
+		if s.Host == m.Name && !slices.Contains(ids, s.ID) {
+			ids = append(ids, s.ID)
+		}
+	}
+	var refs []eventstore.Reference
+	for _, id := range ids {
+		ref, err := d.store.Lookup(ctx, id)
+		if err != nil {
+			return fmt.Errorf("end %s of lost host %s: %w", id, m.Name, err)
+		}
+		refs = append(refs, ref)
+	}
+	ended, err := d.rt.EndLost(ctx, m.Name, m.Instance, m.Lease(), refs)
+	for _, id := range ended {
+		d.logger.Warn("execution of a lost host marked terminated", "execution", id, "host", m.Name, "reason", "host_lost")
+	}
+	return err
 }
 
 // hostStatus is what this host's heartbeats say of it.

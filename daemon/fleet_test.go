@@ -202,3 +202,52 @@ func TestAnswerForALostHostIsRefused(t *testing.T) {
 		t.Fatalf("answer on alpha: %+v, %v", ack, err)
 	}
 }
+
+// A host that dies (its connection to the log gone, as with its process)
+// is lost once its lease passes; the other host then ends what it ran,
+// once, and the execution can be resumed there.
+func TestALostHostsExecutionsEnd(t *testing.T) {
+	agent := fixtures.AgentBinary(t)
+	alpha, beta := twoHosts(t)
+	ca, cb := client.New(alpha.URL(), alpha.Token()), client.New(beta.URL(), beta.Token())
+	defer ca.Close()
+	defer cb.Close()
+	l, err := ca.Launch(t.Context(), client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-gone",
+		Agent: "generic", Command: []string{agent, "ask:r1:which branch?", "wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := l.Reference.AgentExecutionID
+	waitExecution(t, cb, id, "asked r1", func(ex client.Execution) bool { return ex.CurrentInputRequestID == "r1" })
+	alpha.Bus().Conn().Close()
+	ended := waitExecution(t, cb, id, "ended by beta", func(ex client.Execution) bool { return ex.Lifecycle.Final() })
+	if ended.Lifecycle != eventstore.LifecycleTerminated || ended.LifecycleReason != "host_lost" || ended.Interrupted == nil ||
+		!strings.Contains(ended.Interrupted.Detail, "host alpha") || ended.CurrentInputRequestID != "" {
+		t.Fatalf("ended as %s (%s), interrupted %+v, request %q", ended.Lifecycle, ended.LifecycleReason, ended.Interrupted, ended.CurrentInputRequestID)
+	}
+	var interruptions, ends int
+	for e, err := range beta.Store().ReadJournal(t.Context(), l.Reference, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r := e.Record.(type) {
+		case *eventstore.Interruption:
+			interruptions++
+		case *eventstore.StateChanged:
+			if r.Lifecycle.Final() {
+				ends++
+			}
+		}
+	}
+	if interruptions != 1 || ends != 1 {
+		t.Fatalf("%d interruptions and %d ends journaled, want one each", interruptions, ends)
+	}
+	// Resumed on beta, it runs there.
+	r, err := cb.Resume(t.Context(), id, client.ResumeRequest{Prompt: "go on"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State.Host != "beta" {
+		t.Fatalf("the resume runs on %q, want beta", r.State.Host)
+	}
+}

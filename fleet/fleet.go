@@ -59,6 +59,11 @@ type Config struct {
 	// Handler serves the API requests forwarded to this host; without it
 	// the host takes none.
 	Handler http.Handler
+	// Lost, when set, is called for each host that is lost (not heard
+	// from for longer than its lease, and not left), once per process of
+	// it, by one member only: the first live one by name. It ends what
+	// the lost host ran; an error has it called again at the next beat.
+	Lost func(ctx context.Context, m Member) error
 	// Logger receives what the member cannot do; discarded when nil.
 	Logger *slog.Logger
 }
@@ -73,6 +78,8 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	members map[string]member
+	// ended are the instances of lost hosts whose work Lost has ended.
+	ended   map[string]bool
 	beatNow chan struct{}
 
 	sub    *nats.Subscription
@@ -111,7 +118,7 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	b := make([]byte, 8)
 	rand.Read(b)
 	f := &Fleet{cfg: cfg, instance: hex.EncodeToString(b), started: time.Now().UTC(),
-		members: map[string]member{}, beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
+		members: map[string]member{}, ended: map[string]bool{}, beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
 	kv, err := openBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
 		Replicas: max(cfg.Replicas, 1), TTL: forgetAfter, Description: "the fleet's hosts: each one's last heartbeat"})
 	if err != nil {
@@ -208,11 +215,51 @@ func (f *Fleet) beatLoop(ctx context.Context) {
 		case <-f.beatNow:
 		}
 		bctx, cancel := context.WithTimeout(ctx, f.cfg.Lease/BeatsPerLease)
-		if err := f.beat(bctx, false); err != nil && ctx.Err() == nil {
-			f.cfg.Logger.Warn("fleet heartbeat not sent; the others take this host for lost if none gets through within its lease",
-				"host", f.cfg.Name, "lease", f.cfg.Lease, "err", err)
-		}
+		err := f.beat(bctx, false)
 		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				f.cfg.Logger.Warn("fleet heartbeat not sent; the others take this host for lost if none gets through within its lease",
+					"host", f.cfg.Name, "lease", f.cfg.Lease, "err", err)
+			}
+			// A host that cannot beat may be the lost one: it ends
+			// nobody's work.
+			continue
+		}
+		f.endLost(ctx)
+	}
+}
+
+// endLost calls Lost for the hosts lost since the last beat, when this is
+// the first live host by name: one member acts, so that what a lost host
+// ran is ended once (its records carry ids that the log would take only
+// once anyway).
+func (f *Fleet) endLost(ctx context.Context) {
+	if f.cfg.Lost == nil {
+		return
+	}
+	var lost []Member
+	for _, m := range f.Members() {
+		switch {
+		case m.State == Live && !m.Self && m.Name < f.cfg.Name:
+			return // that one acts
+		case m.State == Lost && !m.Self:
+			f.mu.Lock()
+			done := f.ended[m.Instance]
+			f.mu.Unlock()
+			if !done {
+				lost = append(lost, m)
+			}
+		}
+	}
+	for _, m := range lost {
+		if err := f.cfg.Lost(ctx, m); err != nil {
+			f.cfg.Logger.Error("fleet: end what a lost host ran; tried again at the next beat", "host", m.Name, "err", err)
+			continue
+		}
+		f.mu.Lock()
+		f.ended[m.Instance] = true
+		f.mu.Unlock()
 	}
 }
 

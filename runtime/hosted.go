@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/durable"
@@ -425,4 +426,43 @@ func (rt *Runtime) settleUndelivered(ctx context.Context, ref eventstore.Referen
 		}
 	}
 	return nil
+}
+
+// EndLost ends the executions that host, a host of the fleet now lost,
+// ran and that no process here runs: each gets an interruption
+// (system_restart, its detail naming the host) and the end terminated,
+// with reason host_lost, once its messages in flight are settled as
+// failed. The records' ids derive from the lost process's instance, so a
+// second member ending the same ones appends nothing twice. A journal that
+// ended meanwhile, or that names another host, is left alone. It returns
+// the ids it ended.
+func (rt *Runtime) EndLost(ctx context.Context, host, instance string, lease time.Duration, refs []eventstore.Reference) ([]string, error) {
+	var ended []string
+	for _, ref := range refs {
+		if rt.IsRunning(ref.AgentExecutionID) {
+			continue
+		}
+		st, err := rt.replay(ctx, ref)
+		if err != nil {
+			return ended, fmt.Errorf("end %s of lost host %s: %w", ref.AgentExecutionID, host, err)
+		}
+		if st.Lifecycle.Final() || st.Host != host {
+			continue
+		}
+		key := "host-lost:" + instance
+		detail := fmt.Sprintf("host %s, which ran it, was not heard from for longer than its lease (%s)", host, lease)
+		if err := rt.recordInterruptionAs(ctx, ref, key, eventstore.InterruptSystemRestart, detail); err != nil {
+			return ended, err
+		}
+		if err := rt.settleUndelivered(ctx, ref, eventstore.DeliveryFailed, eventstore.TransportNone,
+			"host_lost: host "+host+" was lost before delivering it"); err != nil {
+			return ended, fmt.Errorf("end %s of lost host %s: %w", ref.AgentExecutionID, host, err)
+		}
+		if err := rt.appendState(ref, key, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleTerminated,
+			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "host_lost"}); err != nil {
+			return ended, fmt.Errorf("end %s of lost host %s: %w", ref.AgentExecutionID, host, err)
+		}
+		ended = append(ended, ref.AgentExecutionID)
+	}
+	return ended, nil
 }

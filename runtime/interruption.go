@@ -77,6 +77,13 @@ func inFlightOf(ref eventstore.Reference, records []eventstore.Record) inFlight 
 // journal's own (one per journal), so recording it twice, as a recovery
 // after a crash between it and the final state change does, is a no-op.
 func (rt *Runtime) recordInterruption(ctx context.Context, ref eventstore.Reference, reason eventstore.InterruptionReason, detail string) error {
+	return rt.recordInterruptionAs(ctx, ref, "", reason, detail)
+}
+
+// recordInterruptionAs is recordInterruption with the record's id derived
+// from key, so that writers who may both record one interruption append
+// it once; an empty key leaves the id to the store.
+func (rt *Runtime) recordInterruptionAs(ctx context.Context, ref eventstore.Reference, key string, reason eventstore.InterruptionReason, detail string) error {
 	var records []eventstore.Record
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
 		if err != nil {
@@ -86,6 +93,9 @@ func (rt *Runtime) recordInterruption(ctx context.Context, ref eventstore.Refere
 	}
 	f := inFlightOf(ref, records)
 	in := &eventstore.Interruption{Reason: reason, Detail: clipReason(detail), Turn: f.turn, MessageID: f.messageID, InputRequestID: f.inputRequestID}
+	if key != "" {
+		in.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindInterruption, key)
+	}
 	if _, err := rt.cfg.Store.Append(ctx, ref, in); err != nil {
 		return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
 	}
