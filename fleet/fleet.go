@@ -48,7 +48,13 @@ type Config struct {
 	// Replicas is how many copies the hosts bucket keeps (the stream's).
 	Replicas int
 	// Name is this host's name (ValidName); Labels its labels.
-	Name   string
+	Name string
+	// Home is where it runs, the same across its restarts: DefaultName
+	// of its data directory. A live heartbeat under Name from the same
+	// Home is this host's previous process, which died (only one
+	// process at a time can use a data directory), and does not hold
+	// the name.
+	Home   string
 	Labels map[string]string
 	// Lease is how long the others wait for this host's next heartbeat;
 	// DefaultLease when 0.
@@ -179,7 +185,7 @@ func (f *Fleet) claim(ctx context.Context) error {
 		return fmt.Errorf("fleet: read host %s: %w", f.cfg.Name, err)
 	}
 	var h Host
-	if json.Unmarshal(e.Value(), &h) != nil || h.Left {
+	if json.Unmarshal(e.Value(), &h) != nil || h.Left || (h.Home != "" && h.Home == f.cfg.Home) {
 		return nil
 	}
 	if age := time.Since(e.Created()); age < h.Lease() {
@@ -265,7 +271,7 @@ func (f *Fleet) endLost(ctx context.Context) {
 
 // beat puts this host's heartbeat.
 func (f *Fleet) beat(ctx context.Context, left bool) error {
-	h := Host{Name: f.cfg.Name, Instance: f.instance, Labels: f.cfg.Labels, Started: f.started, Beat: time.Now().UTC(),
+	h := Host{Name: f.cfg.Name, Instance: f.instance, Home: f.cfg.Home, Labels: f.cfg.Labels, Started: f.started, Beat: time.Now().UTC(),
 		LeaseMs: f.cfg.Lease.Milliseconds(), Left: left}
 	if f.cfg.Status != nil {
 		st := f.cfg.Status()

@@ -100,6 +100,17 @@ func TestALiveHostsNameIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "held by a live daemon") {
 		t.Fatalf("second alpha joined: %v", err)
 	}
+	// The same host's next process (same home) takes the name over from
+	// a previous one that died.
+	nc2, js2 := fixtures.ConnectJetStream(t, b, "")
+	home := func(c *fleet.Config) { c.Home, c.Lease = "machine-1", time.Minute }
+	cfg := fleet.Config{Conn: nc2, JS: js2, Stream: b.StreamName(), Name: "delta"}
+	home(&cfg)
+	if _, err := fleet.Join(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	nc2.Close()
+	join(t, b, "delta", home)
 	for _, bad := range []string{"", "a.b", "-x", strings.Repeat("x", fleet.MaxNameLength+1), "a b"} {
 		if _, err := fleet.Join(t.Context(), fleet.Config{Conn: nc, JS: js, Stream: b.StreamName(), Name: bad}); err == nil || !strings.Contains(err.Error(), "want 1 to") {
 			t.Fatalf("host name %q: %v, want it refused with what is accepted", bad, err)

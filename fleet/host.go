@@ -20,8 +20,13 @@ type Host struct {
 	Name string `json:"name"`
 	// Instance is random per process: two live processes under one name
 	// are told apart by it, and the second is refused.
-	Instance string            `json:"instance"`
-	Labels   map[string]string `json:"labels,omitempty"`
+	Instance string `json:"instance"`
+	// Home says where the host runs: its machine and data directory
+	// (DefaultName of it). A process that finds its name held by a live
+	// heartbeat of the same home is that host's next process, after the
+	// last one died: it takes the name over.
+	Home   string            `json:"home,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 	// Started is when this process joined; Beat when it sent this
 	// heartbeat, both by its own clock.
 	Started time.Time `json:"started"`
