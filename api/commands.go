@@ -56,10 +56,7 @@ func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cs := commands.Complete(v, r.URL.Query().Get("prefix"), focus)
-	if cs == nil {
-		cs = []commands.Completion{}
-	}
-	writeJSON(w, http.StatusOK, wire.Completions{ExecutionID: id, Completions: cs})
+	writeJSON(w, http.StatusOK, wire.Completions{ExecutionID: id, Completions: orEmpty(cs)})
 	return nil
 }
 

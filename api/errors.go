@@ -204,3 +204,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // the client is gone if this fails
 }
+
+// orEmpty is s, or an empty list where s is nil: a list in an answer is
+// written as [], never null, as openapi.yaml has it.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -217,10 +217,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if list == nil {
-		list = []projections.Summary{}
-	}
-	writeJSON(w, http.StatusOK, wire.Executions{Executions: list})
+	writeJSON(w, http.StatusOK, wire.Executions{Executions: orEmpty(list)})
 	return nil
 }
 

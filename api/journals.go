@@ -31,10 +31,7 @@ func (s *Server) listJournals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if refs == nil {
-		refs = []eventstore.Reference{}
-	}
-	writeJSON(w, http.StatusOK, wire.Journals{Journals: refs})
+	writeJSON(w, http.StatusOK, wire.Journals{Journals: orEmpty(refs)})
 	return nil
 }
 

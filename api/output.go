@@ -78,10 +78,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read the output of %s: %w", id, err)
 	}
 	if !follow {
-		if page.Entries == nil {
-			page.Entries = []outputlog.Entry{}
-		}
-		writeJSON(w, http.StatusOK, wire.Output{Lines: page.Entries, First: page.First, Next: page.Next})
+		writeJSON(w, http.StatusOK, wire.Output{Lines: orEmpty(page.Entries), First: page.First, Next: page.Next})
 		return nil
 	}
 	return s.followOutput(w, r, id, stream, page)
