@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -343,14 +342,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.failedLaunch(ctx, ref, err)
 	}
-	st, err := s.replayState(ctx, ref)
-	if err != nil {
-		return err
-	}
-	s.settle(r.Context())
-	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
-	writeJSON(w, http.StatusCreated, wire.Launched{Reference: st.Journal, State: wire.Execution{State: *st, Live: s.live(ref.AgentExecutionID)}})
-	return nil
+	return s.launched(ctx, w, r, ref)
 }
 
 // launchIncompleteKey is the natural key of the state record that closes a
