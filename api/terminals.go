@@ -204,10 +204,7 @@ func (s *Server) terminalRecording(w http.ResponseWriter, r *http.Request) error
 		return fmt.Errorf("open the recording of %s: %w", id, err)
 	}
 	defer f.Close()
-	h := w.Header()
-	h.Set("Content-Type", "application/x-asciicast")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/x-asciicast")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil
