@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,12 +38,7 @@ func TestConsoleMount(t *testing.T) {
 		{"licences", "/console/vendor/xterm.LICENSE", "text/plain", "The xterm.js authors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.Get(r.http.URL + tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			resp, body := r.send(t, "GET", tc.path, nil, nil)
 			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.contentType) {
 				t.Fatalf("GET %s without a token: %d %q, want 200 %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), tc.contentType)
 			}
@@ -62,12 +56,7 @@ func TestConsoleMount(t *testing.T) {
 		imports := regexp.MustCompile(`(?m)^(?:import|export)\b[^;]*?\bfrom '\./([a-z]+\.js)';`)
 		seen := map[string]bool{"app.js": true}
 		for queue := []string{"app.js"}; len(queue) > 0; queue = queue[1:] {
-			resp, err := http.Get(r.http.URL + "/console/" + queue[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := r.send(t, "GET", "/console/"+queue[0], nil, nil)
 			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/javascript; charset=utf-8" {
 				t.Errorf("GET /console/%s: %d %q, want 200 text/javascript; charset=utf-8", queue[0], resp.StatusCode, ct)
 			}
@@ -85,12 +74,7 @@ func TestConsoleMount(t *testing.T) {
 	t.Run("no other file", func(t *testing.T) {
 		for _, p := range []string{"/console/", "/console/nope.js", "/console/index.html", "/console/static/app.js",
 			"/console/vendor", "/console/vendor/", "/console/vendor/index.html", "/console/vendor/x/y.js", "/console/app.js/x"} {
-			resp, err := http.Get(r.http.URL + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusNotFound {
+			if resp, _ := r.send(t, "GET", p, nil, nil); resp.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
 			}
 		}
@@ -98,12 +82,7 @@ func TestConsoleMount(t *testing.T) {
 	t.Run("a style nonce per page", func(t *testing.T) {
 		nonces := map[string]bool{}
 		for range 2 {
-			resp, err := http.Get(r.http.URL + "/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := r.send(t, "GET", "/", nil, nil)
 			m := regexp.MustCompile(`<link id="styles"[^>]* nonce="([A-Za-z0-9_-]{22})">`).FindSubmatch(body)
 			if m == nil {
 				t.Fatalf("the page has no style nonce on its stylesheet link:\n%s", body)
@@ -278,21 +257,9 @@ func TestTerminalRecording(t *testing.T) {
 			t.Fatal("the agent did not exit")
 		}
 	}
-	get := func(t *testing.T, srv string, id string) (*http.Response, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", srv+"/v1/executions/"+id+"/terminal/recording", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp, body
-	}
 	var rec []byte
 	eventually(t, 10*time.Second, "the recording holds the exit marker", func() bool {
-		resp, body := get(t, r.http.URL, id)
+		resp, body := r.send(t, "GET", "/v1/executions/"+id+"/terminal/recording", nil, map[string]string{"Authorization": "Bearer " + testToken})
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-asciicast" {
 			t.Fatalf("GET recording: %d %q %s, want 200 application/x-asciicast", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}

@@ -618,13 +618,7 @@ func TestRoutingErrors(t *testing.T) {
 	r.fail(t, "DELETE", "/v1/executions", nil, testToken, http.StatusMethodNotAllowed, "method_not_allowed", "")
 	r.fail(t, "PUT", "/v1/executions/x/stop", nil, testToken, http.StatusMethodNotAllowed, "method_not_allowed", "")
 	r.fail(t, "GET", "/mcp", nil, testToken, http.StatusNotFound, "not_found", "")
-	req, _ := http.NewRequest("DELETE", r.http.URL+"/v1/executions", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := r.send(t, "DELETE", "/v1/executions", nil, map[string]string{"Authorization": "Bearer " + testToken})
 	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Fatalf("Allow %q, want GET and POST", allow)
 	}
