@@ -243,11 +243,11 @@ func TestReplay(t *testing.T) {
 	r.fail(t, "GET", "/v1/executions/ae-nope/replay", nil, testToken, http.StatusNotFound, "not_found", "")
 }
 
-func TestTerminalRecording(t *testing.T) {
-	r := newRig(t)
-	l := r.launch(t, "t-rec", eventstore.PostureStructuredInteractive, "echo:1")
-	id := l.Reference.AgentExecutionID
-	r.call(t, "POST", "/v1/executions/"+id+"/terminal/input", map[string]any{"data": "recorded line\r"}, http.StatusOK, nil)
+// recording waits for the agent of execution id to exit and its terminal
+// recording to hold the exit, and returns the recording as served, which
+// must be asciicast v2, and the output it records.
+func (r *rig) recording(t *testing.T, id string) (rec []byte, output string) {
+	t.Helper()
 	// Done is nil once the execution has ended here: the agent may have
 	// exited already.
 	if done := r.rt.Done(id); done != nil {
@@ -257,8 +257,7 @@ func TestTerminalRecording(t *testing.T) {
 			t.Fatal("the agent did not exit")
 		}
 	}
-	var rec []byte
-	eventually(t, 10*time.Second, "the recording holds the exit marker", func() bool {
+	eventually(t, 10*time.Second, "the recording holds the exit", func() bool {
 		resp, body := r.send(t, "GET", "/v1/executions/"+id+"/terminal/recording", nil, map[string]string{"Authorization": "Bearer " + testToken})
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-asciicast" {
 			t.Fatalf("GET recording: %d %q %s, want 200 application/x-asciicast", resp.StatusCode, resp.Header.Get("Content-Type"), body)
@@ -276,8 +275,16 @@ func TestTerminalRecording(t *testing.T) {
 			out.WriteString(ev.Data)
 		}
 	}
-	if !strings.Contains(out.String(), "echo: recorded line") {
-		t.Fatalf("the recorded output %q lacks the agent's echo", out.String())
+	return rec, out.String()
+}
+
+func TestTerminalRecording(t *testing.T) {
+	r := newRig(t)
+	l := r.launch(t, "t-rec", eventstore.PostureStructuredInteractive, "echo:1")
+	id := l.Reference.AgentExecutionID
+	r.call(t, "POST", "/v1/executions/"+id+"/terminal/input", map[string]any{"data": "recorded line\r"}, http.StatusOK, nil)
+	if _, out := r.recording(t, id); !strings.Contains(out, "echo: recorded line") {
+		t.Fatalf("the recorded output %q lacks the agent's echo", out)
 	}
 
 	t.Run("headless execution", func(t *testing.T) {
@@ -372,36 +379,11 @@ func TestTerminalHidesMarkers(t *testing.T) {
 	}
 	r.call(t, "POST", base+"/input", map[string]any{"data": "go on\r"}, http.StatusOK, &typed)
 	hidden(t, "the answer to input", typed.Snapshot.Recent)
-	if done := r.rt.Done(id); done != nil {
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the agent did not exit")
-		}
-	}
 
-	var rec []byte
-	eventually(t, 10*time.Second, "the recording holds the exit", func() bool {
-		status, body := r.do(t, "GET", base+"/recording", nil, testToken)
-		if status != http.StatusOK {
-			t.Fatalf("GET recording: %d %s", status, body)
-		}
-		rec = body
-		return bytes.Contains(body, []byte(`"m", "exit 0"`))
-	})
-	_, events, err := terminal.ReadRecording(bytes.NewReader(rec))
-	if err != nil {
-		t.Fatalf("the recording served does not read as asciicast v2: %v", err)
-	}
-	var out strings.Builder
-	for _, ev := range events {
-		if ev.Code == terminal.CodeOutput {
-			out.WriteString(ev.Data)
-		}
-	}
-	hidden(t, "the recording", out.String())
-	if !strings.Contains(out.String(), "got go on") {
-		t.Errorf("the recording %q lacks the agent's last line", out.String())
+	rec, out := r.recording(t, id)
+	hidden(t, "the recording", out)
+	if !strings.Contains(out, "got go on") {
+		t.Errorf("the recording %q lacks the agent's last line", out)
 	}
 	if strings.Contains(string(rec), string(nonce)) {
 		t.Errorf("the recording served holds the nonce")
