@@ -401,15 +401,7 @@ func launchError(id string, cause error, journal string) error {
 
 // readExecution: GET /v1/executions/{id}
 func (s *Server) readExecution(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	v, err := s.view(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return readByID(w, r, s.view)
 }
 
 // stop: POST /v1/executions/{id}/stop. It answers once the process has

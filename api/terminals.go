@@ -111,15 +111,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
 // readTerminal: GET /v1/executions/{id}/terminal. An execution without a
 // lane reads as unavailable.
 func (s *Server) readTerminal(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	v, err := s.terminalOf(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return readByID(w, r, s.terminalOf)
 }
 
 // terminalInput: POST /v1/executions/{id}/terminal/input. The bytes reach
