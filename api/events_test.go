@@ -222,10 +222,7 @@ func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
 	isEnd := func(ev sseEvent) bool { return ev.Name == "data.changed" && ev.ID == last }
 
 	// What each record left: the journal replayed up to it.
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, id)
 	type asOf struct {
 		Sequence  uint64
 		Lifecycle eventstore.Lifecycle
