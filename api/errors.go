@@ -203,6 +203,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v) // the client is gone if this fails
 }
 
+// readByID answers a route that reads one thing by the {id} of its path
+// and takes no query parameter with what read finds for that id.
+func readByID[T any](w http.ResponseWriter, r *http.Request, read func(ctx context.Context, id string) (T, error)) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	v, err := read(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
 // setContentType sets the headers of an answer that is not a stream: its
 // content type, which a browser is not to second-guess, and that no cache
 // keeps it.

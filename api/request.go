@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,20 +193,6 @@ func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any, op
 		return err
 	}
 	return s.decodeBody(w, r, v, optional)
-}
-
-// readByID answers a route that reads one thing by the {id} of its path
-// and takes no query parameter with what read finds for that id.
-func readByID[T any](w http.ResponseWriter, r *http.Request, read func(ctx context.Context, id string) (T, error)) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	v, err := read(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
 }
 
 // checkQuery refuses query parameters the route does not take.
