@@ -13,8 +13,9 @@ import (
 )
 
 // commandView is the execution as command resolution sees it, from the
-// read model once it holds every record written so far, and the focus the
-// request names in its field focus.
+// read model once it holds every record written so far, and the focus a
+// request names, parsed (one that is not a focus is refused as the field
+// focus, before the execution is read).
 func (s *Server) commandView(ctx context.Context, id, focus string) (commands.View, commands.Focus, error) {
 	f, err := commands.ParseFocus(focus)
 	if err != nil {
