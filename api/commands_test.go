@@ -17,6 +17,12 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
+// commandTree is a git work tree with one commit.
+func commandTree(t *testing.T) string {
+	t.Helper()
+	return fixtures.GitTree(t, "main.go", "package main\n\nfunc Launch() {}\n")
+}
+
 // TestCommandRoutes: completions by prefix and focus; a dry run previews
 // the typed invocation and records nothing; a command is carried out and
 // recorded as its target is; a parse failure answers the shape expected
@@ -26,8 +32,7 @@ func TestCommandRoutes(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
 	id := launchRun(t, ctx, c, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd", Agent: "generic",
-		Posture: eventstore.PostureStructuredInteractive, Command: []string{s.Agent, "wait"},
-		Dir: fixtures.GitTree(t, "main.go", "package main\n\nfunc Launch() {}\n")})
+		Posture: eventstore.PostureStructuredInteractive, Command: []string{s.Agent, "wait"}, Dir: commandTree(t)})
 	t.Cleanup(func() { c.Stop(context.Background(), id) })
 	count := func() int {
 		t.Helper()
