@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/agentjournal/agentjournal/api/wire"
-	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime"
 )
 
@@ -25,10 +24,6 @@ func agentCatalog() []wire.Agent {
 	infos := runtime.Agents()
 	out := make([]wire.Agent, len(infos))
 	for i, a := range infos {
-		shapes := a.Shapes
-		if shapes == nil {
-			shapes = []eventstore.SessionShape{}
-		}
 		out[i] = wire.Agent{
 			ID:           a.ID,
 			Provider:     a.Provider,
@@ -37,7 +32,7 @@ func agentCatalog() []wire.Agent {
 			NativeFork:   a.NativeFork,
 			TurnsOnStdin: a.TurnsOnStdin,
 			Approvals:    a.Approvals != nil,
-			Shapes:       shapes,
+			Shapes:       orEmpty(a.Shapes),
 		}
 	}
 	return out

@@ -52,27 +52,53 @@ func startClient(t *testing.T, opts apitest.Options) (*apitest.Stack, *client.Cl
 	return s, c, ctx
 }
 
-// todoCapture is the path of a real Claude Code capture that plans with
-// TodoWrite and advertises slash commands, for the fixture agent to replay.
-func todoCapture(t *testing.T) string {
+// todoLaunch is a one-shot Claude Code launch for owner task ownerID: the
+// fixture agent replays a real capture that plans with TodoWrite and
+// advertises slash commands.
+func todoLaunch(t *testing.T, s *apitest.Stack, ownerID, prompt string) client.LaunchRequest {
 	t.Helper()
 	capture, err := filepath.Abs(filepath.Join("..", "runtime", "claude", "testdata", "real", "todo.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return capture
+	return client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: ownerID, Agent: "claude-code",
+		Command: []string{s.Agent, "replay:" + capture}, Prompt: prompt, Shape: eventstore.ShapeOneShot}
 }
 
-// waitFinal polls the execution id until its lifecycle is final, failing
-// with msg when ctx ends first.
-func waitFinal(t *testing.T, ctx context.Context, c *client.Client, id, msg string) {
+// launchRun launches in through the client, failing the test if it is
+// refused, and returns the new execution's id.
+func launchRun(t *testing.T, ctx context.Context, c *client.Client, in client.LaunchRequest) string {
 	t.Helper()
-	for ex, _ := c.Execution(ctx, id); !ex.Lifecycle.Final(); ex, _ = c.Execution(ctx, id) {
+	res, err := c.Launch(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Reference.AgentExecutionID
+}
+
+// waitExecution polls the execution id until done holds of it, failing
+// with msg when ctx ends first.
+func waitExecution(t *testing.T, ctx context.Context, c *client.Client, id, msg string, done func(client.Execution) bool) {
+	t.Helper()
+	for ex, _ := c.Execution(ctx, id); !done(ex); ex, _ = c.Execution(ctx, id) {
 		if ctx.Err() != nil {
 			t.Fatal(msg)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitFinal polls the execution id until its lifecycle is final.
+func waitFinal(t *testing.T, ctx context.Context, c *client.Client, id, msg string) {
+	t.Helper()
+	waitExecution(t, ctx, c, id, msg, func(ex client.Execution) bool { return ex.Lifecycle.Final() })
+}
+
+// waitAsked polls the execution id until request is its open input
+// request.
+func waitAsked(t *testing.T, ctx context.Context, c *client.Client, id, request string) {
+	t.Helper()
+	waitExecution(t, ctx, c, id, request+" never asked", func(ex client.Execution) bool { return ex.CurrentInputRequestID == request })
 }
 
 func newRig(t *testing.T, opts ...func(*api.Config)) *rig {
@@ -91,6 +117,19 @@ func startRig(t *testing.T, withPolicy bool, opts ...func(*api.Config)) *rig {
 // body. A string body is sent as it is, anything else as JSON.
 func (r *rig) do(t *testing.T, method, path string, body any, token string) (int, []byte) {
 	t.Helper()
+	header := map[string]string{}
+	if token != "" {
+		header["Authorization"] = "Bearer " + token
+	}
+	resp, data := r.send(t, method, path, body, header)
+	return resp.StatusCode, data
+}
+
+// send is do with the request's headers as given, for the tests that set
+// other headers than the token's or read those of the answer; the
+// answer's body is read and closed.
+func (r *rig) send(t *testing.T, method, path string, body any, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -107,8 +146,8 @@ func (r *rig) do(t *testing.T, method, path string, body any, token string) (int
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -119,7 +158,7 @@ func (r *rig) do(t *testing.T, method, path string, body any, token string) (int
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, data
+	return resp, data
 }
 
 // call sends a request with the API token, checks the status and decodes

@@ -28,13 +28,7 @@ func TestAuth(t *testing.T) {
 		r.fail(t, "GET", "/v1/executions", nil, testToken+"x", http.StatusUnauthorized, "unauthorized", "")
 	})
 	t.Run("not bearer", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", r.http.URL+"/v1/executions", nil)
-		req.Header.Set("Authorization", "Basic "+testToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := r.send(t, "GET", "/v1/executions", nil, map[string]string{"Authorization": "Basic " + testToken})
 		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Fatalf("got %d, WWW-Authenticate %q, want 401 with a Bearer challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}

@@ -13,13 +13,19 @@ import (
 )
 
 // commandView is the execution as command resolution sees it, from the
-// read model once it holds every record written so far.
-func (s *Server) commandView(ctx context.Context, id string) (commands.View, error) {
+// read model once it holds every record written so far, and the focus a
+// request names, parsed (one that is not a focus is refused as the field
+// focus, before the execution is read).
+func (s *Server) commandView(ctx context.Context, id, focus string) (commands.View, commands.Focus, error) {
+	f, err := commands.ParseFocus(focus)
+	if err != nil {
+		return commands.View{}, "", invalidField("focus", []string{string(commands.FocusPrompt), string(commands.FocusTerminal)}, "%v", err)
+	}
 	if _, err := s.lookup(ctx, id); err != nil {
-		return commands.View{}, err
+		return commands.View{}, "", err
 	}
 	var v commands.View
-	err := s.projected(ctx, id, func() error {
+	err = s.projected(ctx, id, func() error {
 		if err := s.catchUp(ctx); err != nil {
 			return err
 		}
@@ -30,15 +36,7 @@ func (s *Server) commandView(ctx context.Context, id string) (commands.View, err
 		v = commands.ViewOf(st)
 		return nil
 	})
-	return v, err
-}
-
-func focusParam(v string, field string) (commands.Focus, error) {
-	f, err := commands.ParseFocus(v)
-	if err != nil {
-		return "", invalidField(field, []string{string(commands.FocusPrompt), string(commands.FocusTerminal)}, "%v", err)
-	}
-	return f, nil
+	return v, f, err
 }
 
 // listCommands: GET /v1/executions/{id}/commands?prefix=/ch&focus=prompt
@@ -46,20 +44,13 @@ func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r, "prefix", "focus"); err != nil {
 		return err
 	}
-	focus, err := focusParam(r.URL.Query().Get("focus"), "focus")
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("id")
-	v, err := s.commandView(r.Context(), id)
+	v, focus, err := s.commandView(r.Context(), id, r.URL.Query().Get("focus"))
 	if err != nil {
 		return err
 	}
 	cs := commands.Complete(v, r.URL.Query().Get("prefix"), focus)
-	if cs == nil {
-		cs = []commands.Completion{}
-	}
-	writeJSON(w, http.StatusOK, wire.Completions{ExecutionID: id, Completions: cs})
+	writeJSON(w, http.StatusOK, wire.Completions{ExecutionID: id, Completions: orEmpty(cs)})
 	return nil
 }
 
@@ -83,12 +74,8 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in, false); err != nil {
 		return err
 	}
-	focus, err := focusParam(string(in.Focus), "focus")
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("id")
-	v, err := s.commandView(r.Context(), id)
+	v, focus, err := s.commandView(r.Context(), id, string(in.Focus))
 	if err != nil {
 		return err
 	}

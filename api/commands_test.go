@@ -31,12 +31,8 @@ func commandTree(t *testing.T) string {
 func TestCommandRoutes(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
-	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd", Agent: "generic",
+	id := launchRun(t, ctx, c, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-cmd", Agent: "generic",
 		Posture: eventstore.PostureStructuredInteractive, Command: []string{s.Agent, "wait"}, Dir: commandTree(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Reference.AgentExecutionID
 	t.Cleanup(func() { c.Stop(context.Background(), id) })
 	count := func() int {
 		t.Helper()
@@ -176,13 +172,7 @@ func TestCommandRoutes(t *testing.T) {
 func TestCommandsOfferWhatTheAgentAdvertised(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
-	capture := todoCapture(t)
-	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-adv", Agent: "claude-code",
-		Command: []string{s.Agent, "replay:" + capture}, Prompt: "go", Shape: eventstore.ShapeOneShot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Reference.AgentExecutionID
+	id := launchRun(t, ctx, c, todoLaunch(t, s, "t-adv", "go"))
 	waitFinal(t, ctx, c, id, "the run never ended")
 	cs, err := c.Commands(ctx, id, "/sec", "")
 	if err != nil || len(cs) != 1 || cs[0].Label != "/security-review" || cs[0].Portability != eventstore.PortabilityAdapterScoped || cs[0].AdapterID != "claude-code" {

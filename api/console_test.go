@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,12 +38,7 @@ func TestConsoleMount(t *testing.T) {
 		{"licences", "/console/vendor/xterm.LICENSE", "text/plain", "The xterm.js authors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.Get(r.http.URL + tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			resp, body := r.send(t, "GET", tc.path, nil, nil)
 			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.contentType) {
 				t.Fatalf("GET %s without a token: %d %q, want 200 %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), tc.contentType)
 			}
@@ -62,12 +56,7 @@ func TestConsoleMount(t *testing.T) {
 		imports := regexp.MustCompile(`(?m)^(?:import|export)\b[^;]*?\bfrom '\./([a-z]+\.js)';`)
 		seen := map[string]bool{"app.js": true}
 		for queue := []string{"app.js"}; len(queue) > 0; queue = queue[1:] {
-			resp, err := http.Get(r.http.URL + "/console/" + queue[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := r.send(t, "GET", "/console/"+queue[0], nil, nil)
 			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/javascript; charset=utf-8" {
 				t.Errorf("GET /console/%s: %d %q, want 200 text/javascript; charset=utf-8", queue[0], resp.StatusCode, ct)
 			}
@@ -85,12 +74,7 @@ func TestConsoleMount(t *testing.T) {
 	t.Run("no other file", func(t *testing.T) {
 		for _, p := range []string{"/console/", "/console/nope.js", "/console/index.html", "/console/static/app.js",
 			"/console/vendor", "/console/vendor/", "/console/vendor/index.html", "/console/vendor/x/y.js", "/console/app.js/x"} {
-			resp, err := http.Get(r.http.URL + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusNotFound {
+			if resp, _ := r.send(t, "GET", p, nil, nil); resp.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
 			}
 		}
@@ -98,12 +82,7 @@ func TestConsoleMount(t *testing.T) {
 	t.Run("a style nonce per page", func(t *testing.T) {
 		nonces := map[string]bool{}
 		for range 2 {
-			resp, err := http.Get(r.http.URL + "/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := r.send(t, "GET", "/", nil, nil)
 			m := regexp.MustCompile(`<link id="styles"[^>]* nonce="([A-Za-z0-9_-]{22})">`).FindSubmatch(body)
 			if m == nil {
 				t.Fatalf("the page has no style nonce on its stylesheet link:\n%s", body)
@@ -264,11 +243,11 @@ func TestReplay(t *testing.T) {
 	r.fail(t, "GET", "/v1/executions/ae-nope/replay", nil, testToken, http.StatusNotFound, "not_found", "")
 }
 
-func TestTerminalRecording(t *testing.T) {
-	r := newRig(t)
-	l := r.launch(t, "t-rec", eventstore.PostureStructuredInteractive, "echo:1")
-	id := l.Reference.AgentExecutionID
-	r.call(t, "POST", "/v1/executions/"+id+"/terminal/input", map[string]any{"data": "recorded line\r"}, http.StatusOK, nil)
+// recording waits for the agent of execution id to exit and its terminal
+// recording to hold the exit, and returns the recording as served, which
+// must be asciicast v2, and the output it records.
+func (r *rig) recording(t *testing.T, id string) (rec []byte, output string) {
+	t.Helper()
 	// Done is nil once the execution has ended here: the agent may have
 	// exited already.
 	if done := r.rt.Done(id); done != nil {
@@ -278,21 +257,8 @@ func TestTerminalRecording(t *testing.T) {
 			t.Fatal("the agent did not exit")
 		}
 	}
-	get := func(t *testing.T, srv string, id string) (*http.Response, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", srv+"/v1/executions/"+id+"/terminal/recording", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp, body
-	}
-	var rec []byte
-	eventually(t, 10*time.Second, "the recording holds the exit marker", func() bool {
-		resp, body := get(t, r.http.URL, id)
+	eventually(t, 10*time.Second, "the recording holds the exit", func() bool {
+		resp, body := r.send(t, "GET", "/v1/executions/"+id+"/terminal/recording", nil, map[string]string{"Authorization": "Bearer " + testToken})
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-asciicast" {
 			t.Fatalf("GET recording: %d %q %s, want 200 application/x-asciicast", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
@@ -309,8 +275,16 @@ func TestTerminalRecording(t *testing.T) {
 			out.WriteString(ev.Data)
 		}
 	}
-	if !strings.Contains(out.String(), "echo: recorded line") {
-		t.Fatalf("the recorded output %q lacks the agent's echo", out.String())
+	return rec, out.String()
+}
+
+func TestTerminalRecording(t *testing.T) {
+	r := newRig(t)
+	l := r.launch(t, "t-rec", eventstore.PostureStructuredInteractive, "echo:1")
+	id := l.Reference.AgentExecutionID
+	r.call(t, "POST", "/v1/executions/"+id+"/terminal/input", map[string]any{"data": "recorded line\r"}, http.StatusOK, nil)
+	if _, out := r.recording(t, id); !strings.Contains(out, "echo: recorded line") {
+		t.Fatalf("the recorded output %q lacks the agent's echo", out)
 	}
 
 	t.Run("headless execution", func(t *testing.T) {
@@ -405,36 +379,11 @@ func TestTerminalHidesMarkers(t *testing.T) {
 	}
 	r.call(t, "POST", base+"/input", map[string]any{"data": "go on\r"}, http.StatusOK, &typed)
 	hidden(t, "the answer to input", typed.Snapshot.Recent)
-	if done := r.rt.Done(id); done != nil {
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the agent did not exit")
-		}
-	}
 
-	var rec []byte
-	eventually(t, 10*time.Second, "the recording holds the exit", func() bool {
-		status, body := r.do(t, "GET", base+"/recording", nil, testToken)
-		if status != http.StatusOK {
-			t.Fatalf("GET recording: %d %s", status, body)
-		}
-		rec = body
-		return bytes.Contains(body, []byte(`"m", "exit 0"`))
-	})
-	_, events, err := terminal.ReadRecording(bytes.NewReader(rec))
-	if err != nil {
-		t.Fatalf("the recording served does not read as asciicast v2: %v", err)
-	}
-	var out strings.Builder
-	for _, ev := range events {
-		if ev.Code == terminal.CodeOutput {
-			out.WriteString(ev.Data)
-		}
-	}
-	hidden(t, "the recording", out.String())
-	if !strings.Contains(out.String(), "got go on") {
-		t.Errorf("the recording %q lacks the agent's last line", out.String())
+	rec, out := r.recording(t, id)
+	hidden(t, "the recording", out)
+	if !strings.Contains(out, "got go on") {
+		t.Errorf("the recording %q lacks the agent's last line", out)
 	}
 	if strings.Contains(string(rec), string(nonce)) {
 		t.Errorf("the recording served holds the nonce")

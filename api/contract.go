@@ -15,11 +15,7 @@ func (s *Server) executionTodos(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	todos := contract.Todos(recs)
-	if todos == nil {
-		todos = []contract.AgentTodo{}
-	}
-	writeJSON(w, http.StatusOK, wire.Todos{Todos: todos})
+	writeJSON(w, http.StatusOK, wire.Todos{Todos: orEmpty(contract.Todos(recs))})
 	return nil
 }
 
@@ -29,11 +25,7 @@ func (s *Server) executionApprovals(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	approvals := contract.Approvals(recs)
-	if approvals == nil {
-		approvals = []contract.AgentApprovalCheckpoint{}
-	}
-	writeJSON(w, http.StatusOK, wire.Approvals{Approvals: approvals})
+	writeJSON(w, http.StatusOK, wire.Approvals{Approvals: orEmpty(contract.Approvals(recs))})
 	return nil
 }
 

@@ -18,26 +18,18 @@ import (
 func TestContractRoutes(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
-	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "generic",
+	id := launchRun(t, ctx, c, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "generic",
 		Prompt: "go", Command: []string{s.Agent,
 			"ask:r1:Proceed?",
 			`signal:{"type":"needs_input","payload":{"requestId":"q2","question":"which?","choices":["a","b"]}}`,
 			"ask:r3:Still there?"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Reference.AgentExecutionID
-	for ex, _ := c.Execution(ctx, id); ex.CurrentInputRequestID != "r1"; ex, _ = c.Execution(ctx, id) {
-		if ctx.Err() != nil {
-			t.Fatal("r1 never asked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAsked(t, ctx, c, id, "r1")
 	before := time.Now()
 	if _, err := c.SendMessage(ctx, id, client.Message{Type: "answer", Payload: json.RawMessage(`{"text":"yes","requestId":"r1"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	var approvals []contract.AgentApprovalCheckpoint
+	var err error
 	for len(approvals) < 3 {
 		if ctx.Err() != nil {
 			t.Fatalf("q2 never asked: %+v", approvals)
@@ -63,13 +55,7 @@ func TestContractRoutes(t *testing.T) {
 	}
 	// A todo list emitted during a run: Claude Code's TodoWrite, from a
 	// real capture, updated once.
-	capture := todoCapture(t)
-	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-c", Agent: "claude-code",
-		Command: []string{s.Agent, "replay:" + capture}, Prompt: "do it", Shape: eventstore.ShapeOneShot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	todoRun := res.Reference.AgentExecutionID
+	todoRun := launchRun(t, ctx, c, todoLaunch(t, s, "t-c", "do it"))
 	waitFinal(t, ctx, c, todoRun, "todo run never ended")
 	todos, err := c.Todos(ctx, todoRun)
 	if err != nil {

@@ -198,11 +198,42 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeJSON answers with v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // the client is gone if this fails
+}
+
+// readByID answers a route that reads one thing by the {id} of its path
+// and takes no query parameter with what read finds for that id.
+func readByID[T any](w http.ResponseWriter, r *http.Request, read func(ctx context.Context, id string) (T, error)) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	v, err := read(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// setContentType sets the headers of an answer that is not a stream: its
+// content type, which a browser is not to second-guess, and that no cache
+// keeps it.
+func setContentType(w http.ResponseWriter, contentType string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// orEmpty is s, or an empty list where s is nil: a list in an answer is
+// written as [], never null, as openapi.yaml has it.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -367,12 +367,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		}
 		after, resume = n, true
 	}
-	if !s.track() {
-		return unavailable("the server is closing")
+	end, err := s.beginStream()
+	if err != nil {
+		return err
 	}
-	defer s.wg.Done()
-	s.streams.Add(1)
-	defer s.streams.Add(-1)
+	defer end()
 
 	sub := s.broker.newSubscriber(filter)
 	defer s.broker.detach(sub)
@@ -391,11 +390,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.done()
 	}()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startStream(w, "text/event-stream")
 	if _, err := io.WriteString(out, ": agentjournal events\n\n"); err != nil {
 		return nil
 	}
@@ -442,6 +437,30 @@ type streamWriter struct {
 	rc    *http.ResponseController
 	limit time.Duration
 	err   error // the first write error: the stream is over
+}
+
+// beginStream counts a long-lived answer, which Close waits for and the
+// metrics show as an open stream; end stops counting it. A closing server
+// takes no new stream.
+func (s *Server) beginStream() (end func(), err error) {
+	if !s.track() {
+		return nil, unavailable("the server is closing")
+	}
+	s.streams.Add(1)
+	return func() {
+		s.streams.Add(-1)
+		s.wg.Done()
+	}, nil
+}
+
+// startStream sends the status and headers of a stream of contentType:
+// no cache keeps it, and a proxy passes it on as it is written.
+func startStream(w http.ResponseWriter, contentType string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }
 
 func newStreamWriter(w http.ResponseWriter, limit time.Duration) *streamWriter {

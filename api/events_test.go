@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -189,16 +188,9 @@ func TestEventsBadRequest(t *testing.T) {
 	r := newRig(t)
 	r.fail(t, "GET", "/v1/events?execution=", nil, testToken, 400, "invalid_field", "execution")
 	r.fail(t, "GET", "/v1/events?since=4", nil, testToken, 400, "invalid_field", "since")
-	req, _ := http.NewRequest("GET", r.http.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Last-Event-ID", "yesterday")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, body := r.send(t, "GET", "/v1/events", nil, map[string]string{"Authorization": "Bearer " + testToken, "Last-Event-ID": "yesterday"})
 	var e apiErr
-	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != 400 || e.Error.Field != "Last-Event-ID" {
+	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 400 || e.Error.Field != "Last-Event-ID" {
 		t.Fatalf("bad Last-Event-ID: %d %+v (%v), want 400 naming Last-Event-ID", resp.StatusCode, e, err)
 	}
 }
@@ -230,10 +222,7 @@ func TestReplayedEventsCarryTheStateAsOfTheirRecord(t *testing.T) {
 	isEnd := func(ev sseEvent) bool { return ev.Name == "data.changed" && ev.ID == last }
 
 	// What each record left: the journal replayed up to it.
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, id)
 	type asOf struct {
 		Sequence  uint64
 		Lifecycle eventstore.Lifecycle

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,10 +216,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if list == nil {
-		list = []projections.Summary{}
-	}
-	writeJSON(w, http.StatusOK, wire.Executions{Executions: list})
+	writeJSON(w, http.StatusOK, wire.Executions{Executions: orEmpty(list)})
 	return nil
 }
 
@@ -346,14 +342,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.failedLaunch(ctx, ref, err)
 	}
-	st, err := s.replayState(ctx, ref)
-	if err != nil {
-		return err
-	}
-	s.settle(r.Context())
-	w.Header().Set("Location", "/v1/executions/"+url.PathEscape(ref.AgentExecutionID))
-	writeJSON(w, http.StatusCreated, wire.Launched{Reference: st.Journal, State: wire.Execution{State: *st, Live: s.live(ref.AgentExecutionID)}})
-	return nil
+	return s.launched(ctx, w, r, ref)
 }
 
 // launchIncompleteKey is the natural key of the state record that closes a
@@ -412,15 +401,7 @@ func launchError(id string, cause error, journal string) error {
 
 // readExecution: GET /v1/executions/{id}
 func (s *Server) readExecution(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	v, err := s.view(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return readByID(w, r, s.view)
 }
 
 // stop: POST /v1/executions/{id}/stop. It answers once the process has

@@ -176,10 +176,7 @@ func TestLaunchRefusedPromptRunsNothing(t *testing.T) {
 		"command": []string{"/bin/sh", "-c", "touch " + witness}, "prompt": strings.Repeat("x", 3<<19)}
 	r.fail(t, "POST", "/v1/executions", body, testToken, http.StatusRequestEntityTooLarge, "too_large", "")
 	id, _ := eventstore.NewAgentExecutionID(eventstore.OwnerTask, "t-big", "big")
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, id)
 	var kinds []string
 	for e, err := range r.store.ReadJournal(context.Background(), ref, 1) {
 		if err != nil {
@@ -205,21 +202,11 @@ func TestLaunchRefusedPromptRunsNothing(t *testing.T) {
 func TestAnswerWithoutRequestRefused(t *testing.T) {
 	r := newRig(t)
 	id := r.launch(t, "t-ans", "", "sleep:60s").Reference.AgentExecutionID
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := 0
-	for range r.store.ReadJournal(context.Background(), ref, 1) {
-		before++
-	}
+	ref := r.lookup(t, id)
+	before := r.records(t, ref)
 	r.fail(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "answer", "payload": map[string]any{"text": "yes"}},
 		testToken, http.StatusBadRequest, "invalid_field", "payload")
-	after := 0
-	for range r.store.ReadJournal(context.Background(), ref, 1) {
-		after++
-	}
-	if after != before {
+	if after := r.records(t, ref); after != before {
 		t.Fatalf("the journal went from %d to %d records: a refused answer must write nothing", before, after)
 	}
 }
@@ -229,10 +216,7 @@ func TestAnswerWithoutRequestRefused(t *testing.T) {
 func TestDamagedJournalNamed(t *testing.T) {
 	r := newRig(t)
 	id := r.launch(t, "t-dmg", "", "sleep:60s").Reference.AgentExecutionID
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, id)
 	fixtures.PublishPastTheEnd(t, r.bus, ref, ref.LastSequence+5)
 	code, body := r.do(t, "GET", "/v1/executions/"+id+"/records", nil, testToken)
 	if code != http.StatusInternalServerError || !strings.Contains(string(body), `"damaged"`) || !strings.Contains(string(body), ref.JournalID) {
@@ -618,13 +602,7 @@ func TestRoutingErrors(t *testing.T) {
 	r.fail(t, "DELETE", "/v1/executions", nil, testToken, http.StatusMethodNotAllowed, "method_not_allowed", "")
 	r.fail(t, "PUT", "/v1/executions/x/stop", nil, testToken, http.StatusMethodNotAllowed, "method_not_allowed", "")
 	r.fail(t, "GET", "/mcp", nil, testToken, http.StatusNotFound, "not_found", "")
-	req, _ := http.NewRequest("DELETE", r.http.URL+"/v1/executions", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := r.send(t, "DELETE", "/v1/executions", nil, map[string]string{"Authorization": "Bearer " + testToken})
 	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Fatalf("Allow %q, want GET and POST", allow)
 	}

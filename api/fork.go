@@ -44,26 +44,11 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("at", nil, "required: the parent's journal sequence the fork branches after (1 or more)")
 	case in.Workspace != "" && !slices.Contains(workspaceModes, in.Workspace):
 		return invalidField("workspace", workspaceModes, "%q is not accepted", in.Workspace)
-	case len(in.Seed) > eventstore.MaxIDLength:
-		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
 	}
-	env, err := checkEnv(in.Env)
-	if err != nil {
-		return err
-	}
-	parent, err := s.lookup(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	// Once begun, a fork completes even if the client goes away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
-	defer cancel()
-	ref, err := s.cfg.Runtime.Fork(ctx, runtime.ForkRequest{Parent: parent.AgentExecutionID, At: in.At,
-		Workspace: workspace.Mode(in.Workspace), Prompt: in.Prompt, Seed: in.Seed, Env: env})
-	if err != nil {
-		return s.continueError(ctx, ref, err, "at")
-	}
-	return s.launched(w, r, ref)
+	return s.continueRun(w, r, in.Seed, in.Env, "at", func(ctx context.Context, parent string, env []string) (eventstore.Reference, error) {
+		return s.cfg.Runtime.Fork(ctx, runtime.ForkRequest{Parent: parent, At: in.At,
+			Workspace: workspace.Mode(in.Workspace), Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	})
 }
 
 // resume: POST /v1/executions/{id}/resume, a new run of this execution's
@@ -73,24 +58,36 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeRequest(w, r, &in, true); err != nil {
 		return err
 	}
-	if len(in.Seed) > eventstore.MaxIDLength {
-		return invalidField("seed", nil, "%d bytes (want at most %d)", len(in.Seed), eventstore.MaxIDLength)
+	return s.continueRun(w, r, in.Seed, in.Env, "prompt", func(ctx context.Context, resumed string, env []string) (eventstore.Reference, error) {
+		return s.cfg.Runtime.Resume(ctx, runtime.ResumeRequest{Execution: resumed, Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	})
+}
+
+// continueRun checks the seed and environment a fork and a resume both
+// take, then has start begin the new run from the execution named in the
+// path, and answers as a launch is. field is the one a refused start is
+// answered as (continueError).
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, seed string, envIn map[string]string, field string,
+	start func(ctx context.Context, from string, env []string) (eventstore.Reference, error)) error {
+	if len(seed) > eventstore.MaxIDLength {
+		return invalidField("seed", nil, "%d bytes (want at most %d)", len(seed), eventstore.MaxIDLength)
 	}
-	env, err := checkEnv(in.Env)
+	env, err := checkEnv(envIn)
 	if err != nil {
 		return err
 	}
-	resumed, err := s.lookup(r.Context(), r.PathValue("id"))
+	from, err := s.lookup(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
+	// Once begun, a fork or resume completes even if the client goes away.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
-	ref, err := s.cfg.Runtime.Resume(ctx, runtime.ResumeRequest{Execution: resumed.AgentExecutionID, Prompt: in.Prompt, Seed: in.Seed, Env: env})
+	ref, err := start(ctx, from.AgentExecutionID, env)
 	if err != nil {
-		return s.continueError(ctx, ref, err, "prompt")
+		return s.continueError(ctx, ref, err, field)
 	}
-	return s.launched(w, r, ref)
+	return s.launched(r.Context(), w, r, ref)
 }
 
 // continueError words a fork or resume that failed: refused input is a 400
@@ -115,9 +112,10 @@ func (s *Server) continueError(ctx context.Context, ref eventstore.Reference, er
 	return s.failedLaunch(ctx, ref, err)
 }
 
-// launched answers a launch, a fork or a resume with the new execution.
-func (s *Server) launched(w http.ResponseWriter, r *http.Request, ref eventstore.Reference) error {
-	st, err := s.replayState(r.Context(), ref)
+// launched answers a launch, a fork or a resume with the new execution,
+// its state replayed under ctx.
+func (s *Server) launched(ctx context.Context, w http.ResponseWriter, r *http.Request, ref eventstore.Reference) error {
+	st, err := s.replayState(ctx, ref)
 	if err != nil {
 		return err
 	}

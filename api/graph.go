@@ -29,9 +29,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) error {
 		return lineageError(err)
 	}
 	if format == lineage.FormatDOT {
-		w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		setContentType(w, "text/vnd.graphviz; charset=utf-8")
 		return lineage.WriteDOT(w, g)
 	}
 	writeJSON(w, http.StatusOK, g)

@@ -72,11 +72,7 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 		}
 	}
 
-	ref, err := r.store.Lookup(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := ref.RecordCount
+	before := r.lookup(t, id).RecordCount
 	var againMsg runtime.MessageAck
 	r.call(t, "POST", msgPath, msg, http.StatusOK, &againMsg)
 	wantMsg := firstMsg
@@ -91,11 +87,8 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 	if againObs != wantObs {
 		t.Errorf("observation retried after the window: ack %+v, want %+v", againObs, wantObs)
 	}
-	if ref, err = r.store.Lookup(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if ref.RecordCount != before {
-		t.Errorf("the retries appended %d records, want none", ref.RecordCount-before)
+	if after := r.lookup(t, id).RecordCount; after != before {
+		t.Errorf("the retries appended %d records, want none", after-before)
 	}
 }
 
@@ -109,16 +102,13 @@ func TestAnswerToARequestThatIsNotOpen(t *testing.T) {
 	var ack decisionAck
 	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-q1", "source": "mcp", "confidence": "high",
 		"signal": map[string]any{"type": "needs_input", "payload": map[string]any{"requestId": "q1", "question": "Which branch?"}}}, http.StatusOK, &ack)
-	ref, err := r.store.Lookup(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, id)
 	e := r.fail(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"messageId": "a-wrong", "type": "answer",
 		"payload": map[string]any{"requestId": "q9", "text": "yes"}}, testToken, http.StatusConflict, "conflict", "")
 	if !strings.Contains(e.Error.Message, "q9") || !strings.Contains(e.Error.Message, "q1") {
 		t.Errorf("refusal %q, want it to name q9 and the open q1", e.Error.Message)
 	}
-	if after, _ := r.store.Lookup(context.Background(), id); after.RecordCount != ref.RecordCount {
+	if after := r.lookup(t, id); after.RecordCount != ref.RecordCount {
 		t.Errorf("the refused answer appended %d records", after.RecordCount-ref.RecordCount)
 	}
 	answer := map[string]any{"messageId": "a-right", "type": "answer", "payload": map[string]any{"requestId": "q1", "text": "main"}}

@@ -31,10 +31,7 @@ func (s *Server) listJournals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if refs == nil {
-		refs = []eventstore.Reference{}
-	}
-	writeJSON(w, http.StatusOK, wire.Journals{Journals: refs})
+	writeJSON(w, http.StatusOK, wire.Journals{Journals: orEmpty(refs)})
 	return nil
 }
 
@@ -42,15 +39,7 @@ func (s *Server) listJournals(w http.ResponseWriter, r *http.Request) error {
 // execution id, with its record count. An unknown one is 404 in the
 // store's words, as the CLI prints them without a daemon.
 func (s *Server) readJournal(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	ref, err := s.cfg.Store.Lookup(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, ref)
-	return nil
+	return readByID(w, r, s.cfg.Store.Lookup)
 }
 
 // journalEntries: GET /v1/journals/{id}/entries?fromSeq=&limit=, the

@@ -232,10 +232,7 @@ func TestUndecodableRecordsArePassedOver(t *testing.T) {
 	r := newRig(t)
 	lines := journalFile(t, "ae-foreign", 3)
 	r.call(t, "POST", "/v1/journals", body(lines), http.StatusCreated, nil)
-	ref, err := r.store.Lookup(context.Background(), "ae-foreign")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := r.lookup(t, "ae-foreign")
 	subj, err := ref.Subject("journal")
 	if err != nil {
 		t.Fatal(err)

@@ -188,9 +188,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s.cfg.PolicyShare != nil {
 		p := s.cfg.PolicyShare()
-		if p.Partitions == nil {
-			p.Partitions = []int{}
-		}
+		p.Partitions = orEmpty(p.Partitions)
 		h.Policy = &p
 	}
 	// Damage outlasts a full disk, which passes once space is freed.

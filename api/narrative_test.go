@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentjournal/agentjournal/api/apitest"
 	"github.com/agentjournal/agentjournal/client"
@@ -19,18 +18,9 @@ import (
 func TestNarrativeRoutes(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
-	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-n", Agent: "generic",
+	id := launchRun(t, ctx, c, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-n", Agent: "generic",
 		Prompt: "say <b>hi</b>", Command: []string{s.Agent, "ask:r1:Proceed?", `signal:{"type":"completed_claim","payload":{"summary":"done"}}`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Reference.AgentExecutionID
-	for ex, _ := c.Execution(ctx, id); ex.CurrentInputRequestID != "r1"; ex, _ = c.Execution(ctx, id) {
-		if ctx.Err() != nil {
-			t.Fatal("r1 never asked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAsked(t, ctx, c, id, "r1")
 	if _, err := c.SendMessage(ctx, id, client.Message{Type: "answer", Payload: json.RawMessage(`{"text":"yes","requestId":"r1"}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -78,10 +78,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read the output of %s: %w", id, err)
 	}
 	if !follow {
-		if page.Entries == nil {
-			page.Entries = []outputlog.Entry{}
-		}
-		writeJSON(w, http.StatusOK, wire.Output{Lines: page.Entries, First: page.First, Next: page.Next})
+		writeJSON(w, http.StatusOK, wire.Output{Lines: orEmpty(page.Entries), First: page.First, Next: page.Next})
 		return nil
 	}
 	return s.followOutput(w, r, id, stream, page)
@@ -91,19 +88,14 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) error {
 // execution has ended and its last line is sent, the client goes or the
 // server closes.
 func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, id, stream string, page outputlog.Page) error {
-	if !s.track() {
-		return unavailable("the server is closing")
+	end, err := s.beginStream()
+	if err != nil {
+		return err
 	}
-	defer s.wg.Done()
-	s.streams.Add(1)
-	defer s.streams.Add(-1)
+	defer end()
 	out := newStreamWriter(w, s.cfg.StreamWriteTimeout)
 	defer out.done()
-	h := w.Header()
-	h.Set("Content-Type", "application/x-ndjson")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startStream(w, "application/x-ndjson")
 	enc := json.NewEncoder(out)
 	send := func(p outputlog.Page) error {
 		for _, e := range p.Entries {

@@ -9,21 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentjournal/agentjournal/api/wire"
+	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
-
-// outputLine is one line of GET /v1/executions/{id}/output.
-type outputLine struct {
-	N      uint64    `json:"n"`
-	T      time.Time `json:"t"`
-	Stream string    `json:"stream"`
-	Line   string    `json:"line"`
-}
-
-type outputPage struct {
-	Lines []outputLine `json:"lines"`
-	First uint64       `json:"first"`
-	Next  uint64       `json:"next"`
-}
 
 // waitEnded waits until the read model holds the execution's end.
 func (r *rig) waitEnded(t *testing.T, id string) view {
@@ -37,7 +26,7 @@ func (r *rig) waitEnded(t *testing.T, id string) view {
 }
 
 // byStream is "stream line" per stream, in order.
-func byStream(lines []outputLine) map[string][]string {
+func byStream(lines []outputlog.Entry) map[string][]string {
 	got := map[string][]string{}
 	for _, l := range lines {
 		got[l.Stream] = append(got[l.Stream], l.Line)
@@ -54,7 +43,7 @@ func TestOutputOfAFailedAgent(t *testing.T) {
 	if v := r.waitEnded(t, id); v.Lifecycle != "failed" {
 		t.Fatalf("lifecycle %s, want failed", v.Lifecycle)
 	}
-	var p outputPage
+	var p wire.Output
 	r.call(t, "GET", "/v1/executions/"+id+"/output", nil, http.StatusOK, &p)
 	want := map[string][]string{
 		"stdout": {"compiling", "linking"},
@@ -64,8 +53,8 @@ func TestOutputOfAFailedAgent(t *testing.T) {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
 	for i, line := range p.Lines {
-		if line.N != uint64(i+1) || line.T.IsZero() {
-			t.Errorf("line %d is numbered %d at %v, want %d with its time", i, line.N, line.T, i+1)
+		if line.N != uint64(i+1) || line.Time.IsZero() {
+			t.Errorf("line %d is numbered %d at %v, want %d with its time", i, line.N, line.Time, i+1)
 		}
 	}
 	if p.First != 1 || p.Next != 5 {
@@ -73,7 +62,7 @@ func TestOutputOfAFailedAgent(t *testing.T) {
 	}
 
 	// Pages follow each other by next.
-	var page outputPage
+	var page wire.Output
 	r.call(t, "GET", "/v1/executions/"+id+"/output?from=2&limit=2", nil, http.StatusOK, &page)
 	if len(page.Lines) != 2 || page.Lines[0].N != 2 || page.Next != 4 {
 		t.Errorf("from=2&limit=2 gave %+v, want lines 2 and 3 and next 4", page)
@@ -109,12 +98,12 @@ func TestOutputFollow(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "application/x-ndjson" {
 		t.Fatalf("status %d, content type %q, want 200 application/x-ndjson", resp.StatusCode, ct)
 	}
-	lines := make(chan outputLine)
+	lines := make(chan outputlog.Entry)
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			var l outputLine
+			var l outputlog.Entry
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				t.Errorf("follow line %q: %v", sc.Text(), err)
 				return
@@ -122,7 +111,7 @@ func TestOutputFollow(t *testing.T) {
 			lines <- l
 		}
 	}()
-	next := func(what string) outputLine {
+	next := func(what string) outputlog.Entry {
 		t.Helper()
 		select {
 		case l, ok := <-lines:
@@ -133,7 +122,7 @@ func TestOutputFollow(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no %s within the time", what)
 		}
-		return outputLine{}
+		return outputlog.Entry{}
 	}
 	if l := next("the first line"); l.Line != "waiting for a message" || l.Stream != "stdout" || l.N != 1 {
 		t.Fatalf("first line %+v, want line 1 on stdout", l)

@@ -27,9 +27,7 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) error {
 		if !started {
 			// Headers go with the first line, so that an error before it
 			// gets its own status.
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("X-Content-Type-Options", "nosniff")
+			setContentType(w, "application/x-ndjson")
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}

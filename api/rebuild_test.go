@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
@@ -59,21 +61,12 @@ func TestRebuildProjection(t *testing.T) {
 	for _, id := range ids {
 		var v view
 		r.call(t, "GET", "/v1/executions/"+id, nil, http.StatusOK, &v)
-		if mustJSON(t, v) != mustJSON(t, before[id]) {
-			t.Fatalf("execution %s after the rebuild:\n%s\nbefore:\n%s", id, mustJSON(t, v), mustJSON(t, before[id]))
+		if d := cmp.Diff(before[id], v); d != "" {
+			t.Fatalf("execution %s after the rebuild differs (-before +after):\n%s", id, d)
 		}
 	}
 
 	r.fail(t, "POST", "/v1/projections/rebuild?force=1", nil, testToken, http.StatusBadRequest, "invalid_field", "force")
 	r.fail(t, "POST", "/v1/projections/rebuild", nil, "", http.StatusUnauthorized, "unauthorized", "")
 	r.fail(t, "GET", "/v1/projections/rebuild", nil, testToken, http.StatusMethodNotAllowed, "method_not_allowed", "")
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }

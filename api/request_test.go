@@ -76,6 +76,17 @@ func TestDuplicateKeys(t *testing.T) {
 	})
 }
 
+// lookup is the reference of execution id's journal, with its record
+// count.
+func (r *rig) lookup(t *testing.T, id string) eventstore.Reference {
+	t.Helper()
+	ref, err := r.store.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
 // records counts a journal's records.
 func (r *rig) records(t *testing.T, ref eventstore.Reference) uint64 {
 	t.Helper()

@@ -139,11 +139,7 @@ func (s *Server) executionCheckpoints(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	cps := run.Checkpoints
-	if cps == nil {
-		cps = []contract.AgentCheckpoint{}
-	}
-	writeJSON(w, http.StatusOK, wire.Checkpoints{Checkpoints: cps})
+	writeJSON(w, http.StatusOK, wire.Checkpoints{Checkpoints: orEmpty(run.Checkpoints)})
 	return nil
 }
 

@@ -20,15 +20,10 @@ import (
 func TestSessionRoutes(t *testing.T) {
 	t.Parallel()
 	s, c, ctx := startClient(t, apitest.Options{})
-	capture := todoCapture(t)
-	res, err := c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s", Agent: "claude-code",
-		Command: []string{s.Agent, "replay:" + capture}, Prompt: "write the file\nthen test it", Shape: eventstore.ShapeOneShot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := res.Reference.AgentExecutionID
+	first := launchRun(t, ctx, c, todoLaunch(t, s, "t-s", "write the file\nthen test it"))
 	// The turn's checkpoint is taken beside the run's end; wait for both.
 	var cps []contract.AgentCheckpoint
+	var err error
 	for ex, _ := c.Execution(ctx, first); !ex.Lifecycle.Final() || len(cps) == 0; ex, _ = c.Execution(ctx, first) {
 		if ctx.Err() != nil {
 			t.Fatalf("first run never ended with a checkpoint: %s, %+v", ex.Lifecycle, cps)
@@ -46,7 +41,7 @@ func TestSessionRoutes(t *testing.T) {
 	}
 
 	// Resumed: a new run of the same session.
-	res, err = c.Resume(ctx, first, client.ResumeRequest{Prompt: "and now the docs"})
+	res, err := c.Resume(ctx, first, client.ResumeRequest{Prompt: "and now the docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +119,9 @@ func TestSessionRoutes(t *testing.T) {
 	}
 
 	// The agent's own plan and checkpoint, sent as markers on its stdout.
-	res, err = c.Launch(ctx, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s2", Agent: "generic", Prompt: "port it",
+	agentRun := launchRun(t, ctx, c, client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-s2", Agent: "generic", Prompt: "port it",
 		Command: []string{s.Agent, `signal:{"type":"plan","payload":{"items":[{"id":"1","text":"lexer","status":"done"},{"id":"2","text":"parser","status":"open"}]}}`,
 			`signal:{"type":"checkpoint","payload":{"title":"lexer done","summary":"the parser is next"}}`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentRun := res.Reference.AgentExecutionID
 	var byAgent []contract.AgentCheckpoint
 	for len(byAgent) == 0 {
 		if ctx.Err() != nil {

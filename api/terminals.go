@@ -111,15 +111,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) error {
 // readTerminal: GET /v1/executions/{id}/terminal. An execution without a
 // lane reads as unavailable.
 func (s *Server) readTerminal(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	v, err := s.terminalOf(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return readByID(w, r, s.terminalOf)
 }
 
 // terminalInput: POST /v1/executions/{id}/terminal/input. The bytes reach
@@ -204,10 +196,7 @@ func (s *Server) terminalRecording(w http.ResponseWriter, r *http.Request) error
 		return fmt.Errorf("open the recording of %s: %w", id, err)
 	}
 	defer f.Close()
-	h := w.Header()
-	h.Set("Content-Type", "application/x-asciicast")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/x-asciicast")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil
