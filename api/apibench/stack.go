@@ -161,11 +161,11 @@ func (s *stack) Close() error {
 // A stop records the run's interruption, naming what was in flight, for
 // which the runtime reads the agent's whole journal (hundreds of records
 // once the measurements are done), then appends it and the final state.
-// Runtime.Close stops its executions one after another under one deadline
-// for all: on a loaded machine the 200 stops took half a minute or more
-// against 7s, and every stop after the deadline failed on its own, one
-// line each. With a deadline of its own, a stop fails only when its own
-// agent does not end.
+// Runtime.Close would stop them too, but within what is left of the
+// daemon's close deadline after the API's shutdown, shared by all: on a
+// loaded machine the 200 stops took half a minute or more. With a
+// deadline of its own, a stop fails only when its own agent does not end,
+// and the report says how many agents did not, apart from the daemon.
 func (s *stack) stopAgents() error {
 	var mu sync.Mutex
 	var failed []error
