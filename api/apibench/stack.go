@@ -16,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
 )
@@ -128,7 +129,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	s.onClose(func() error { transport.CloseIdleConnections(); return nil })
 
 	s.agents = make([]eventstore.Reference, cfg.Agents)
-	_, _, err = timeEach(ctx, cfg.Agents, launchers, func(ctx context.Context, _, i int) (err error) {
+	_, err = benchkit.TimeEach(ctx, cfg.Agents, launchers, func(ctx context.Context, _, i int) (err error) {
 		s.agents[i], err = s.launch(ctx, fmt.Sprintf("%sagent-%d", ownerPrefix, i), cfg.Agent)
 		return err
 	})
@@ -170,7 +171,7 @@ func (s *stack) stopAgents() error {
 	var mu sync.Mutex
 	var failed []error
 	// A stop that fails is counted, not returned: the others go on.
-	_, _, _ = timeEach(context.Background(), len(s.agents), stoppers, func(_ context.Context, _, i int) error {
+	_, _ = benchkit.TimeEach(context.Background(), len(s.agents), stoppers, func(_ context.Context, _, i int) error {
 		if err := s.stopAgent(s.agents[i]); err != nil {
 			mu.Lock()
 			defer mu.Unlock()
