@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/errtally"
 )
 
 // stopStage is how far a stop of an execution's process went. The stages
@@ -330,18 +331,9 @@ func fairShare(ctx context.Context, left int) (context.Context, context.CancelFu
 // stops failed with it: past a deadline every stop fails alike, and one line
 // says so instead of one per process.
 func joinAlike(errs []error, n int) error {
-	var firsts []error
-	count := map[string]int{}
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if count[err.Error()]++; count[err.Error()] == 1 {
-			firsts = append(firsts, err)
-		}
+	var out []error
+	for _, c := range errtally.Tally(errs) {
+		out = append(out, fmt.Errorf("stop %d of %d executions: %w", c.N, n, c.Err))
 	}
-	for i, err := range firsts {
-		firsts[i] = fmt.Errorf("stop %d of %d executions: %w", count[err.Error()], n, err)
-	}
-	return errors.Join(firsts...)
+	return errors.Join(out...)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/errtally"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
 )
@@ -203,21 +204,12 @@ func (s *stack) stopAgent(ref eventstore.Reference) error {
 // same, with how many times each came: agents that could not stop in time
 // all fail with the deadline, which is one line to read, not one per agent.
 func distinct(errs []error) error {
-	var firsts []error
-	count := map[string]int{}
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if count[err.Error()]++; count[err.Error()] == 1 {
-			firsts = append(firsts, err)
-		}
-	}
-	out := make([]error, len(firsts))
-	for i, err := range firsts {
-		out[i] = err
-		if n := count[err.Error()]; n > 1 && len(firsts) > 1 {
-			out[i] = fmt.Errorf("%w (%d times)", err, n)
+	counts := errtally.Tally(errs)
+	out := make([]error, len(counts))
+	for i, c := range counts {
+		out[i] = c.Err
+		if c.N > 1 && len(counts) > 1 {
+			out[i] = fmt.Errorf("%w (%d times)", c.Err, c.N)
 		}
 	}
 	return errors.Join(out...)
