@@ -94,12 +94,7 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	benchkit.Default(&c.Records, d.Records)
-	benchkit.Default(&c.Journals, d.Journals)
-	benchkit.Default(&c.Rate, d.Rate)
-	benchkit.Default(&c.LatencyRecords, d.LatencyRecords)
-	return c
+	return benchkit.Defaults(c, DefaultConfig())
 }
 
 // throughput is the result of a throughput measurement: n records a round,
