@@ -26,20 +26,9 @@ func fixtureAgent(t *testing.T) []string {
 
 func TestRunSmall(t *testing.T) {
 	agent := fixtureAgent(t)
-	dir := benchtest.Scratch(t, 5*time.Second)
-	var progress bytes.Buffer
-	rep, err := Run(t.Context(), Config{
-		Dir:         dir,
-		Clients:     8,
-		Requests:    100,
-		Subscribers: 5,
-		Events:      50,
-		Agent:       agent,
-		Progress:    &progress,
+	rep, progress := benchtest.RunSmall(t, 5*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Clients: 8, Requests: 100, Subscribers: 5, Events: 50, Agent: agent, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name        string
@@ -92,9 +81,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("set-up does not give %s's rounds: %q", name, rep.Setup)
 		}
 	}
-	if got, want := strings.Count(progress.String(), "\n"), 2+2*rounds; got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, 2+2*rounds)
 
 	_, decoded := benchtest.Reports(t, rep)
 	for _, res := range decoded.Results {

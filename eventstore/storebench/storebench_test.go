@@ -1,7 +1,6 @@
 package storebench
 
 import (
-	"bytes"
 	"io"
 	"math"
 	"strings"
@@ -17,19 +16,9 @@ import (
 )
 
 func TestRunSmall(t *testing.T) {
-	dir := benchtest.Scratch(t, 5*time.Second)
-	var progress bytes.Buffer
-	rep, err := Run(t.Context(), Config{
-		Dir:         dir,
-		Records:     200,
-		ReadRecords: 500,
-		Journals:    10,
-		Writers:     4,
-		Progress:    &progress,
+	rep, progress := benchtest.RunSmall(t, 5*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Records: 200, ReadRecords: 500, Journals: 10, Writers: 4, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name    string
@@ -90,9 +79,7 @@ func TestRunSmall(t *testing.T) {
 	if got := setting(rep, "recordBytes"); got < DefaultPayloadBytes {
 		t.Errorf("recordBytes = %d, want at least the payload's %d", got, DefaultPayloadBytes)
 	}
-	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, len(want))
 
 	text, _ := benchtest.Reports(t, rep)
 	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "RAW/PEER", "sqlite peer: SQLite", "OVERWRITE REC/S", nameDiskSync + ": the floor"} {

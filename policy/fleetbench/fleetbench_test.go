@@ -82,9 +82,7 @@ func TestFleetRunSmall(t *testing.T) {
 	if strings.Contains(progress.String(), " 0.00x") || !strings.Contains(progress.String(), "x one daemon 1.00x") {
 		t.Errorf("progress shows a ratio of 0, or none to one daemon:\n%s", progress.String())
 	}
-	if got := strings.Count(progress.String(), "\n"); got != len(want) {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, len(want), progress.String())
-	}
+	benchtest.ProgressLines(t, progress.String(), len(want))
 	if rep.Suite != Suite || len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "share this machine's "+strconv.Itoa(runtime.NumCPU())+" CPUs") {
 		t.Errorf("suite %q, notes %q; want %q and a note on the CPUs shared", rep.Suite, rep.Notes, Suite)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,19 +27,9 @@ var full = flag.Bool("projbench.full", false, "TestRunDefault runs Run with the 
 
 func TestRunSmall(t *testing.T) {
 	// The embedded servers' goroutines may take a moment to go.
-	dir := benchtest.Scratch(t, 10*time.Second)
-	var progress bytes.Buffer
-	rep, err := Run(t.Context(), Config{
-		Dir:            dir,
-		Records:        2000,
-		Journals:       20,
-		LatencyRecords: 200,
-		Rate:           2000,
-		Progress:       &progress,
+	rep, progress := benchtest.RunSmall(t, 10*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Records: 2000, Journals: 20, LatencyRecords: 200, Rate: 2000, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name    string
@@ -92,9 +83,7 @@ func TestRunSmall(t *testing.T) {
 	if i := slices.IndexFunc(rep.Config, func(s benchkit.Setting) bool { return s.Name == "logBytes" }); i < 0 || rep.Config[i].Value.(int64) <= 0 {
 		t.Errorf("config %v, want logBytes, the log's size", rep.Config)
 	}
-	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, len(want))
 
 	text, _ := benchtest.Reports(t, rep)
 	for _, word := range []string{"ratio to slower raw", "p99", "targets:"} {
