@@ -21,6 +21,18 @@ import (
 
 const hostile = `fix <script>alert(1)</script> and <img src=x onerror=alert(2)> now`
 
+// askedNarrative is the narrative of askedRun's execution, with its
+// records.
+func askedNarrative(t *testing.T) (*narrative.Narrative, []eventstore.Record) {
+	t.Helper()
+	s, id, recs := askedRun(t)
+	n, err := narrative.Execution(t.Context(), s.Store, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, recs
+}
+
 // askedRun runs the fixture agent through a real daemon stack: it blocks,
 // asks, gets an answer from the operator, claims completion and exits.
 func askedRun(t *testing.T) (*apitest.Stack, string, []eventstore.Record) {
@@ -129,11 +141,7 @@ func checkRef(t *testing.T, recs []eventstore.Record, l narrative.Line) {
 // record it stands on.
 func TestNarrativeOfARun(t *testing.T) {
 	t.Parallel()
-	s, id, recs := askedRun(t)
-	n, err := narrative.Execution(t.Context(), s.Store, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, recs := askedNarrative(t)
 	if len(n.Runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(n.Runs))
 	}
@@ -193,11 +201,7 @@ func TestNarrativeOfARun(t *testing.T) {
 // never markup; the page loads nothing and runs nothing.
 func TestHTMLIsInert(t *testing.T) {
 	t.Parallel()
-	s, id, _ := askedRun(t)
-	n, err := narrative.Execution(t.Context(), s.Store, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, _ := askedNarrative(t)
 	var page bytes.Buffer
 	if err := narrative.HTML(&page, n); err != nil {
 		t.Fatal(err)

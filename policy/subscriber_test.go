@@ -179,14 +179,9 @@ func (f *failingLog) Append(ctx context.Context, ref eventstore.Reference, r eve
 }
 
 func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 	ctx := context.Background()
-	ref := newJournal(ctx, t, s, "exec-crash")
-	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, e := askingJournal(ctx, t, s, "exec-crash")
 	if err := NewSubscriber(&failingLog{Log: s}, SubscriberConfig{}).Handle(ctx, e); err == nil {
 		t.Fatal("the interrupted handler reported success")
 	}
@@ -219,14 +214,9 @@ func TestSubscriberCompletesInterruptedDecision(t *testing.T) {
 // of the policy made (its reason worded otherwise), in a journal imported
 // whole, is not completed with this policy's records.
 func TestSubscriberLeavesAnotherPolicysDecision(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 	ctx := context.Background()
-	ref := newJournal(ctx, t, s, "exec-older")
-	e, err := s.Append(ctx, ref, observation("o-1", 2)) // needs_input: decision + state change
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, e := askingJournal(ctx, t, s, "exec-older")
 	older := &eventstore.Decision{DecisionID: DecisionID("dec-", "o-1"), ObservationID: "o-1",
 		Action: eventstore.ActionUpdateState, Reason: "as an older policy put it"}
 	if _, err := s.Append(ctx, ref, older); err != nil {
@@ -436,8 +426,7 @@ func TestPartitionedSubscriberProcesses(t *testing.T) {
 // observation the journal already says completed, but the decision is taken
 // on the journal as it was at the observation.
 func TestDecisionUsesTheJournalAtTheObservation(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 	ctx := context.Background()
 	ref := newJournal(ctx, t, s, "exec-quick")
 	running := &eventstore.StateChanged{Lifecycle: eventstore.LifecycleRunning}
@@ -580,8 +569,7 @@ func decisions(t *testing.T, s eventstore.Store, ref eventstore.Reference) map[s
 // journal only once, the first time it decides in it; and what it folds is
 // what a replay of the journal gives.
 func TestSubscriberFoldsDeliveredRecords(t *testing.T) {
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
 	log := &countingLog{JetStreamStore: s, reads: map[string]int{}}
 	ctx := t.Context()
 	sub := NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second})
@@ -804,6 +792,18 @@ func order(t *testing.T, s eventstore.Store, ref eventstore.Reference) (observed
 	return observed, decided
 }
 
+// checkInOrder checks a (check), that it counts n observations, and that
+// each journal's decisions answer its observations in their log order
+// (checkOrder).
+func (a audit) checkInOrder(t *testing.T, s eventstore.Store, refs []eventstore.Reference, n int) {
+	t.Helper()
+	a.check(t)
+	if got := len(a.observations); got != n {
+		t.Fatalf("%d observations, want %d", got, n)
+	}
+	checkOrder(t, s, refs)
+}
+
 // checkOrder fails unless each journal's decisions answer its
 // observations in their log order.
 func checkOrder(t *testing.T, s eventstore.Store, refs []eventstore.Reference) {
@@ -848,6 +848,29 @@ func newJournals(ctx context.Context, t *testing.T, s eventstore.Store, prefix s
 		refs[j] = newJournal(ctx, t, s, fmt.Sprint(prefix, j))
 	}
 	return refs
+}
+
+// journalsWithin opens a store with n new journals (prefix0, prefix1, …)
+// for a test that must be done within the given time: the context
+// returned ends then.
+func journalsWithin(t *testing.T, within time.Duration, prefix string, n int) (context.Context, *eventstore.JetStreamStore, []eventstore.Reference) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	t.Cleanup(cancel)
+	s := fixtures.OpenStore(t, fixtures.StartNATS(t))
+	return ctx, s, newJournals(ctx, t, s, prefix, n)
+}
+
+// askingJournal creates the journal of execution id with one observation,
+// o-1, a needs_input signal, whose decision comes with a state change.
+func askingJournal(ctx context.Context, t *testing.T, s eventstore.Store, id string) (eventstore.Reference, eventstore.Entry) {
+	t.Helper()
+	ref := newJournal(ctx, t, s, id)
+	e, err := s.Append(ctx, ref, observation("o-1", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, e
 }
 
 // newJournal creates the journal of execution id, owned by task t.
@@ -899,11 +922,7 @@ func start(ctx context.Context, t *testing.T, what string, sub *Subscriber) (sto
 // a time never reaches), one journal's never two at a time, and each
 // journal's decisions land in its observations' order, one each.
 func TestSubscriberDecidesJournalsConcurrently(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	refs := newJournals(ctx, t, s, "exec-many-", 12)
+	ctx, s, refs := journalsWithin(t, 90*time.Second, "exec-many-", 12)
 	log := newOverlapLog(s)
 	stop := start(ctx, t, "Run", NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second, MaxAckPending: 64}))
 
@@ -915,11 +934,7 @@ func TestSubscriberDecidesJournalsConcurrently(t *testing.T) {
 	}
 	a := waitComplete(t, s, refs, 60*time.Second)
 	stop()
-	a.check(t)
-	if got, want := len(a.observations), len(refs)*24; got != want {
-		t.Fatalf("%d observations, want %d", got, want)
-	}
-	checkOrder(t, s, refs)
+	a.checkInOrder(t, s, refs, len(refs)*24)
 	if log.same != 0 {
 		t.Errorf("one journal had two appends in flight %d times, want never", log.same)
 	}
@@ -962,11 +977,7 @@ func (l *stallingLog) Append(ctx context.Context, ref eventstore.Reference, r ev
 // records again, with new ones, and every observation ends with exactly
 // one decision, its records stored once, each journal's in order.
 func TestSubscriberTakesOverABatch(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
-	defer cancel()
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	refs := newJournals(ctx, t, s, "exec-batch-", 8)
+	ctx, s, refs := journalsWithin(t, 120*time.Second, "exec-batch-", 8)
 	// Everything is in the log before the first subscriber starts, so its
 	// first pull takes the lot.
 	appendObservations(ctx, t, s, refs, 0, 25)
@@ -993,11 +1004,7 @@ func TestSubscriberTakesOverABatch(t *testing.T) {
 	appendObservations(ctx, t, s, refs, 25, 30)
 	a := waitComplete(t, s, refs, 90*time.Second)
 	stopSecond()
-	a.check(t)
-	if got, want := len(a.observations), len(refs)*30; got != want {
-		t.Fatalf("%d observations, want %d", got, want)
-	}
-	checkOrder(t, s, refs)
+	a.checkInOrder(t, s, refs, len(refs)*30)
 }
 
 // failOnceLog fails the first decision appended to one journal.
@@ -1025,11 +1032,7 @@ func (l *failOnceLog) Append(ctx context.Context, ref eventstore.Reference, r ev
 // again before the journal's next observation is decided, while the other
 // journals go on; every observation ends with one decision, in order.
 func TestSubscriberRetriesInOrder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	b := fixtures.StartNATS(t)
-	s := fixtures.OpenStore(t, b)
-	refs := newJournals(ctx, t, s, "exec-retry-", 4)
+	ctx, s, refs := journalsWithin(t, 90*time.Second, "exec-retry-", 4)
 	appendObservations(ctx, t, s, refs, 0, 10)
 	log := &failOnceLog{Log: s, journal: refs[0].JournalID}
 	stop := start(ctx, t, "Run", NewSubscriber(log, SubscriberConfig{PinnedTTL: 2 * time.Second}))

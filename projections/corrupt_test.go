@@ -48,22 +48,11 @@ func otherBolt(t *testing.T, path string, fill func(tx *bolt.Tx) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Update(fill); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	otherBoltUpdate(t, path, fill)
 }
 
 func TestCorruptFileIsRebuilt(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(8)
-	writeJournals(t, s, rs, 0, 150)
+	s, rs := writtenLog(t, 8, 150)
 
 	// good builds a caught-up projection file at path.
 	good := func(t *testing.T, path string) {
@@ -218,9 +207,7 @@ func otherBoltUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 }
 
 func TestOpenOrRebuildMissingAndHealthyFiles(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(4)
-	writeJournals(t, s, rs, 0, 50)
+	s, rs := writtenLog(t, 4, 50)
 	path := dbPath(t, "p.db")
 	ctx := context.Background()
 
@@ -285,9 +272,7 @@ func TestOpenOrRebuildMissingAndHealthyFiles(t *testing.T) {
 // possibly with its locks held (a begin or a rollback broken off). Later
 // calls fail at once, saying why, and Close returns: none waits for a lock.
 func TestFaultLeavesTheDBClosable(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(8)
-	writeJournals(t, s, rs, 0, 150)
+	s, rs := writtenLog(t, 8, 150)
 	path := dbPath(t, "p")
 	db, err := projections.Open(projections.Config{Path: path, BatchSize: 1 << 20})
 	if err != nil {

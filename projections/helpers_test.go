@@ -26,20 +26,21 @@ import (
 // tests are about the projection file, not the log's durability.
 func fastSync(c *bus.Config) { c.Sync = bus.SyncInterval }
 
-func openStore(t testing.TB, b *bus.Bus) *eventstore.JetStreamStore {
-	t.Helper()
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // startLog starts an embedded server and returns the store on it.
 func startLog(t testing.TB, opts ...func(*bus.Config)) (*bus.Bus, *eventstore.JetStreamStore) {
 	t.Helper()
 	b := fixtures.StartNATS(t, append([]func(*bus.Config){fastSync}, opts...)...)
-	return b, openStore(t, b)
+	return b, fixtures.OpenStore(t, b)
+}
+
+// writtenLog starts a log and writes journals journals (refs) of
+// perJournal records each to it.
+func writtenLog(t testing.TB, journals, perJournal int) (*eventstore.JetStreamStore, []eventstore.Reference) {
+	t.Helper()
+	_, s := startLog(t)
+	rs := refs(journals)
+	writeJournals(t, s, rs, 0, perJournal)
+	return s, rs
 }
 
 func openDB(t testing.TB, cfg projections.Config) *projections.DB {
@@ -311,41 +312,28 @@ func checkSameAs(t testing.TB, got, want *projections.DB, rs []eventstore.Refere
 	t.Helper()
 	for _, ref := range rs {
 		id := ref.AgentExecutionID
-		w, err := want.Execution(id)
-		if err != nil {
-			t.Fatalf("reference Execution(%s): %v", id, err)
-		}
-		g, err := got.Execution(id)
-		if err != nil {
-			t.Fatalf("Execution(%s): %v", id, err)
-		}
-		if diff := cmp.Diff(w, g); diff != "" {
-			t.Fatalf("Execution(%s) differs (-incremental +rebuilt):\n%s", id, diff)
-		}
-		wr, err := want.Run(id)
-		if err != nil {
-			t.Fatalf("reference Run(%s): %v", id, err)
-		}
-		gr, err := got.Run(id)
-		if err != nil {
-			t.Fatalf("Run(%s): %v", id, err)
-		}
-		if diff := cmp.Diff(wr, gr, cmpopts.IgnoreUnexported(contract.Run{})); diff != "" {
-			t.Fatalf("Run(%s) differs (-incremental +rebuilt):\n%s", id, diff)
-		}
+		sameView(t, "Execution", id, want.Execution, got.Execution)
+		sameView(t, "Run", id, want.Run, got.Run, cmpopts.IgnoreUnexported(contract.Run{}))
 		if diff := cmp.Diff(fullTimeline(t, want, id, projections.MaxTimelineLimit), fullTimeline(t, got, id, projections.MaxTimelineLimit)); diff != "" {
 			t.Fatalf("Timeline(%s) differs (-incremental +rebuilt):\n%s", id, diff)
 		}
 	}
-	wl, err := want.List(projections.Filter{})
+	sameView(t, "List", projections.Filter{}, want.List, got.List)
+}
+
+// sameView fails t unless the view what, read for key, is the same in the
+// rebuilt projection (got) as in the incremental one (want).
+func sameView[K, V any](t testing.TB, what string, key K, want, got func(K) (V, error), opts ...cmp.Option) {
+	t.Helper()
+	w, err := want(key)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reference %s(%v): %v", what, key, err)
 	}
-	gl, err := got.List(projections.Filter{})
+	g, err := got(key)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s(%v): %v", what, key, err)
 	}
-	if diff := cmp.Diff(wl, gl); diff != "" {
-		t.Fatalf("List differs (-incremental +rebuilt):\n%s", diff)
+	if diff := cmp.Diff(w, g, opts...); diff != "" {
+		t.Fatalf("%s(%v) differs (-incremental +rebuilt):\n%s", what, key, diff)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
+	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/fixtures/powerfs"
 	"github.com/agentjournal/agentjournal/projections"
 )
@@ -112,7 +113,7 @@ func projectUntilTheCut(t *testing.T, cfg powerfs.Config, path string, rs []even
 		fsys.Close()
 		t.Fatal(err)
 	}
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	db, _, err := projections.OpenOrRebuild(ctx, projections.Config{Path: path}, s, nil)
 	if err != nil {
 		b.Close()
@@ -259,7 +260,7 @@ func TestPowerLossChild(t *testing.T) {
 		t.Fatalf("open the log after the power loss: %v", err)
 	}
 	defer b.Close()
-	s := openStore(t, b)
+	s := fixtures.OpenStore(t, b)
 	if _, err := projections.Open(projections.Config{Path: path}); !errors.Is(err, projections.ErrCorrupt) {
 		t.Fatalf("Open of the file after the restart: %v, want ErrCorrupt", err)
 	}

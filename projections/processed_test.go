@@ -52,9 +52,7 @@ func duplicates(t *testing.T, s *eventstore.JetStreamStore, ref eventstore.Refer
 }
 
 func TestDuplicateIdsFoldLikeReplay(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(3)
-	writeJournals(t, s, rs, 0, 10)
+	s, rs := writtenLog(t, 3, 10)
 	for round := range 3 {
 		for _, ref := range rs {
 			duplicates(t, s, ref, round)
@@ -93,9 +91,7 @@ func TestDuplicateIdsFoldLikeReplay(t *testing.T) {
 }
 
 func TestWaitFor(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(2)
-	writeJournals(t, s, rs, 0, 5)
+	s, rs := writtenLog(t, 2, 5)
 	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
 	ctx := context.Background()
 

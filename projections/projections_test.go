@@ -60,9 +60,7 @@ func runProject(t testing.TB, db *projections.DB, src projections.Source) (stop 
 }
 
 func TestProjectMatchesReplay(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(6)
-	writeJournals(t, s, rs, 0, 70)
+	s, rs := writtenLog(t, 6, 70)
 	db := openDB(t, projections.Config{Path: dbPath(t, "p.db"), BatchSize: 7})
 	stop := runProject(t, db, s)
 	waitCheckpoint(t, db, lastOffset(t, s))
@@ -342,9 +340,7 @@ func readLog(t testing.TB, s *eventstore.JetStreamStore) []eventstore.Entry {
 }
 
 func TestApplyIsIdempotentAndRefusesGaps(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(3)
-	writeJournals(t, s, rs, 0, 40)
+	s, rs := writtenLog(t, 3, 40)
 	entries := readLog(t, s)
 	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
 
@@ -421,9 +417,7 @@ func TestApplyIsIdempotentAndRefusesGaps(t *testing.T) {
 }
 
 func TestApplySkipsBadRecords(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(2)
-	writeJournals(t, s, rs, 0, 20)
+	s, rs := writtenLog(t, 2, 20)
 	entries := readLog(t, s)
 	var logs syncBuffer
 	db := openDB(t, projections.Config{Path: dbPath(t, "p.db"),
@@ -593,9 +587,7 @@ func checkpointOf(t testing.TB, db *projections.DB) uint64 {
 // with, across the smaller batches the log is read in; once caught up, a
 // follower commits each record as it comes.
 func TestTransactionsSpanReadBatches(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(10)
-	writeJournals(t, s, rs, 0, 250)
+	s, rs := writtenLog(t, 10, 250)
 	last := lastOffset(t, s)
 	if last <= 2000 || last > 3000 {
 		t.Fatalf("the log ends at %d, want between 2001 and 3000", last)
@@ -695,9 +687,7 @@ func checkTransactions(t *testing.T, calls [][2]uint64, batchSize, last uint64) 
 // but not for long: a record that comes alone right after, with nothing
 // after it, is still committed.
 func TestLingerAfterABusyTransactionEnds(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(2)
-	writeJournals(t, s, rs, 0, 6)
+	s, rs := writtenLog(t, 2, 6)
 	last := lastOffset(t, s)
 	if last < 12 {
 		t.Fatalf("the log ends at %d, want at least 12 records", last)
@@ -725,9 +715,7 @@ func TestLingerAfterABusyTransactionEnds(t *testing.T) {
 // the test may take.
 func TestWaitForEndsTheLinger(t *testing.T) {
 	projections.SetMaxLinger(t, time.Hour)
-	_, s := startLog(t)
-	rs := refs(2)
-	writeJournals(t, s, rs, 0, 6)
+	s, rs := writtenLog(t, 2, 6)
 	last := lastOffset(t, s)
 	db := openDB(t, projections.Config{Path: dbPath(t, "p.db")})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -27,9 +27,7 @@ func TestRebuildOnAFullDisk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			_, s := startLog(t)
-			rs := refs(6)
-			writeJournals(t, s, rs, 0, 150)
+			s, rs := writtenLog(t, 6, 150)
 			disk := fixtures.MountTmpfs(t, 16<<20)
 			live := openDB(t, projections.Config{Path: filepath.Join(disk, "projections.db")})
 			catchUp(t, live, s)

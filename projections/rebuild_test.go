@@ -62,9 +62,7 @@ func readers(t *testing.T, db *projections.DB, rs []eventstore.Reference, n int)
 }
 
 func TestRebuildWhileReading(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(8)
-	writeJournals(t, s, rs, 0, 100)
+	s, rs := writtenLog(t, 8, 100)
 
 	// Two projections built batch by batch: the one to rebuild, and a
 	// reference that is left alone.
@@ -111,9 +109,7 @@ func TestRebuildWhileReading(t *testing.T) {
 // A projector keeps running on the live DB while records are appended and
 // the DB is rebuilt under it: nothing is lost or applied twice.
 func TestRebuildWhileProjecting(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(6)
-	writeJournals(t, s, rs, 0, 80)
+	s, rs := writtenLog(t, 6, 80)
 	live := openDB(t, projections.Config{Path: dbPath(t, "live.db"), BatchSize: 20})
 	stopProject := runProject(t, live, s)
 	waitCheckpoint(t, live, lastOffset(t, s))
@@ -139,9 +135,7 @@ func TestRebuildWhileProjecting(t *testing.T) {
 }
 
 func TestRebuildRefusesASecondOne(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(3)
-	writeJournals(t, s, rs, 0, 30)
+	s, rs := writtenLog(t, 3, 30)
 	live := openDB(t, projections.Config{Path: dbPath(t, "live.db"), BatchSize: 10})
 	started, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -167,9 +161,7 @@ func TestRebuildRefusesASecondOne(t *testing.T) {
 }
 
 func TestRebuildCancelledLeavesLiveAlone(t *testing.T) {
-	_, s := startLog(t)
-	rs := refs(3)
-	writeJournals(t, s, rs, 0, 100)
+	s, rs := writtenLog(t, 3, 100)
 	live := openDB(t, projections.Config{Path: dbPath(t, "live.db"), BatchSize: 10})
 	catchUp(t, live, s)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -74,9 +74,7 @@ func setMark(t *testing.T, path, mark string) {
 // system is corrupt and rebuilt.
 func TestUnsyncedCommits(t *testing.T) {
 	boot := thisBoot(t)
-	_, s := startLog(t)
-	rs := refs(3)
-	writeJournals(t, s, rs, 0, 20)
+	s, rs := writtenLog(t, 3, 20)
 	path := dbPath(t, "p.db")
 
 	db, err := projections.Open(projections.Config{Path: path})

@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/errtally"
 )
 
 // stopStage is how far a stop of an execution's process went. The stages
@@ -272,4 +275,68 @@ func (p *process) escalate(c *child, stage stopStage, sig syscall.Signal) {
 	p.ending.reach(stage)
 	p.mu.Unlock()
 	_ = c.signal(sig)
+}
+
+// closeStops is how many processes Close stops at once. A stop mostly
+// waits for its process to end, but then reads the execution's journal and
+// appends its end: a few dozen at a time keep a loaded store answering.
+const closeStops = 16
+
+// stopAll stops the live processes ps (of the executions ids) for Close,
+// closeStops at a time, and returns their failures, each kind said once.
+//
+// Stopped one after another under one deadline, processes that wait out
+// their grace period took a grace each, and every stop after the deadline
+// failed on its own. Here each stop, as it starts, gets its fair share of
+// what is left of ctx: the rest over the rounds of closeStops still to
+// start. A process whose share runs out is killed sooner than its grace,
+// and its end is then waited for within ctx itself.
+func (rt *Runtime) stopAll(ctx context.Context, ids []string, ps []*process) error {
+	slots := make(chan struct{}, closeStops)
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		slots <- struct{}{}
+		share, cancel := fairShare(ctx, len(ids)-i)
+		wg.Go(func() {
+			defer func() { cancel(); <-slots }()
+			err := rt.Stop(share, id)
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				select {
+				case <-ps[i].done:
+					err = nil
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			if err != nil && !errors.Is(err, ErrNotRunning) {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return joinAlike(errs, len(ids))
+}
+
+// fairShare bounds ctx, for a stop with left stops (itself included) yet
+// to start, by what is left of its deadline over the rounds of closeStops
+// those make. Without a deadline, there is nothing to share.
+func fairShare(ctx context.Context, left int) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	rounds := time.Duration((left + closeStops - 1) / closeStops)
+	return context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/rounds))
+}
+
+// joinAlike joins the errors of n stops, each message once, with how many
+// stops failed with it: past a deadline every stop fails alike, and one line
+// says so instead of one per process.
+func joinAlike(errs []error, n int) error {
+	var out []error
+	for _, c := range errtally.Tally(errs) {
+		out = append(out, fmt.Errorf("stop %d of %d executions: %w", c.N, n, c.Err))
+	}
+	return errors.Join(out...)
 }

@@ -291,7 +291,9 @@ func (p *process) current() *child {
 
 // Close stops every live process and waits for their records; with
 // LeaveRunning, supervised ones run on and only their readers stop. Queued
-// runs stay queued, in QueueDir, for the next runtime.
+// runs stay queued, in QueueDir, for the next runtime. The processes are
+// stopped at once (stopAll), so that closing takes one grace period, not
+// one per process.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closeQueue()
 	rt.mu.Lock()
@@ -326,12 +328,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			_ = c.signal(syscall.SIGTERM)
 		}
 	}
-	var errs []error
-	for _, id := range ids {
-		if err := rt.Stop(ctx, id); err != nil && !errors.Is(err, ErrNotRunning) {
-			errs = append(errs, err)
-		}
-	}
+	errs := []error{rt.stopAll(ctx, ids, stop)}
 	rt.stopDetach()
 	rt.wg.Wait()
 	for _, p := range leave {

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/eventstore/storetest"
-	"github.com/agentjournal/agentjournal/fixtures"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/search"
@@ -31,11 +29,7 @@ func TestMeasure(t *testing.T) {
 	if *full {
 		records, journals, queries = 1_000_000, 2000, 1000
 	}
-	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Sync = bus.SyncInterval })
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startLog(t)
 	ctx := context.Background()
 	writeLog(t, s, records, journals)
 	last, err := s.LastOffset(ctx)

@@ -20,12 +20,7 @@ import (
 
 func startLog(t *testing.T) *eventstore.JetStreamStore {
 	t.Helper()
-	b := fixtures.StartNATS(t, func(c *bus.Config) { c.Sync = bus.SyncInterval })
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return fixtures.OpenStore(t, fixtures.StartNATS(t, func(c *bus.Config) { c.Sync = bus.SyncInterval }))
 }
 
 func open(t *testing.T, path string) *search.Index {

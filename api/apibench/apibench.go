@@ -104,16 +104,9 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	benchkit.Default(&c.Clients, d.Clients)
-	benchkit.Default(&c.Requests, d.Requests)
-	benchkit.Default(&c.Subscribers, d.Subscribers)
-	benchkit.Default(&c.Events, d.Events)
+	c = benchkit.Defaults(c, DefaultConfig())
 	if c.Agents == 0 {
 		c.Agents = c.Clients
-	}
-	if len(c.Agent) == 0 {
-		c.Agent = d.Agent
 	}
 	return c
 }

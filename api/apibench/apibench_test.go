@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -27,21 +26,9 @@ func fixtureAgent(t *testing.T) []string {
 
 func TestRunSmall(t *testing.T) {
 	agent := fixtureAgent(t)
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
-	var progress bytes.Buffer
-	rep, err := Run(t.Context(), Config{
-		Dir:         dir,
-		Clients:     8,
-		Requests:    100,
-		Subscribers: 5,
-		Events:      50,
-		Agent:       agent,
-		Progress:    &progress,
+	rep, progress := benchtest.RunSmall(t, 5*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Clients: 8, Requests: 100, Subscribers: 5, Events: 50, Agent: agent, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name        string
@@ -94,39 +81,14 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("set-up does not give %s's rounds: %q", name, rep.Setup)
 		}
 	}
-	if got, want := strings.Count(progress.String(), "\n"), 2+2*rounds; got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, 2+2*rounds)
 
-	var text bytes.Buffer
-	if err := benchkit.WriteText(&text, rep); err != nil {
-		t.Fatalf("WriteText: %v", err)
-	}
-	for _, res := range rep.Results {
-		if !strings.Contains(text.String(), res.Name) {
-			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
-		}
-	}
-
-	var js bytes.Buffer
-	if err := benchkit.WriteJSON(&js, rep); err != nil {
-		t.Fatalf("WriteJSON: %v", err)
-	}
-	decoded, err := benchkit.ReadJSON(&js)
-	if err != nil {
-		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
-	}
-	if got, want := len(decoded[0].Results), len(rep.Results); got != want {
-		t.Errorf("JSON report has %d results, want %d", got, want)
-	}
-	for _, res := range decoded[0].Results {
+	_, decoded := benchtest.Reports(t, rep)
+	for _, res := range decoded.Results {
 		if _, got := res.Figure(figureMissing); got != (res.Name == "sse/fan-out") {
 			t.Errorf("JSON result %s: has missing %t, want %t", res.Name, got, !got)
 		}
 	}
-
-	benchtest.EmptyDir(t, dir, "after Run")
-	benchtest.WaitGoroutines(t, before, 5*time.Second)
 }
 
 // TestRunStackThatCannotStop: agents that outlast the stop deadline fail
@@ -135,8 +97,7 @@ func TestRunStackThatCannotStop(t *testing.T) {
 	// The agent ignores SIGTERM and stays after its input closes, so only
 	// SIGKILL ends it, which comes after the stop's deadline.
 	agent := []string{fixtures.AgentBinary(t), "ignore-term", "wait", "sleep:1m"}
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
+	dir := benchtest.Scratch(t, 5*time.Second)
 	rep, err := Run(t.Context(), Config{
 		Dir:         dir,
 		Clients:     2,
@@ -166,8 +127,6 @@ func TestRunStackThatCannotStop(t *testing.T) {
 	if diff := cmp.Diff([]string{"raw/append", "api/sendMessage", "api/recordObservation", "sse/fan-out"}, names); diff != "" {
 		t.Errorf("results measured (-want +got):\n%s", diff)
 	}
-	benchtest.EmptyDir(t, dir, "after Run")
-	benchtest.WaitGoroutines(t, before, 5*time.Second)
 }
 
 func TestDistinct(t *testing.T) {
@@ -289,16 +248,9 @@ func TestTargets(t *testing.T) {
 // TestRunDefaults runs the full benchmark with default sizes when
 // APIBENCH_DEFAULTS=1, printing the report; it takes a minute or two.
 func TestRunDefaults(t *testing.T) {
-	if os.Getenv("APIBENCH_DEFAULTS") != "1" {
-		t.Skip("set APIBENCH_DEFAULTS=1 to run the full benchmark")
-	}
-	rep, err := Run(t.Context(), Config{Dir: t.TempDir(), Agent: fixtureAgent(t), Progress: t.Output()})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := benchkit.WriteText(t.Output(), rep); err != nil {
-		t.Fatal(err)
-	}
+	benchtest.RunDefaults(t, "APIBENCH_DEFAULTS", Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Agent: fixtureAgent(t), Progress: progress}
+	})
 }
 
 // medianRounds keeps a result measured once as it is and, of one measured
@@ -326,29 +278,16 @@ func TestMedianRounds(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		want []string // substrings of the error, nil for none
-	}{
-		{name: "dir only", cfg: Config{Dir: "x"}},
-		{name: "defaults", cfg: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
-		{name: "no dir", cfg: Config{}, want: []string{"no Dir"}},
+	benchtest.Validates(t, Run, []benchtest.ConfigCase[Config]{
+		{Name: "dir only", Config: Config{Dir: "x"}},
+		{Name: "defaults", Config: func() Config { c := DefaultConfig(); c.Dir = "x"; return c }()},
+		{Name: "no dir", Config: Config{}, Want: []string{"no Dir"}},
 		{
-			name: "every problem at once",
-			cfg:  Config{Clients: -1, Requests: -2, Subscribers: -3, Events: -4, Agents: -5, Agent: []string{""}},
-			want: []string{"no Dir", "Clients -1", "Requests -2", "Subscribers -3", "Events -4", "Agents -5", "Agent[0] is empty"},
+			Name:   "every problem at once",
+			Config: Config{Clients: -1, Requests: -2, Subscribers: -3, Events: -4, Agents: -5, Agent: []string{""}},
+			Want:   []string{"no Dir", "Clients -1", "Requests -2", "Subscribers -3", "Events -4", "Agents -5", "Agent[0] is empty"},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			benchtest.Mentions(t, err, tt.want)
-			if tt.want == nil {
-				return
-			}
-		})
-	}
+	})
 }
 
 func TestPercentile(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentjournal/agentjournal/runtime"
@@ -66,14 +64,14 @@ func (r *runner) rawAppend(ctx context.Context) (benchkit.Result, error) {
 	for i := range recs {
 		recs[i] = observation(fmt.Sprintf("raw-%d-%d", r.rawRounds, i), r.text)
 	}
-	lat, elapsed, err := timeEach(ctx, len(recs), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+	calls, err := benchkit.TimeEach(ctx, len(recs), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
 		_, err := r.st.store.Append(ctx, refs[worker%len(refs)], recs[i])
 		return err
 	})
 	if err != nil {
 		return benchkit.Result{}, fmt.Errorf("%s: %w", nameRawAppend, err)
 	}
-	return result(nameRawAppend, r.cfg.Clients, lat, elapsed, "",
+	return result(nameRawAppend, r.cfg.Clients, calls.Latencies, calls.Elapsed, "",
 		fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals of their own, "+
 			"each goroutine keeping to one, while the projector and the policy follow the log", textBytes, r.cfg.Clients, len(refs))), nil
 }
@@ -99,7 +97,7 @@ func (r *runner) sendMessage(ctx context.Context) (benchkit.Result, error) {
 		}
 	}
 	paths := r.paths("messages")
-	lat, elapsed, err := timeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+	calls, err := benchkit.TimeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
 		var ack runtime.MessageAck
 		if err := r.st.post(ctx, paths[worker%len(paths)], bodies[i], http.StatusOK, &ack); err != nil {
 			return err
@@ -113,7 +111,7 @@ func (r *runner) sendMessage(ctx context.Context) (benchkit.Result, error) {
 	if err != nil {
 		return benchkit.Result{}, fmt.Errorf("%s: %w", nameSendMessage, err)
 	}
-	return result(nameSendMessage, r.cfg.Clients, lat, elapsed, nameRawAppend,
+	return result(nameSendMessage, r.cfg.Clients, calls.Latencies, calls.Elapsed, nameRawAppend,
 		fmt.Sprintf("POST /v1/executions/{id}/messages of a prompt (a %d-byte text, its own messageId) from %d clients to %d running agents, "+
 			"each client keeping to one; answered once it is recorded, written to the agent's stdin and its delivery recorded", textBytes, r.cfg.Clients, len(paths))), nil
 }
@@ -149,7 +147,7 @@ func (r *runner) recordObservation(ctx context.Context) (benchkit.Result, error)
 		}
 	}
 	paths := r.paths("observations")
-	lat, elapsed, err := timeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
+	calls, err := benchkit.TimeEach(ctx, len(bodies), r.cfg.Clients, func(ctx context.Context, worker, i int) error {
 		var ans observationAnswer
 		if err := r.st.post(ctx, paths[worker%len(paths)], bodies[i], http.StatusOK, &ans); err != nil {
 			return err
@@ -163,7 +161,7 @@ func (r *runner) recordObservation(ctx context.Context) (benchkit.Result, error)
 	if err != nil {
 		return benchkit.Result{}, fmt.Errorf("%s: %w", nameRecordObservation, err)
 	}
-	res := result(nameRecordObservation, r.cfg.Clients, lat, elapsed, nameRawAppend,
+	res := result(nameRecordObservation, r.cfg.Clients, calls.Latencies, calls.Elapsed, nameRawAppend,
 		fmt.Sprintf("POST /v1/executions/{id}/observations of a progress signal (a %d-byte summary) from %d clients for %d running agents, "+
 			"each client keeping to one; answered with the policy's decision (%s) once the policy subscriber has appended it", textBytes, r.cfg.Clients, len(paths), eventstore.ActionRecordOnly))
 	return res, nil
@@ -185,39 +183,4 @@ func result(name string, concurrency int, lat []time.Duration, elapsed time.Dura
 		Figures: []benchkit.Figure{{Name: figureConcurrency, Value: float64(concurrency)}}}
 	res.P50, res.P99 = latencies(lat)
 	return res
-}
-
-// timeEach calls do for 0 … n-1 from the given number of goroutines, each
-// taking the next index as it finishes the last, and returns how long each
-// call took and how long all of them took. do is told which goroutine, 0 …
-// workers-1, calls it. The first error stops the others.
-func timeEach(ctx context.Context, n, workers int, do func(ctx context.Context, worker, i int) error) ([]time.Duration, time.Duration, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lat := make([]time.Duration, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range min(workers, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				if err := do(ctx, w, i); err != nil {
-					cancel(err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return nil, 0, err
-	}
-	return lat, elapsed, nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/errtally"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
 )
@@ -128,7 +130,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	s.onClose(func() error { transport.CloseIdleConnections(); return nil })
 
 	s.agents = make([]eventstore.Reference, cfg.Agents)
-	_, _, err = timeEach(ctx, cfg.Agents, launchers, func(ctx context.Context, _, i int) (err error) {
+	_, err = benchkit.TimeEach(ctx, cfg.Agents, launchers, func(ctx context.Context, _, i int) (err error) {
 		s.agents[i], err = s.launch(ctx, fmt.Sprintf("%sagent-%d", ownerPrefix, i), cfg.Agent)
 		return err
 	})
@@ -161,16 +163,16 @@ func (s *stack) Close() error {
 // A stop records the run's interruption, naming what was in flight, for
 // which the runtime reads the agent's whole journal (hundreds of records
 // once the measurements are done), then appends it and the final state.
-// Runtime.Close stops its executions one after another under one deadline
-// for all: on a loaded machine the 200 stops took half a minute or more
-// against 7s, and every stop after the deadline failed on its own, one
-// line each. With a deadline of its own, a stop fails only when its own
-// agent does not end.
+// Runtime.Close would stop them too, but within what is left of the
+// daemon's close deadline after the API's shutdown, shared by all: on a
+// loaded machine the 200 stops took half a minute or more. With a
+// deadline of its own, a stop fails only when its own agent does not end,
+// and the report says how many agents did not, apart from the daemon.
 func (s *stack) stopAgents() error {
 	var mu sync.Mutex
 	var failed []error
 	// A stop that fails is counted, not returned: the others go on.
-	_, _, _ = timeEach(context.Background(), len(s.agents), stoppers, func(_ context.Context, _, i int) error {
+	_, _ = benchkit.TimeEach(context.Background(), len(s.agents), stoppers, func(_ context.Context, _, i int) error {
 		if err := s.stopAgent(s.agents[i]); err != nil {
 			mu.Lock()
 			defer mu.Unlock()
@@ -202,21 +204,12 @@ func (s *stack) stopAgent(ref eventstore.Reference) error {
 // same, with how many times each came: agents that could not stop in time
 // all fail with the deadline, which is one line to read, not one per agent.
 func distinct(errs []error) error {
-	var firsts []error
-	count := map[string]int{}
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if count[err.Error()]++; count[err.Error()] == 1 {
-			firsts = append(firsts, err)
-		}
-	}
-	out := make([]error, len(firsts))
-	for i, err := range firsts {
-		out[i] = err
-		if n := count[err.Error()]; n > 1 && len(firsts) > 1 {
-			out[i] = fmt.Errorf("%w (%d times)", err, n)
+	counts := errtally.Tally(errs)
+	out := make([]error, len(counts))
+	for i, c := range counts {
+		out[i] = c.Err
+		if c.N > 1 && len(counts) > 1 {
+			out[i] = fmt.Errorf("%w (%d times)", c.Err, c.N)
 		}
 	}
 	return errors.Join(out...)

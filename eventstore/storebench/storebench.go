@@ -91,13 +91,7 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	benchkit.Default(&c.Records, d.Records)
-	benchkit.Default(&c.ReadRecords, d.ReadRecords)
-	benchkit.Default(&c.Journals, d.Journals)
-	benchkit.Default(&c.Writers, d.Writers)
-	benchkit.Default(&c.PayloadBytes, d.PayloadBytes)
-	return c
+	return benchkit.Defaults(c, DefaultConfig())
 }
 
 // Names of the figures and checks of a result beside the common ones.

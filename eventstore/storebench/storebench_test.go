@@ -1,10 +1,8 @@
 package storebench
 
 import (
-	"bytes"
 	"io"
 	"math"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +16,9 @@ import (
 )
 
 func TestRunSmall(t *testing.T) {
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
-	var progress bytes.Buffer
-	rep, err := Run(t.Context(), Config{
-		Dir:         dir,
-		Records:     200,
-		ReadRecords: 500,
-		Journals:    10,
-		Writers:     4,
-		Progress:    &progress,
+	rep, progress := benchtest.RunSmall(t, 5*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Records: 200, ReadRecords: 500, Journals: 10, Writers: 4, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name    string
@@ -92,39 +79,14 @@ func TestRunSmall(t *testing.T) {
 	if got := setting(rep, "recordBytes"); got < DefaultPayloadBytes {
 		t.Errorf("recordBytes = %d, want at least the payload's %d", got, DefaultPayloadBytes)
 	}
-	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, len(want))
 
-	var text bytes.Buffer
-	if err := benchkit.WriteText(&text, rep); err != nil {
-		t.Fatalf("WriteText: %v", err)
-	}
-	for _, res := range rep.Results {
-		if !strings.Contains(text.String(), res.Name) {
-			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
-		}
-	}
+	text, _ := benchtest.Reports(t, rep)
 	for _, word := range []string{checkRatioToRaw, checkRatioToPeer, "PEER REC/S", "RAW/PEER", "sqlite peer: SQLite", "OVERWRITE REC/S", nameDiskSync + ": the floor"} {
-		if !strings.Contains(text.String(), word) {
-			t.Errorf("text report does not say %q:\n%s", word, text.String())
+		if !strings.Contains(text, word) {
+			t.Errorf("text report does not say %q:\n%s", word, text)
 		}
 	}
-
-	var js bytes.Buffer
-	if err := benchkit.WriteJSON(&js, rep); err != nil {
-		t.Fatalf("WriteJSON: %v", err)
-	}
-	decoded, err := benchkit.ReadJSON(&js)
-	if err != nil {
-		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
-	}
-	if got, want := len(decoded[0].Results), len(rep.Results); got != want {
-		t.Errorf("JSON report has %d results, want %d", got, want)
-	}
-
-	benchtest.EmptyDir(t, dir, "after Run")
-	benchtest.WaitGoroutines(t, before, 5*time.Second)
 }
 
 // TestRunDefaults runs the full benchmark with default sizes when

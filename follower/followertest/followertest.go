@@ -73,11 +73,7 @@ const journals = 6
 func startLog(t *testing.T, opts ...func(*bus.Config)) (*bus.Bus, *eventstore.JetStreamStore) {
 	t.Helper()
 	b := fixtures.StartNATS(t, append([]func(*bus.Config){func(c *bus.Config) { c.Sync = bus.SyncInterval }}, opts...)...)
-	s, err := eventstore.OpenJetStream(context.Background(), b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, s
+	return b, fixtures.OpenStore(t, b)
 }
 
 func refs() []eventstore.Reference {
@@ -114,6 +110,16 @@ func write(s *eventstore.JetStreamStore, rs []eventstore.Reference, from, perJou
 		}
 	}
 	return nil
+}
+
+// writtenLog starts a log and writes perJournal messages to each of the
+// journals (refs) in it.
+func writtenLog(t *testing.T, perJournal int) (*eventstore.JetStreamStore, []eventstore.Reference) {
+	t.Helper()
+	_, s := startLog(t)
+	rs := refs()
+	mustWrite(t, s, rs, 0, perJournal)
+	return s, rs
 }
 
 func mustWrite(t *testing.T, s *eventstore.JetStreamStore, rs []eventstore.Reference, from, perJournal int) {
@@ -248,9 +254,7 @@ func follow(t *testing.T, x Subject, src follower.Source) (stop func()) {
 // the log's last offset; reopened, it keeps its checkpoint and catches up
 // with what was appended meanwhile.
 func testCatchUp(t *testing.T, open Open) {
-	_, s := startLog(t)
-	rs := refs()
-	mustWrite(t, s, rs, 0, 40)
+	s, rs := writtenLog(t, 40)
 	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	if cp := checkpoint(t, x); cp != 0 {
@@ -273,9 +277,7 @@ func testCatchUp(t *testing.T, open Open) {
 
 // A following sink holds each record appended while it follows.
 func testFollow(t *testing.T, open Open) {
-	_, s := startLog(t)
-	rs := refs()
-	mustWrite(t, s, rs, 0, 20)
+	s, rs := writtenLog(t, 20)
 	x := openSubject(t, open, filepath.Join(t.TempDir(), "sink"))
 	defer closeSubject(t, x)
 	stop := follow(t, x, s)
@@ -359,9 +361,7 @@ func testCrash(t *testing.T, open Open) {
 // sink, and the follower goes on in the swapped-in copy, which holds
 // every record.
 func testRebuildWhileFollowing(t *testing.T, open Open) {
-	_, s := startLog(t)
-	rs := refs()
-	mustWrite(t, s, rs, 0, 60)
+	s, rs := writtenLog(t, 60)
 	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	defer closeSubject(t, x)
@@ -402,8 +402,7 @@ func checkNoCopy(t *testing.T, path, when string) {
 // A second Rebuild while one runs fails with follower.ErrRebuilding, and
 // the first completes.
 func testSecondRebuild(t *testing.T, open Open) {
-	_, s := startLog(t)
-	mustWrite(t, s, refs(), 0, 20)
+	s, _ := writtenLog(t, 20)
 	x := openSubject(t, open, filepath.Join(t.TempDir(), "sink"))
 	defer closeSubject(t, x)
 	started, proceed := make(chan struct{}), make(chan struct{})
@@ -432,8 +431,7 @@ func testSecondRebuild(t *testing.T, open Open) {
 // A Rebuild whose ctx ends fails with ctx's error, removes its copy and
 // leaves the sink as it was.
 func testCancelledRebuild(t *testing.T, open Open) {
-	_, s := startLog(t)
-	mustWrite(t, s, refs(), 0, 20)
+	s, _ := writtenLog(t, 20)
 	path := filepath.Join(t.TempDir(), "sink")
 	x := openSubject(t, open, path)
 	defer closeSubject(t, x)

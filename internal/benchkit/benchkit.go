@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,11 +62,20 @@ func (p *Problems) NotNegative(name string, v, def int) {
 // Err returns the problems as one error, nil when there are none.
 func (p *Problems) Err() error { return errors.Join(p.errs...) }
 
-// Default sets *v to def when it is 0.
-func Default(v *int, def int) {
-	if *v == 0 {
-		*v = def
+// Defaults returns c, a suite's Config, with each exported field that is
+// zero (a slice: empty) set to that field of def, the suite's
+// DefaultConfig: every suite says that a zero field means its default,
+// and DefaultConfig spells the defaults out once. A field whose default
+// is itself zero keeps its own meaning of zero.
+func Defaults[C any](c, def C) C {
+	v, d := reflect.ValueOf(&c).Elem(), reflect.ValueOf(def)
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.CanSet() && (f.IsZero() || f.Kind() == reflect.Slice && f.Len() == 0) {
+			f.Set(d.Field(i))
+		}
 	}
+	return c
 }
 
 // Rate is n per second over d, 0 for a non-positive d.

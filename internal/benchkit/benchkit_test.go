@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +50,17 @@ func TestProblemsAndDefaults(t *testing.T) {
 			t.Errorf("Err() = %v, want it to say %q", err, want)
 		}
 	}
-	v, w := 0, 7
-	Default(&v, 3)
-	Default(&w, 3)
-	if v != 3 || w != 7 {
-		t.Errorf("Default gave %d and %d, want 3 and 7", v, w)
+	type config struct {
+		Records, Journals int
+		Timeout           time.Duration
+		Command           []string
+		hidden            int
+	}
+	def := config{Records: 3, Journals: 4, Timeout: time.Second, Command: []string{"cat"}, hidden: 9}
+	got := Defaults(config{Journals: 7, Command: []string{}}, def)
+	want := config{Records: 3, Journals: 7, Timeout: time.Second, Command: []string{"cat"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Defaults gave %+v, want %+v", got, want)
 	}
 }
 

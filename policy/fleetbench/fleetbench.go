@@ -122,16 +122,7 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	benchkit.Default(&c.Partitions, d.Partitions)
-	benchkit.Default(&c.Writers, d.Writers)
-	benchkit.Default(&c.Journals, d.Journals)
-	benchkit.Default(&c.Observations, d.Observations)
-	benchkit.Default(&c.RawAppends, d.RawAppends)
-	if c.RoundTimeout == 0 {
-		c.RoundTimeout = d.RoundTimeout
-	}
-	return c
+	return benchkit.Defaults(c, DefaultConfig())
 }
 
 // Names of the results.

@@ -3,7 +3,6 @@ package fleetbench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -21,16 +20,22 @@ import (
 	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 )
 
+// smallConfig is a run small enough for a test: 200 observations and raw
+// appends from 8 writers to 12 journals, over 6 partitions.
+func smallConfig(dir string) Config {
+	return Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200}
+}
+
 func TestFleetRunSmall(t *testing.T) {
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
+	dir := benchtest.Scratch(t, 10*time.Second)
 	// A hang fails the test rather than stalling it: each round is bounded
 	// too.
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	rep, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
-		RoundTimeout: time.Minute, Progress: &progress})
+	cfg := smallConfig(dir)
+	cfg.RoundTimeout, cfg.Progress = time.Minute, &progress
+	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -77,9 +82,7 @@ func TestFleetRunSmall(t *testing.T) {
 	if strings.Contains(progress.String(), " 0.00x") || !strings.Contains(progress.String(), "x one daemon 1.00x") {
 		t.Errorf("progress shows a ratio of 0, or none to one daemon:\n%s", progress.String())
 	}
-	if got := strings.Count(progress.String(), "\n"); got != len(want) {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, len(want), progress.String())
-	}
+	benchtest.ProgressLines(t, progress.String(), len(want))
 	if rep.Suite != Suite || len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "share this machine's "+strconv.Itoa(runtime.NumCPU())+" CPUs") {
 		t.Errorf("suite %q, notes %q; want %q and a note on the CPUs shared", rep.Suite, rep.Notes, Suite)
 	}
@@ -92,25 +95,12 @@ func TestFleetRunSmall(t *testing.T) {
 	}
 
 	// The common writers take it.
-	var text bytes.Buffer
-	if err := benchkit.WriteText(&text, rep); err != nil {
-		t.Fatalf("WriteText: %v", err)
-	}
+	text, _ := benchtest.Reports(t, rep)
 	for _, w := range []string{"raw/append", "policy/whole-log", "policy/3-daemons", "decisions/s", "BACKLOG/S"} {
-		if !strings.Contains(text.String(), w) {
-			t.Errorf("text report lacks %q:\n%s", w, text.String())
+		if !strings.Contains(text, w) {
+			t.Errorf("text report lacks %q:\n%s", w, text)
 		}
 	}
-	var js bytes.Buffer
-	if err := benchkit.WriteJSON(&js, rep); err != nil {
-		t.Fatalf("WriteJSON: %v", err)
-	}
-	if !json.Valid(js.Bytes()) {
-		t.Errorf("JSON report does not decode:\n%s", js.String())
-	}
-
-	benchtest.EmptyDir(t, dir, "after Run")
-	benchtest.WaitGoroutines(t, before, 10*time.Second)
 }
 
 // TestFleetRunFailsCleanly: a round that cannot finish in time fails the run,
@@ -120,8 +110,9 @@ func TestFleetRunFailsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	_, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
-		RoundTimeout: 300 * time.Millisecond})
+	cfg := smallConfig(dir)
+	cfg.RoundTimeout = 300 * time.Millisecond
+	_, err := Run(ctx, cfg)
 	if err == nil {
 		t.Fatal("Run with a round timeout too short to start a cluster succeeded, want an error")
 	}
@@ -143,8 +134,7 @@ func TestFleetRunFailsCleanly(t *testing.T) {
 // fails, and stops its subscribers, servers and writers and removes its
 // directories all the same.
 func TestFleetRunStopsMidRound(t *testing.T) {
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
+	dir := benchtest.Scratch(t, 10*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	// raw/append's progress line comes as the first policy round starts:
@@ -155,13 +145,11 @@ func TestFleetRunStopsMidRound(t *testing.T) {
 		once.Do(func() { time.AfterFunc(3*time.Second, cancel) })
 		return len(p), nil
 	})
-	_, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 1_000_000, RawAppends: 50,
-		RoundTimeout: time.Minute, Progress: progress})
-	if err == nil || !strings.Contains(err.Error(), "policy/whole-log") {
+	cfg := smallConfig(dir)
+	cfg.Observations, cfg.RawAppends, cfg.RoundTimeout, cfg.Progress = 1_000_000, 50, time.Minute, progress
+	if _, err := Run(ctx, cfg); err == nil || !strings.Contains(err.Error(), "policy/whole-log") {
 		t.Fatalf("Run stopped in policy/whole-log = %v, want that round's error", err)
 	}
-	benchtest.EmptyDir(t, dir, "after a stopped Run")
-	benchtest.WaitGoroutines(t, before, 10*time.Second)
 }
 
 // TestFleetRunDefaults runs the full benchmark with default sizes when
@@ -255,8 +243,9 @@ func TestFleetRunDaemonProcesses(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, Config{Dir: dir, Partitions: 6, Writers: 8, Journals: 12, Observations: 200, RawAppends: 200,
-		RoundTimeout: time.Minute, DaemonCPU: 0.5})
+	cfg := smallConfig(dir)
+	cfg.RoundTimeout, cfg.DaemonCPU = time.Minute, 0.5
+	rep, err := Run(ctx, cfg)
 	if limitErr := CanLimitCPU(); limitErr != nil {
 		if err == nil || !strings.Contains(err.Error(), "control group") {
 			t.Fatalf("Run with DaemonCPU where control groups cannot be made (%v) = %v, want an error naming the control group", limitErr, err)

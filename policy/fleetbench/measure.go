@@ -161,12 +161,13 @@ func (r *runner) rawAppend(ctx context.Context) (_ round, err error) {
 	}
 	defer func() { err = errors.Join(err, w.cl.Close()) }()
 	startup := time.Since(t0)
-	lat, _, elapsed, err := timeEach(ctx, r.cfg.RawAppends, r.cfg.Writers, func(ctx context.Context, i int) error {
+	calls, err := benchkit.TimeEach(ctx, r.cfg.RawAppends, r.cfg.Writers, func(ctx context.Context, _, i int) error {
 		return r.appendObservation(ctx, w, i)
 	})
 	if err != nil {
 		return round{}, fmt.Errorf("%s: %w", nameRawAppend, err)
 	}
+	lat, elapsed := calls.Latencies, calls.Elapsed
 	res := round{Name: nameRawAppend, Count: len(lat), Writers: r.cfg.Writers, Journals: len(w.refs),
 		Elapsed: elapsed, PerSecond: benchkit.Rate(len(lat), elapsed), Retries: int(w.retries.Load()), Startup: startup,
 		Method: fmt.Sprintf("JetStreamStore.Append of a progress observation (a %d-byte summary) from %d goroutines to %d journals, "+
@@ -322,7 +323,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ round, 
 	}
 	settle := time.Since(t1)
 
-	lat, starts, start, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
+	calls, err := benchkit.TimeEach(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, _, i int) error {
 		return r.appendObservation(ctx, w, i)
 	})
 	if err != nil {
@@ -340,7 +341,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ round, 
 	if err := ds.hold(ctx); err != nil {
 		return round{}, fmt.Errorf("%s: backlog: %w", name, err)
 	}
-	if _, _, _, err := timeEachStart(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, i int) error {
+	if _, err := benchkit.TimeEach(ctx, r.cfg.Observations, r.cfg.Writers, func(ctx context.Context, _, i int) error {
 		return r.appendObservation(ctx, w, r.cfg.Observations+i)
 	}); err != nil {
 		return round{}, fmt.Errorf("%s: backlog: %w", name, err)
@@ -359,10 +360,10 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ round, 
 
 	g.mu.Lock()
 	backlogElapsed := g.backlogAt.Sub(opened)
-	elapsed := g.lastAt.Sub(start)
-	decision := make([]time.Duration, len(starts))
-	for i := range starts {
-		decision[i] = g.decidedAt[i].Sub(starts[i])
+	elapsed := g.lastAt.Sub(calls.Start)
+	decision := make([]time.Duration, len(calls.Starts))
+	for i, start := range calls.Starts {
+		decision[i] = g.decidedAt[i].Sub(start)
 	}
 	moves, restarts, decided := g.moves, g.restarts, g.decided
 	g.mu.Unlock()
@@ -376,7 +377,7 @@ func (r *runner) policy(ctx context.Context, k int, partitioned bool) (_ round, 
 		Method: fmt.Sprintf("%s, %s; %d observations appended as in raw/append; "+
 			"from the first append to the Decided hooks having heard a decision on every observation",
 			r.subscribers(k), how, r.cfg.Observations)}
-	res.AppendP50, res.AppendP99 = benchkit.Percentile(lat, 0.5), benchkit.Percentile(lat, 0.99)
+	res.AppendP50, res.AppendP99 = benchkit.Percentile(calls.Latencies, 0.5), benchkit.Percentile(calls.Latencies, 0.99)
 	res.DecisionP50, res.DecisionP99 = benchkit.Percentile(decision, 0.5), benchkit.Percentile(decision, 0.99)
 	res.BacklogElapsed, res.BacklogPerSecond = backlogElapsed, benchkit.Rate(r.cfg.Observations, backlogElapsed)
 	res.DaemonCPUTime = ds.cpu()
@@ -520,51 +521,6 @@ func (g *group) decidedCount() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.decided
-}
-
-// timeEach calls do for 0 … n-1 from the given number of goroutines, each
-// taking the next index as it finishes the last, and returns how long each
-// call took, when each started, and how long all of them took. The first
-// error stops the others.
-func timeEach(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) ([]time.Duration, []time.Time, time.Duration, error) {
-	lat, starts, start, err := timeEachStart(ctx, n, workers, do)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	return lat, starts, time.Since(start), nil
-}
-
-// timeEachStart is timeEach, returning when the calls started instead of
-// how long they took in all.
-func timeEachStart(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) ([]time.Duration, []time.Time, time.Time, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lat := make([]time.Duration, n)
-	starts := make([]time.Time, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range min(workers, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				starts[i] = time.Now()
-				if err := do(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-				lat[i] = time.Since(starts[i])
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return nil, nil, start, err
-	}
-	return lat, starts, start, nil
 }
 
 // deciders are a round's policy subscribers, wherever they run.

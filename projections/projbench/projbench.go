@@ -94,12 +94,7 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields that have a default.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	benchkit.Default(&c.Records, d.Records)
-	benchkit.Default(&c.Journals, d.Journals)
-	benchkit.Default(&c.Rate, d.Rate)
-	benchkit.Default(&c.LatencyRecords, d.LatencyRecords)
-	return c
+	return benchkit.Defaults(c, DefaultConfig())
 }
 
 // throughput is the result of a throughput measurement: n records a round,
@@ -113,7 +108,8 @@ func throughput(name string, n int, times []time.Duration, method string) benchk
 // Run takes every measurement in turn. A figure that misses its target is
 // not an error: it is in the report, and Report.Below lists it. Run fails
 // when a server cannot start, an operation fails or a projection comes out
-// wrong.
+// wrong. When only removing its scratch directory fails, Run returns the
+// report of what it measured with that error.
 func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return benchkit.Report{}, err
@@ -151,8 +147,9 @@ func Run(ctx context.Context, cfg Config) (benchkit.Report, error) {
 	rep.Config = append(benchkit.SettingsOf(cfg),
 		benchkit.Setting{Name: "rounds", Value: rounds}, benchkit.Setting{Name: "logBytes", Value: r.logBytes})
 	rep.Elapsed = time.Since(rep.Started)
+	// The figures stand whether or not the scratch directory goes.
 	if err := r.cleanup(); err != nil {
-		return benchkit.Report{}, err
+		return rep, fmt.Errorf("projbench: remove the scratch directory: %w", err)
 	}
 	return rep, nil
 }

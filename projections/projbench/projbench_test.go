@@ -3,13 +3,12 @@ package projbench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -20,26 +19,17 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
+	"github.com/agentjournal/agentjournal/internal/benchkit/benchtest"
 	"github.com/agentjournal/agentjournal/policy"
 )
 
 var full = flag.Bool("projbench.full", false, "TestRunDefault runs Run with the default sizes and prints the report")
 
 func TestRunSmall(t *testing.T) {
-	before := runtime.NumGoroutine()
-	var progress bytes.Buffer
-	dir := t.TempDir()
-	rep, err := Run(t.Context(), Config{
-		Dir:            dir,
-		Records:        2000,
-		Journals:       20,
-		LatencyRecords: 200,
-		Rate:           2000,
-		Progress:       &progress,
+	// The embedded servers' goroutines may take a moment to go.
+	rep, progress := benchtest.RunSmall(t, 10*time.Second, Run, func(dir string, progress io.Writer) Config {
+		return Config{Dir: dir, Records: 2000, Journals: 20, LatencyRecords: 200, Rate: 2000, Progress: progress}
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 
 	type shape struct {
 		Name    string
@@ -93,70 +83,15 @@ func TestRunSmall(t *testing.T) {
 	if i := slices.IndexFunc(rep.Config, func(s benchkit.Setting) bool { return s.Name == "logBytes" }); i < 0 || rep.Config[i].Value.(int64) <= 0 {
 		t.Errorf("config %v, want logBytes, the log's size", rep.Config)
 	}
-	if got, want := strings.Count(progress.String(), "\n"), len(want); got != want {
-		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress.String())
-	}
+	benchtest.ProgressLines(t, progress, len(want))
 
-	var text bytes.Buffer
-	if err := benchkit.WriteText(&text, rep); err != nil {
-		t.Fatalf("WriteText: %v", err)
-	}
-	for _, res := range rep.Results {
-		if !strings.Contains(text.String(), res.Name) {
-			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
-		}
-	}
+	text, _ := benchtest.Reports(t, rep)
 	for _, word := range []string{"ratio to slower raw", "p99", "targets:"} {
-		if !strings.Contains(text.String(), word) {
-			t.Errorf("text report does not say %q:\n%s", word, text.String())
+		if !strings.Contains(text, word) {
+			t.Errorf("text report does not say %q:\n%s", word, text)
 		}
 	}
-	t.Logf("\n%s", text.String())
-
-	var js bytes.Buffer
-	if err := benchkit.WriteJSON(&js, rep); err != nil {
-		t.Fatalf("WriteJSON: %v", err)
-	}
-	var decoded struct {
-		Suites []struct {
-			Results []struct {
-				Name   string `json:"name"`
-				Checks []struct {
-					Verdict string `json:"verdict"`
-				} `json:"checks"`
-			} `json:"results"`
-		} `json:"suites"`
-	}
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
-		t.Fatalf("WriteJSON wrote invalid JSON: %v\n%s", err, js.String())
-	}
-	if len(decoded.Suites) != 1 || len(decoded.Suites[0].Results) != len(rep.Results) {
-		t.Fatalf("JSON has %d suites, want 1 with %d results:\n%s", len(decoded.Suites), len(rep.Results), js.String())
-	}
-	for i, res := range decoded.Suites[0].Results {
-		for k, c := range res.Checks {
-			if want := rep.Results[i].Checks[k].Verdict(); c.Verdict != want {
-				t.Errorf("JSON %s check %d: verdict %q, want %q", res.Name, k, c.Verdict, want)
-			}
-		}
-	}
-
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("Run left %d entries in Dir, want none", len(entries))
-	}
-	// Every goroutine Run started has stopped; the embedded servers'
-	// may take a moment to go.
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+2 {
-		t.Errorf("%d goroutines after Run, %d before", n, before)
-	}
+	t.Logf("\n%s", text)
 }
 
 // TestRunDefault runs the full benchmark with -projbench.full; it takes a
@@ -180,21 +115,12 @@ func TestRunDefault(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	err := Config{Records: -1, Journals: 5000, Rate: -2, LatencyRecords: -3}.Validate()
-	if err == nil {
-		t.Fatal("Validate accepted a bad config")
-	}
-	for _, want := range []string{"Dir", "Records -1", "Rate -2", "LatencyRecords -3"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
-		}
-	}
-	if err := (Config{Dir: "x", Records: 10, Journals: 11}).Validate(); err == nil || !strings.Contains(err.Error(), "Journals 11") {
-		t.Errorf("Validate(more journals than records) = %v, want an error naming Journals", err)
-	}
-	if err := (Config{Dir: "x"}).Validate(); err != nil {
-		t.Errorf("Validate(Config{Dir}) = %v, want nil", err)
-	}
+	benchtest.Validates(t, Run, []benchtest.ConfigCase[Config]{
+		{Name: "every problem at once", Config: Config{Records: -1, Journals: 5000, Rate: -2, LatencyRecords: -3},
+			Want: []string{"Dir", "Records -1", "Rate -2", "LatencyRecords -3"}},
+		{Name: "more journals than records", Config: Config{Dir: "x", Records: 10, Journals: 11}, Want: []string{"Journals 11"}},
+		{Name: "dir only", Config: Config{Dir: "x"}},
+	})
 }
 
 // TestGeneratedJournalReplays checks the workload: every generated journal

@@ -1,13 +1,85 @@
 package benchtest
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
+
+// Scratch returns a scratch directory for a run and checks, when t ends,
+// that the run left it empty and stopped every goroutine it started
+// (WaitGoroutines, within). Call it before the run starts anything.
+func Scratch(t testing.TB, within time.Duration) string {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	// Cleanups run last first: this one before the directory is removed.
+	t.Cleanup(func() {
+		EmptyDir(t, dir, "after Run")
+		WaitGoroutines(t, before, within)
+	})
+	return dir
+}
+
+// Reports writes rep as text and as JSON, as agentjournal-bench prints
+// them, and checks that the text names every result and that the JSON
+// reads back with every result and each check's verdict. It returns the
+// text, for a suite's own words, and the report read back.
+func Reports(t testing.TB, rep benchkit.Report) (string, benchkit.Report) {
+	t.Helper()
+	var text, js bytes.Buffer
+	if err := benchkit.WriteText(&text, rep); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	for _, res := range rep.Results {
+		if !strings.Contains(text.String(), res.Name) {
+			t.Errorf("text report does not name %s:\n%s", res.Name, text.String())
+		}
+	}
+	if err := benchkit.WriteJSON(&js, rep); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	decoded, err := benchkit.ReadJSON(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
+	}
+	if len(decoded) != 1 || len(decoded[0].Results) != len(rep.Results) {
+		t.Fatalf("JSON report has %d suites, want 1 with %d results:\n%s", len(decoded), len(rep.Results), js.String())
+	}
+	// ReadJSON judges each check again; the verdict written is for readers.
+	var verdicts struct {
+		Suites []struct {
+			Results []struct {
+				Name   string `json:"name"`
+				Checks []struct {
+					Verdict string `json:"verdict"`
+				} `json:"checks"`
+			} `json:"results"`
+		} `json:"suites"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &verdicts); err != nil {
+		t.Fatalf("JSON report does not decode: %v\n%s", err, js.String())
+	}
+	for i, res := range verdicts.Suites[0].Results {
+		if got, want := len(res.Checks), len(rep.Results[i].Checks); got != want {
+			t.Errorf("JSON %s: %d checks, want %d", res.Name, got, want)
+			continue
+		}
+		for k, c := range res.Checks {
+			if want := rep.Results[i].Checks[k].Verdict(); c.Verdict != want {
+				t.Errorf("JSON %s check %d: verdict %q, want %q", res.Name, k, c.Verdict, want)
+			}
+		}
+	}
+	return text.String(), decoded[0]
+}
 
 // WaitGoroutines waits up to within for the goroutines to fall back to
 // before, and fails t with every goroutine's stack when they do not: a run

@@ -1,10 +1,13 @@
 package benchtest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentjournal/agentjournal/internal/benchkit"
 )
@@ -29,6 +32,29 @@ func RunDefaults[C any](t *testing.T, env string, run RunFunc[C], config func(di
 	}
 	if err := benchkit.WriteText(t.Output(), rep); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunSmall runs a benchmark at a test's sizes: config returns the Config,
+// given a scratch directory (Scratch, whose checks wait within for the
+// goroutines) and where progress lines go. It fails t when Run fails and
+// returns the report and the progress lines.
+func RunSmall[C any](t *testing.T, within time.Duration, run RunFunc[C], config func(dir string, progress io.Writer) C) (benchkit.Report, string) {
+	t.Helper()
+	dir := Scratch(t, within)
+	var progress bytes.Buffer
+	rep, err := run(t.Context(), config(dir, &progress))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep, progress.String()
+}
+
+// ProgressLines fails t unless progress has want lines: one a result.
+func ProgressLines(t testing.TB, progress string, want int) {
+	t.Helper()
+	if got := strings.Count(progress, "\n"); got != want {
+		t.Errorf("progress has %d lines, want %d:\n%s", got, want, progress)
 	}
 }
 
