@@ -1,9 +1,9 @@
 // One execution's screen: its head (badges, owner, the execution it
-// derives from, its session and run status, the host that runs it, Stop), and its cards, each a
-// module of its own. The screen reads the state with the newest timeline
-// page on every live event about the execution and draws every card from
-// it; while it travels back in time the cards that show state show it as
-// of the sequence chosen.
+// derives from, its session and run status, the host that runs it, Stop),
+// and its cards, each a module of its own. The screen reads the state
+// with the newest timeline page on every live event about the execution
+// and draws every card from it; while it travels back in time the cards
+// that show state show it as of the sequence chosen.
 import {api, execPath, selfHost} from './api.js';
 import {el, parts, card, badge, setBadge, showError, clearError} from './dom.js';
 import {ENDED, HOSTS_HREF, executionHref, linkOf, sessionHref} from './format.js';
