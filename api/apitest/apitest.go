@@ -51,6 +51,10 @@ type Options struct {
 	// MaxRunning is the runtime's limit of running agents before queued
 	// launches wait; the runtime's default when 0.
 	MaxRunning int
+	// Daemon edits the daemon's configuration last, before it opens: for
+	// tests of a fleet, a host's name, labels and lease, and a log shared
+	// with another stack (Bus.Listen on one, Bus.URL on the other).
+	Daemon func(*daemon.Config)
 }
 
 // Start opens the daemon on a temporary data directory, serves its API on
@@ -70,6 +74,9 @@ func Start(t testing.TB, opts Options) *Stack {
 		for _, configure := range opts.Configure {
 			configure(c)
 		}
+	}
+	if opts.Daemon != nil {
+		opts.Daemon(&cfg)
 	}
 	s := &Stack{Agent: fixtures.AgentBinary(t)}
 	// Registered before Open, so that it runs after the cleanups the

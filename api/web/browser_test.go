@@ -54,7 +54,11 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	s := apitest.Start(t, apitest.Options{})
+	return stackOf(apitest.Start(t, apitest.Options{}))
+}
+
+// stackOf is the part of a started stack the browser tests use.
+func stackOf(s *apitest.Stack) *stack {
 	return &stack{url: s.HTTP.URL, agent: s.Agent, rt: s.Runtime}
 }
 

@@ -42,7 +42,11 @@
 //     link to its session; the sessions, and a session's runs in order,
 //     tasks, todos, approvals and checkpoints;
 //   - full-text search over every execution, filtered by agent, lifecycle,
-//     owner and time, each hit opening its execution at the record.
+//     owner and time, each hit opening its execution at the record;
+//   - the fleet: each execution's host, marked when it is not the daemon
+//     serving the console, and the hosts, live, lost or left, with their
+//     load, labels and the executions running there, read again every
+//     few seconds while shown.
 //
 // Every error the API answers is shown in words: its message, the field at
 // fault and the values accepted there.

@@ -1,5 +1,5 @@
 // The console's client of the daemon's API: the token, requests and their
-// errors, the live event stream and the agent catalog.
+// errors, the live event stream, the agent catalog and the fleet's hosts.
 
 // The API token, kept in localStorage: a link to an execution opened in
 // another tab or window of this browser needs no new sign-in. The price:
@@ -140,4 +140,28 @@ export function agents() {
 // native fork or resume) for an agent it does not list.
 export function agentInfo(id) {
   return catalog.find((a) => a.id === id) || {id, nativeFork: false, nativeResume: false};
+}
+
+// The fleet (GET /v1/hosts): every daemon on the log is a host, and an
+// execution names the one that runs or ran it. The console tells the host
+// serving it apart from the others, so it keeps that host's name, learned
+// at sign-in and again on every read of the hosts.
+let self = '';
+
+// loadHosts reads the hosts as the daemon serving the console sees them,
+// and when it answered by its own clock (the Date header): how long ago
+// each host was heard from is told by that clock, never the browser's, as
+// the fleet compares no two machines' clocks.
+export async function loadHosts() {
+  const resp = await request('GET', '/v1/hosts');
+  const data = JSON.parse(await resp.text());
+  self = data.self || '';
+  const date = Date.parse(resp.headers.get('Date') || '');
+  return {self, hosts: data.hosts || [], answered: Number.isNaN(date) ? Date.now() : date};
+}
+
+// selfHost is the name of the host serving the console; '' before the
+// hosts were read, or from a daemon that is no host of a fleet.
+export function selfHost() {
+  return self;
 }

@@ -6,9 +6,10 @@
 // This is the entry module: it signs in, follows the live event stream,
 // and shows the screen the address names. Native ES modules, no build
 // step. Beside it: api.js (calls, the token, the event stream, the agent
-// catalog), dom.js (elements, parts, errors), format.js (the daemon's
-// vocabulary, times, links, Markdown), one module per screen (login,
-// list with launch, execution, search, sessions, session) and one per
+// catalog, the fleet's hosts), dom.js (elements, parts, errors),
+// format.js (the daemon's vocabulary, times, links, Markdown), one module
+// per screen (login, list with launch, execution, search, sessions,
+// session, hosts) and one per
 // card of the execution screen. Three vendored libraries are loaded
 // before it as classic scripts (vendor/README.md): xterm.js
 // (window.Terminal) for terminal lanes, marked and DOMPurify for agents'
@@ -26,7 +27,7 @@
 //   render(…)   draws what it holds, without a request.
 // A screen or card leaves out those it has no use for.
 import {
-  EVENT_NAMES, api, forgetToken, keepToken, loadAgents, onUnauthorized, openEvents, signedIn, storedToken,
+  EVENT_NAMES, api, forgetToken, keepToken, loadAgents, loadHosts, onUnauthorized, openEvents, signedIn, storedToken,
   TOKEN_KEY, tokenFromAddress, useToken,
 } from './api.js';
 import {el, describe, parts} from './dom.js';
@@ -36,6 +37,7 @@ import {createExecution} from './execution.js';
 import {createSearch} from './search.js';
 import {createSessions} from './sessions.js';
 import {createSession} from './session.js';
+import {createHosts} from './hosts.js';
 
 const page = parts(document.querySelector('[data-view="page"]'));
 
@@ -60,7 +62,8 @@ const execution = createExecution(view('execution'));
 const search = createSearch(view('search'));
 const sessions = createSessions(view('sessions'));
 const session = createSession(view('session'));
-const SCREENS = ['login', 'list', 'execution', 'search', 'sessions', 'session'];
+const hosts = createHosts(view('hosts'));
+const SCREENS = ['login', 'list', 'execution', 'search', 'sessions', 'session', 'hosts'];
 
 function show(name) {
   for (const s of SCREENS) view(s).hidden = s !== name;
@@ -78,6 +81,9 @@ function reportError(what, err) {
 // ---- sign-in ----
 
 function showLogin(err) {
+  // The hosts screen reads on a timer: signed out, it would be refused
+  // again and again.
+  hosts.close();
   show('login');
   page.signout.hidden = true;
   login.open(err);
@@ -87,10 +93,16 @@ async function signIn(candidate) {
   useToken(candidate);
   await api('GET', '/v1/executions?limit=1');
   keepToken();
-  // The launch form and the search's agents come from the catalog: read
-  // before the first screen. Without it the console still serves, and
-  // says why the form offers no agent.
-  await loadAgents().catch((err) => reportError('The agent catalog could not be read: the launch form offers no agent.', err));
+  // The launch form and the search's agents come from the catalog, and
+  // which executions run on another host from the hosts: both read
+  // before the first screen. Without the catalog the console still
+  // serves, and says why the form offers no agent; without the hosts (a
+  // daemon that is no host of a fleet) it names every host plainly, and
+  // the Hosts screen says why it lists none.
+  await Promise.all([
+    loadAgents().catch((err) => reportError('The agent catalog could not be read: the launch form offers no agent.', err)),
+    loadHosts().catch(() => {}),
+  ]);
   login.close();
   page.signout.hidden = false;
   connectEvents();
@@ -166,9 +178,11 @@ function route() {
   const exec = /^#\/executions\/([^/?#]+)(?:\/at\/(\d+))?/.exec(h);
   const one = /^#\/sessions\/([^/?#]+)/.exec(h);
   const all = /^#\/sessions\/?$/.test(h);
+  const fleet = /^#\/hosts\/?$/.test(h);
   if (!exec) execution.close();
   if (!one) session.close();
   if (!all) sessions.close();
+  if (!fleet) hosts.close();
   list.close();
   if (exec) {
     show('execution');
@@ -179,6 +193,9 @@ function route() {
   } else if (all) {
     show('sessions');
     sessions.open();
+  } else if (fleet) {
+    show('hosts');
+    hosts.open();
   } else if (/^#\/search(?:[?]|$)/.test(h)) {
     show('search');
     search.open(new URLSearchParams(h.includes('?') ? h.slice(h.indexOf('?') + 1) : ''));

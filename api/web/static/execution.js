@@ -1,12 +1,12 @@
 // One execution's screen: its head (badges, owner, the execution it
-// derives from, its session and run status, Stop), and its cards, each a
-// module of its own. The screen reads the state with the newest timeline
-// page on every live event about the execution and draws every card from
-// it; while it travels back in time the cards that show state show it as
-// of the sequence chosen.
-import {api, execPath} from './api.js';
+// derives from, its session and run status, the host that runs it, Stop),
+// and its cards, each a module of its own. The screen reads the state
+// with the newest timeline page on every live event about the execution
+// and draws every card from it; while it travels back in time the cards
+// that show state show it as of the sequence chosen.
+import {api, execPath, selfHost} from './api.js';
 import {el, parts, card, badge, setBadge, showError, clearError} from './dom.js';
-import {executionHref, linkOf, sessionHref} from './format.js';
+import {ENDED, HOSTS_HREF, executionHref, linkOf, sessionHref} from './format.js';
 import {createAnswer, canAnswer} from './answer.js';
 import {createBlocked} from './blocked.js';
 import {createOutput} from './output.js';
@@ -116,6 +116,21 @@ export function createExecution(root) {
       l.history ? ` · history ${l.history}` : '');
   }
 
+  // drawHost names, in the head, the host that runs or ran the execution,
+  // and says when it is not the daemon serving the console: commands
+  // given here go there.
+  function drawHost(st) {
+    const self = selfHost();
+    p.host.hidden = !st.host;
+    if (!st.host) return;
+    const ended = ENDED.has(st.lifecycle);
+    let where = '';
+    if (self && st.host === self) where = ' (this daemon)';
+    else if (self) where = ', not the daemon serving this console' + (ended ? '' : ': commands given here are forwarded there');
+    p.host.dataset.host = st.host;
+    p.host.replaceChildren(ended ? 'Ran on host ' : 'Runs on host ', el('a', {href: HOSTS_HREF}, st.host), where);
+  }
+
   async function travel(seq) {
     if (!state) return;
     const last = state.journal.lastSequence;
@@ -152,6 +167,7 @@ export function createExecution(root) {
         id = execution;
         clearError(p.error);
         p.link.hidden = true;
+        p.host.hidden = true;
         p.session.hidden = true;
         for (const c of cards) c.open?.(id);
       }
@@ -229,11 +245,15 @@ export function createExecution(root) {
       setBadge(p.attention, v.state.attention, 'attention');
       setBadge(p.activity, v.state.activity, 'activity');
       const running = state.live && state.live.running;
-      p.running.textContent = running ? 'process running' : 'no process here';
-      p.running.className = 'badge ' + (running ? 'running-yes' : 'running-no');
+      // A process another host runs is stopped through this daemon too:
+      // the stop is forwarded to its host.
+      const elsewhere = !running && state.lifecycle === 'running' && state.host && selfHost() && state.host !== selfHost();
+      p.running.textContent = running ? 'process running' : elsewhere ? `process on ${state.host}` : 'no process here';
+      p.running.className = 'badge ' + (running ? 'running-yes' : elsewhere ? 'running-elsewhere' : 'running-no');
       p.owner.textContent = `${v.state.ownerEntity}/${v.state.ownerId} · agent ${v.state.agentId} · ${v.state.posture || 'structured-headless'}`;
-      p.stop.hidden = !running;
+      p.stop.hidden = !running && !elsewhere;
       drawLink();
+      drawHost(v.state);
       p.ttBanner.hidden = v.live;
       p.ttSeq.textContent = v.live ? '' : String(tt.seq);
       p.ttLast.textContent = String(state.journal.lastSequence);

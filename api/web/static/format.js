@@ -56,6 +56,40 @@ export function recordHref(id, seq) {
   return executionHref(id) + '/at/' + seq;
 }
 
+export const HOSTS_HREF = '#/hosts';
+
+// hostTag is the host an execution runs or ran on, as a list shows it:
+// the name, plain for the host serving the console (self), a tag "on
+// alpha" that opens the hosts for another; null for none (an execution
+// that never ran).
+export function hostTag(host, self) {
+  if (!host) return null;
+  if (!self || host === self) return el('span', {class: 'host-here', title: self ? 'this daemon' : null}, host);
+  return el('a', {class: 'host-elsewhere', href: HOSTS_HREF, title: `host ${host}, not the daemon serving this console`}, 'on ' + host);
+}
+
+// ago says how long before now (both in ms since the epoch) a moment was,
+// in the largest whole unit: "just now", "4 s ago", "3 min ago", ….
+export function ago(then, now) {
+  const s = Math.floor(Math.max(0, now - then) / 1000);
+  if (s < 1) return 'just now';
+  for (const [unit, size] of [['d', 86400], ['h', 3600], ['min', 60]]) {
+    if (s >= size) return `${Math.floor(s / size)} ${unit} ago`;
+  }
+  return `${s} s ago`;
+}
+
+// bytes says an amount of memory in binary units: "512 MiB", "7.8 GiB".
+export function bytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i && n < 10 ? n.toFixed(1) : Math.round(n)} ${units[i]}`;
+}
+
 export function sessionHref(id) {
   return '#/sessions/' + encodeURIComponent(id);
 }

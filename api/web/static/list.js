@@ -1,9 +1,10 @@
 // The executions screen: the executions, filtered by owner, lifecycle and
 // attention, those needing the operator marked and listed first, updated
-// live; and the launch form (launch.js).
-import {api} from './api.js';
+// live, each with the host that runs or ran it; and the launch form
+// (launch.js).
+import {api, selfHost} from './api.js';
 import {el, fill, parts, card, badge, showError, clearError} from './dom.js';
-import {ATTENTIONS, LIFECYCLES, NEEDS_OPERATOR, anyOf, executionHref, when} from './format.js';
+import {ATTENTIONS, LIFECYCLES, NEEDS_OPERATOR, anyOf, executionHref, hostTag, when} from './format.js';
 import {createLaunch} from './launch.js';
 
 export function createList(root) {
@@ -87,10 +88,11 @@ export function createList(root) {
         if (na !== nb) return na ? -1 : 1;
         return (b.updatedAt || '').localeCompare(a.updatedAt || '') || a.id.localeCompare(b.id);
       });
+      const self = selfHost();
       p.body.replaceChildren(...sorted.map((s) => {
         const needs = NEEDS_OPERATOR.has(s.attention);
         const activity = s.latestActivity && s.latestActivity !== s.activity ? `${s.activity} · ${s.latestActivity}` : s.activity;
-        return el('tr', {class: needs ? `needs attn-${s.attention}` : '', 'data-id': s.id, 'data-attention': s.attention},
+        return el('tr', {class: needs ? `needs attn-${s.attention}` : '', 'data-id': s.id, 'data-attention': s.attention, 'data-host': s.host || ''},
           el('td', {class: 'mark', title: needs ? 'needs the operator' : ''}, needs ? '!' : ''),
           el('td', {}, el('a', {href: executionHref(s.id)}, s.id)),
           el('td', {}, badge(s.lifecycle, 'lifecycle')),
@@ -98,6 +100,7 @@ export function createList(root) {
           el('td', {}, activity),
           el('td', {}, `${s.ownerEntity}/${s.ownerId}`),
           el('td', {}, s.agentId),
+          el('td', {class: 'host'}, hostTag(s.host, self) || '—'),
           el('td', {title: s.createdAt}, when(s.createdAt)),
           el('td', {title: s.updatedAt}, when(s.updatedAt)));
       }));
