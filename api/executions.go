@@ -302,6 +302,20 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
+	if s.cfg.Fleet != nil && !routed(r.Context()) {
+		host, err := s.place(&in)
+		if err != nil {
+			return err
+		}
+		if host != s.cfg.Fleet.Name() {
+			return s.forwardLaunch(w, r, host, in)
+		}
+	}
+	if s.cfg.Fleet != nil {
+		if err := s.cfg.Fleet.Room(); err != nil {
+			return unavailable("%v: it starts no work now; launch on another host (placement) or free memory here", err)
+		}
+	}
 	env, err := validateLaunch(&in)
 	if err != nil {
 		return err

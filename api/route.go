@@ -20,6 +20,8 @@ type Fleet interface {
 	Member(name string) (fleet.Member, bool)
 	Members() []fleet.Member
 	Forward(ctx context.Context, host string, r *http.Request, body []byte) (*fleet.Answer, error)
+	// Room says why this host takes no new work now, or nil.
+	Room() error
 }
 
 // hostBound are the routes that act on an execution's process or read what
@@ -54,7 +56,9 @@ func routed(ctx context.Context) bool { return ctx.Value(routedKey{}) != nil }
 // fleet), and they reach only the routes a daemon forwards (hostBound).
 func (s *Server) RoutedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := s.mux.Handler(r); !hostBound[pattern] {
+		// A launch placed here by another host (placement.go) comes this way
+		// too.
+		if _, pattern := s.mux.Handler(r); !hostBound[pattern] && pattern != "POST /v1/executions" {
 			s.writeError(w, r, forbidden("%s %s is not a route the hosts of a fleet forward to each other", clip(r.Method, maxFieldLen), clip(r.URL.Path, maxFieldLen)))
 			return
 		}
@@ -104,22 +108,28 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) (bool, error) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout+5*time.Second)
 		defer cancel()
 	}
+	return true, s.relay(ctx, w, r, host, body, "execution "+id+" runs on host "+host)
+}
+
+// relay forwards r, with body, to host and writes its answer to w; what
+// names the request in errors.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, r *http.Request, host string, body []byte, what string) error {
 	a, err := s.cfg.Fleet.Forward(ctx, host, r, body)
 	if errors.Is(err, fleet.ErrNotTaken) {
-		return true, unavailable("execution %s runs on host %s, which takes no requests now (it stopped or lost its connection to the log); nothing was recorded: retry once it is back", id, host)
+		return unavailable("%s, which takes no requests now (it stopped or lost its connection to the log); nothing was recorded: retry once it is back", what)
 	}
 	if errors.Is(err, fleet.ErrUnreachable) {
-		return true, unavailable("execution %s runs on host %s: %v; it may or may not have taken the command: retry it with the same messageId or Idempotency-Key, which the host tells apart", id, host, err)
+		return unavailable("%s: %v; it may or may not have taken the command: retry it with the same messageId or Idempotency-Key, which the host tells apart", what, err)
 	}
 	if err != nil {
-		return true, &apiError{status: http.StatusBadGateway, code: wire.CodeHostError, message: fmt.Sprintf("execution %s runs on host %s: %v", id, host, err)}
+		return &apiError{status: http.StatusBadGateway, code: wire.CodeHostError, message: fmt.Sprintf("%s: %v", what, err)}
 	}
 	for k, vs := range a.Header {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(a.Status)
 	w.Write(a.Body)
-	return true, nil
+	return nil
 }
 
 // hostOf is the host that runs or ran execution id, from the read models,

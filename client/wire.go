@@ -34,6 +34,8 @@ type (
 	Live = wire.Live
 	// LaunchRequest is the body of Launch.
 	LaunchRequest = wire.LaunchRequest
+	// Placement says which hosts of the fleet may run a launch.
+	Placement = wire.Placement
 	// ForkRequest is the body of Fork.
 	ForkRequest = wire.ForkRequest
 	// ResumeRequest is the body of Resume.

@@ -116,6 +116,9 @@ type Config struct {
 	HostName string
 	// Labels are this host's labels, for placing launches.
 	Labels map[string]string
+	// MinFreeMemory is the free memory below which this host starts no
+	// agent; 0 for no floor.
+	MinFreeMemory uint64
 	// Lease is how long this host may go unheard before the others take
 	// it for lost; fleet.DefaultLease when 0.
 	Lease time.Duration

@@ -150,7 +150,7 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 	}
 	f, err := fleet.Join(ctx, fleet.Config{
 		Conn: d.bus.Conn(), JS: d.bus.JetStream(), Stream: d.bus.StreamName(), Replicas: replicas,
-		Name: d.cfg.HostName, Home: fleet.DefaultName(d.cfg.DataDir), Labels: d.cfg.Labels, Lease: d.cfg.Lease, Handler: &d.late, Logger: d.logger,
+		Name: d.cfg.HostName, Home: fleet.DefaultName(d.cfg.DataDir), Labels: d.cfg.Labels, Lease: d.cfg.Lease, MinFreeMemory: d.cfg.MinFreeMemory, Handler: &d.late, Logger: d.logger,
 		Status: d.hostStatus, Lost: d.endLost,
 	})
 	if err != nil {

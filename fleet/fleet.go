@@ -56,6 +56,9 @@ type Config struct {
 	// the name.
 	Home   string
 	Labels map[string]string
+	// MinFreeMemory is the free memory below which this host starts no
+	// work; 0 for none.
+	MinFreeMemory uint64
 	// Lease is how long the others wait for this host's next heartbeat;
 	// DefaultLease when 0.
 	Lease time.Duration
@@ -278,6 +281,7 @@ func (f *Fleet) beat(ctx context.Context, left bool) error {
 		h.Capacity, h.Running = st.Capacity, st.Running
 	}
 	h.Capacity.MemoryFree, h.Capacity.MemoryTotal = memory()
+	h.Capacity.MinFreeMemory = f.cfg.MinFreeMemory
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -362,6 +366,17 @@ func (f *Fleet) view(m member, now time.Time) Member {
 		v.State = Lost
 	}
 	return v
+}
+
+// Room says why this host takes no new work now, or nil, from its free
+// memory as it is now.
+func (f *Fleet) Room() error {
+	free, total := memory()
+	c := Capacity{MemoryFree: free, MemoryTotal: total, MinFreeMemory: f.cfg.MinFreeMemory}
+	if err := c.Room(); err != nil {
+		return fmt.Errorf("host %s has %w", f.cfg.Name, err)
+	}
+	return nil
 }
 
 // Members lists the hosts this member knows of, by name.

@@ -55,6 +55,47 @@ type Capacity struct {
 	// memory in bytes; 0 where the system does not say.
 	MemoryFree  uint64 `json:"memoryFree,omitempty"`
 	MemoryTotal uint64 `json:"memoryTotal,omitempty"`
+	// MinFreeMemory is the free memory below which the host starts no
+	// work (serve --min-free-memory); 0 for no such floor.
+	MinFreeMemory uint64 `json:"minFreeMemory,omitempty"`
+}
+
+// Room says why the host takes no new work now, or nil: its free memory
+// is below its floor. A host whose system does not say how much memory is
+// free is taken to have room.
+func (c Capacity) Room() error {
+	if c.MinFreeMemory == 0 || c.MemoryFree == 0 || c.MemoryFree >= c.MinFreeMemory {
+		return nil
+	}
+	return fmt.Errorf("%s of memory free, below its floor of %s (serve --min-free-memory)", Bytes(c.MemoryFree), Bytes(c.MinFreeMemory))
+}
+
+// Slots is how many more agents the host runs before launches wait there.
+func (c Capacity) Slots() int { return c.MaxRunning - c.Running }
+
+// Bytes words a byte count for people, in binary units.
+func Bytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", b)
+}
+
+// Matches says why h cannot run a launch placed with host and labels, or
+// nil when it can.
+func (h Host) Matches(host string, labels map[string]string) error {
+	if host != "" && h.Name != host {
+		return fmt.Errorf("it is not host %s", host)
+	}
+	for k, v := range labels {
+		if got, ok := h.Labels[k]; !ok || got != v {
+			return fmt.Errorf("it has no label %s=%s", k, v)
+		}
+	}
+	return nil
 }
 
 // MaxNameLength bounds a host name.

@@ -86,6 +86,18 @@ type LaunchRequest struct {
 	// (GET /v1/queue), lifecycle starting, until a slot is free and its
 	// time has come. Nil runs it at once, as interactive.
 	DispatchContext *eventstore.DispatchContext `json:"dispatchContext,omitempty"`
+	// Placement says which hosts of the fleet may run it; nil lets the
+	// daemon that takes the launch run it, or a host with room when it
+	// has none.
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// Placement constrains where a launch runs in the fleet.
+type Placement struct {
+	// Host names the one host that may run it.
+	Host string `json:"host,omitempty"`
+	// On are labels (serve --label) the host must have, each key=value.
+	On map[string]string `json:"on,omitempty"`
 }
 
 // ForkRequest is the body of POST /v1/executions/{id}/fork.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fleet"
 	"github.com/agentjournal/agentjournal/runtime"
 )
 
@@ -173,7 +174,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--host NAME] [--on KEY=VALUE]... [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -190,6 +191,13 @@ starts it when fewer agents than its --max-running are live; scheduled (or
 duration from now. interactive and remote start at once. 'agentjournal queue'
 lists the waiting ones and stop cancels one. Without any of these flags the
 launch has no dispatch context and starts at once.
+
+On a fleet of daemons sharing one log ('agentjournal hosts'), --host NAME
+runs the launch on that host and --on KEY=VALUE on a host with that label
+(serve --label); among the hosts that match, one with room is chosen, this
+daemon first. Without them the daemon runs it itself, unless it has no room
+and another host has. The launch, its environment included, is handed to
+the chosen host; --dir and the command are paths on that host.
 
 With --json, print the daemon's answer: the journal reference and the state.`,
 	Example: "agentjournal launch -- ./my-agent --flag\n" +
@@ -217,6 +225,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	surface := fs.String("origin-surface", "", "where the launch was asked for, `S`: "+joinEnum(eventstore.OriginSurfaces)+" (default desktop when a dispatch flag is given)")
 	product := fs.String("origin-product", "", "the id `P` of the product that asked for the launch: letters, digits and . _ - : / @ (default agentjournal-cli when a dispatch flag is given)")
 	scheduled := fs.String("scheduled-for", "", "start no earlier than `TIME`, RFC 3339 (2026-11-24T18:00:00Z) or a duration from now (90m); implies --dispatch-mode scheduled")
+	host := fs.String("host", "", "run the launch on the fleet's host `NAME` ('agentjournal hosts')")
+	var on labelFlag
+	fs.Var(&on, "on", "run the launch on a host with the label `KEY=VALUE` (repeatable; serve --label)")
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	command, err := launchSpec.parseCommand(fs, args)
 	if err != nil {
@@ -243,6 +254,14 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		Command: command, Prompt: *prompt, Dir: abs, Shape: eventstore.SessionShape(*shape), Env: envMap(env)}
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
+	}
+	if *host != "" || len(on.m) > 0 {
+		if *host != "" {
+			if err := fleet.ValidName(*host); err != nil {
+				return launchSpec.usageErr(fs, "--host: %v", err)
+			}
+		}
+		req.Placement = &client.Placement{Host: *host, On: on.m}
 	}
 	if *limit > 0 {
 		req.Timeout = limit.String()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE]",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -78,6 +79,9 @@ heartbeat the others see ('agentjournal hosts'); one not heard from for
 cmd, checkpoint, logs, terminal input) given to any daemon of the log reach
 the host that runs it over NATS, and the caller gets that host's answer. An
 answer that the host cannot take is refused and its question stays open.
+A launch goes to the daemon that takes it unless its placement (launch --host,
+--on) rules that daemon out or it has no room and another has; a host with
+less than --min-free-memory free takes no launch.
 
 Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
 in the daemon's queue until fewer than --max-running agents run here (the
@@ -105,6 +109,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	hostName := fs.String("host-name", "", "this daemon's `NAME` in the fleet of daemons on its log (default: the machine's name and a hash of the data directory)")
 	var labels labelFlag
 	fs.Var(&labels, "label", "a `KEY=VALUE` label of this host, for placing launches (repeatable, e.g. --label gpu=1 --label os=linux)")
+	minFree := fs.String("min-free-memory", "0", "start no agent while the machine has less than `SIZE` of memory free (e.g. 2GiB, 512MiB; 0 for no floor); a launch then goes to another host, or is refused")
 	lease := fs.Duration("lease", fleet.DefaultLease, "how long this host may go unheard before the others take it for lost")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
@@ -124,6 +129,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		if err := fleet.ValidName(*hostName); err != nil {
 			return serveSpec.usageErr(fs, "--host-name: %v", err)
 		}
+	}
+	floor, err := parseSize(*minFree)
+	if err != nil {
+		return serveSpec.usageErr(fs, "--min-free-memory: %v", err)
 	}
 	if *lease < 100*time.Millisecond {
 		return serveSpec.usageErr(fs, "--lease %s: want 100ms or more (%s by default)", *lease, fleet.DefaultLease)
@@ -175,7 +184,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	cfg.Supervisor, cfg.LeaveRunning = &sup, *onStop == "leave"
 	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
-	cfg.HostName, cfg.Labels, cfg.Lease = *hostName, labels.m, *lease
+	cfg.HostName, cfg.Labels, cfg.Lease, cfg.MinFreeMemory = *hostName, labels.m, *lease, floor
 	return c.serve(ctx, cfg)
 }
 
@@ -297,4 +306,25 @@ func (l *labelFlag) Set(s string) error {
 	}
 	l.m[k] = v
 	return nil
+}
+
+// parseSize reads a byte size: a number of bytes, or one with a unit of
+// KiB, MiB, GiB or TiB (or K, M, G, T, as the same binary units).
+func parseSize(s string) (uint64, error) {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}, {"B", 0}}
+	num, shift := strings.TrimSpace(s), uint(0)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, shift = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.shift
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || f*float64(uint64(1)<<shift) >= 1<<63 {
+		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB or TiB, e.g. 2GiB)", s)
+	}
+	return uint64(f * float64(uint64(1)<<shift)), nil
 }

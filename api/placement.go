@@ -1,0 +1,98 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api/wire"
+	"github.com/agentjournal/agentjournal/fleet"
+)
+
+// place picks the host of the fleet that runs a launch: this one unless the
+// launch's placement rules it out, or it has no room and another host has.
+// Among the hosts that match, one with room comes first, this one before
+// the others, then the one with the most free slots; a match without room
+// still takes the launch (it starts at once, or waits in that host's
+// queue), as a daemon on its own does. A host whose free memory is below
+// its floor is never chosen. The other hosts' load is as of their last
+// heartbeat (Lease/5 old at most), so a burst of launches may all go to one
+// host that had room; it takes them all the same.
+func (s *Server) place(in *wire.LaunchRequest) (string, error) {
+	self := s.cfg.Fleet.Name()
+	var p wire.Placement
+	if in.Placement != nil {
+		p = *in.Placement
+	}
+	if p.Host != "" {
+		if err := fleet.ValidName(p.Host); err != nil {
+			return "", invalidField("placement.host", nil, "%v", err)
+		}
+	}
+	for k, v := range p.On {
+		if _, _, err := fleet.ParseLabel(k + "=" + v); err != nil {
+			return "", invalidField("placement.on", nil, "%v", err)
+		}
+	}
+	var fits []fleet.Member
+	var why []string
+	for _, m := range s.cfg.Fleet.Members() {
+		if m.Self {
+			// This host's own load as it is now; the others' as of their
+			// last heartbeat.
+			m.Capacity.Running, m.Capacity.MaxRunning = s.cfg.Runtime.Running(), s.cfg.Runtime.MaxRunning()
+		}
+		switch err := m.Matches(p.Host, p.On); {
+		case m.State != fleet.Live:
+			if p.Host == m.Name {
+				why = append(why, fmt.Sprintf("%s is %s", m.Name, m.State))
+			}
+		case err != nil:
+			why = append(why, fmt.Sprintf("%s: %v", m.Name, err))
+		case m.Capacity.Room() != nil:
+			why = append(why, fmt.Sprintf("%s has %v", m.Name, m.Capacity.Room()))
+		default:
+			fits = append(fits, m)
+		}
+	}
+	if len(fits) == 0 {
+		if p.Host != "" && !slices.ContainsFunc(s.cfg.Fleet.Members(), func(m fleet.Member) bool { return m.Name == p.Host }) {
+			why = append(why, "no host is named "+p.Host)
+		}
+		return "", unavailable("no live host of the fleet can run this launch now (%s); see GET /v1/hosts", strings.Join(why, "; "))
+	}
+	slices.SortStableFunc(fits, func(a, b fleet.Member) int {
+		ra, rb := a.Capacity.Slots() > 0, b.Capacity.Slots() > 0
+		switch {
+		case ra != rb:
+			return map[bool]int{true: -1, false: 1}[ra]
+		case a.Name == self:
+			return -1
+		case b.Name == self:
+			return 1
+		}
+		return b.Capacity.Slots() - a.Capacity.Slots()
+	})
+	return fits[0].Name, nil
+}
+
+// forwardLaunch hands a launch to the host placement chose and answers
+// with that host's answer. The launch's environment travels with it, over
+// the log's NATS, and is kept nowhere on the way.
+func (s *Server) forwardLaunch(w http.ResponseWriter, r *http.Request, host string, in wire.LaunchRequest) error {
+	if in.Placement == nil {
+		in.Placement = &wire.Placement{}
+	}
+	in.Placement.Host = host
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout+5*time.Second)
+	defer cancel()
+	return s.relay(ctx, w, r, host, body, fmt.Sprintf("the launch placed on host %s", host))
+}

@@ -1,0 +1,99 @@
+package daemon_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/daemon"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
+)
+
+// Launches given to beta go where their placement and the hosts' room say:
+// to alpha by its label or name, with their environment; to beta itself by
+// name; nowhere, with the reason per host, when no live host fits; and to
+// alpha when beta has no room.
+func TestLaunchesArePlaced(t *testing.T) {
+	agent := fixtures.AgentBinary(t)
+	alpha := openDaemon(t, func(c *daemon.Config) {
+		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
+		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+		c.Labels, c.MaxRunning = map[string]string{"os": "linux", "role": "runner"}, 4
+	})
+	beta := openDaemon(t, func(c *daemon.Config) {
+		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "beta", 2*time.Second
+		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+		c.MaxRunning = 1
+	})
+	// gamma has no memory to spare: nothing is placed on it.
+	openDaemon(t, func(c *daemon.Config) {
+		c.HostName, c.Lease = "gamma", 2*time.Second
+		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+		c.Labels, c.MinFreeMemory = map[string]string{"os": "linux"}, 1<<62
+	})
+	cb := client.New(beta.URL(), beta.Token())
+	defer cb.Close()
+	waitHosts(t, cb, func(h client.Hosts) bool { return len(h.Hosts) == 3 })
+
+	launch := func(p *client.Placement, env map[string]string, command ...string) (client.Launched, error) {
+		return cb.Launch(t.Context(), client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-place",
+			Agent: "generic", Command: command, Env: env, Placement: p})
+	}
+	byLabel, err := launch(&client.Placement{On: map[string]string{"role": "runner"}}, map[string]string{"PLACED_SECRET": "s3cret"},
+		"/bin/sh", "-c", `echo "secret=$PLACED_SECRET"; exec cat`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byLabel.State.Host != "alpha" {
+		t.Fatalf("placed on role=runner: runs on %q, want alpha", byLabel.State.Host)
+	}
+	id := byLabel.Reference.AgentExecutionID
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		status, host, out := call(t, beta, "GET", "/v1/executions/"+id+"/output", nil)
+		if status == http.StatusOK && host == "alpha" && strings.Contains(out, "secret=s3cret") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the placed agent's output: %d from %q: %s; want its environment's secret", status, host, out)
+		}
+	}
+	// The secret is in no record.
+	for e, err := range beta.Store().ReadJournal(t.Context(), byLabel.Reference, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), "s3cret") {
+			t.Fatalf("the launch's environment is in the journal: %s", b)
+		}
+	}
+
+	if l, err := launch(&client.Placement{Host: "beta"}, nil, agent, "wait"); err != nil || l.State.Host != "beta" {
+		t.Fatalf("placed on host beta: %+v, %v", l.State.Host, err)
+	}
+	// beta now runs its one; an unplaced launch goes where there is room.
+	if l, err := launch(nil, nil, agent, "wait"); err != nil || l.State.Host != "alpha" {
+		t.Fatalf("launched on a full beta: runs on %q (%v), want alpha, which has room", l.State.Host, err)
+	}
+
+	var ae *client.Error
+	_, err = launch(&client.Placement{On: map[string]string{"gpu": "1"}}, nil, agent, "wait")
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "alpha: it has no label gpu=1") {
+		t.Fatalf("placed on gpu=1: %v; want 503 saying alpha has no such label", err)
+	}
+	_, err = launch(&client.Placement{Host: "gamma"}, nil, agent, "wait")
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "below its floor") {
+		t.Fatalf("placed on gamma, short of memory: %v; want 503 saying so", err)
+	}
+	_, err = launch(&client.Placement{Host: "nobody"}, nil, agent, "wait")
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no host is named nobody") {
+		t.Fatalf("placed on an unknown host: %v", err)
+	}
+	_, err = launch(&client.Placement{Host: "a.b"}, nil, agent, "wait")
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Field != "placement.host" {
+		t.Fatalf("placed on a bad host name: %v; want 400 naming placement.host", err)
+	}
+}
