@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
@@ -39,7 +40,10 @@ type Daemon struct {
 	terms *terminal.Registry
 	rt    *runtime.Runtime
 	fleet *fleet.Fleet
-	srv   *api.Server
+	// member is fleet, for the runtime's shared queue, which may be asked
+	// before Join returns.
+	member atomic.Pointer[fleet.Fleet]
+	srv    *api.Server
 	// late reaches srv from the parts built before it: the runtime's
 	// launch environment and the MCP handler.
 	late    lateServer
@@ -152,11 +156,13 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 		Conn: d.bus.Conn(), JS: d.bus.JetStream(), Stream: d.bus.StreamName(), Replicas: replicas,
 		Name: d.cfg.HostName, Home: fleet.DefaultName(d.cfg.DataDir), Labels: d.cfg.Labels, Lease: d.cfg.Lease, MinFreeMemory: d.cfg.MinFreeMemory, Handler: &d.late, Logger: d.logger,
 		Status: d.hostStatus, Lost: d.endLost,
+		CanStart: d.canStart, Start: d.startQueued, Orphan: d.orphan, Env: d.rt.QueuedEnv, Dequeued: d.rt.ForgetQueued,
 	})
 	if err != nil {
 		return err
 	}
 	d.fleet = f
+	d.member.Store(f)
 	d.onClose("fleet membership", f.Close)
 	return nil
 }
@@ -168,6 +174,12 @@ func (d *Daemon) endLost(ctx context.Context, m fleet.Member) error {
 	if err != nil {
 		return err
 	}
+	// A queued run the lost host placed, and may have started.
+	placed, err := d.views.List(projections.Filter{Lifecycle: eventstore.LifecycleStarting})
+	if err != nil {
+		return err
+	}
+	running = append(running, placed...)
 	ids := slices.Clone(m.Running)
 	for _, s := range running {
 		if s.Host == m.Name && !slices.Contains(ids, s.ID) {
@@ -378,6 +390,9 @@ func (d *Daemon) openRuntime() {
 	}
 	if !cfg.NoQueue {
 		rc.QueueDir = l.Queue()
+		// Launches that wait go to the fleet's queue, which any host with
+		// room starts from; this data directory keeps their environments.
+		rc.Shared = sharedQueue{&d.member}
 	}
 	d.rt = runtime.New(rc)
 	d.onClose("runtime", func(ctx context.Context) error { return d.rt.Close(ctx) })

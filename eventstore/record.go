@@ -157,9 +157,11 @@ type StateChanged struct {
 	// Reason explains a transition, e.g. "exit status 2" or "system_restart".
 	Reason string `json:"reason,omitempty"`
 	// Host is the fleet host whose runtime started the agent's process or
-	// attached to it, on the change to running; absent on other changes
-	// and on journals written before hosts were named. Commands for the
-	// execution are routed to it.
+	// attached to it, on the change to running, or that a queued run is
+	// placed on, on its change to starting; absent on other changes and on
+	// journals written before hosts were named. Commands for the execution
+	// are routed to it, and the first placement in a journal is the one
+	// that holds (runtime/shared.go).
 	Host string `json:"host,omitempty"`
 }
 

@@ -326,8 +326,8 @@ func (r *StateChanged) validate(p *problems) {
 		p.id("currentInputRequestId", r.CurrentInputRequestID.ID)
 	}
 	p.optionalID("host", r.Host)
-	if r.Host != "" && r.Lifecycle != LifecycleRunning {
-		p.add("host", "a host is named on the change to running only")
+	if r.Host != "" && r.Lifecycle != LifecycleRunning && r.Lifecycle != LifecycleStarting {
+		p.add("host", "a host is named on the change to starting (the run placed there) or running only")
 	}
 	if r.Lifecycle == "" && r.Attention == "" && r.Activity == "" && !r.CurrentInputRequestID.Set {
 		p.add("lifecycle", "a state change sets at least one of lifecycle, attention, activity, currentInputRequestId")

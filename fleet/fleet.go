@@ -73,6 +73,25 @@ type Config struct {
 	// it, by one member only: the first live one by name. It ends what
 	// the lost host ran; an error has it called again at the next beat.
 	Lost func(ctx context.Context, m Member) error
+	// CanStart, when set with Start, says whether this host may start a
+	// queued run now (room, memory, placement); the dispatcher claims
+	// only those. Without Start this host starts no queued run.
+	CanStart func(q Queued) bool
+	// Start starts a run this host claimed; the run leaves the queue
+	// when it returns, started or failed (which Start journals), unless
+	// it says to retry: then the claim is released and the run waits
+	// again.
+	Start func(ctx context.Context, q Queued) (retry bool)
+	// Env, when set, gives the environment of a run this host accepted
+	// to the host that starts it (Fleet.EnvOf).
+	Env func(id string) ([]string, error)
+	// Orphan says whether a run claimed by a host that is gone was placed
+	// (its journal names that host: it is that host's execution, ended
+	// with it) or may be started again elsewhere. Needed with Start.
+	Orphan func(ctx context.Context, q Queued) (placed bool, err error)
+	// Dequeued, when set, hears of every run that leaves the queue, for
+	// the host that accepted it to forget its environment.
+	Dequeued func(id string)
 	// Logger receives what the member cannot do; discarded when nil.
 	Logger *slog.Logger
 }
@@ -91,7 +110,15 @@ type Fleet struct {
 	ended   map[string]bool
 	beatNow chan struct{}
 
+	queue       jetstream.KeyValue
+	queued      map[string]Queued
+	queueWatch  jetstream.KeyWatcher
+	dispatchNow chan struct{}
+	// starts are the queued runs being started.
+	starts sync.WaitGroup
+
 	sub    *nats.Subscription
+	envSub *nats.Subscription
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	serve  chan struct{} // bounds the forwarded requests served at once
@@ -127,17 +154,24 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	b := make([]byte, 8)
 	rand.Read(b)
 	f := &Fleet{cfg: cfg, instance: hex.EncodeToString(b), started: time.Now().UTC(),
-		members: map[string]member{}, ended: map[string]bool{}, beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
-	kv, err := openBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
-		Replicas: max(cfg.Replicas, 1), TTL: forgetAfter, Description: "the fleet's hosts: each one's last heartbeat"})
+		members: map[string]member{}, ended: map[string]bool{}, dispatchNow: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
+	var kv jetstream.KeyValue
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		kv, err = openBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
+			Replicas: max(cfg.Replicas, 1), TTL: forgetAfter, Description: "the fleet's hosts: each one's last heartbeat"})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: open the hosts bucket: %w", err)
 	}
 	f.kv = kv
-	if err := f.claim(ctx); err != nil {
+	if err := f.openQueue(ctx); err != nil {
 		return nil, err
 	}
-	if err := f.beat(ctx, false); err != nil {
+	if err := retry(ctx, f.claimName); err != nil {
+		return nil, err
+	}
+	if err := retry(ctx, func(ctx context.Context) error { return f.beat(ctx, false) }); err != nil {
 		return nil, fmt.Errorf("fleet: first heartbeat: %w", err)
 	}
 	if cfg.Handler != nil {
@@ -145,15 +179,28 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 			return nil, fmt.Errorf("fleet: answer on %s: %w", Subject(cfg.Stream, cfg.Name), err)
 		}
 	}
+	if cfg.Env != nil {
+		if f.envSub, err = cfg.Conn.Subscribe(envSubject(cfg.Stream, cfg.Name), f.answerEnv); err != nil {
+			return nil, errors.Join(fmt.Errorf("fleet: answer on %s: %w", envSubject(cfg.Stream, cfg.Name), err), f.unsubscribe())
+		}
+	}
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
-	watcher, err := kv.WatchAll(ctx)
+	var watcher jetstream.KeyWatcher
+	err = retry(ctx, func(context.Context) (err error) {
+		watcher, err = kv.WatchAll(work)
+		return err
+	})
 	if err != nil {
 		cancel()
 		return nil, errors.Join(fmt.Errorf("fleet: watch the hosts: %w", err), f.unsubscribe())
 	}
 	f.wg.Go(func() { f.watch(work, watcher) })
 	f.wg.Go(func() { f.beatLoop(work) })
+	f.wg.Go(func() { f.watchQueue(work) })
+	if cfg.Start != nil {
+		f.wg.Go(func() { f.dispatchLoop(work) })
+	}
 	return f, nil
 }
 
@@ -164,6 +211,37 @@ func Bucket(stream string) string { return stream + "_hosts" }
 // API requests.
 func Subject(stream, name string) string {
 	return "agentjournal.fleet." + stream + ".host." + name + ".api"
+}
+
+// joinWait bounds how long Join waits for the log's JetStream to answer: a
+// cluster that is electing its leaders leaves requests unanswered for a
+// few seconds.
+const joinWait = 30 * time.Second
+
+// retry runs fn, each attempt bounded, until it succeeds, fails for a
+// reason other than JetStream not answering yet, or joinWait has passed.
+func retry(ctx context.Context, fn func(ctx context.Context) error) error {
+	deadline := time.Now().Add(joinWait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// transient reports an error of a JetStream that does not answer yet.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.As(err, &apiErr) && apiErr.Code >= 500
 }
 
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
@@ -177,9 +255,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	return kv, err
 }
 
-// claim refuses the name when another live process holds it: two daemons
-// under one name would take each other's commands.
-func (f *Fleet) claim(ctx context.Context) error {
+// claimName refuses the name when another live process holds it: two
+// daemons under one name would take each other's commands.
+func (f *Fleet) claimName(ctx context.Context) error {
 	e, err := f.kv.Get(ctx, f.cfg.Name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
@@ -235,14 +313,39 @@ func (f *Fleet) beatLoop(ctx context.Context) {
 			// nobody's work.
 			continue
 		}
-		f.endLost(ctx)
+		if f.first() {
+			f.endLost(ctx)
+			if f.cfg.Orphan != nil {
+				f.takeBack(ctx, f.gone)
+			}
+		}
 	}
 }
 
-// endLost calls Lost for the hosts lost since the last beat, when this is
-// the first live host by name: one member acts, so that what a lost host
-// ran is ended once (its records carry ids that the log would take only
-// once anyway).
+// first reports whether this is the first live host by name, the one that
+// acts for the fleet on what lost hosts leave: one member acts, so that it
+// is done once (its records carry ids that the log would take only once
+// anyway).
+func (f *Fleet) first() bool {
+	for _, m := range f.Members() {
+		if m.State == Live && !m.Self && m.Name < f.cfg.Name {
+			return false
+		}
+	}
+	return true
+}
+
+// gone reports whether the host process that made claim c is gone: its
+// host lost, left, or running as another process.
+func (f *Fleet) gone(c Claim) bool {
+	if c.Instance == f.instance {
+		return false
+	}
+	m, ok := f.Member(c.Host)
+	return !ok || m.State != Live || m.Instance != c.Instance
+}
+
+// endLost calls Lost for the hosts lost since the last beat.
 func (f *Fleet) endLost(ctx context.Context) {
 	if f.cfg.Lost == nil {
 		return
@@ -250,8 +353,6 @@ func (f *Fleet) endLost(ctx context.Context) {
 	var lost []Member
 	for _, m := range f.Members() {
 		switch {
-		case m.State == Live && !m.Self && m.Name < f.cfg.Name:
-			return // that one acts
 		case m.State == Lost && !m.Self:
 			f.mu.Lock()
 			done := f.ended[m.Instance]
@@ -418,6 +519,9 @@ func (f *Fleet) Close(ctx context.Context) error {
 	err := f.unsubscribe()
 	f.cancel()
 	f.wg.Wait()
+	// The runs being started finish starting: cut short, one would be
+	// neither queued nor running.
+	f.starts.Wait()
 	if berr := f.beat(ctx, true); berr != nil {
 		err = errors.Join(err, fmt.Errorf("fleet: last heartbeat: %w", berr))
 	}
@@ -425,9 +529,12 @@ func (f *Fleet) Close(ctx context.Context) error {
 }
 
 func (f *Fleet) unsubscribe() error {
-	if f.sub == nil {
-		return nil
+	var errs []error
+	for _, sub := range []*nats.Subscription{f.sub, f.envSub} {
+		if sub != nil {
+			// Drain lets the requests being answered finish.
+			errs = append(errs, sub.Drain())
+		}
 	}
-	// Drain lets the requests being answered finish.
-	return f.sub.Drain()
+	return errors.Join(errs...)
 }

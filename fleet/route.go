@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -183,4 +184,50 @@ func (r *recorder) status() int {
 		return http.StatusOK
 	}
 	return r.code
+}
+
+// envSubject is where the host name gives the environments of the runs it
+// accepted to the host that starts them.
+func envSubject(stream, name string) string {
+	return "agentjournal.fleet." + stream + ".host." + name + ".env"
+}
+
+// envAnswer is the answer on envSubject.
+type envAnswer struct {
+	Env   []string `json:"env,omitempty"`
+	Error string   `json:"error,omitempty"`
+}
+
+// EnvOf asks host, which accepted the queued run id, for its environment.
+// It travels over the log's NATS as a forwarded launch does, and is kept
+// nowhere on the way.
+func (f *Fleet) EnvOf(ctx context.Context, host, id string) ([]string, error) {
+	resp, err := f.cfg.Conn.RequestWithContext(ctx, envSubject(f.cfg.Stream, host), []byte(id))
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("%w: %w %s", ErrUnreachable, ErrNotTaken, host)
+	case err != nil:
+		return nil, fmt.Errorf("%w: host %s: %v", ErrUnreachable, host, err)
+	}
+	var a envAnswer
+	if err := json.Unmarshal(resp.Data, &a); err != nil {
+		return nil, fmt.Errorf("host %s answered with no environment: %v", host, err)
+	}
+	if a.Error != "" {
+		return nil, fmt.Errorf("host %s: %s", host, a.Error)
+	}
+	return a.Env, nil
+}
+
+func (f *Fleet) answerEnv(m *nats.Msg) {
+	var a envAnswer
+	env, err := f.cfg.Env(string(m.Data))
+	if err != nil {
+		a.Error = err.Error()
+	}
+	a.Env = env
+	b, _ := json.Marshal(a)
+	if err := m.Respond(b); err != nil {
+		f.cfg.Logger.Warn("fleet: environment of a queued run not sent", "err", err)
+	}
 }

@@ -227,6 +227,10 @@ func (rt *Runtime) enqueue(pl *launchPlan) error {
 // sets a timer for the next scheduled one. It is called whenever that may
 // have changed: a run queued, an execution ended, a scheduled time come.
 func (rt *Runtime) dispatch() {
+	if rt.cfg.Shared != nil {
+		// Room may have been made: the shared queue's dispatcher looks.
+		rt.cfg.Shared.Kick()
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.queueClosed {
@@ -351,13 +355,20 @@ func (rt *Runtime) waitStarting(ctx context.Context, id string) error {
 // cancelQueued ends a run stopped while it waited: cancelled, with an
 // interruption of cause canceled, and its prompt never delivered.
 func (rt *Runtime) cancelQueued(ctx context.Context, q *queuedRun) error {
-	ref := q.plan.ref
+	return rt.cancelWaiting(ctx, q.plan, func() { rt.putBack(q) })
+}
+
+// cancelWaiting records the end of a run stopped while it waited, in this
+// runtime's queue or the shared one; back puts it back in its queue when
+// the end could not be recorded.
+func (rt *Runtime) cancelWaiting(ctx context.Context, pl *launchPlan, back func()) error {
+	ref := pl.ref
 	in := &eventstore.Interruption{Reason: eventstore.InterruptCanceled, Detail: cancelQueuedReason}
-	if q.plan.req.Prompt != "" {
+	if pl.req.Prompt != "" {
 		in.MessageID = "prompt"
 	}
 	if _, err := rt.cfg.Store.Append(ctx, ref, in); err != nil {
-		rt.putBack(q)
+		back()
 		return fmt.Errorf("stop queued %s: %w", ref.AgentExecutionID, err)
 	}
 	if err := rt.settleUndelivered(ctx, ref, eventstore.DeliveryFailed, eventstore.TransportNone, cancelQueuedReason); err != nil {
@@ -366,7 +377,7 @@ func (rt *Runtime) cancelQueued(ctx context.Context, q *queuedRun) error {
 	if err := rt.appendState(ref, "lifecycle:final", &eventstore.StateChanged{Lifecycle: eventstore.LifecycleCancelled,
 		Attention: eventstore.AttentionNone, Activity: eventstore.ActivityIdle, CurrentInputRequestID: eventstore.ClearInputRequest(),
 		Reason: cancelQueuedReason}); err != nil {
-		rt.putBack(q)
+		back()
 		return fmt.Errorf("stop queued %s: %w", ref.AgentExecutionID, err)
 	}
 	rt.forgetQueued(ref.AgentExecutionID)
@@ -383,6 +394,9 @@ func (rt *Runtime) putBack(q *queuedRun) {
 
 // Queue lists the runs waiting to start, the next one first.
 func (rt *Runtime) Queue() []QueuedRun {
+	if rt.cfg.Shared != nil {
+		return rt.sharedQueue()
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	out := make([]QueuedRun, len(rt.queue))
@@ -434,6 +448,9 @@ func neverStarted(st *execution.State) bool {
 func (rt *Runtime) Requeue(ctx context.Context) ([]string, error) {
 	if rt.cfg.QueueDir == "" {
 		return nil, nil
+	}
+	if rt.cfg.Shared != nil {
+		return rt.requeueShared(ctx)
 	}
 	entries, err := os.ReadDir(rt.cfg.QueueDir)
 	if errors.Is(err, fs.ErrNotExist) {

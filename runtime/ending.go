@@ -211,6 +211,11 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	if q, ok := rt.dequeue(id); ok {
 		return rt.cancelQueued(ctx, q)
 	}
+	if rt.cfg.Shared != nil && !rt.IsRunning(id) {
+		if handled, err := rt.cancelShared(ctx, id); handled {
+			return err
+		}
+	}
 	if err := rt.waitStarting(ctx, id); err != nil {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}

@@ -87,6 +87,9 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 			return ref, fmt.Errorf("launch %s: %w", ref.AgentExecutionID, err)
 		}
 	}
+	if waits && rt.cfg.Shared != nil {
+		return ref, rt.queueShared(ctx, pl, req.Placement)
+	}
 	if waits {
 		return ref, rt.enqueue(pl)
 	}

@@ -127,6 +127,10 @@ type Config struct {
 	// one 0600 file each, so that they survive a restart (Requeue); empty
 	// keeps them in memory only (dispatch.go).
 	QueueDir string
+	// Shared, when set, is the queue of the fleet of hosts sharing the
+	// log: launches that wait go there, and any host with room starts
+	// them (shared.go). QueueDir then keeps only their environments.
+	Shared SharedQueue
 	// MaxRunning is how many executions may be live here before a queued
 	// launch waits; runtime.NumCPU() when 0. Interactive and remote
 	// launches start at once whatever the count, and count toward it.
@@ -176,6 +180,9 @@ type LaunchRequest struct {
 	// in the header; nil runs it as interactive. Queued and scheduled
 	// launches wait in the runtime's queue (dispatch.go).
 	Dispatch *eventstore.DispatchContext
+	// Placement is where a launch that waits in the shared queue may
+	// start (Config.Shared); unused otherwise.
+	Placement SharedPlacement
 	// refused journals the execution (header, then Restored) and ends it
 	// failed with this reason, starting no process: a fork refused for its
 	// workspace is still a branch of the DAG.
