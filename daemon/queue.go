@@ -56,10 +56,11 @@ func (q sharedQueue) Kick() {
 }
 
 // canStart says whether this host may start a queued run now: it has a
-// free slot and the memory, and the run's placement allows it.
-func (d *Daemon) canStart(q fleet.Queued) bool {
+// free slot (counting the runs it is starting) and the memory, and the
+// run's placement allows it.
+func (d *Daemon) canStart(q fleet.Queued, starting int) bool {
 	f := d.member.Load()
-	if f == nil || d.rt.Running()+d.rt.StartingCount() >= d.rt.MaxRunning() || f.Room() != nil {
+	if f == nil || d.rt.Running()+starting >= d.rt.MaxRunning() || f.Room() != nil {
 		return false
 	}
 	self := fleet.Host{Name: d.cfg.HostName, Labels: d.cfg.Labels}

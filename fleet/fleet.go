@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -74,9 +75,10 @@ type Config struct {
 	// the lost host ran; an error has it called again at the next beat.
 	Lost func(ctx context.Context, m Member) error
 	// CanStart, when set with Start, says whether this host may start a
-	// queued run now (room, memory, placement); the dispatcher claims
-	// only those. Without Start this host starts no queued run.
-	CanStart func(q Queued) bool
+	// queued run now (room, memory, placement), given how many runs it
+	// claimed and is still starting; the dispatcher claims only those.
+	// Without Start this host starts no queued run.
+	CanStart func(q Queued, starting int) bool
 	// Start starts a run this host claimed; the run leaves the queue
 	// when it returns, started or failed (which Start journals), unless
 	// it says to retry: then the claim is released and the run waits
@@ -114,8 +116,9 @@ type Fleet struct {
 	queued      map[string]Queued
 	queueWatch  jetstream.KeyWatcher
 	dispatchNow chan struct{}
-	// starts are the queued runs being started.
-	starts sync.WaitGroup
+	// starts are the queued runs being started, inflight how many.
+	starts   sync.WaitGroup
+	inflight atomic.Int64
 
 	sub    *nats.Subscription
 	envSub *nats.Subscription

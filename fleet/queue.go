@@ -260,7 +260,7 @@ func (f *Fleet) dispatch(ctx context.Context) time.Time {
 			}
 			continue
 		}
-		if f.cfg.CanStart == nil || !f.cfg.CanStart(q) {
+		if f.cfg.CanStart == nil || !f.cfg.CanStart(q, int(f.inflight.Load())) {
 			continue
 		}
 		claimed, err := f.claim(ctx, q)
@@ -274,8 +274,10 @@ func (f *Fleet) dispatch(ctx context.Context) time.Time {
 			continue
 		}
 		f.starts.Add(1)
+		f.inflight.Add(1)
 		go func() {
 			defer f.starts.Done()
+			defer f.inflight.Add(-1)
 			retry := f.cfg.Start(context.WithoutCancel(ctx), q)
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()

@@ -265,6 +265,11 @@ func (rt *Runtime) sharedQueue() []QueuedRun {
 	runs := rt.cfg.Shared.Queued()
 	out := make([]QueuedRun, 0, len(runs))
 	for _, r := range runs {
+		if r.StartingOn != "" {
+			// Being started: it waits no more, as a run this runtime's
+			// own queue let go.
+			continue
+		}
 		var req queuedRequest
 		if json.Unmarshal(r.Launch, &req) != nil || req.Dispatch == nil {
 			continue
