@@ -342,12 +342,21 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ref, err := s.cfg.Runtime.Launch(ctx, runtime.LaunchRequest{
+	release, err := s.takeSlot(ctx, &in)
+	if err != nil {
+		return err
+	}
+	req := runtime.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
 		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: env, Timeout: timeout,
 		Dispatch: in.DispatchContext,
-	})
+	}
+	if p := in.Placement; p != nil {
+		req.Placement = runtime.SharedPlacement{Host: p.Host, On: p.On}
+	}
+	ref, err := s.cfg.Runtime.Launch(ctx, req)
 	if err != nil {
+		release()
 		if errors.Is(err, runtime.ErrBadLaunch) {
 			return invalidField("shape", strs(eventstore.SessionShapes), "%v", err)
 		}

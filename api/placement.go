@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/api/wire"
+	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
 )
 
@@ -95,4 +99,41 @@ func (s *Server) forwardLaunch(w http.ResponseWriter, r *http.Request, host stri
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout+5*time.Second)
 	defer cancel()
 	return s.relay(ctx, w, r, host, body, fmt.Sprintf("the launch placed on host %s", host))
+}
+
+// takeSlot takes a slot of the fleet-wide limit of the launch's agent kind
+// for a launch that starts here at once (a queued one takes its slot when
+// it starts), and returns how to give it back if the launch fails. The
+// launch gets a seed, so that its execution id is known before it starts.
+func (s *Server) takeSlot(ctx context.Context, in *wire.LaunchRequest) (release func(), err error) {
+	none := func() {}
+	if s.cfg.Fleet == nil || in.DispatchContext != nil && in.DispatchContext.DispatchMode.Waits() {
+		return none, nil
+	}
+	if in.Seed == "" {
+		in.Seed = randomSeed()
+	}
+	id, err := eventstore.NewAgentExecutionID(in.OwnerEntity, in.OwnerID, in.Seed)
+	if err != nil {
+		return none, invalidField("ownerId", nil, "%v", err)
+	}
+	switch err := s.cfg.Fleet.Acquire(ctx, in.Agent, id); {
+	case errors.Is(err, fleet.ErrLimit):
+		return none, conflict("%v; launch it with dispatch mode queued to wait for a slot", err)
+	case err != nil:
+		return none, err
+	}
+	return func() {
+		if err := s.cfg.Fleet.Release(context.WithoutCancel(ctx), in.Agent, id); err != nil {
+			s.cfg.Logger.Warn("give back the slot of a launch that failed", "execution", id, "err", err)
+		}
+	}, nil
+}
+
+// randomSeed is a seed for a launch that gave none, as the runtime would
+// pick.
+func randomSeed() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -22,6 +22,11 @@ type Fleet interface {
 	Forward(ctx context.Context, host string, r *http.Request, body []byte) (*fleet.Answer, error)
 	// Room says why this host takes no new work now, or nil.
 	Room() error
+	// Acquire takes a slot of agent's fleet-wide limit for execution id
+	// (an error wrapping fleet.ErrLimit when none is free); Release gives
+	// it back.
+	Acquire(ctx context.Context, agent, id string) error
+	Release(ctx context.Context, agent, id string) error
 }
 
 // hostBound are the routes that act on an execution's process or read what

@@ -116,6 +116,9 @@ type Config struct {
 	HostName string
 	// Labels are this host's labels, for placing launches.
 	Labels map[string]string
+	// Limits are fleet-wide limits of running executions per agent kind
+	// (fleet.Config.Limits); give the same on every daemon of the log.
+	Limits map[string]int
 	// MinFreeMemory is the free memory below which this host starts no
 	// agent; 0 for no floor.
 	MinFreeMemory uint64
@@ -172,6 +175,11 @@ func (c Config) Validate() error {
 	if c.HostName != "" {
 		if err := fleet.ValidName(c.HostName); err != nil {
 			add("%v", err)
+		}
+	}
+	for agent, n := range c.Limits {
+		if n < 1 {
+			add("Limits: %s=%d: want 1 or more", agent, n)
 		}
 	}
 	if c.Lease < 0 {

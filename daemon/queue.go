@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
@@ -64,7 +65,37 @@ func (d *Daemon) canStart(q fleet.Queued, starting int) bool {
 		return false
 	}
 	self := fleet.Host{Name: d.cfg.HostName, Labels: d.cfg.Labels}
-	return self.Matches(q.Host, q.On) == nil
+	if self.Matches(q.Host, q.On) != nil {
+		return false
+	}
+	if limit := f.Limit(q.Agent); limit > 0 {
+		held, err := f.Holding(context.Background(), q.Agent)
+		return err == nil && len(held) < limit
+	}
+	return true
+}
+
+// ended says whether an execution has ended, as the read models have it;
+// one they do not hold yet has not.
+func (d *Daemon) ended(id string) bool {
+	st, err := d.views.Execution(id)
+	return err == nil && st.Lifecycle.Final()
+}
+
+// release gives back the fleet-wide limit's slot an execution that ended
+// here held.
+func (d *Daemon) release(ref eventstore.Reference) {
+	f := d.member.Load()
+	if f == nil || len(d.cfg.Limits) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for agent := range d.cfg.Limits {
+		if err := f.Release(ctx, agent, ref.AgentExecutionID); err != nil {
+			d.logger.Warn("give back a fleet-wide limit's slot; the first live host does once it sees the end", "execution", ref.AgentExecutionID, "err", err)
+		}
+	}
 }
 
 // startQueued starts a queued run this host claimed, with the environment
@@ -90,9 +121,21 @@ func (d *Daemon) startQueued(ctx context.Context, q fleet.Queued) (retry bool) {
 			return false
 		}
 	}
+	switch err := f.Acquire(ctx, q.Agent, q.ID); {
+	case errors.Is(err, fleet.ErrLimit):
+		return true // another host took the last slot first: it waits
+	case err != nil:
+		d.logger.Warn("take a fleet-wide limit's slot for a queued run; it waits again", "execution", q.ID, "err", err)
+		return true
+	}
 	if err := d.rt.StartShared(ctx, runtime.SharedRun{ID: q.ID, Agent: q.Agent, Host: q.Host, On: maps.Clone(q.On),
 		QueuedAt: q.QueuedAt, Eligible: q.Eligible, AcceptedBy: q.AcceptedBy, HasEnv: q.HasEnv, Launch: q.Launch}, env); err != nil {
 		d.logger.Error("start a queued run", "execution", q.ID, "err", err)
+		if !d.rt.IsRunning(q.ID) {
+			if err := f.Release(context.WithoutCancel(ctx), q.Agent, q.ID); err != nil {
+				d.logger.Warn("give back the slot of a queued run that did not start", "execution", q.ID, "err", err)
+			}
+		}
 	}
 	return false
 }

@@ -91,6 +91,12 @@ type Config struct {
 	// (its journal names that host: it is that host's execution, ended
 	// with it) or may be started again elsewhere. Needed with Start.
 	Orphan func(ctx context.Context, q Queued) (placed bool, err error)
+	// Limits are the fleet-wide limits of running executions per agent
+	// kind (limits.go), the same on every host.
+	Limits map[string]int
+	// Ended, when set, says whether an execution has ended, for the slots
+	// of limits that a host which died could not give back.
+	Ended func(id string) bool
 	// Dequeued, when set, hears of every run that leaves the queue, for
 	// the host that accepted it to forget its environment.
 	Dequeued func(id string)
@@ -112,6 +118,7 @@ type Fleet struct {
 	ended   map[string]bool
 	beatNow chan struct{}
 
+	limits      jetstream.KeyValue
 	queue       jetstream.KeyValue
 	queued      map[string]Queued
 	queueWatch  jetstream.KeyWatcher
@@ -170,6 +177,9 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	f.kv = kv
 	if err := f.openQueue(ctx); err != nil {
 		return nil, err
+	}
+	if err := f.openLimits(ctx); err != nil {
+		return nil, fmt.Errorf("fleet: open the limits bucket: %w", err)
 	}
 	if err := retry(ctx, f.claimName); err != nil {
 		return nil, err
@@ -321,6 +331,7 @@ func (f *Fleet) beatLoop(ctx context.Context) {
 			if f.cfg.Orphan != nil {
 				f.takeBack(ctx, f.gone)
 			}
+			f.freeEnded(ctx)
 		}
 	}
 }

@@ -162,6 +162,9 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	delete(rt.live, p.ref.AgentExecutionID)
 	rt.mu.Unlock()
 	close(p.done)
+	if rt.cfg.Ended != nil {
+		rt.cfg.Ended(p.ref)
+	}
 	// A slot is free.
 	rt.dispatch()
 }

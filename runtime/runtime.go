@@ -127,6 +127,9 @@ type Config struct {
 	// one 0600 file each, so that they survive a restart (Requeue); empty
 	// keeps them in memory only (dispatch.go).
 	QueueDir string
+	// Ended, when set, hears of every execution that ended here, once its
+	// end is journaled (a fleet-wide limit's slot is given back).
+	Ended func(ref eventstore.Reference)
 	// Shared, when set, is the queue of the fleet of hosts sharing the
 	// log: launches that wait go there, and any host with room starts
 	// them (shared.go). QueueDir then keeps only their environments.

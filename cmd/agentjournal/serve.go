@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
+	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -25,7 +28,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE]",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]...",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -81,7 +84,11 @@ the host that runs it over NATS, and the caller gets that host's answer. An
 answer that the host cannot take is refused and its question stays open.
 A launch goes to the daemon that takes it unless its placement (launch --host,
 --on) rules that daemon out or it has no room and another has; a host with
-less than --min-free-memory free takes no launch.
+less than --min-free-memory free takes no launch. --limit AGENT=N (the same on
+every daemon of the log) lets at most N executions of that agent kind run
+across the fleet: a launch beyond it is refused, a queued one waits for a
+slot. Launches that wait (queued, scheduled) are in one queue for the whole
+fleet, kept beside the log: any host with room starts the next, once.
 
 Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
 in the daemon's queue until fewer than --max-running agents run here (the
@@ -110,6 +117,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	var labels labelFlag
 	fs.Var(&labels, "label", "a `KEY=VALUE` label of this host, for placing launches (repeatable, e.g. --label gpu=1 --label os=linux)")
 	minFree := fs.String("min-free-memory", "0", "start no agent while the machine has less than `SIZE` of memory free (e.g. 2GiB, 512MiB; 0 for no floor); a launch then goes to another host, or is refused")
+	var limits limitFlag
+	fs.Var(&limits, "limit", "run at most `AGENT=N` executions of that agent kind across the fleet (repeatable, e.g. --limit claude-code=5; the same on every daemon)")
 	lease := fs.Duration("lease", fleet.DefaultLease, "how long this host may go unheard before the others take it for lost")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
 	pos, err := serveSpec.parse(fs, args)
@@ -184,7 +193,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	cfg.Supervisor, cfg.LeaveRunning = &sup, *onStop == "leave"
 	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
-	cfg.HostName, cfg.Labels, cfg.Lease, cfg.MinFreeMemory = *hostName, labels.m, *lease, floor
+	cfg.HostName, cfg.Labels, cfg.Lease, cfg.MinFreeMemory, cfg.Limits = *hostName, labels.m, *lease, floor, limits.m
 	return c.serve(ctx, cfg)
 }
 
@@ -327,4 +336,28 @@ func parseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB or TiB, e.g. 2GiB)", s)
 	}
 	return uint64(f * float64(uint64(1)<<shift)), nil
+}
+
+// limitFlag gathers repeated --limit AGENT=N flags.
+type limitFlag struct{ m map[string]int }
+
+func (l *limitFlag) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l.m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, l.m[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *limitFlag) Set(s string) error {
+	agent, count, ok := strings.Cut(s, "=")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil || n < 1 || !slices.Contains(runtime.Adapters(), agent) {
+		return fmt.Errorf("limit %q: want AGENT=N with N 1 or more and AGENT one of %s", s, strings.Join(runtime.Adapters(), ", "))
+	}
+	if l.m == nil {
+		l.m = map[string]int{}
+	}
+	l.m[agent] = n
+	return nil
 }
