@@ -349,7 +349,7 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	req := runtime.LaunchRequest{
 		OwnerEntity: in.OwnerEntity, OwnerID: in.OwnerID, Seed: in.Seed, Agent: in.Agent, Command: in.Command,
 		Prompt: in.Prompt, Posture: in.Posture, Shape: in.Shape, Dir: in.Dir, Env: env, Timeout: timeout,
-		Dispatch: in.DispatchContext,
+		Dispatch: in.DispatchContext, EnvProfile: in.EnvProfile,
 	}
 	if p := in.Placement; p != nil {
 		req.Placement = runtime.SharedPlacement{Host: p.Host, On: p.On}
@@ -357,6 +357,9 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	ref, err := s.cfg.Runtime.Launch(ctx, req)
 	if err != nil {
 		release()
+		if errors.Is(err, runtime.ErrNoProfile) {
+			return invalidField("envProfile", s.cfg.Runtime.Profiles(), "%v", err)
+		}
 		if errors.Is(err, runtime.ErrBadLaunch) {
 			return invalidField("shape", strs(eventstore.SessionShapes), "%v", err)
 		}

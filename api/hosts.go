@@ -23,7 +23,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
 			running = []string{}
 		}
 		out.Hosts = append(out.Hosts, wire.Host{
-			Name: m.Name, State: string(m.State), Self: m.Self, Labels: m.Labels,
+			Name: m.Name, State: string(m.State), Self: m.Self, Labels: m.Labels, Profiles: m.Profiles,
 			Started: m.Started, LastHeard: m.Heard.UTC(), LeaseMs: m.LeaseMs,
 			MaxRunning: m.Capacity.MaxRunning, Running: m.Capacity.Running, Queued: m.Capacity.Queued,
 			MemoryFree: m.Capacity.MemoryFree, MemoryTotal: m.Capacity.MemoryTotal, Executions: running,

@@ -50,7 +50,7 @@ func (s *Server) place(in *wire.LaunchRequest) (string, error) {
 			// last heartbeat.
 			m.Capacity.Running, m.Capacity.MaxRunning = s.cfg.Runtime.Running(), s.cfg.Runtime.MaxRunning()
 		}
-		switch err := m.Matches(p.Host, p.On); {
+		switch err := m.Matches(p.Host, p.On, in.EnvProfile); {
 		case m.State != fleet.Live:
 			if p.Host == m.Name {
 				why = append(why, fmt.Sprintf("%s is %s", m.Name, m.State))

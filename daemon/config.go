@@ -116,6 +116,9 @@ type Config struct {
 	HostName string
 	// Labels are this host's labels, for placing launches.
 	Labels map[string]string
+	// EnvProfiles are this host's environment profiles by name
+	// (runtime.Config.EnvProfiles).
+	EnvProfiles map[string][]string
 	// Limits are fleet-wide limits of running executions per agent kind
 	// (fleet.Config.Limits); give the same on every daemon of the log.
 	Limits map[string]int

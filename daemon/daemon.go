@@ -157,7 +157,7 @@ func (d *Daemon) joinFleet(ctx context.Context) error {
 		Name: d.cfg.HostName, Home: fleet.DefaultName(d.cfg.DataDir), Labels: d.cfg.Labels, Lease: d.cfg.Lease, MinFreeMemory: d.cfg.MinFreeMemory, Handler: &d.late, Logger: d.logger,
 		Status: d.hostStatus, Lost: d.endLost,
 		CanStart: d.canStart, Start: d.startQueued, Orphan: d.orphan, Env: d.rt.QueuedEnv, Dequeued: d.rt.ForgetQueued,
-		Limits: d.cfg.Limits, Ended: d.ended,
+		Limits: d.cfg.Limits, Ended: d.ended, Profiles: d.rt.Profiles(),
 	})
 	if err != nil {
 		return err
@@ -396,6 +396,7 @@ func (d *Daemon) openRuntime() {
 		rc.Shared = sharedQueue{&d.member}
 	}
 	rc.Ended = d.release
+	rc.EnvProfiles = cfg.EnvProfiles
 	d.rt = runtime.New(rc)
 	d.onClose("runtime", func(ctx context.Context) error { return d.rt.Close(ctx) })
 }

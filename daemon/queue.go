@@ -21,7 +21,7 @@ type sharedQueue struct{ f *atomic.Pointer[fleet.Fleet] }
 var _ runtime.SharedQueue = sharedQueue{}
 
 func (q sharedQueue) Enqueue(ctx context.Context, r runtime.SharedRun) error {
-	return q.f.Load().Enqueue(ctx, fleet.Queued{ID: r.ID, Agent: r.Agent, Host: r.Host, On: r.On, QueuedAt: r.QueuedAt,
+	return q.f.Load().Enqueue(ctx, fleet.Queued{ID: r.ID, Agent: r.Agent, Host: r.Host, On: r.On, EnvProfile: r.EnvProfile, QueuedAt: r.QueuedAt,
 		Eligible: r.Eligible, HasEnv: r.HasEnv, Launch: r.Launch})
 }
 
@@ -41,7 +41,7 @@ func (q sharedQueue) Queued() []runtime.SharedRun {
 	runs := f.Queue()
 	out := make([]runtime.SharedRun, len(runs))
 	for i, r := range runs {
-		out[i] = runtime.SharedRun{ID: r.ID, Agent: r.Agent, Host: r.Host, On: r.On, QueuedAt: r.QueuedAt, Eligible: r.Eligible,
+		out[i] = runtime.SharedRun{ID: r.ID, Agent: r.Agent, Host: r.Host, On: r.On, EnvProfile: r.EnvProfile, QueuedAt: r.QueuedAt, Eligible: r.Eligible,
 			AcceptedBy: r.AcceptedBy, HasEnv: r.HasEnv, Launch: r.Launch}
 		if r.Claim != nil {
 			out[i].StartingOn = r.Claim.Host
@@ -65,7 +65,8 @@ func (d *Daemon) canStart(q fleet.Queued, starting int) bool {
 		return false
 	}
 	self := fleet.Host{Name: d.cfg.HostName, Labels: d.cfg.Labels}
-	if self.Matches(q.Host, q.On) != nil {
+	self.Profiles = d.rt.Profiles()
+	if self.Matches(q.Host, q.On, q.EnvProfile) != nil {
 		return false
 	}
 	if limit := f.Limit(q.Agent); limit > 0 {
@@ -128,7 +129,7 @@ func (d *Daemon) startQueued(ctx context.Context, q fleet.Queued) (retry bool) {
 		d.logger.Warn("take a fleet-wide limit's slot for a queued run; it waits again", "execution", q.ID, "err", err)
 		return true
 	}
-	if err := d.rt.StartShared(ctx, runtime.SharedRun{ID: q.ID, Agent: q.Agent, Host: q.Host, On: maps.Clone(q.On),
+	if err := d.rt.StartShared(ctx, runtime.SharedRun{ID: q.ID, Agent: q.Agent, Host: q.Host, On: maps.Clone(q.On), EnvProfile: q.EnvProfile,
 		QueuedAt: q.QueuedAt, Eligible: q.Eligible, AcceptedBy: q.AcceptedBy, HasEnv: q.HasEnv, Launch: q.Launch}, env); err != nil {
 		d.logger.Error("start a queued run", "execution", q.ID, "err", err)
 		if !d.rt.IsRunning(q.ID) {

@@ -57,6 +57,9 @@ type Config struct {
 	// the name.
 	Home   string
 	Labels map[string]string
+	// Profiles are the names of this host's environment profiles, for
+	// placing the launches that ask for one.
+	Profiles []string
 	// MinFreeMemory is the free memory below which this host starts no
 	// work; 0 for none.
 	MinFreeMemory uint64
@@ -389,7 +392,7 @@ func (f *Fleet) endLost(ctx context.Context) {
 
 // beat puts this host's heartbeat.
 func (f *Fleet) beat(ctx context.Context, left bool) error {
-	h := Host{Name: f.cfg.Name, Instance: f.instance, Home: f.cfg.Home, Labels: f.cfg.Labels, Started: f.started, Beat: time.Now().UTC(),
+	h := Host{Name: f.cfg.Name, Instance: f.instance, Home: f.cfg.Home, Profiles: f.cfg.Profiles, Labels: f.cfg.Labels, Started: f.started, Beat: time.Now().UTC(),
 		LeaseMs: f.cfg.Lease.Milliseconds(), Left: left}
 	if f.cfg.Status != nil {
 		st := f.cfg.Status()

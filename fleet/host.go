@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ type Host struct {
 	// last one died: it takes the name over.
 	Home   string            `json:"home,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Profiles are the names of its environment profiles.
+	Profiles []string `json:"profiles,omitempty"`
 	// Started is when this process joined; Beat when it sent this
 	// heartbeat, both by its own clock.
 	Started time.Time `json:"started"`
@@ -84,9 +87,13 @@ func Bytes(b uint64) string {
 	return fmt.Sprintf("%d bytes", b)
 }
 
-// Matches says why h cannot run a launch placed with host and labels, or
-// nil when it can.
-func (h Host) Matches(host string, labels map[string]string) error {
+// Matches says why h cannot run a launch placed with host and labels, and
+// needing the environment profile profile (none when empty), or nil when
+// it can.
+func (h Host) Matches(host string, labels map[string]string, profile string) error {
+	if profile != "" && !slices.Contains(h.Profiles, profile) {
+		return fmt.Errorf("it has no environment profile %s", profile)
+	}
 	if host != "" && h.Name != host {
 		return fmt.Errorf("it is not host %s", host)
 	}

@@ -34,6 +34,8 @@ type Queued struct {
 	// labels its host must have.
 	Host string            `json:"host,omitempty"`
 	On   map[string]string `json:"on,omitempty"`
+	// EnvProfile is the environment profile its host must have.
+	EnvProfile string `json:"envProfile,omitempty"`
 	// QueuedAt is when it was queued; Eligible when it may start (its
 	// scheduled time, or QueuedAt).
 	QueuedAt time.Time `json:"queuedAt"`

@@ -104,12 +104,13 @@ type queuedRequest struct {
 	Timeout     time.Duration               `json:"timeout,omitempty"`
 	SessionID   string                      `json:"sessionId,omitempty"`
 	Dispatch    *eventstore.DispatchContext `json:"dispatch"`
+	EnvProfile  string                      `json:"envProfile,omitempty"`
 }
 
 func (r queuedRequest) launch() LaunchRequest {
 	return LaunchRequest{OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command,
 		Prompt: r.Prompt, Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout,
-		SessionID: r.SessionID, Dispatch: r.Dispatch}
+		SessionID: r.SessionID, Dispatch: r.Dispatch, EnvProfile: r.EnvProfile}
 }
 
 // checkDispatch checks a launch's dispatch context, and that a launch that
@@ -171,7 +172,8 @@ func (rt *Runtime) keepQueued(pl *launchPlan) error {
 	r := pl.req
 	data, err := json.Marshal(queueFile{Ref: pl.ref, QueuedAt: pl.queuedAt, Request: queuedRequest{
 		OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command, Prompt: r.Prompt,
-		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch}})
+		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch,
+		EnvProfile: r.EnvProfile}})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -49,6 +50,11 @@ func (rt *Runtime) Launch(ctx context.Context, req LaunchRequest) (eventstore.Re
 	}
 	ref, req := pl.ref, pl.req
 	waits := req.Dispatch != nil && req.Dispatch.DispatchMode.Waits()
+	if !waits {
+		if err := rt.checkProfile(req.EnvProfile); err != nil {
+			return ref, err
+		}
+	}
 	if waits {
 		// Kept before the journal: a crash in between leaves a file whose
 		// journal is missing, which the next runtime drops, never a
@@ -228,6 +234,15 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	if req.EnvProfile != "" {
+		if err := rt.checkProfile(req.EnvProfile); err != nil {
+			rt.failLaunch(ref, err.Error())
+			return err
+		}
+		// Kept with the launch as its own environment, so that a run
+		// attached to again after a restart has it too.
+		req.Env = append(slices.Clone(rt.cfg.EnvProfiles[req.EnvProfile]), req.Env...)
+	}
 	env := rt.agentEnv(ref, req.Env, nonce)
 	p := &process{ref: ref, adapter: pl.adapter, driver: pl.driver, descriptor: pl.desc, shape: pl.shape, nonce: nonce,
 		env: env, dir: req.Dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
@@ -297,6 +312,30 @@ func (rt *Runtime) agentEnv(ref eventstore.Reference, launch []string, nonce str
 	}
 	return env
 }
+
+// checkProfile refuses an environment profile this host does not have.
+func (rt *Runtime) checkProfile(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := rt.cfg.EnvProfiles[name]; !ok {
+		where := "this host"
+		if rt.cfg.Host != "" {
+			where = "host " + rt.cfg.Host
+		}
+		return fmt.Errorf("%w: %s has no environment profile %q (serve --env-profile %s=FILE)", ErrNoProfile, where, name, name)
+	}
+	return nil
+}
+
+// HasProfile reports whether this host has the environment profile name.
+func (rt *Runtime) HasProfile(name string) bool {
+	_, ok := rt.cfg.EnvProfiles[name]
+	return ok
+}
+
+// Profiles lists this host's environment profiles by name.
+func (rt *Runtime) Profiles() []string { return slices.Sorted(maps.Keys(rt.cfg.EnvProfiles)) }
 
 // failLaunch records that a launch failed after its header was written.
 func (rt *Runtime) failLaunch(ref eventstore.Reference, reason string) {

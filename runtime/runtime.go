@@ -40,6 +40,9 @@ var (
 	// together (a session shape the agent does not have, a one-shot CLI
 	// without a prompt); nothing was written.
 	ErrBadLaunch = errors.New("execution: invalid launch")
+	// ErrNoProfile reports a launch that asks for an environment profile
+	// the host that runs it does not have.
+	ErrNoProfile = errors.New("execution: no such environment profile")
 )
 
 // Config configures a Runtime.
@@ -127,6 +130,9 @@ type Config struct {
 	// one 0600 file each, so that they survive a restart (Requeue); empty
 	// keeps them in memory only (dispatch.go).
 	QueueDir string
+	// EnvProfiles are this host's environment profiles by name: variables
+	// (NAME=VALUE) a launch asks for by name, kept on this host only.
+	EnvProfiles map[string][]string
 	// Ended, when set, hears of every execution that ended here, once its
 	// end is journaled (a fleet-wide limit's slot is given back).
 	Ended func(ref eventstore.Reference)
@@ -183,6 +189,10 @@ type LaunchRequest struct {
 	// in the header; nil runs it as interactive. Queued and scheduled
 	// launches wait in the runtime's queue (dispatch.go).
 	Dispatch *eventstore.DispatchContext
+	// EnvProfile names one of Config.EnvProfiles, whose variables come
+	// before Env's in the agent's environment; resolved where the run
+	// starts.
+	EnvProfile string
 	// Placement is where a launch that waits in the shared queue may
 	// start (Config.Shared); unused otherwise.
 	Placement SharedPlacement

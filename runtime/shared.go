@@ -41,9 +41,11 @@ type SharedQueue interface {
 type SharedRun struct {
 	ID    string
 	Agent string
-	// Host and On are its placement.
-	Host string
-	On   map[string]string
+	// Host and On are its placement; EnvProfile the environment profile
+	// its host must have.
+	Host       string
+	On         map[string]string
+	EnvProfile string
 	// QueuedAt is when it was queued; Eligible when it may start.
 	QueuedAt time.Time
 	Eligible time.Time
@@ -70,11 +72,12 @@ func (rt *Runtime) queueShared(ctx context.Context, pl *launchPlan, p SharedPlac
 	r := pl.req
 	launch, err := json.Marshal(queuedRequest{
 		OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command, Prompt: r.Prompt,
-		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch})
+		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch,
+		EnvProfile: r.EnvProfile})
 	if err != nil {
 		return err
 	}
-	run := SharedRun{ID: pl.ref.AgentExecutionID, Agent: pl.adapter.ID(), Host: p.Host, On: p.On, QueuedAt: pl.queuedAt,
+	run := SharedRun{ID: pl.ref.AgentExecutionID, Agent: pl.adapter.ID(), Host: p.Host, On: p.On, EnvProfile: r.EnvProfile, QueuedAt: pl.queuedAt,
 		Eligible: pl.queuedAt, HasEnv: len(r.Env) > 0, Launch: launch}
 	if at := r.Dispatch.Scheduled(); at.After(pl.queuedAt) {
 		run.Eligible = at

@@ -77,6 +77,10 @@ type LaunchRequest struct {
 	// daemon's host; the daemon's own when empty.
 	Dir string            `json:"dir,omitempty"`
 	Env map[string]string `json:"env,omitempty"`
+	// EnvProfile names an environment profile of the host that runs the
+	// launch (serve --env-profile NAME=FILE), added to its environment
+	// there: secrets that never leave that host.
+	EnvProfile string `json:"envProfile,omitempty"`
 	// Timeout is the run's time limit, a duration such as "90s", "30m"
 	// or "2h" (at most 168h): when it passes the daemon stops the run and
 	// journals an interruption with reason timeout. None when empty.

@@ -18,6 +18,8 @@ type Host struct {
 	State  string            `json:"state"`
 	Self   bool              `json:"self,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Profiles are the names of its environment profiles.
+	Profiles []string `json:"profiles,omitempty"`
 	// Started is when its daemon started; LastHeard when the answering
 	// daemon last heard from it, by its own clock.
 	Started   time.Time `json:"started"`
