@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -77,19 +78,28 @@ func inFlightOf(ref eventstore.Reference, records []eventstore.Record) inFlight 
 // journal's own (one per journal), so recording it twice, as a recovery
 // after a crash between it and the final state change does, is a no-op.
 func (rt *Runtime) recordInterruption(ctx context.Context, ref eventstore.Reference, reason eventstore.InterruptionReason, detail string) error {
+	in, err := rt.interruption(ctx, ref, reason, detail)
+	if err == nil {
+		_, err = rt.cfg.Store.Append(ctx, ref, in)
+	}
+	if err != nil {
+		return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
+	}
+	return nil
+}
+
+// interruption is the interruption record of a run ending for reason,
+// naming what its journal says was in flight.
+func (rt *Runtime) interruption(ctx context.Context, ref eventstore.Reference, reason eventstore.InterruptionReason, detail string) (*eventstore.Interruption, error) {
 	var records []eventstore.Record
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
 		if err != nil {
-			return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
+			return nil, err
 		}
 		records = append(records, e.Record)
 	}
 	f := inFlightOf(ref, records)
-	in := &eventstore.Interruption{Reason: reason, Detail: clipReason(detail), Turn: f.turn, MessageID: f.messageID, InputRequestID: f.inputRequestID}
-	if _, err := rt.cfg.Store.Append(ctx, ref, in); err != nil {
-		return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
-	}
-	return nil
+	return &eventstore.Interruption{Reason: reason, Detail: clipReason(detail), Turn: f.turn, MessageID: f.messageID, InputRequestID: f.inputRequestID}, nil
 }
 
 // interrupted records the interruption of a live run that is about to end;
@@ -101,9 +111,18 @@ func (rt *Runtime) interrupted(p *process, reason eventstore.InterruptionReason,
 	if ended {
 		return
 	}
+	// What is in flight is read from the journal, so it must hold what
+	// waits for the log first; given up on, nothing more is recorded.
+	if !rt.settled(p, nil) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := rt.recordInterruption(ctx, p.ref, reason, detail); err != nil {
+	in, err := rt.interruption(ctx, p.ref, reason, detail)
+	if err == nil {
+		err = rt.journal(ctx, p, in)
+	}
+	if err != nil && !errors.Is(err, errHeld) {
 		rt.cfg.Logger.Error("record interruption", "execution", p.ref.AgentExecutionID, "err", err)
 	}
 }

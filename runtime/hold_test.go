@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/bus"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/runtime"
+)
+
+// awayRig is a rig whose store reaches its log over a connection of its
+// own to a NATS server that a test stops and starts again on the same
+// store, as a daemon joined with --nats-url sees its host go and come
+// back.
+type awayRig struct {
+	*rig
+	natsDir, listen string
+	host            *bus.Bus
+}
+
+// awayWait is the store's UnavailableWait in these tests: an append gives
+// up on a log that does not answer after about that long, plus the
+// attempt in flight.
+const awayWait = 500 * time.Millisecond
+
+func newAwayRig(t *testing.T, cfg runtime.Config) *awayRig {
+	t.Helper()
+	r := &awayRig{natsDir: t.TempDir(), listen: fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0])}
+	r.start(t)
+	peer := fixtures.StartNATS(t, func(c *bus.Config) { c.URL = r.host.ClientURL() })
+	s, err := eventstore.OpenJetStream(context.Background(), peer.JetStream(), eventstore.JetStreamConfig{Stream: peer.StreamName(), UnavailableWait: awayWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = s
+	r.rig = &rig{store: s, rt: startRuntime(t, cfg), agent: fixtures.AgentBinary(t)}
+	return r
+}
+
+// start starts the NATS server on the rig's store and port.
+func (r *awayRig) start(t *testing.T) {
+	t.Helper()
+	r.host = fixtures.StartNATSAt(t, r.natsDir, func(c *bus.Config) { c.Listen = r.listen })
+}
+
+// away stops the NATS server for d, then starts it again.
+func (r *awayRig) away(t *testing.T, d time.Duration) {
+	t.Helper()
+	if err := r.host.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	r.start(t)
+}
+
+// markerIDs lists the observation ids of an execution's markers (its
+// progress signals) in journal order, and its output-lost diagnostics.
+func markerIDs(recs []eventstore.Record) (markers []string, lost []*eventstore.Observation) {
+	for _, rec := range recs {
+		o, ok := rec.(*eventstore.Observation)
+		if !ok || o.Signal == nil {
+			continue
+		}
+		switch p := o.Signal.Payload.(type) {
+		case *eventstore.ProgressSignal:
+			markers = append(markers, o.ObservationID)
+		case *eventstore.DiagnosticSignal:
+			if p.Code == runtime.CodeOutputLost {
+				lost = append(lost, o)
+			}
+		}
+	}
+	return markers, lost
+}
+
+// stdoutIDs are the observation ids of stdout lines from..to.
+func stdoutIDs(from, to int) []string {
+	var ids []string
+	for n := from; n <= to; n++ {
+		ids = append(ids, fmt.Sprintf("stdout-%d", n))
+	}
+	return ids
+}
+
+// TestOutputIsHeldWhileTheLogIsAway: an agent prints markers while its
+// log is away for many times the store's UnavailableWait; once the log is
+// back every marker is in the journal, once, in order, and the run's end
+// after them. Without the hold, each append given up on dropped its
+// marker for good.
+func TestOutputIsHeldWhileTheLogIsAway(t *testing.T) {
+	r := newAwayRig(t, runtime.Config{})
+	ref := r.launch(t, "sleep:500ms", "markers:20:100ms")
+	r.away(t, 10*awayWait+3*time.Second)
+	st := r.wait(t, ref)
+	recs := r.records(t, ref)
+	markers, lost := markerIDs(recs)
+	if want := stdoutIDs(1, 20); strings.Join(markers, " ") != strings.Join(want, " ") || len(lost) != 0 {
+		t.Fatalf("markers in the journal %v, lost %v; want %v and no loss", markers, lost, want)
+	}
+	if st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+	}
+	if last, ok := recs[len(recs)-1].(*eventstore.StateChanged); !ok || last.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("last record %s, want the end of the run after every marker", recs[len(recs)-1].Kind())
+	}
+}
+
+// TestOutputBeyondTheHoldLimitIsCounted: with room for 3 records, an agent
+// that prints 12 markers while the log is away has the first 3 journaled
+// once it is back, then one output-lost diagnostic that names the other 9,
+// then the end of its run.
+func TestOutputBeyondTheHoldLimitIsCounted(t *testing.T) {
+	r := newAwayRig(t, runtime.Config{HoldLimit: 3})
+	ref := r.launch(t, "sleep:500ms", "markers:12:10ms")
+	r.away(t, 10*awayWait)
+	st := r.wait(t, ref)
+	recs := r.records(t, ref)
+	markers, lost := markerIDs(recs)
+	if want := stdoutIDs(1, 3); strings.Join(markers, " ") != strings.Join(want, " ") || len(lost) != 1 {
+		t.Fatalf("markers in the journal %v and %d output-lost records, want %v and one", markers, len(lost), want)
+	}
+	got := lost[0].Payload
+	want := map[string]any{"records": 9.0, "observations": 9.0, "activityUpdates": 0.0, "first": "stdout-4", "last": "stdout-12", "holdLimit": 3.0}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("output-lost payload %s = %v, want %v (payload %v)", k, got[k], v, got)
+		}
+	}
+	if msg := lost[0].Signal.Payload.(*eventstore.DiagnosticSignal).Message; !strings.HasPrefix(msg, "9 records of the agent's output are not in the journal (stdout-4 to stdout-12)") {
+		t.Errorf("output-lost message %q, want it to name the 9 records", msg)
+	}
+	var order []string
+	for _, rec := range recs {
+		if o, ok := rec.(*eventstore.Observation); ok {
+			order = append(order, o.ObservationID)
+		}
+	}
+	if w := append(stdoutIDs(1, 3), "output-lost-stdout-4"); strings.Join(order, " ") != strings.Join(w, " ") {
+		t.Errorf("observations in journal order %v, want %v", order, w)
+	}
+	if st.Lifecycle != eventstore.LifecycleCompleted {
+		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
+	}
+}
