@@ -48,13 +48,24 @@ func (r *awayRig) start(t *testing.T) {
 	r.host = fixtures.StartNATSAt(t, r.natsDir, func(c *bus.Config) { c.Listen = r.listen })
 }
 
-// away stops the NATS server for d, then starts it again.
-func (r *awayRig) away(t *testing.T, d time.Duration) {
+// away stops the NATS server for d, then starts it again. Halfway, with
+// elsewhere set, the server runs for a moment where only the test
+// reaches it, and elsewhere writes to the log, as another daemon that can
+// reach it does while this one cannot.
+func (r *awayRig) away(t *testing.T, d time.Duration, elsewhere func(s *eventstore.JetStreamStore)) {
 	t.Helper()
 	if err := r.host.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(d)
+	time.Sleep(d / 2)
+	if elsewhere != nil {
+		b := fixtures.StartNATSAt(t, r.natsDir)
+		elsewhere(fixtures.OpenStore(t, b))
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(d / 2)
 	r.start(t)
 }
 
@@ -90,12 +101,20 @@ func stdoutIDs(from, to int) []string {
 // TestOutputIsHeldWhileTheLogIsAway: an agent prints markers while its
 // log is away for many times the store's UnavailableWait; once the log is
 // back every marker is in the journal, once, in order, and the run's end
-// after them. Without the hold, each append given up on dropped its
-// marker for good.
+// after them. Meanwhile another writer appends to the journal, as the
+// policy or another daemon does on a busy log: the first attempt of the
+// marker the store gave up on, which the connection keeps to send on
+// reconnecting, then finds the journal moved on and is refused, so
+// without the hold that marker is lost for good.
 func TestOutputIsHeldWhileTheLogIsAway(t *testing.T) {
 	r := newAwayRig(t, runtime.Config{})
 	ref := r.launch(t, "sleep:500ms", "markers:20:100ms")
-	r.away(t, 10*awayWait+3*time.Second)
+	r.away(t, 10*awayWait+3*time.Second, func(s *eventstore.JetStreamStore) {
+		if _, err := s.Append(context.Background(), ref, &eventstore.Observation{ObservationID: "o-elsewhere", Source: eventstore.ObservedDaemon,
+			Confidence: eventstore.ConfidenceHigh, Signal: eventstore.NewSignal(&eventstore.StatusSignal{Summary: "noted elsewhere"})}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	st := r.wait(t, ref)
 	recs := r.records(t, ref)
 	markers, lost := markerIDs(recs)
@@ -117,7 +136,7 @@ func TestOutputIsHeldWhileTheLogIsAway(t *testing.T) {
 func TestOutputBeyondTheHoldLimitIsCounted(t *testing.T) {
 	r := newAwayRig(t, runtime.Config{HoldLimit: 3})
 	ref := r.launch(t, "sleep:500ms", "markers:12:10ms")
-	r.away(t, 10*awayWait)
+	r.away(t, 10*awayWait, nil)
 	st := r.wait(t, ref)
 	recs := r.records(t, ref)
 	markers, lost := markerIDs(recs)
