@@ -178,11 +178,11 @@ func (rt *Runtime) enter(ctx context.Context, p *process, r eventstore.Record, a
 	return h.add(r, rt.cfg.HoldLimit, rt.cfg.Now(), await), errHeld
 }
 
-// add queues r, or counts it when it is output and limit output records
-// are held already. The caller holds mu.
+// add queues r, or counts it when it is output, limit output records are
+// held already and no caller waits for it. The caller holds mu.
 func (h *hold) add(r eventstore.Record, limit int, now time.Time, await bool) chan error {
 	e := &heldRecord{rec: r, output: isOutput(r)}
-	if e.output && h.kept >= limit {
+	if e.output && !await && h.kept >= limit {
 		h.count(r, now)
 		return nil
 	}
@@ -264,6 +264,7 @@ func (rt *Runtime) release(p *process) {
 			appended++
 		}
 		h.mu.Lock()
+		h.queue[0] = nil
 		h.queue = h.queue[1:]
 		if e.output {
 			h.kept--

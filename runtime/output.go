@@ -226,7 +226,9 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 }
 
 // notifyInputRequest hands a recorded question or permission request to
-// OnInputRequest, on a goroutine of its own.
+// OnInputRequest, on a goroutine of its own, once it is in the journal:
+// an answer must not land before the question it answers, which may be
+// held for the log (hold.go).
 func (rt *Runtime) notifyInputRequest(p *process, o *eventstore.Observation) {
 	ni, ok := signalPayload(o).(*eventstore.NeedsInputSignal)
 	if !ok || rt.cfg.OnInputRequest == nil {
@@ -235,7 +237,9 @@ func (rt *Runtime) notifyInputRequest(p *process, o *eventstore.Observation) {
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
-		rt.cfg.OnInputRequest(p.ref, ni)
+		if rt.settled(p, nil) {
+			rt.cfg.OnInputRequest(p.ref, ni)
+		}
 	}()
 }
 
@@ -410,9 +414,15 @@ func clipReason(s string) string {
 // order behind whatever of p is held for the log (hold.go). A refusal is
 // logged: the agent and the rest of its journal go on.
 func (rt *Runtime) record(ctx context.Context, p *process, r eventstore.Record) {
-	if err := rt.journal(ctx, p, r); err != nil && !errors.Is(err, errHeld) {
-		rt.cfg.Logger.Error("record "+string(r.Kind()), "execution", p.ref.AgentExecutionID, "record", r.RecordBase().RecordID, "err", err)
+	err := rt.journal(ctx, p, r)
+	if err == nil || errors.Is(err, errHeld) {
+		return
 	}
+	id := r.RecordBase().RecordID
+	if o, ok := r.(*eventstore.Observation); ok {
+		id = o.ObservationID
+	}
+	rt.cfg.Logger.Error("record "+string(r.Kind()), "execution", p.ref.AgentExecutionID, "id", id, "err", err)
 }
 
 // handled counts stdout line n of c handled once its records are in the
