@@ -166,3 +166,36 @@ func TestOutputBeyondTheHoldLimitIsCounted(t *testing.T) {
 		t.Fatalf("lifecycle %s (%s), want completed", st.Lifecycle, st.LifecycleReason)
 	}
 }
+
+// TestCloseGivesUpHeldOutputAtItsDeadline: a runtime closed while its
+// agent's markers wait for a log that stays away returns by its deadline,
+// and records nothing that passes over them: once the log is back, the
+// journal has no end of the run, which Recover is left to record.
+func TestCloseGivesUpHeldOutputAtItsDeadline(t *testing.T) {
+	r := newAwayRig(t, runtime.Config{})
+	ref := r.launch(t, "sleep:500ms", "markers:5:10ms", "wait")
+	if err := r.host.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the first marker's append to be given up on by the
+	// store, and so held.
+	time.Sleep(10 * awayWait)
+	const deadline = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	err := r.rt.Close(ctx)
+	if took := time.Since(start); took > deadline+2*time.Second {
+		t.Fatalf("Close took %s with a deadline of %s", took, deadline)
+	}
+	t.Logf("Close: %v", err)
+	r.start(t)
+	for _, rec := range fixtures.ReadJournal(t, fixtures.OpenStore(t, r.host), ref) {
+		if st, ok := rec.(*eventstore.StateChanged); ok && st.Lifecycle.Final() {
+			t.Fatalf("the journal ends the run (%s: %s) though its output was dropped", st.Lifecycle, st.Reason)
+		}
+		if in, ok := rec.(*eventstore.Interruption); ok {
+			t.Fatalf("the journal has an interruption (%s) though its output was dropped", in.Reason)
+		}
+	}
+}
