@@ -82,7 +82,7 @@ func (rt *Runtime) recordAdvertised(ctx context.Context, p *process, cmds []agen
 	msgs := AdvertisedDescriptors(p.adapter.ID(), cmds)
 	b, _ := json.Marshal(msgs)
 	sum := sha256.Sum256(b)
-	rt.record(ctx, p.ref, advertisedObservation("adv-"+hex.EncodeToString(sum[:12]), p.adapter.ID(), msgs))
+	rt.record(ctx, p, advertisedObservation("adv-"+hex.EncodeToString(sum[:12]), p.adapter.ID(), msgs))
 }
 
 var advertisedName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)

@@ -47,7 +47,7 @@ func (rt *Runtime) converse(p *process, c *child) {
 		Note: func(code, message string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
+			rt.record(ctx, p, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
 				Source: p.source, Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
 					Code: code, Message: clipReason(message), Adapter: p.adapter.ID()})})
 		},
@@ -59,7 +59,7 @@ func (rt *Runtime) converse(p *process, c *child) {
 		Status: func(phase, summary string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
+			rt.record(ctx, p, &eventstore.Observation{ObservationID: fmt.Sprintf("%s-client-%d", c.prefix, n.Add(1)),
 				Source: p.source, Confidence: eventstore.ConfidenceHigh, Signal: eventstore.NewSignal(&eventstore.StatusSignal{
 					Phase: phase, Summary: clipReason(summary)})})
 		},

@@ -10,6 +10,11 @@
 // replays a journal to decide (whether a run is still open, what a fork
 // inherits) but never keeps a second copy of state.
 //
+// What it records of a running execution goes through that execution's
+// hold (hold.go): while the log does not answer, the records wait there,
+// in order and within a bound, and are journaled once it does; what the
+// bound kept out is journaled as counted, not silently dropped.
+//
 // The runtime also owns the queue of queued and scheduled launches
 // (dispatch.go): starting a queued run is the second half of Launch, the
 // limit it keeps counts the runtime's live executions, and Stop must find

@@ -146,7 +146,13 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	p.mu.Unlock()
 	p.stopLimit()
 	st.Attention, st.Activity, st.CurrentInputRequestID = eventstore.AttentionNone, eventstore.ActivityIdle, eventstore.ClearInputRequest()
-	if err := rt.appendState(p.ref, "lifecycle:final", st); err != nil {
+	// Behind the output held for the log, if any: the end is recorded
+	// after it, or, when Close gives up on it, not here at all.
+	st.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindStateChanged, "lifecycle:final")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := rt.journalAwait(ctx, p, st)
+	cancel()
+	if err != nil {
 		// The file stays: Recover ends the journal after a restart.
 		rt.cfg.Logger.Error("record exit", "execution", p.ref.AgentExecutionID, "err", err)
 	} else {
@@ -167,6 +173,15 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	}
 	// A slot is free.
 	rt.dispatch()
+}
+
+// journalState is appendState for a live execution: through its hold, in
+// order behind what of its output waits for the log (hold.go).
+func (rt *Runtime) journalState(p *process, key string, st *eventstore.StateChanged) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindStateChanged, key)
+	return rt.journal(ctx, p, st)
 }
 
 func (rt *Runtime) appendState(ref eventstore.Reference, key string, st *eventstore.StateChanged) error {

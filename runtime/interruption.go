@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -84,22 +85,31 @@ func (rt *Runtime) recordInterruption(ctx context.Context, ref eventstore.Refere
 // from key, so that writers who may both record one interruption append
 // it once; an empty key leaves the id to the store.
 func (rt *Runtime) recordInterruptionAs(ctx context.Context, ref eventstore.Reference, key string, reason eventstore.InterruptionReason, detail string) error {
+	in, err := rt.interruption(ctx, ref, reason, detail)
+	if err == nil {
+		if key != "" {
+			in.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindInterruption, key)
+		}
+		_, err = rt.cfg.Store.Append(ctx, ref, in)
+	}
+	if err != nil {
+		return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
+	}
+	return nil
+}
+
+// interruption is the interruption record of a run ending for reason,
+// naming what its journal says was in flight.
+func (rt *Runtime) interruption(ctx context.Context, ref eventstore.Reference, reason eventstore.InterruptionReason, detail string) (*eventstore.Interruption, error) {
 	var records []eventstore.Record
 	for e, err := range rt.cfg.Store.ReadJournal(ctx, ref, 1) {
 		if err != nil {
-			return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
+			return nil, err
 		}
 		records = append(records, e.Record)
 	}
 	f := inFlightOf(ref, records)
-	in := &eventstore.Interruption{Reason: reason, Detail: clipReason(detail), Turn: f.turn, MessageID: f.messageID, InputRequestID: f.inputRequestID}
-	if key != "" {
-		in.RecordID = eventstore.RecordID(ref.JournalID, eventstore.KindInterruption, key)
-	}
-	if _, err := rt.cfg.Store.Append(ctx, ref, in); err != nil {
-		return fmt.Errorf("record the interruption of %s: %w", ref.AgentExecutionID, err)
-	}
-	return nil
+	return &eventstore.Interruption{Reason: reason, Detail: clipReason(detail), Turn: f.turn, MessageID: f.messageID, InputRequestID: f.inputRequestID}, nil
 }
 
 // interrupted records the interruption of a live run that is about to end;
@@ -111,9 +121,18 @@ func (rt *Runtime) interrupted(p *process, reason eventstore.InterruptionReason,
 	if ended {
 		return
 	}
+	// What is in flight is read from the journal, so it must hold what
+	// waits for the log first; given up on, nothing more is recorded.
+	if !rt.settled(p, nil) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := rt.recordInterruption(ctx, p.ref, reason, detail); err != nil {
+	in, err := rt.interruption(ctx, p.ref, reason, detail)
+	if err == nil {
+		err = rt.journal(ctx, p, in)
+	}
+	if err != nil && !errors.Is(err, errHeld) {
 		rt.cfg.Logger.Error("record interruption", "execution", p.ref.AgentExecutionID, "err", err)
 	}
 }

@@ -75,11 +75,11 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 		rt.replayLine(p, c, line, truncated)
 		return
 	}
-	defer c.noteHandled(n)
+	defer rt.handled(p, c, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if truncated {
-		rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: stdoutID(c, n), Source: p.source,
+		rt.record(ctx, p, &eventstore.Observation{ObservationID: stdoutID(c, n), Source: p.source,
 			Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{
 				Code: "line-too-long", Message: fmt.Sprintf("output line %d is longer than %d bytes and was cut", n, rt.cfg.MaxLine)})})
 		// The journal has only the diagnostic: the line's start is kept.
@@ -90,7 +90,7 @@ func (rt *Runtime) handleLine(p *process, c *child, n int, line []byte, truncate
 		parsed := marker.Parse(line, p.nonce)
 		if parsed.Result != marker.NotMarker {
 			o := marker.Observation(parsed, line, stdoutID(c, n), p.source)
-			rt.record(ctx, p.ref, o)
+			rt.record(ctx, p, o)
 			rt.notifyInputRequest(p, o)
 			return
 		}
@@ -203,15 +203,13 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 					ev.Observation.Native = n
 				}
 			}
-			rt.record(ctx, p.ref, ev.Observation)
+			rt.record(ctx, p, ev.Observation)
 			rt.notifyInputRequest(p, ev.Observation)
 		case ev.Activity != nil:
 			// Record ids are message ids across the whole log: tie the
 			// parser's id to this journal.
 			ev.Activity.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindActivity, ev.Activity.RecordID)
-			if _, err := rt.cfg.Store.Append(ctx, p.ref, ev.Activity); err != nil {
-				rt.cfg.Logger.Error("record activity", "execution", p.ref.AgentExecutionID, "err", err)
-			}
+			rt.record(ctx, p, ev.Activity)
 		case ev.Session != nil:
 			// The version only matters to the parser's diagnostics.
 			if ev.Session.ID != "" {
@@ -228,7 +226,9 @@ func (rt *Runtime) handleEvents(ctx context.Context, p *process, c *child, event
 }
 
 // notifyInputRequest hands a recorded question or permission request to
-// OnInputRequest, on a goroutine of its own.
+// OnInputRequest, on a goroutine of its own, once it is in the journal:
+// an answer must not land before the question it answers, which may be
+// held for the log (hold.go).
 func (rt *Runtime) notifyInputRequest(p *process, o *eventstore.Observation) {
 	ni, ok := signalPayload(o).(*eventstore.NeedsInputSignal)
 	if !ok || rt.cfg.OnInputRequest == nil {
@@ -237,7 +237,9 @@ func (rt *Runtime) notifyInputRequest(p *process, o *eventstore.Observation) {
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
-		rt.cfg.OnInputRequest(p.ref, ni)
+		if rt.settled(p, nil) {
+			rt.cfg.OnInputRequest(p.ref, ni)
+		}
 	}()
 }
 
@@ -388,8 +390,8 @@ func (rt *Runtime) turnEnded(p *process, c *child, te agent.TurnEnd) {
 		if te.Failed {
 			reason = fmt.Sprintf("turn %d failed: %s; waiting for the next message", n, clipReason(te.Reason))
 		}
-		if err := rt.appendState(p.ref, fmt.Sprintf("turn:%d:end", n), &eventstore.StateChanged{
-			Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil {
+		if err := rt.journalState(p, fmt.Sprintf("turn:%d:end", n), &eventstore.StateChanged{
+			Attention: eventstore.AttentionAwaitingOperator, Activity: eventstore.ActivityIdle, Reason: reason}); err != nil && !errors.Is(err, errHeld) {
 			rt.cfg.Logger.Error("record turn end", "execution", p.ref.AgentExecutionID, "err", err)
 		}
 	}
@@ -408,8 +410,29 @@ func clipReason(s string) string {
 	return textclip.Bytes(s, 200)
 }
 
-func (rt *Runtime) record(ctx context.Context, ref eventstore.Reference, o *eventstore.Observation) {
-	if _, err := rt.cfg.Store.Append(ctx, ref, o); err != nil {
-		rt.cfg.Logger.Error("record observation", "execution", ref.AgentExecutionID, "observation", o.ObservationID, "err", err)
+// record journals an observation or activity update of p's output, in
+// order behind whatever of p is held for the log (hold.go). A refusal is
+// logged: the agent and the rest of its journal go on.
+func (rt *Runtime) record(ctx context.Context, p *process, r eventstore.Record) {
+	err := rt.journal(ctx, p, r)
+	if err == nil || errors.Is(err, errHeld) {
+		return
 	}
+	id := r.RecordBase().RecordID
+	if o, ok := r.(*eventstore.Observation); ok {
+		id = o.ObservationID
+	}
+	rt.cfg.Logger.Error("record "+string(r.Kind()), "execution", p.ref.AgentExecutionID, "id", id, "err", err)
+}
+
+// handled counts stdout line n of c handled once its records are in the
+// journal. A supervised agent's reader waits here while they are held for
+// the log, since the supervisor's spool keeps what the agent prints
+// meanwhile; when this runtime leaves its agents, or gives up at its
+// close, the line stays uncounted for the next runtime to handle again.
+func (rt *Runtime) handled(p *process, c *child, n int) {
+	if c.handle() != nil && !rt.settled(p, rt.detach.Done()) {
+		return
+	}
+	c.noteHandled(n)
 }

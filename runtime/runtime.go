@@ -87,6 +87,11 @@ type Config struct {
 	// OutputLimit bounds each of an execution's two output files, in
 	// bytes; outputlog.DefaultLimit (1 MiB) when 0.
 	OutputLimit int64
+	// HoldLimit bounds how many observations and activity updates of one
+	// execution are held in memory while the log does not answer; more
+	// are counted, and the count journaled once it answers (hold.go).
+	// DefaultHoldLimit when 0 or less.
+	HoldLimit int
 	// LaunchEnv, when set, adds environment variables for one launch, e.g.
 	// the MCP address and a token scoped to that execution.
 	LaunchEnv func(ref eventstore.Reference) []string
@@ -215,6 +220,10 @@ type Runtime struct {
 	// output readers stop.
 	detach     context.Context
 	stopDetach context.CancelFunc
+	// holding ends when Close's deadline passes: records held for a log
+	// that does not answer are given up (hold.go).
+	holding    context.Context
+	giveUpHeld context.CancelFunc
 
 	// host is this runtime's directory in cfg.HostDir, once a launch
 	// created it (hosted.go).
@@ -245,8 +254,12 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.HoldLimit <= 0 {
+		cfg.HoldLimit = DefaultHoldLimit
+	}
 	rt := &Runtime{cfg: cfg, live: map[string]*process{}, starting: map[string]chan struct{}{}}
 	rt.detach, rt.stopDetach = context.WithCancel(context.Background())
+	rt.holding, rt.giveUpHeld = context.WithCancel(context.Background())
 	return rt
 }
 
@@ -300,6 +313,10 @@ type process struct {
 
 	// snaps takes the workspace snapshots; nil when they are off.
 	snaps *snapshots
+
+	// held keeps the execution's records in order while the log does not
+	// answer (hold.go).
+	held hold
 }
 
 // current returns the running child, nil between turns.
@@ -350,6 +367,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	errs := []error{rt.stopAll(ctx, ids, stop)}
 	rt.stopDetach()
+	rt.awaitHeld(ctx)
 	rt.wg.Wait()
 	for _, p := range leave {
 		// The next runtime continues the file.

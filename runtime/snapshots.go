@@ -201,6 +201,6 @@ func (rt *Runtime) snapshot(p *process, why string) {
 }
 
 func (rt *Runtime) snapshotDiagnostic(ctx context.Context, p *process, id, code, msg string) {
-	rt.record(ctx, p.ref, &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedGit,
+	rt.record(ctx, p, &eventstore.Observation{ObservationID: id, Source: eventstore.ObservedGit,
 		Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: code, Message: clipReason(msg)})})
 }
