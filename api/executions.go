@@ -302,7 +302,13 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeRequest(w, r, &in, false); err != nil {
 		return err
 	}
-	if s.cfg.Fleet != nil && !routed(r.Context()) {
+	waits := in.DispatchContext != nil && in.DispatchContext.DispatchMode.Waits()
+	if err := checkPlacement(in.Placement); err != nil {
+		return err
+	}
+	if s.cfg.Fleet != nil && !routed(r.Context()) && !waits {
+		// A launch that waits is placed when it starts, by the fleet's
+		// queue, where its placement goes with it.
 		host, err := s.place(&in)
 		if err != nil {
 			return err

@@ -28,19 +28,12 @@ import (
 // host that had room; it takes them all the same.
 func (s *Server) place(in *wire.LaunchRequest) (string, error) {
 	self := s.cfg.Fleet.Name()
+	if err := checkPlacement(in.Placement); err != nil {
+		return "", err
+	}
 	var p wire.Placement
 	if in.Placement != nil {
 		p = *in.Placement
-	}
-	if p.Host != "" {
-		if err := fleet.ValidName(p.Host); err != nil {
-			return "", invalidField("placement.host", nil, "%v", err)
-		}
-	}
-	for k, v := range p.On {
-		if _, _, err := fleet.ParseLabel(k + "=" + v); err != nil {
-			return "", invalidField("placement.on", nil, "%v", err)
-		}
 	}
 	var fits []fleet.Member
 	var why []string
@@ -84,14 +77,29 @@ func (s *Server) place(in *wire.LaunchRequest) (string, error) {
 	return fits[0].Name, nil
 }
 
+// checkPlacement refuses a placement that names no host a fleet can have.
+func checkPlacement(p *wire.Placement) error {
+	if p == nil {
+		return nil
+	}
+	if p.Host != "" {
+		if err := fleet.ValidName(p.Host); err != nil {
+			return invalidField("placement.host", nil, "%v", err)
+		}
+	}
+	for k, v := range p.On {
+		if _, _, err := fleet.ParseLabel(k + "=" + v); err != nil {
+			return invalidField("placement.on", nil, "%v", err)
+		}
+	}
+	return nil
+}
+
 // forwardLaunch hands a launch to the host placement chose and answers
 // with that host's answer. The launch's environment travels with it, over
-// the log's NATS, and is kept nowhere on the way.
+// the log's NATS, and is kept nowhere on the way; its placement travels as
+// it was given (the host takes it as forwarded, and places it no further).
 func (s *Server) forwardLaunch(w http.ResponseWriter, r *http.Request, host string, in wire.LaunchRequest) error {
-	if in.Placement == nil {
-		in.Placement = &wire.Placement{}
-	}
-	in.Placement.Host = host
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
