@@ -97,3 +97,64 @@ func TestLaunchesArePlaced(t *testing.T) {
 		t.Fatalf("placed on a bad host name: %v; want 400 naming placement.host", err)
 	}
 }
+
+// An environment profile lives on the host that defines it: a launch that
+// asks for it, taken by another host, runs there with its variables, which
+// no record holds; a queued one waits for and starts on such a host; one
+// that names a profile no host has is refused.
+func TestEnvProfilesStayOnTheirHost(t *testing.T) {
+	alpha := openDaemon(t, func(c *daemon.Config) {
+		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
+		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	})
+	openDaemon(t, func(c *daemon.Config) {
+		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "beta", 2*time.Second
+		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+		c.EnvProfiles = map[string][]string{"deploy": {"DEPLOY_TOKEN=t0k-secret"}}
+	})
+	ca := client.New(alpha.URL(), alpha.Token())
+	defer ca.Close()
+	waitHosts(t, ca, func(h client.Hosts) bool { return len(h.Hosts) == 2 })
+	command := []string{"/bin/sh", "-c", `echo "token=$DEPLOY_TOKEN"; exec cat`}
+	now, err := ca.Launch(t.Context(), client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-prof",
+		Agent: "generic", Command: command, EnvProfile: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queuedLaunch("t-prof-q", nil, command...)
+	q.EnvProfile = "deploy"
+	later, err := ca.Launch(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []client.Launched{now, later} {
+		id := l.Reference.AgentExecutionID
+		ex := waitExecution(t, ca, id, "running", func(ex client.Execution) bool { return ex.Lifecycle == eventstore.LifecycleRunning })
+		if ex.Host != "beta" {
+			t.Fatalf("%s asked for the profile only beta has and runs on %q", id, ex.Host)
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			status, _, out := call(t, alpha, "GET", "/v1/executions/"+id+"/output", nil)
+			if status == http.StatusOK && strings.Contains(out, "token=t0k-secret") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's output: %d %s; want the profile's variable", id, status, out)
+			}
+		}
+		for e, err := range alpha.Store().ReadJournal(t.Context(), l.Reference, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), "t0k-secret") {
+				t.Fatalf("a profile's variable is in the journal: %s", b)
+			}
+		}
+	}
+	var ae *client.Error
+	_, err = ca.Launch(t.Context(), client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-prof",
+		Agent: "generic", Command: command, EnvProfile: "nowhere"})
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "has no environment profile nowhere") {
+		t.Fatalf("a launch asking for a profile no host has: %v", err)
+	}
+}

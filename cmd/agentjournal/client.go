@@ -174,7 +174,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--host NAME] [--on KEY=VALUE]... [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--host NAME] [--on KEY=VALUE]... [--env-profile NAME] [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -225,6 +225,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	surface := fs.String("origin-surface", "", "where the launch was asked for, `S`: "+joinEnum(eventstore.OriginSurfaces)+" (default desktop when a dispatch flag is given)")
 	product := fs.String("origin-product", "", "the id `P` of the product that asked for the launch: letters, digits and . _ - : / @ (default agentjournal-cli when a dispatch flag is given)")
 	scheduled := fs.String("scheduled-for", "", "start no earlier than `TIME`, RFC 3339 (2026-11-24T18:00:00Z) or a duration from now (90m); implies --dispatch-mode scheduled")
+	profile := fs.String("env-profile", "", "add the environment profile `NAME` of the host that runs the launch (serve --env-profile); only hosts that have it run it")
 	host := fs.String("host", "", "run the launch on the fleet's host `NAME` ('agentjournal hosts')")
 	var on labelFlag
 	fs.Var(&on, "on", "run the launch on a host with the label `KEY=VALUE` (repeatable; serve --label)")
@@ -255,6 +256,7 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	if *interactive {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}
+	req.EnvProfile = *profile
 	if *host != "" || len(on.m) > 0 {
 		if *host != "" {
 			if err := fleet.ValidName(*host); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]...",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]... [--env-profile NAME=FILE]...",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -88,7 +89,13 @@ less than --min-free-memory free takes no launch. --limit AGENT=N (the same on
 every daemon of the log) lets at most N executions of that agent kind run
 across the fleet: a launch beyond it is refused, a queued one waits for a
 slot. Launches that wait (queued, scheduled) are in one queue for the whole
-fleet, kept beside the log: any host with room starts the next, once.
+fleet, kept beside the log: any host with room starts the next, once. A
+launch's environment is never journaled nor kept in a bucket: the daemon that
+takes a queued launch keeps it (DATA/queue, 0600) and gives it to the host
+that starts it; --env-profile NAME=FILE instead keeps variables (NAME=VALUE
+lines of a file only its owner can read) on this host, for launches that ask
+for the profile by name (launch --env-profile), which then run only where it
+is defined.
 
 Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
 in the daemon's queue until fewer than --max-running agents run here (the
@@ -117,6 +124,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	var labels labelFlag
 	fs.Var(&labels, "label", "a `KEY=VALUE` label of this host, for placing launches (repeatable, e.g. --label gpu=1 --label os=linux)")
 	minFree := fs.String("min-free-memory", "0", "start no agent while the machine has less than `SIZE` of memory free (e.g. 2GiB, 512MiB; 0 for no floor); a launch then goes to another host, or is refused")
+	var profiles profileFlag
+	fs.Var(&profiles, "env-profile", "an environment profile `NAME=FILE`: the NAME=VALUE lines of FILE (readable by its owner only), for launches that ask for it (repeatable)")
 	var limits limitFlag
 	fs.Var(&limits, "limit", "run at most `AGENT=N` executions of that agent kind across the fleet (repeatable, e.g. --limit claude-code=5; the same on every daemon)")
 	lease := fs.Duration("lease", fleet.DefaultLease, "how long this host may go unheard before the others take it for lost")
@@ -194,6 +203,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	cfg.Supervisor, cfg.LeaveRunning = &sup, *onStop == "leave"
 	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
 	cfg.HostName, cfg.Labels, cfg.Lease, cfg.MinFreeMemory, cfg.Limits = *hostName, labels.m, *lease, floor, limits.m
+	cfg.EnvProfiles = profiles.m
 	return c.serve(ctx, cfg)
 }
 
@@ -360,4 +370,58 @@ func (l *limitFlag) Set(s string) error {
 	}
 	l.m[agent] = n
 	return nil
+}
+
+// profileFlag loads repeated --env-profile NAME=FILE flags.
+type profileFlag struct{ m map[string][]string }
+
+func (p *profileFlag) String() string { return strings.Join(slices.Sorted(maps.Keys(p.m)), ",") }
+
+func (p *profileFlag) Set(s string) error {
+	name, path, ok := strings.Cut(s, "=")
+	if !ok || name == "" || path == "" {
+		return fmt.Errorf("env-profile %q: want NAME=FILE", s)
+	}
+	vars, err := loadEnvProfile(path)
+	if err != nil {
+		return fmt.Errorf("env-profile %s: %w", name, err)
+	}
+	if p.m == nil {
+		p.m = map[string][]string{}
+	}
+	p.m[name] = vars
+	return nil
+}
+
+// envVarName is a variable name a profile may set.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// loadEnvProfile reads an environment profile: NAME=VALUE lines, blank
+// lines and # comments. It holds secrets, so a file others can read is
+// refused, as the NATS secret's is.
+func loadEnvProfile(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s can be read by others (mode %04o); it holds secrets: chmod 600 %s", path, info.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var vars []string
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, ok := strings.Cut(line, "=")
+		if !ok || !envVarName.MatchString(name) {
+			return nil, fmt.Errorf("%s line %d: want NAME=VALUE with NAME of [A-Za-z0-9_], not starting with a digit", path, i+1)
+		}
+		vars = append(vars, line)
+	}
+	return vars, nil
 }
