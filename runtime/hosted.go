@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/internal/durable"
 )
 
@@ -357,6 +358,13 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference, hos
 			rt.cfg.Logger.Warn("forget a hosted execution whose journal is not in the log", "execution", ref.AgentExecutionID, "journal", ref.JournalID)
 			continue
 		}
+		if st.Lifecycle.Final() && hosted[ref.AgentExecutionID] && st.LifecycleReason == hostLostReason {
+			// Ended by the fleet while this host was gone: an agent of it
+			// that ran on here is stopped, not attached to, since the run
+			// may go on elsewhere as a resume.
+			rt.stopLeftover(ctx, ref)
+			continue
+		}
 		if st.Lifecycle.Final() || rt.queued(ref.AgentExecutionID) || neverStarted(st) && !hosted[ref.AgentExecutionID] {
 			// A queued run that has not started is the queue's to start
 			// (Requeue), not an orphan.
@@ -428,6 +436,54 @@ func (rt *Runtime) settleUndelivered(ctx context.Context, ref eventstore.Referen
 	return nil
 }
 
+// CodeHostReturned is the code of the diagnostic journaled when a host
+// comes back after its lease and stops an agent of an execution the fleet
+// ended meanwhile.
+const CodeHostReturned = "host-returned"
+
+// hostLostReason is the lifecycle reason of an execution the fleet ended
+// because its host was lost. Persisted: never change it.
+const hostLostReason = "host_lost"
+
+// stopLeftover stops the supervised agent of an execution the fleet ended
+// while its host was gone, if it ran on, and journals what happened: a
+// diagnostic observation saying that it ran on and was stopped (after the
+// end, it moves nothing). Nothing is started again.
+func (rt *Runtime) stopLeftover(ctx context.Context, ref eventstore.Reference) {
+	id := ref.AgentExecutionID
+	defer rt.forgetLaunch(id)
+	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" {
+		return
+	}
+	dir, err := rt.supervisedPath(id, "")
+	if err != nil {
+		return
+	}
+	h, err := supervisor.Attach(dir)
+	if err != nil {
+		return
+	}
+	defer h.Close()
+	if !h.Alive() {
+		return
+	}
+	pid := h.AgentPID()
+	sctx, cancel := context.WithTimeout(ctx, rt.cfg.StopGrace)
+	defer cancel()
+	_ = h.Signal(sctx, syscall.SIGTERM)
+	if _, err := h.Wait(sctx); err != nil {
+		_ = h.Signal(context.WithoutCancel(ctx), syscall.SIGKILL)
+	}
+	detail := fmt.Sprintf("host %s came back after its lease: the agent (process %d) had run on after the fleet ended this execution, and was stopped; anything it did since is not journaled", rt.cfg.Host, pid)
+	rt.cfg.Logger.Warn("stopped an agent the fleet had ended while its host was gone", "execution", id, "pid", pid)
+	o := &eventstore.Observation{ObservationID: "host-returned-" + randomHex(4), Source: eventstore.ObservedDaemon,
+		Confidence: eventstore.ConfidenceDiagnostic, Signal: eventstore.NewSignal(&eventstore.DiagnosticSignal{Code: CodeHostReturned, Message: detail}),
+		Payload: map[string]any{"host": rt.cfg.Host, "pid": pid}}
+	if _, err := rt.cfg.Store.Append(ctx, ref, o); err != nil {
+		rt.cfg.Logger.Error("journal the stop of an agent that ran on", "execution", id, "err", err)
+	}
+}
+
 // EndLost ends the executions that host, a host of the fleet now lost,
 // ran and that no process here runs: each gets an interruption
 // (system_restart, its detail naming the host) and the end terminated,
@@ -459,7 +515,7 @@ func (rt *Runtime) EndLost(ctx context.Context, host, instance string, lease tim
 			return ended, fmt.Errorf("end %s of lost host %s: %w", ref.AgentExecutionID, host, err)
 		}
 		if err := rt.appendState(ref, key, &eventstore.StateChanged{Lifecycle: eventstore.LifecycleTerminated,
-			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: "host_lost"}); err != nil {
+			Attention: eventstore.AttentionNone, CurrentInputRequestID: eventstore.ClearInputRequest(), Reason: hostLostReason}); err != nil {
 			return ended, fmt.Errorf("end %s of lost host %s: %w", ref.AgentExecutionID, host, err)
 		}
 		ended = append(ended, ref.AgentExecutionID)
