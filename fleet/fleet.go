@@ -117,6 +117,9 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	members map[string]member
+	// self is this host's last heartbeat: it is live to itself, whether
+	// or not the bucket's watch has brought the heartbeat back yet.
+	self Host
 	// ended are the instances of lost hosts whose work Lost has ended.
 	ended   map[string]bool
 	beatNow chan struct{}
@@ -404,7 +407,11 @@ func (f *Fleet) beat(ctx context.Context, left bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.kv.Put(ctx, f.cfg.Name, b)
+	if _, err = f.kv.Put(ctx, f.cfg.Name, b); err == nil {
+		f.mu.Lock()
+		f.self = h
+		f.mu.Unlock()
+	}
 	return err
 }
 
@@ -502,9 +509,13 @@ func (f *Fleet) Members() []Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	out := make([]Member, 0, len(f.members))
-	for _, name := range slices.Sorted(maps.Keys(f.members)) {
-		out = append(out, f.view(f.members[name], now))
+	members := maps.Clone(f.members)
+	if f.self.Name != "" && !f.self.Left {
+		members[f.self.Name] = member{host: f.self, heard: now}
+	}
+	out := make([]Member, 0, len(members))
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		out = append(out, f.view(members[name], now))
 	}
 	return out
 }
@@ -514,6 +525,9 @@ func (f *Fleet) Members() []Member {
 func (f *Fleet) Member(name string) (Member, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if name == f.self.Name && !f.self.Left {
+		return f.view(member{host: f.self, heard: time.Now()}, time.Now()), true
+	}
 	m, ok := f.members[name]
 	if !ok {
 		return Member{}, false
