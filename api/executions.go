@@ -41,6 +41,10 @@ func (s *Server) lookup(ctx context.Context, id string) (eventstore.Reference, e
 // catchUp waits, up to DecisionWait, until the projection has applied
 // every record the log holds now.
 func (s *Server) catchUp(ctx context.Context) error {
+	// Asking the log for its end would wait out the outage.
+	if err := s.logDown(); err != nil {
+		return s.unreachable(err)
+	}
 	last, err := s.cfg.Store.LastOffset(ctx)
 	if err != nil {
 		return fmt.Errorf("read the end of the log: %w", err)
@@ -49,17 +53,82 @@ func (s *Server) catchUp(ctx context.Context) error {
 }
 
 // projectedThrough waits, up to DecisionWait, until the projection has
-// applied the record at offset and every one before it.
+// applied the record at offset and every one before it. While the log is
+// unreachable the projection cannot move, so it does not wait: it answers
+// 503 at once, and a wait under way when the log goes away ends then.
 func (s *Server) projectedThrough(ctx context.Context, offset uint64) error {
+	if err := s.logDown(); err != nil {
+		return s.unreachable(err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
+	if s.cfg.LogReachable != nil {
+		var down context.CancelCauseFunc
+		wctx, down = context.WithCancelCause(wctx)
+		watched := make(chan struct{})
+		defer func() { down(nil); <-watched }()
+		go func() {
+			defer close(watched)
+			s.watchLog(wctx, down)
+		}()
+	}
 	err := s.cfg.Views.WaitFor(wctx, offset)
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(wctx); errors.Is(cause, errLogDown) && ctx.Err() == nil {
+		return s.unreachable(cause)
+	}
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		cp, _ := s.cfg.Views.Checkpoint()
 		return timeout("the read model has applied the log up to offset %d of %d and did not catch up within %s; is the projector running?",
 			cp, offset, s.cfg.DecisionWait)
 	}
 	return err
+}
+
+// errLogDown ends a wait for the projection when the log becomes
+// unreachable (watchLog).
+var errLogDown = errors.New("the log became unreachable")
+
+// logCheckEvery is how often a wait for the projection asks whether the
+// log is still reachable: a read waits at most this much longer once it
+// is not.
+const logCheckEvery = 100 * time.Millisecond
+
+// logDown says why the log cannot be reached now (Config.LogReachable),
+// nil when it can, or when the daemon cannot tell (an embedded log).
+func (s *Server) logDown() error {
+	if s.cfg.LogReachable == nil {
+		return nil
+	}
+	return s.cfg.LogReachable()
+}
+
+// watchLog cancels a wait for the projection with errLogDown once the log
+// is unreachable, and returns when ctx ends.
+func (s *Server) watchLog(ctx context.Context, down context.CancelCauseFunc) {
+	t := time.NewTicker(logCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.logDown(); err != nil {
+			down(fmt.Errorf("%w: %w", errLogDown, err))
+			return
+		}
+	}
+}
+
+// unreachable is the answer of a read that needs the projection to catch
+// up while the log is unreachable.
+func (s *Server) unreachable(err error) error {
+	cp, _ := s.cfg.Views.Checkpoint()
+	return unavailable("the read model holds the log up to offset %d and cannot catch up while the log is unreachable (%v); "+
+		"this daemon reconnects by itself, retry then", cp, err)
 }
 
 // tell is settle's cheaper form for an answer that tells of the records up
@@ -85,7 +154,11 @@ func (s *Server) tell(ctx context.Context, through uint64) {
 // every record an answer told of (tell), and then reads anyway, as settle
 // does: a projection that stays behind shows in /healthz. Once a wait has
 // run out, reads do not wait again until the projection moves: a stopped
-// projector would otherwise hold every read for DecisionWait.
+// projector would otherwise hold every read for DecisionWait. While the
+// log is unreachable (a daemon joined to another's NATS that is down) the
+// projection cannot move and reads do not wait at all: they are served
+// from the read models as they are, and /healthz answers 503 saying the
+// log is unreachable.
 func (s *Server) readable(ctx context.Context) {
 	told := s.told.Load()
 	if told == 0 {
@@ -95,8 +168,9 @@ func (s *Server) readable(ctx context.Context) {
 	if err != nil || cp >= told || s.stalledAt.Load() == cp+1 {
 		return
 	}
-	// An error with the client still waiting is the wait running out.
-	if err := s.projectedThrough(ctx, told); err != nil && ctx.Err() == nil && s.stalledAt.Swap(cp+1) != cp+1 {
+	// An error with the client still waiting is the wait running out, or
+	// the log going away, which is no stall of the projection.
+	if err := s.projectedThrough(ctx, told); err != nil && ctx.Err() == nil && s.logDown() == nil && s.stalledAt.Swap(cp+1) != cp+1 {
 		s.log.Warn("the read models are behind what answers told of; reads are served as they are until the projection moves",
 			logKeyOffset, cp, logKeyTold, told, logKeyErr, err)
 	}
