@@ -606,7 +606,8 @@ func validateObservation(o *eventstore.Observation) error {
 
 // recordObservation: POST /v1/executions/{id}/observations. It records the
 // observation and answers with the decision the policy subscriber appends
-// for it, waiting up to DecisionWait.
+// for it, waiting up to DecisionWait, and longer for a failover of the
+// policy (awaitDecision).
 func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error {
 	var in observationInput
 	if err := s.decodeRequest(w, r, &in, false); err != nil {
@@ -637,12 +638,12 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
 	decided, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
-	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+	if late := (*decisionLate)(nil); errors.As(err, &late) {
 		if err := s.observationDurable(r.Context(), obs.ObservationID); err != nil {
 			return err
 		}
-		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+
-			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, s.cfg.DecisionWait)
+		return timeout("observation %s is recorded at sequence %d, but %v; "+
+			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, late)
 	}
 	if err != nil {
 		return err
@@ -668,7 +669,66 @@ const (
 	decisionPollMax         = 2 * time.Second
 )
 
-// awaitDecision waits, up to DecisionWait, for the durable decision on the
+// policyFailoverWait is how much longer than DecisionWait a request waits
+// for the decision on an observation it recorded when a policy subscriber
+// runs in this process (Config.Decisions): one that runs here takes the
+// deciding over when the subscriber deciding now is lost, so a decision
+// will come, and one that is late is most likely waiting out a failover.
+// The longest seen is a cluster electing the policy consumer's new leader
+// (nats-server's election timeout is 4 to 9 s) and then the lost
+// subscriber's pin (policy.DefaultPinnedTTL, 5 s) or its partitions' locks
+// (5 s) lapsing: decisions came 14 to 16 s after their observations, past
+// the 10 s DecisionWait.
+const policyFailoverWait = 15 * time.Second
+
+// awaitDecision waits for the durable decision on the observation at
+// sequence from: up to DecisionWait, and then, when a policy subscriber
+// runs in this process, up to policyFailoverWait more, saying so in the
+// daemon's log. The error of a wait that ran out says how long it waited
+// (*decisionLate).
+func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
+	d, err := s.awaitDecisionFor(ctx, s.cfg.DecisionWait, ref, observationID, from, pushed, readFirst)
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return d, err
+	}
+	if s.cfg.Decisions == nil {
+		return d, &decisionLate{waited: s.cfg.DecisionWait}
+	}
+	s.log.Info("no decision on the observation within the decision wait; waiting for the policy to fail over",
+		logKeyExecution, ref.AgentExecutionID, logKeyObservation, observationID, logKeyWait, policyFailoverWait)
+	d, err = s.awaitDecisionFor(ctx, policyFailoverWait, ref, observationID, from, pushed, true)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return d, &decisionLate{waited: s.cfg.DecisionWait + policyFailoverWait, failover: true}
+	}
+	return d, err
+}
+
+// Log attribute keys of awaitDecision.
+const (
+	logKeyObservation = "observation"
+	logKeyWait        = "wait"
+)
+
+// decisionLate is awaitDecision's error when no decision came in its wait.
+// It is context.DeadlineExceeded.
+type decisionLate struct {
+	waited time.Duration
+	// failover is set when the wait included policyFailoverWait: a policy
+	// subscriber runs here, so the decision is late, not missing.
+	failover bool
+}
+
+func (e *decisionLate) Error() string {
+	if e.failover {
+		return fmt.Sprintf("the policy did not decide on it within %s, which includes the longest a failover of the policy takes; "+
+			"a policy subscriber runs in this daemon and takes the deciding over, so the decision is late, not missing", e.waited)
+	}
+	return fmt.Sprintf("the policy did not decide on it within %s (is the policy subscriber running?)", e.waited)
+}
+
+func (e *decisionLate) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// awaitDecisionFor waits, up to wait, for the durable decision on the
 // observation at sequence from. A policy subscriber in this process hands
 // it over on pushed once its state changes are appended too (Decisions);
 // pushed is registered before the observation was appended, so only an
@@ -676,8 +736,8 @@ const (
 // journal already, and the journal is read at once only then. Otherwise
 // it is read now and then, for a decision another process made; each read
 // starts after the last record seen.
-func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+func (s *Server) awaitDecisionFor(ctx context.Context, wait time.Duration, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	delay := decisionPollFirst
 	if s.cfg.Decisions != nil {
