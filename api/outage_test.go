@@ -47,12 +47,7 @@ func TestReadsWhileTheJoinedLogIsDown(t *testing.T) {
 	t.Cleanup(func() { d.Close(context.Background()) })
 	r := &rig{bus: d.Bus(), store: d.Store(), views: d.Views(), rt: d.Runtime(), srv: d.Server(), http: srv, agent: fixtures.AgentBinary(t)}
 
-	id := r.launch(t, "t-outage", "", "sleep:60s").Reference.AgentExecutionID
-	r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, nil)
-	resume := d.PauseProjector()
-	var ack decisionAck
-	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-outage", "source": "mcp", "confidence": "high",
-		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "halfway"}}}, http.StatusOK, &ack)
+	id, ack, resume := r.toldWhilePaused(t, d.PauseProjector, "t-outage", "o-outage")
 
 	if err := host.Close(); err != nil {
 		t.Fatal(err)
