@@ -720,7 +720,7 @@ type decisionLate struct {
 
 func (e *decisionLate) Error() string {
 	if e.failover {
-		return fmt.Sprintf("the policy did not decide on it within %s, which includes the longest a failover of the policy takes; "+
+		return fmt.Sprintf("the policy did not decide on it within %s, which allows for the policy to fail over; "+
 			"a policy subscriber runs in this daemon and takes the deciding over, so the decision is late, not missing", e.waited)
 	}
 	return fmt.Sprintf("the policy did not decide on it within %s (is the policy subscriber running?)", e.waited)
