@@ -41,6 +41,10 @@ func (s *Server) lookup(ctx context.Context, id string) (eventstore.Reference, e
 // catchUp waits, up to DecisionWait, until the projection has applied
 // every record the log holds now.
 func (s *Server) catchUp(ctx context.Context) error {
+	// Asking the log for its end would wait out the outage.
+	if err := s.logDown(); err != nil {
+		return s.unreachable(err)
+	}
 	last, err := s.cfg.Store.LastOffset(ctx)
 	if err != nil {
 		return fmt.Errorf("read the end of the log: %w", err)
@@ -49,17 +53,82 @@ func (s *Server) catchUp(ctx context.Context) error {
 }
 
 // projectedThrough waits, up to DecisionWait, until the projection has
-// applied the record at offset and every one before it.
+// applied the record at offset and every one before it. While the log is
+// unreachable the projection cannot move, so it does not wait: it answers
+// 503 at once, and a wait under way when the log goes away ends then.
 func (s *Server) projectedThrough(ctx context.Context, offset uint64) error {
+	if err := s.logDown(); err != nil {
+		return s.unreachable(err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
 	defer cancel()
+	if s.cfg.LogReachable != nil {
+		var down context.CancelCauseFunc
+		wctx, down = context.WithCancelCause(wctx)
+		watched := make(chan struct{})
+		defer func() { down(nil); <-watched }()
+		go func() {
+			defer close(watched)
+			s.watchLog(wctx, down)
+		}()
+	}
 	err := s.cfg.Views.WaitFor(wctx, offset)
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(wctx); errors.Is(cause, errLogDown) && ctx.Err() == nil {
+		return s.unreachable(cause)
+	}
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		cp, _ := s.cfg.Views.Checkpoint()
 		return timeout("the read model has applied the log up to offset %d of %d and did not catch up within %s; is the projector running?",
 			cp, offset, s.cfg.DecisionWait)
 	}
 	return err
+}
+
+// errLogDown ends a wait for the projection when the log becomes
+// unreachable (watchLog).
+var errLogDown = errors.New("the log became unreachable")
+
+// logCheckEvery is how often a wait for the projection asks whether the
+// log is still reachable: a read waits at most this much longer once it
+// is not.
+const logCheckEvery = 100 * time.Millisecond
+
+// logDown says why the log cannot be reached now (Config.LogReachable),
+// nil when it can, or when the daemon cannot tell (an embedded log).
+func (s *Server) logDown() error {
+	if s.cfg.LogReachable == nil {
+		return nil
+	}
+	return s.cfg.LogReachable()
+}
+
+// watchLog cancels a wait for the projection with errLogDown once the log
+// is unreachable, and returns when ctx ends.
+func (s *Server) watchLog(ctx context.Context, down context.CancelCauseFunc) {
+	t := time.NewTicker(logCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.logDown(); err != nil {
+			down(fmt.Errorf("%w: %w", errLogDown, err))
+			return
+		}
+	}
+}
+
+// unreachable is the answer of a read that needs the projection to catch
+// up while the log is unreachable.
+func (s *Server) unreachable(err error) error {
+	cp, _ := s.cfg.Views.Checkpoint()
+	return unavailable("the read model holds the log up to offset %d and cannot catch up while the log is unreachable (%v); "+
+		"this daemon reconnects by itself, retry then", cp, err)
 }
 
 // tell is settle's cheaper form for an answer that tells of the records up
@@ -85,7 +154,11 @@ func (s *Server) tell(ctx context.Context, through uint64) {
 // every record an answer told of (tell), and then reads anyway, as settle
 // does: a projection that stays behind shows in /healthz. Once a wait has
 // run out, reads do not wait again until the projection moves: a stopped
-// projector would otherwise hold every read for DecisionWait.
+// projector would otherwise hold every read for DecisionWait. While the
+// log is unreachable (a daemon joined to another's NATS that is down) the
+// projection cannot move and reads do not wait at all: they are served
+// from the read models as they are, and /healthz answers 503 saying the
+// log is unreachable.
 func (s *Server) readable(ctx context.Context) {
 	told := s.told.Load()
 	if told == 0 {
@@ -95,8 +168,9 @@ func (s *Server) readable(ctx context.Context) {
 	if err != nil || cp >= told || s.stalledAt.Load() == cp+1 {
 		return
 	}
-	// An error with the client still waiting is the wait running out.
-	if err := s.projectedThrough(ctx, told); err != nil && ctx.Err() == nil && s.stalledAt.Swap(cp+1) != cp+1 {
+	// An error with the client still waiting is the wait running out, or
+	// the log going away, which is no stall of the projection.
+	if err := s.projectedThrough(ctx, told); err != nil && ctx.Err() == nil && s.logDown() == nil && s.stalledAt.Swap(cp+1) != cp+1 {
 		s.log.Warn("the read models are behind what answers told of; reads are served as they are until the projection moves",
 			logKeyOffset, cp, logKeyTold, told, logKeyErr, err)
 	}
@@ -564,7 +638,8 @@ func validateObservation(o *eventstore.Observation) error {
 
 // recordObservation: POST /v1/executions/{id}/observations. It records the
 // observation and answers with the decision the policy subscriber appends
-// for it, waiting up to DecisionWait.
+// for it, waiting up to DecisionWait, and longer for a failover of the
+// policy (awaitDecision).
 func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error {
 	var in observationInput
 	if err := s.decodeRequest(w, r, &in, false); err != nil {
@@ -595,12 +670,12 @@ func (s *Server) recordObservation(w http.ResponseWriter, r *http.Request) error
 	b := e.Record.RecordBase()
 	ref := eventstore.Reference{JournalID: b.JournalID, OwnerEntity: b.Scope, OwnerID: b.OwnerID, AgentExecutionID: b.AgentExecutionID}
 	decided, err := s.awaitDecision(r.Context(), ref, obs.ObservationID, b.Sequence, pushed, dup)
-	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+	if late := (*decisionLate)(nil); errors.As(err, &late) {
 		if err := s.observationDurable(r.Context(), obs.ObservationID); err != nil {
 			return err
 		}
-		return timeout("observation %s is recorded at sequence %d, but the policy did not decide on it within %s (is the policy subscriber running?); "+
-			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, s.cfg.DecisionWait)
+		return timeout("observation %s is recorded at sequence %d, but %v; "+
+			"sending it again with the same observationId appends nothing and answers with the decision once there is one", obs.ObservationID, b.Sequence, late)
 	}
 	if err != nil {
 		return err
@@ -626,7 +701,66 @@ const (
 	decisionPollMax         = 2 * time.Second
 )
 
-// awaitDecision waits, up to DecisionWait, for the durable decision on the
+// policyFailoverWait is how much longer than DecisionWait a request waits
+// for the decision on an observation it recorded when a policy subscriber
+// runs in this process (Config.Decisions): one that runs here takes the
+// deciding over when the subscriber deciding now is lost, so a decision
+// will come, and one that is late is most likely waiting out a failover.
+// The longest seen is a cluster electing the policy consumer's new leader
+// (nats-server's election timeout is 4 to 9 s) and then the lost
+// subscriber's pin (policy.DefaultPinnedTTL, 5 s) or its partitions' locks
+// (5 s) lapsing: decisions came 14 to 16 s after their observations, past
+// the 10 s DecisionWait.
+const policyFailoverWait = 15 * time.Second
+
+// awaitDecision waits for the durable decision on the observation at
+// sequence from: up to DecisionWait, and then, when a policy subscriber
+// runs in this process, up to policyFailoverWait more, saying so in the
+// daemon's log. The error of a wait that ran out says how long it waited
+// (*decisionLate).
+func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
+	d, err := s.awaitDecisionFor(ctx, s.cfg.DecisionWait, ref, observationID, from, pushed, readFirst)
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return d, err
+	}
+	if s.cfg.Decisions == nil {
+		return d, &decisionLate{waited: s.cfg.DecisionWait}
+	}
+	s.log.Info("no decision on the observation within the decision wait; waiting for the policy to fail over",
+		logKeyExecution, ref.AgentExecutionID, logKeyObservation, observationID, logKeyWait, policyFailoverWait)
+	d, err = s.awaitDecisionFor(ctx, policyFailoverWait, ref, observationID, from, pushed, true)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return d, &decisionLate{waited: s.cfg.DecisionWait + policyFailoverWait, failover: true}
+	}
+	return d, err
+}
+
+// Log attribute keys of awaitDecision.
+const (
+	logKeyObservation = "observation"
+	logKeyWait        = "wait"
+)
+
+// decisionLate is awaitDecision's error when no decision came in its wait.
+// It is context.DeadlineExceeded.
+type decisionLate struct {
+	waited time.Duration
+	// failover is set when the wait included policyFailoverWait: a policy
+	// subscriber runs here, so the decision is late, not missing.
+	failover bool
+}
+
+func (e *decisionLate) Error() string {
+	if e.failover {
+		return fmt.Sprintf("the policy did not decide on it within %s, which allows for the policy to fail over; "+
+			"a policy subscriber runs in this daemon and takes the deciding over, so the decision is late, not missing", e.waited)
+	}
+	return fmt.Sprintf("the policy did not decide on it within %s (is the policy subscriber running?)", e.waited)
+}
+
+func (e *decisionLate) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// awaitDecisionFor waits, up to wait, for the durable decision on the
 // observation at sequence from. A policy subscriber in this process hands
 // it over on pushed once its state changes are appended too (Decisions);
 // pushed is registered before the observation was appended, so only an
@@ -634,8 +768,8 @@ const (
 // journal already, and the journal is read at once only then. Otherwise
 // it is read now and then, for a decision another process made; each read
 // starts after the last record seen.
-func (s *Server) awaitDecision(ctx context.Context, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecisionWait)
+func (s *Server) awaitDecisionFor(ctx context.Context, wait time.Duration, ref eventstore.Reference, observationID string, from uint64, pushed <-chan eventstore.Decided, readFirst bool) (eventstore.Decided, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	delay := decisionPollFirst
 	if s.cfg.Decisions != nil {

@@ -24,20 +24,7 @@ func TestReadsWaitForWhatAnObservationsAnswerTold(t *testing.T) {
 		func(c *api.Config) { c.DecisionWait = time.Minute },
 	}})
 	r := &rig{bus: s.Bus, store: s.Store, views: s.Views, rt: s.Runtime, srv: s.Server, http: s.HTTP, agent: s.Agent}
-	id := r.launch(t, "t-told", "", "sleep:60s").Reference.AgentExecutionID
-	r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, nil)
-	resume := s.PauseProjector()
-	held, err := r.views.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var ack decisionAck
-	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-told", "source": "mcp", "confidence": "high",
-		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "halfway"}}}, http.StatusOK, &ack)
-	if cp, err := r.views.Checkpoint(); err != nil || cp != held {
-		t.Fatalf("projection checkpoint %d (%v) while the projector is paused, want %d", cp, err, held)
-	}
+	id, ack, resume := r.toldWhilePaused(t, s.PauseProjector, "t-told", "o-told")
 
 	type read struct {
 		code int
@@ -93,12 +80,7 @@ func TestReadsStopWaitingForAStalledProjection(t *testing.T) {
 		},
 	}})
 	r := &rig{bus: s.Bus, store: s.Store, views: s.Views, rt: s.Runtime, srv: s.Server, http: s.HTTP, agent: s.Agent}
-	id := r.launch(t, "t-stalled", "", "sleep:60s").Reference.AgentExecutionID
-	r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, nil)
-	resume := s.PauseProjector()
-	var ack decisionAck
-	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": "o-stalled", "source": "mcp", "confidence": "high",
-		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "halfway"}}}, http.StatusOK, &ack)
+	id, ack, resume := r.toldWhilePaused(t, s.PauseProjector, "t-stalled", "o-stalled")
 	for range 3 {
 		r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, nil)
 	}
@@ -121,4 +103,26 @@ func TestReadsStopWaitingForAStalledProjection(t *testing.T) {
 		r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, &page)
 		return slices.ContainsFunc(page.Items, func(it execution.TimelineItem) bool { return it.Sequence == ack.Decision.Sequence })
 	})
+}
+
+// toldWhilePaused launches an agent owned by ownerID, pauses the projector
+// (pause) once the read models hold the execution, and records a progress
+// observation obsID, whose answer tells of records the paused projection
+// has not applied. It returns the execution, the answer and what resumes
+// the projector.
+func (r *rig) toldWhilePaused(t *testing.T, pause func() (resume func()), ownerID, obsID string) (id string, ack decisionAck, resume func()) {
+	t.Helper()
+	id = r.launch(t, ownerID, "", "sleep:60s").Reference.AgentExecutionID
+	r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, nil)
+	resume = pause()
+	held, err := r.views.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.call(t, "POST", "/v1/executions/"+id+"/observations", map[string]any{"observationId": obsID, "source": "mcp", "confidence": "high",
+		"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "halfway"}}}, http.StatusOK, &ack)
+	if cp, err := r.views.Checkpoint(); err != nil || cp != held {
+		t.Fatalf("projection checkpoint %d (%v) while the projector is paused, want %d", cp, err, held)
+	}
+	return id, ack, resume
 }

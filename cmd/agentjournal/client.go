@@ -24,8 +24,16 @@ import (
 	"github.com/agentjournal/agentjournal/runtime"
 )
 
-// healthTimeout bounds the health check that tells whether a daemon runs.
-const healthTimeout = 2 * time.Second
+// The health check that tells whether a daemon runs. A daemon whose
+// process is alive may answer it slowly: on a cluster electing new leaders
+// (4 to 9 s) its health check waits for the log. After healthTimeout the
+// command says it is waiting, and it waits up to healthPatience in all,
+// longer than an election and than the log's own wait for one
+// (eventstore.DefaultUnavailableWait), before giving up.
+const (
+	healthTimeout  = 2 * time.Second
+	healthPatience = 30 * time.Second
+)
 
 // errNoDaemon reports that no daemon runs for the data directory.
 var errNoDaemon = errors.New("no agentjournal daemon is running")
@@ -68,9 +76,7 @@ func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 		return nil, fmt.Errorf("read the API token of the daemon at %s: %w", info.URL, err)
 	}
 	c := client.New(info.URL, strings.TrimSpace(string(token)))
-	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	defer cancel()
-	if _, err := c.Health(hctx); err != nil {
+	if err := e.checkHealth(ctx, c, info); err != nil {
 		c.Close()
 		if isAPIError(err) {
 			return nil, fmt.Errorf("the daemon at %s is not healthy: %w", info.URL, err)
@@ -79,13 +85,37 @@ func (e *Env) daemon(ctx context.Context) (*client.Client, error) {
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("the daemon at %s (process %d) did not answer its health check within %s", info.URL, info.PID, healthTimeout)
+			return nil, fmt.Errorf("the daemon at %s (process %d) is alive but did not answer its health check within %s, longer than its log takes to elect a leader; see its log for why",
+				info.URL, info.PID, healthPatience)
 		}
 		// Its process is alive but nothing listens: it is stopping, or
 		// the pid now belongs to another process.
 		return nil, none
 	}
 	return c, nil
+}
+
+// checkHealth asks the daemon for its health, waiting up to
+// healthPatience, and says on stderr once healthTimeout has passed without
+// an answer what it is waiting for.
+func (e *Env) checkHealth(ctx context.Context, c *client.Client, info daemon.Info) error {
+	ctx, cancel := context.WithTimeout(ctx, healthPatience)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.Health(ctx)
+		answered <- err
+	}()
+	t := time.NewTimer(healthTimeout)
+	defer t.Stop()
+	select {
+	case err := <-answered:
+		return err
+	case <-t.C:
+	}
+	fmt.Fprintf(e.Stderr, "agentjournal: the daemon at %s (process %d) has not answered its health check within %s; "+
+		"its process is alive (its log may be electing a leader), so waiting up to %s\n", info.URL, info.PID, healthTimeout, healthPatience)
+	return <-answered
 }
 
 // withDaemon calls fn with a client of the running daemon, closed when fn

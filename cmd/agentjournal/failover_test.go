@@ -70,12 +70,16 @@ var errNotTrue = errors.New("untrue answer")
 
 // observeUntil records an observation and waits for its decision, sending
 // it again with the same id while the daemon cannot answer (down, 5xx, or
-// 504 while the policy fails over), until ctx ends.
-func (c apiClient) observeUntil(ctx context.Context, execID, obsID string) (decidedObservation, error) {
+// 504 while the policy fails over), until ctx ends. With noLate, a 504
+// that says the observation is recorded is an untrue answer instead: its
+// decision is only late.
+func (c apiClient) observeUntil(ctx context.Context, execID, obsID string, noLate bool) (decidedObservation, error) {
 	body := map[string]any{"observationId": obsID, "source": "daemon", "confidence": "high", "signal": progressSignal(obsID)}
 	for {
 		code, out, err := c.do(ctx, "POST", "/v1/executions/"+execID+"/observations", body)
 		switch {
+		case err == nil && code == http.StatusGatewayTimeout && noLate && bytes.Contains(out, []byte(" is recorded ")):
+			return decidedObservation{}, fmt.Errorf("%w: observation %s answered %d %s, while a daemon that decides runs", errNotTrue, obsID, code, out)
 		case err == nil && code == http.StatusOK:
 			var ack decidedObservation
 			if err := json.Unmarshal(out, &ack); err != nil || ack.Decision.DecisionID == "" || ack.Sequence == 0 {
@@ -135,6 +139,8 @@ type poster struct {
 	execID   string
 	prefix   string
 	readBack bool
+	// noLate counts a 504 answer as untrue (observeUntil).
+	noLate bool
 
 	mu   sync.Mutex
 	done []decided
@@ -145,7 +151,7 @@ func (p *poster) run(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
 		obsID := fmt.Sprintf("%s-%d", p.prefix, i)
 		sent := time.Now()
-		ack, err := p.c.observeUntil(ctx, p.execID, obsID)
+		ack, err := p.c.observeUntil(ctx, p.execID, obsID, p.noLate)
 		if err == nil && p.readBack {
 			err = p.c.readBack(ctx, p.execID, obsID, ack.Sequence)
 		}

@@ -747,6 +747,19 @@ func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 // asking the cluster through the first node's NATS listener.
 func streamLeader(t *testing.T, nodes []*daemonProc) int {
 	t.Helper()
+	return leaderNode(t, nodes, "the journal stream", func(ctx context.Context, js jetstream.JetStream) (*jetstream.ClusterInfo, error) {
+		s, err := js.Stream(ctx, bus.DefaultStreamName)
+		if err != nil {
+			return nil, err
+		}
+		return s.CachedInfo().Cluster, nil
+	})
+}
+
+// leaderNode returns the index of the node that leads what, by the cluster
+// information cluster reads through the first node's NATS listener.
+func leaderNode(t *testing.T, nodes []*daemonProc, what string, cluster func(context.Context, jetstream.JetStream) (*jetstream.ClusterInfo, error)) int {
+	t.Helper()
 	nc, err := nats.Connect(nodes[0].natsURL, nats.UserInfo(bus.User, fixtures.NATSSecret))
 	if err != nil {
 		t.Fatalf("connect to %s: %v", nodes[0].natsURL, err)
@@ -757,12 +770,12 @@ func streamLeader(t *testing.T, nodes []*daemonProc) int {
 		t.Fatal(err)
 	}
 	var leader string
-	pollUntil(t, procConvergeWait, "the journal stream has a leader", func() (bool, string) {
-		s, err := js.Stream(t.Context(), bus.DefaultStreamName)
+	pollUntil(t, procConvergeWait, what+" has a leader", func() (bool, string) {
+		ci, err := cluster(t.Context(), js)
 		if err != nil {
 			return false, err.Error()
 		}
-		if ci := s.CachedInfo().Cluster; ci != nil && ci.Leader != "" {
+		if ci != nil && ci.Leader != "" {
 			leader = ci.Leader
 			return true, ""
 		}
@@ -777,7 +790,7 @@ func streamLeader(t *testing.T, nodes []*daemonProc) int {
 			return i
 		}
 	}
-	t.Fatalf("stream leader %q is none of the nodes", leader)
+	t.Fatalf("the leader of %s, %q, is none of the nodes", what, leader)
 	return 0
 }
 
