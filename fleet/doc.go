@@ -21,6 +21,13 @@
 // does, once, so a retried command is told apart by its id there as it
 // would be locally.
 //
+// The fleet also keeps, beside the stream, one queue of the launches that
+// wait (queue.go: claimed by compare-and-set, started by exactly one host
+// with room) and the slots of fleet-wide limits per agent kind (limits.go).
+// The first live host by name acts for the fleet on what a lost host left:
+// Config.Lost ends its executions, its claims are taken back, the slots of
+// ended executions are given back.
+//
 // A forwarded request carries no API token: the fleet's subjects are as
 // trusted as the log they sit beside, since whoever can publish on the
 // log's NATS can already append records to it.
