@@ -137,6 +137,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.recover(ctx); err != nil {
 		return nil, err
 	}
+	// Only now: a queued run this host's previous process had started is
+	// attached to or ended by the recovery, never started again.
+	d.fleet.Dispatch()
 	if err := d.serve(ln, decisions, share); err != nil {
 		return nil, err
 	}

@@ -133,6 +133,10 @@ type Fleet struct {
 	starts   sync.WaitGroup
 	inflight atomic.Int64
 
+	// work lasts until Close; dispatching is the loop Dispatch starts.
+	work        context.Context
+	dispatching sync.Once
+
 	sub    *nats.Subscription
 	envSub *nats.Subscription
 	cancel context.CancelFunc
@@ -217,10 +221,26 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	f.wg.Go(func() { f.watch(work, watcher) })
 	f.wg.Go(func() { f.beatLoop(work) })
 	f.wg.Go(func() { f.watchQueue(work) })
-	if cfg.Start != nil {
-		f.wg.Go(func() { f.dispatchLoop(work) })
-	}
+	f.work = work
 	return f, nil
+}
+
+// Dispatch starts this host's dispatcher of the fleet's queue (with
+// Config.Start): call it once the host has recovered what its previous
+// process left, so that no run it had started is started again. Its first
+// act is to take back its previous process's claims.
+func (f *Fleet) Dispatch() {
+	if f.cfg.Start == nil {
+		return
+	}
+	f.dispatching.Do(func() {
+		f.mu.Lock()
+		closed := f.closed
+		f.mu.Unlock()
+		if !closed {
+			f.wg.Go(func() { f.dispatchLoop(f.work) })
+		}
+	})
 }
 
 // Bucket is the hosts bucket of the journal stream stream.
@@ -355,14 +375,15 @@ func (f *Fleet) first() bool {
 	return true
 }
 
-// gone reports whether the host process that made claim c is gone: its
-// host lost, left, or running as another process.
+// gone reports whether the host that made claim c is gone: lost, left or
+// unknown. A live host whose process changed takes back its own old claims
+// itself (reclaimOwn), since only it knows what it started.
 func (f *Fleet) gone(c Claim) bool {
-	if c.Instance == f.instance {
+	if c.Host == f.cfg.Name {
 		return false
 	}
 	m, ok := f.Member(c.Host)
-	return !ok || m.State != Live || m.Instance != c.Instance
+	return !ok || m.State != Live
 }
 
 // endLost calls Lost for the hosts lost since the last beat.

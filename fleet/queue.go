@@ -223,6 +223,9 @@ func (f *Fleet) Kick() { f.kick() }
 // dispatchLoop starts the runs this host may start, whenever the queue or
 // the room may have changed, and at each run's eligible time.
 func (f *Fleet) dispatchLoop(ctx context.Context) {
+	if f.cfg.Orphan != nil {
+		f.reclaimOwn(ctx)
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -335,6 +338,31 @@ func (f *Fleet) release(ctx context.Context, id string) {
 	b, _ := json.Marshal(q)
 	if _, err := f.queue.Update(ctx, id, b, e.Revision()); err != nil {
 		f.cfg.Logger.Warn("fleet: release a queued run", "execution", id, "err", err)
+	}
+}
+
+// reclaimOwn takes back the claims a previous process of this host left:
+// a run it placed here waits again for this host alone (one whose process
+// started was attached to or ended by the recovery, and starts no more:
+// its journal is not starting any longer), any other for any host.
+func (f *Fleet) reclaimOwn(ctx context.Context) {
+	for _, q := range f.Queue() {
+		if q.Claim == nil || q.Claim.Host != f.cfg.Name || q.Claim.Instance == f.instance {
+			continue
+		}
+		placed, err := f.cfg.Orphan(ctx, q)
+		if err != nil {
+			f.cfg.Logger.Warn("fleet: look at a run this host's previous process claimed", "execution", q.ID, "err", err)
+			continue
+		}
+		q.Claim = nil
+		if placed {
+			q.Host = f.cfg.Name
+		}
+		b, _ := json.Marshal(q)
+		if _, err := f.queue.Update(ctx, q.ID, b, q.rev); err != nil && !isWrongRevision(err) {
+			f.cfg.Logger.Warn("fleet: take back a run this host's previous process claimed", "execution", q.ID, "err", err)
+		}
 	}
 }
 
