@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
-	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/internal/durable"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // A runtime with a HostDir keeps a directory of its own there, named at
