@@ -89,15 +89,7 @@ func TestAnswerThroughAnotherHost(t *testing.T) {
 		return ex.CurrentInputRequestID == "" && ex.Attention == eventstore.AttentionAutonomous
 	})
 	// Its output is kept on alpha, and read through beta.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		status, host, out := call(t, beta, "GET", "/v1/executions/"+id+"/output", nil)
-		if status == http.StatusOK && host == "alpha" && strings.Contains(out, "answer r1: ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent's output read through beta: %d from %q: %s; want its answer line from alpha", status, host, out)
-		}
-	}
+	waitOutput(t, beta, id, "alpha", "answer r1: ")
 
 	// Both hosts know each other, and alpha runs the execution.
 	hosts, err := cb.Hosts(t.Context())
@@ -151,6 +143,34 @@ func call(t *testing.T, d *daemon.Daemon, method, path string, body []byte) (int
 	var b bytes.Buffer
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode, resp.Header.Get(fleet.HostHeader), b.String()
+}
+
+// waitOutput waits until the output of execution id, read through d, holds
+// want, written by host ("" for any).
+func waitOutput(t *testing.T, d *daemon.Daemon, id, host, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		status, from, out := call(t, d, "GET", "/v1/executions/"+id+"/output", nil)
+		if status == http.StatusOK && (host == "" || from == host) && strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's output read through %s: %d from %q: %s; want %q from %q", id, d.Fleet().Name(), status, from, out, want, host)
+		}
+	}
+}
+
+// checkNotJournaled fails when a record of ref holds secret.
+func checkNotJournaled(t *testing.T, d *daemon.Daemon, ref eventstore.Reference, secret string) {
+	t.Helper()
+	for e, err := range d.Store().ReadJournal(t.Context(), ref, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), secret) {
+			t.Fatalf("a secret of the launch is in the journal: %s", b)
+		}
+	}
 }
 
 func waitHosts(t *testing.T, c *client.Client, ok func(client.Hosts) bool) client.Hosts {

@@ -51,25 +51,8 @@ func TestLaunchesArePlaced(t *testing.T) {
 	if byLabel.State.Host != "alpha" {
 		t.Fatalf("placed on role=runner: runs on %q, want alpha", byLabel.State.Host)
 	}
-	id := byLabel.Reference.AgentExecutionID
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		status, host, out := call(t, beta, "GET", "/v1/executions/"+id+"/output", nil)
-		if status == http.StatusOK && host == "alpha" && strings.Contains(out, "secret=s3cret") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the placed agent's output: %d from %q: %s; want its environment's secret", status, host, out)
-		}
-	}
-	// The secret is in no record.
-	for e, err := range beta.Store().ReadJournal(t.Context(), byLabel.Reference, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), "s3cret") {
-			t.Fatalf("the launch's environment is in the journal: %s", b)
-		}
-	}
+	waitOutput(t, beta, byLabel.Reference.AgentExecutionID, "alpha", "secret=s3cret")
+	checkNotJournaled(t, beta, byLabel.Reference, "s3cret")
 
 	if l, err := launch(&client.Placement{Host: "beta"}, nil, agent, "wait"); err != nil || l.State.Host != "beta" {
 		t.Fatalf("placed on host beta: %+v, %v", l.State.Host, err)
@@ -133,23 +116,8 @@ func TestEnvProfilesStayOnTheirHost(t *testing.T) {
 		if ex.Host != "beta" {
 			t.Fatalf("%s asked for the profile only beta has and runs on %q", id, ex.Host)
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			status, _, out := call(t, alpha, "GET", "/v1/executions/"+id+"/output", nil)
-			if status == http.StatusOK && strings.Contains(out, "token=t0k-secret") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's output: %d %s; want the profile's variable", id, status, out)
-			}
-		}
-		for e, err := range alpha.Store().ReadJournal(t.Context(), l.Reference, 1) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), "t0k-secret") {
-				t.Fatalf("a profile's variable is in the journal: %s", b)
-			}
-		}
+		waitOutput(t, alpha, id, "beta", "token=t0k-secret")
+		checkNotJournaled(t, alpha, l.Reference, "t0k-secret")
 	}
 	var ae *client.Error
 	_, err = ca.Launch(t.Context(), client.LaunchRequest{OwnerEntity: eventstore.OwnerTask, OwnerID: "t-prof",

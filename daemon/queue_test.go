@@ -3,8 +3,6 @@ package daemon_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,23 +58,8 @@ func TestQueuedRunStartsOnAHostWithRoom(t *testing.T) {
 	if ran.Host != "beta" {
 		t.Fatalf("the queued run started on %q, want beta, the host with room", ran.Host)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		status, host, out := call(t, alpha, "GET", "/v1/executions/"+id+"/output", nil)
-		if status == http.StatusOK && host == "beta" && strings.Contains(out, "secret=q-s3cret") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queued agent's output: %d from %q: %s; want the environment alpha kept", status, host, out)
-		}
-	}
-	for e, err := range alpha.Store().ReadJournal(t.Context(), q.Reference, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := eventstore.Encode(e.Record); strings.Contains(string(b), "q-s3cret") {
-			t.Fatalf("the queued launch's environment is in the journal: %s", b)
-		}
-	}
+	waitOutput(t, alpha, id, "beta", "secret=q-s3cret")
+	checkNotJournaled(t, alpha, q.Reference, "q-s3cret")
 }
 
 // Both hosts full: queued runs wait in one queue, in order, seen alike by

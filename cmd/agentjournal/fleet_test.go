@@ -9,6 +9,20 @@ import (
 	"github.com/agentjournal/agentjournal/fixtures"
 )
 
+// alphaOnBeta starts two daemon processes as two hosts of one log: beta
+// holds the NATS (lease 1s), alpha joins it with the lease given, leaving its
+// supervised agents running when it stops.
+func alphaOnBeta(t *testing.T, alphaLease string, alphaFlags ...string) (alpha, beta *daemonProc, betaDir string) {
+	t.Helper()
+	betaDir = t.TempDir()
+	beta = startDaemon(t, "beta", betaDir, nil, "--host-name", "beta", "--lease", "1s",
+		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
+	secret := daemon.Layout{Dir: betaDir}.NATSSecret()
+	alpha = startDaemon(t, "alpha", t.TempDir(), []string{"--nats-url", beta.natsURL, "--nats-secret-file", secret},
+		append([]string{"--host-name", "alpha", "--lease", alphaLease, "--on-stop=leave"}, alphaFlags...)...)
+	return alpha, beta, betaDir
+}
+
 // Two daemons as two hosts of one log: beta holds the NATS, alpha joins it.
 // An agent on alpha asks; the answer given through beta reaches it. With
 // alpha killed, an answer through beta is refused and the question stays
@@ -18,12 +32,7 @@ func TestFleetAnswerThroughAnyDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons as processes")
 	}
-	dirB := t.TempDir()
-	b := startDaemon(t, "beta", dirB, nil, "--host-name", "beta", "--lease", "1s",
-		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
-	secret := daemon.Layout{Dir: dirB}.NATSSecret()
-	a := startDaemon(t, "alpha", t.TempDir(), []string{"--nats-url", b.natsURL, "--nats-secret-file", secret},
-		"--host-name", "alpha", "--label", "os=linux", "--lease", "2m", "--on-stop=leave")
+	a, b, dirB := alphaOnBeta(t, "2m", "--label", "os=linux")
 
 	id := a.launchAgent(t, "t-fleet", askingAgent("r1")...)
 	pollUntil(t, procConvergeWait, "beta sees r1 asked", func() (bool, string) {
@@ -85,12 +94,7 @@ func TestFleetHostBackAfterItsLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons as processes")
 	}
-	dirB := t.TempDir()
-	b := startDaemon(t, "beta", dirB, nil, "--host-name", "beta", "--lease", "1s",
-		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", fixtures.FreePorts(t, 1)[0]))
-	secret := daemon.Layout{Dir: dirB}.NATSSecret()
-	a := startDaemon(t, "alpha", t.TempDir(), []string{"--nats-url", b.natsURL, "--nats-secret-file", secret},
-		"--host-name", "alpha", "--lease", "1s", "--on-stop=leave")
+	a, b, _ := alphaOnBeta(t, "1s")
 	id := a.launchAgent(t, "t-back", askingAgent("r1")...)
 	pollUntil(t, procConvergeWait, "beta sees r1 asked", func() (bool, string) {
 		st := b.state(t, id)
