@@ -18,19 +18,33 @@ import (
 	"github.com/agentjournal/agentjournal/fleet"
 )
 
+// openHost opens a daemon as a host of a fleet named name with a lease of
+// 2 s and an API listener: on an embedded NATS that listens when join is
+// nil, joined to join's NATS otherwise; edit, when set, edits the rest.
+func openHost(t testing.TB, name string, join *daemon.Daemon, edit func(*daemon.Config)) *daemon.Daemon {
+	t.Helper()
+	return openDaemon(t, func(c *daemon.Config) {
+		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", name, 2*time.Second
+		c.Bus.Secret = fixtures.NATSSecret
+		if join == nil {
+			c.Bus.Listen = "127.0.0.1:0"
+		} else {
+			c.Bus.URL = join.Bus().ClientURL()
+		}
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
 // twoHosts opens two daemons on one log: alpha on an embedded NATS that
 // listens, beta joined to it by URL, as `serve --nats-url` joins.
 func twoHosts(t testing.TB) (alpha, beta *daemon.Daemon) {
 	t.Helper()
-	alpha = openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	alpha = openHost(t, "alpha", nil, func(c *daemon.Config) {
 		c.Labels = map[string]string{"role": "runner"}
 	})
-	beta = openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "beta", 2*time.Second
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
-	})
+	beta = openHost(t, "beta", alpha, nil)
 	return alpha, beta
 }
 

@@ -21,13 +21,11 @@ import (
 func TestFleetWideLimitHolds(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
 	limits := map[string]int{"generic": 3}
-	alpha := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning, c.Limits = "127.0.0.1:0", "alpha", 2*time.Second, 10, limits
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	alpha := openHost(t, "alpha", nil, func(c *daemon.Config) {
+		c.MaxRunning, c.Limits = 10, limits
 	})
-	beta := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning, c.Limits = "127.0.0.1:0", "beta", 2*time.Second, 10, limits
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	beta := openHost(t, "beta", alpha, func(c *daemon.Config) {
+		c.MaxRunning, c.Limits = 10, limits
 	})
 	ca, cb := client.New(alpha.URL(), alpha.Token()), client.New(beta.URL(), beta.Token())
 	defer ca.Close()

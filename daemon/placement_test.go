@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentjournal/agentjournal/client"
 	"github.com/agentjournal/agentjournal/daemon"
@@ -19,20 +18,14 @@ import (
 // alpha when beta has no room.
 func TestLaunchesArePlaced(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
-	alpha := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	alpha := openHost(t, "alpha", nil, func(c *daemon.Config) {
 		c.Labels, c.MaxRunning = map[string]string{"os": "linux", "role": "runner"}, 4
 	})
-	beta := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "beta", 2*time.Second
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	beta := openHost(t, "beta", alpha, func(c *daemon.Config) {
 		c.MaxRunning = 1
 	})
 	// gamma has no memory to spare: nothing is placed on it.
-	openDaemon(t, func(c *daemon.Config) {
-		c.HostName, c.Lease = "gamma", 2*time.Second
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	openHost(t, "gamma", alpha, func(c *daemon.Config) {
 		c.Labels, c.MinFreeMemory = map[string]string{"os": "linux"}, 1<<62
 	})
 	cb := client.New(beta.URL(), beta.Token())
@@ -86,13 +79,8 @@ func TestLaunchesArePlaced(t *testing.T) {
 // no record holds; a queued one waits for and starts on such a host; one
 // that names a profile no host has is refused.
 func TestEnvProfilesStayOnTheirHost(t *testing.T) {
-	alpha := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "alpha", 2*time.Second
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
-	})
-	openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease = "127.0.0.1:0", "beta", 2*time.Second
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	alpha := openHost(t, "alpha", nil, nil)
+	openHost(t, "beta", alpha, func(c *daemon.Config) {
 		c.EnvProfiles = map[string][]string{"deploy": {"DEPLOY_TOKEN=t0k-secret"}}
 	})
 	ca := client.New(alpha.URL(), alpha.Token())

@@ -17,13 +17,11 @@ import (
 // agent.
 func fullHosts(t *testing.T) (alpha, beta *daemon.Daemon) {
 	t.Helper()
-	alpha = openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning = "127.0.0.1:0", "alpha", 2*time.Second, 1
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	alpha = openHost(t, "alpha", nil, func(c *daemon.Config) {
+		c.MaxRunning = 1
 	})
-	beta = openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning = "127.0.0.1:0", "beta", 2*time.Second, 1
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	beta = openHost(t, "beta", alpha, func(c *daemon.Config) {
+		c.MaxRunning = 1
 	})
 	return alpha, beta
 }
@@ -137,13 +135,11 @@ func TestTheFleetHasOneQueue(t *testing.T) {
 // starts exactly once.
 func TestQueuedRunsStartOnce(t *testing.T) {
 	agent := fixtures.AgentBinary(t)
-	alpha := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning = "127.0.0.1:0", "alpha", 2*time.Second, 40
-		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+	alpha := openHost(t, "alpha", nil, func(c *daemon.Config) {
+		c.MaxRunning = 40
 	})
-	beta := openDaemon(t, func(c *daemon.Config) {
-		c.Listen, c.HostName, c.Lease, c.MaxRunning = "127.0.0.1:0", "beta", 2*time.Second, 40
-		c.Bus.URL, c.Bus.Secret = alpha.Bus().ClientURL(), fixtures.NATSSecret
+	beta := openHost(t, "beta", alpha, func(c *daemon.Config) {
+		c.MaxRunning = 40
 	})
 	ca, cb := client.New(alpha.URL(), alpha.Token()), client.New(beta.URL(), beta.Token())
 	defer ca.Close()

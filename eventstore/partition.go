@@ -261,7 +261,7 @@ func (s *JetStreamStore) openBucket(ctx context.Context, cfg jetstream.KeyValueC
 	var down outage
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		kv, err := openBucketOnce(actx, s.js, cfg)
+		kv, err := OpenBucket(actx, s.js, cfg)
 		cancel()
 		if err == nil {
 			return kv, nil
@@ -272,7 +272,9 @@ func (s *JetStreamStore) openBucket(ctx context.Context, cfg jetstream.KeyValueC
 	}
 }
 
-func openBucketOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+// OpenBucket opens the key-value bucket cfg names, creating it if it does
+// not exist; of processes creating it at once, each gets the one made.
+func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -177,7 +178,7 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 		members: map[string]member{}, ended: map[string]bool{}, dispatchNow: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		kv, err = openBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
+		kv, err = eventstore.OpenBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
 			Replicas: max(cfg.Replicas, 1), TTL: forgetAfter, Description: "the fleet's hosts: each one's last heartbeat"})
 		return err
 	})
@@ -281,17 +282,6 @@ func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.As(err, &apiErr) && apiErr.Code >= 500
-}
-
-func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, cfg.Bucket)
-		}
-	}
-	return kv, err
 }
 
 // claimName refuses the name when another live process holds it: two

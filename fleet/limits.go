@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -30,7 +31,7 @@ func LimitsBucket(stream string) string { return stream + "_limits" }
 
 func (f *Fleet) openLimits(ctx context.Context) error {
 	return retry(ctx, func(ctx context.Context) (err error) {
-		f.limits, err = openBucket(ctx, f.cfg.JS, jetstream.KeyValueConfig{Bucket: LimitsBucket(f.cfg.Stream), Storage: jetstream.FileStorage,
+		f.limits, err = eventstore.OpenBucket(ctx, f.cfg.JS, jetstream.KeyValueConfig{Bucket: LimitsBucket(f.cfg.Stream), Storage: jetstream.FileStorage,
 			Replicas: max(f.cfg.Replicas, 1), Description: "the fleet's slots per agent kind, and who holds them"})
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -76,7 +77,7 @@ func QueueBucket(stream string) string { return stream + "_queue" }
 func (f *Fleet) openQueue(ctx context.Context) error {
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		kv, err = openBucket(ctx, f.cfg.JS, jetstream.KeyValueConfig{Bucket: QueueBucket(f.cfg.Stream), Storage: jetstream.FileStorage,
+		kv, err = eventstore.OpenBucket(ctx, f.cfg.JS, jetstream.KeyValueConfig{Bucket: QueueBucket(f.cfg.Stream), Storage: jetstream.FileStorage,
 			Replicas: max(f.cfg.Replicas, 1), Description: "the fleet's queue of launches waiting to start"})
 		return err
 	})
