@@ -303,7 +303,10 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 	launch := LaunchRequest{OwnerEntity: ref.OwnerEntity, OwnerID: ref.OwnerID, Seed: req.Seed, Agent: h.AgentID, Command: h.Command,
 		Posture: h.ProtocolDescriptor.Posture, Shape: h.ProtocolDescriptor.SessionShape, Dir: h.WorkingDirectory, Env: req.Env,
 		Resumes: link, SessionID: h.Session()}
-	if _, native := Native(h.AgentID); native && conv.session != "" {
+	// The CLI's own session files are on the host the execution ran on: a
+	// resume on another host of the fleet retells the conversation.
+	here := st.Host == "" || rt.cfg.Host == "" || st.Host == rt.cfg.Host
+	if _, native := Native(h.AgentID); native && conv.session != "" && here {
 		link.History = eventstore.HistoryNative
 		launch.Continue = &agent.Continuation{Session: conv.session}
 		launch.Prompt = req.Prompt
@@ -314,8 +317,12 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (eventstore.Re
 		}
 	} else {
 		if strings.TrimSpace(req.Prompt) == "" {
-			return eventstore.Reference{}, badFork("prompt", "a resumed %s gets its session's conversation retold in its first message, which needs a prompt to follow it (give one)",
-				h.AgentID)
+			why := ""
+			if !here {
+				why = fmt.Sprintf(" (it ran on host %s, which keeps its CLI's own session)", st.Host)
+			}
+			return eventstore.Reference{}, badFork("prompt", "a resumed %s gets its session's conversation retold in its first message%s, which needs a prompt to follow it (give one)",
+				h.AgentID, why)
 		}
 		link.History = eventstore.HistoryReconstructed
 		launch.Prompt = retell(conv.turns, req.Execution, ref.LastSequence, req.Prompt)

@@ -563,3 +563,34 @@ func TestForkRealCodex(t *testing.T) {
 	}
 	stopAndWait(t, r, resumed)
 }
+
+// A Claude Code execution that ran on host alpha, resumed by the runtime
+// of host beta (whose machine lacks alpha's session files), gets its
+// conversation retold instead of a native resume.
+func TestResumeOnAnotherHostRetells(t *testing.T) {
+	srv := modelserver.Start(t, modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "answer one"}, {Text: "answer two"}, {Text: "answer four"}}})
+	r, _ := newForkRig(t)
+	r.rt = startRuntime(t, runtime.Config{Store: r.store, StopGrace: 5 * time.Second, Host: "alpha"})
+	env, dir := realagent.ClaudeEnv(t, srv.URL()), t.TempDir()
+	parent, _ := parentOfTwoTurns(t, r, "claude-code", realagent.Bin(t, "claude"), env, dir)
+	if st := r.replay(t, parent); st.Host != "alpha" {
+		t.Fatalf("the parent ran on %q, want alpha", st.Host)
+	}
+	stopAndWait(t, r, parent)
+	if _, err := r.rt.Resume(context.Background(), runtime.ResumeRequest{Execution: parent.AgentExecutionID, Env: env}); err != nil {
+		t.Fatalf("resume without a prompt on the host it ran on (native): %v", err)
+	}
+	r.rt = startRuntime(t, runtime.Config{Store: r.store, StopGrace: 5 * time.Second, Host: "beta"})
+	if _, err := r.rt.Resume(context.Background(), runtime.ResumeRequest{Execution: parent.AgentExecutionID, Env: env}); err == nil || !strings.Contains(err.Error(), "ran on host alpha") {
+		t.Fatalf("resume on beta without a prompt: %v; want it refused, saying the session is on alpha", err)
+	}
+	resumed, got := resumeReal(t, r, srv, parent, env)
+	if h := header(t, r, resumed); h.Resumes == nil || h.Resumes.History != eventstore.HistoryReconstructed {
+		t.Fatalf("the resume on beta: link %+v, want history reconstructed", h.Resumes)
+	}
+	if !inOrder(got, "prompt one", "answer one", "prompt two", "answer two", "prompt four") {
+		t.Errorf("the resumed run's model request lacks the retold conversation then prompt four:\n%s", got)
+	}
+	stopAndWait(t, r, resumed)
+}
