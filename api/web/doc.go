@@ -19,8 +19,10 @@
 //   - the executions, filtered by owner, lifecycle and attention, those
 //     awaiting the operator or blocked marked and listed first, updated
 //     live from the event stream; and a launch form whose owner is the
-//     last one launched for in this browser, at first System/console, and
-//     its agents those the daemon lists (GET /v1/agents);
+//     last one launched for in this browser, at first System/console, its
+//     agents those the daemon lists (GET /v1/agents), that places the
+//     launch in the fleet (a live host, labels, an environment profile)
+//     and says which host took it;
 //   - one execution: its timeline (the chat projection), agents' messages
 //     rendered from Markdown and sanitized, status dimensions, latest
 //     activity and token telemetry, journal metadata, why it is blocked

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +22,15 @@ import (
 
 // twoHosts starts two daemons on one log, as `serve --nats-url` joins a
 // fleet: alpha on an embedded NATS that listens, beta joined to it by URL.
-func twoHosts(t *testing.T) (alpha, beta *apitest.Stack) {
+// editAlpha, when given, edits alpha's configuration last.
+func twoHosts(t *testing.T, editAlpha ...func(*daemon.Config)) (alpha, beta *apitest.Stack) {
 	t.Helper()
 	alpha = apitest.Start(t, apitest.Options{Daemon: func(c *daemon.Config) {
 		c.HostName, c.Lease, c.Labels = "alpha", 2*time.Second, map[string]string{"role": "runner"}
 		c.Bus.Listen, c.Bus.Secret = "127.0.0.1:0", fixtures.NATSSecret
+		for _, edit := range editAlpha {
+			edit(c)
+		}
 	}})
 	beta = apitest.Start(t, apitest.Options{Daemon: func(c *daemon.Config) {
 		c.HostName, c.Lease = "beta", 2*time.Second
@@ -49,15 +54,21 @@ func joinHost(t *testing.T, s, seen *apitest.Stack, name string, edit func(*flee
 		t.Fatalf("join %s: %v", name, err)
 	}
 	t.Cleanup(func() { f.Close(context.Background()) })
+	waitLive(t, seen, name)
+	return f, nc.Close
+}
+
+// waitLive waits until seen sees the host named name live.
+func waitLive(t *testing.T, seen *apitest.Stack, name string) {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if m, ok := seen.Daemon.Fleet().Member(name); ok && m.State == fleet.Live {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never saw host %s live", seen.Daemon.Fleet().Name(), name)
 		}
 	}
-	return f, nc.Close
 }
 
 // hostsShown is a JavaScript expression for the hosts screen's rows:
@@ -195,6 +206,154 @@ func TestHostsView(t *testing.T) {
 
 		b.openExecution(t, onBeta)
 		b.waitFor(t, 10*time.Second, "beta's execution's host", `document.getElementById('exec-host').textContent === 'Runs on host beta (this daemon)'`)
+	})
+	b.checkPolicy(t)
+	b.checkNoExceptions(t)
+}
+
+// The launch form of beta's console runs a launch on alpha: picked by
+// name, by a label only alpha has, or by an environment profile only alpha
+// has; it says that alpha took it, checks labels as the fleet does before
+// asking, and shows the daemon's refusal when no host fits.
+func TestLaunchPlacement(t *testing.T) {
+	b := newBrowser(t)
+	alpha, beta := twoHosts(t, func(c *daemon.Config) {
+		c.EnvProfiles = map[string][]string{"deploy": {"DEPLOY_TOKEN=t0k-secret"}}
+	})
+	a, s := stackOf(alpha), stackOf(beta)
+	waitLive(t, beta, "alpha")
+	var hosts client.Hosts
+	s.call(t, "GET", "/v1/hosts", nil, &hosts)
+	limit := map[string]int{}
+	for _, h := range hosts.Hosts {
+		limit[h.Name] = h.MaxRunning
+	}
+	hostChoice := func(host string, running int) string {
+		self := ""
+		if host == "beta" {
+			self = " (this daemon)"
+		}
+		return fmt.Sprintf("%s%s — %d / %d running", host, self, running, limit[host])
+	}
+
+	b.signIn(t, s)
+	b.watchPolicy(t)
+	options := func(id string) string {
+		return fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('#%s option')].map((o) => [o.value, o.textContent]))`, id)
+	}
+	// launch fills in the form as a person would, over what the last
+	// launch left, and sends it.
+	launch := func(t *testing.T, fields map[string]string) {
+		t.Helper()
+		values := map[string]string{"launch-owner-entity": "Task", "launch-agent": "generic", "launch-host": "", "launch-labels": "", "launch-profile": ""}
+		for k, v := range fields {
+			values[k] = v
+		}
+		b.setFields(t, values)
+		b.click(t, "#launch-submit")
+	}
+	// launched waits for the page of the execution a launch made, and
+	// returns its id.
+	launched := func(t *testing.T, owner string) string {
+		t.Helper()
+		b.waitFor(t, 20*time.Second, "the launched execution's page", fmt.Sprintf(`location.hash.startsWith('#/executions/ae-') && `+
+			`!document.getElementById('execution-view').hidden && document.getElementById('exec-owner').textContent.startsWith('Task/%s ')`, owner))
+		return eval[string](t, b, `decodeURIComponent(location.hash.slice('#/executions/'.length))`)
+	}
+	// runsOn checks that the execution's process runs on alpha, not on
+	// beta whose console launched it, and that both the form and the
+	// execution's page say so.
+	runsOn := func(t *testing.T, id string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !a.rt.IsRunning(id); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never ran on alpha", id)
+			}
+		}
+		if s.rt.IsRunning(id) {
+			t.Errorf("%s runs on beta too", id)
+		}
+		var ex struct{ Host string }
+		a.call(t, "GET", "/v1/executions/"+id, nil, &ex)
+		if ex.Host != "alpha" {
+			t.Errorf("%s's state names host %q, want alpha", id, ex.Host)
+		}
+		b.waitFor(t, 20*time.Second, "the execution's host", `document.getElementById('exec-host').textContent === `+
+			`'Runs on host alpha, not the daemon serving this console: commands given here are forwarded there'`)
+		if got, want := b.text(t, "#launch-result"), "Started "+id+" on alpha."; got != want {
+			t.Errorf("after the launch the form says %q, want %q", got, want)
+		}
+		b.click(t, ".exec-head .back")
+		b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+		if !eval[bool](t, b, `!document.getElementById('launch-result').hidden`) {
+			t.Error("the form does not show which host took the last launch")
+		}
+	}
+	command := shellQuote(s.agent) + " sleep:60s"
+
+	t.Run("the form offers every live host with its load, and the profiles they have", func(t *testing.T) {
+		want := fmt.Sprintf(`[["","any host"],["alpha",%q],["beta",%q]]`, hostChoice("alpha", 0), hostChoice("beta", 0))
+		b.waitFor(t, 20*time.Second, "the hosts offered", options("launch-host")+` === `+strconv.Quote(want))
+		if got := eval[string](t, b, options("launch-profile")); got != `[["","none"],["deploy","deploy (alpha)"]]` {
+			t.Errorf("the form offers profiles %s, want none and alpha's deploy", got)
+		}
+		if got := eval[string](t, b, `document.getElementById('launch-host').value`); got != "" {
+			t.Errorf("the form picks host %q at first, want any host", got)
+		}
+	})
+
+	t.Run("a host picked by name", func(t *testing.T) {
+		launch(t, map[string]string{"launch-owner-id": "t-named", "launch-command": command, "launch-host": "alpha"})
+		id := launched(t, "t-named")
+		runsOn(t, id)
+		// The load offered is read again as the host is about to be picked.
+		b.waitFor(t, 20*time.Second, "alpha's load with its execution", `(() => {
+			const s = document.getElementById('launch-host'); s.dispatchEvent(new FocusEvent('focus'));
+			return [...s.options].some((o) => o.value === 'alpha' && o.textContent === `+strconv.Quote(hostChoice("alpha", 1))+`) })()`)
+	})
+
+	t.Run("a host found by a label only it has", func(t *testing.T) {
+		launch(t, map[string]string{"launch-owner-id": "t-labelled", "launch-command": command, "launch-labels": "role=runner"})
+		runsOn(t, launched(t, "t-labelled"))
+	})
+
+	t.Run("a host found by a profile only it has", func(t *testing.T) {
+		launch(t, map[string]string{"launch-owner-id": "t-profiled", "launch-command": command, "launch-profile": "deploy"})
+		runsOn(t, launched(t, "t-profiled"))
+	})
+
+	t.Run("a label the fleet would refuse is refused before asking", func(t *testing.T) {
+		launch(t, map[string]string{"launch-owner-id": "t-refused", "launch-command": command, "launch-labels": "role=runner gpu"})
+		b.waitFor(t, 10*time.Second, "the refusal", `!document.getElementById('launch-error').hidden`)
+		msg := b.text(t, "#launch-error")
+		for _, want := range []string{`label "gpu": want key=value, the key 1 to 63 of [A-Za-z0-9_.-]`, "Field: placement.on"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the form says %q, want it to say %q", msg, want)
+			}
+		}
+		if eval[bool](t, b, `document.querySelector('#launch-error .error-code') !== null`) {
+			t.Errorf("the form says %q: the daemon was asked", msg)
+		}
+		if !eval[bool](t, b, `document.getElementById('launch-labels').getAttribute('aria-invalid') === 'true'`) {
+			t.Error("the labels field is not marked")
+		}
+		if !eval[bool](t, b, `document.getElementById('launch-result').hidden`) {
+			t.Error("the form still tells of the last launch beside the refusal")
+		}
+	})
+
+	t.Run("a launch no host fits is refused in the daemon's words", func(t *testing.T) {
+		launch(t, map[string]string{"launch-owner-id": "t-nowhere", "launch-command": command, "launch-labels": `role=runner "gpu=two cards"`})
+		b.waitFor(t, 10*time.Second, "the refusal", `!document.getElementById('launch-error').hidden`)
+		msg := b.text(t, "#launch-error")
+		for _, want := range []string{"no live host of the fleet can run this launch now", "alpha: it has no label gpu=two cards", "503 unavailable"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the form says %q, want it to say %q", msg, want)
+			}
+		}
+		if !eval[bool](t, b, `document.getElementById('list-view').hidden === false`) {
+			t.Error("a refused launch left the list")
+		}
 	})
 	b.checkPolicy(t)
 	b.checkNoExceptions(t)

@@ -148,6 +148,10 @@ export function agentInfo(id) {
 // at sign-in and again on every read of the hosts.
 let self = '';
 
+// HOST_HEADER names, on an answer another host of the fleet gave through
+// the daemon serving the console, the host that answered.
+export const HOST_HEADER = 'Agentjournal-Host';
+
 // loadHosts reads the hosts as the daemon serving the console sees them,
 // and when it answered by its own clock (the Date header): how long ago
 // each host was heard from is told by that clock, never the browser's, as
