@@ -171,23 +171,17 @@ func Run(ctx context.Context, cfg Config) (_ benchkit.Report, err error) {
 func compare(results []benchkit.Result) {
 	rep := benchkit.Report{Results: results}
 	for i, res := range results {
-		base, ok := rep.Result(res.Baseline)
+		v, ok := rep.Versus(res)
 		if !ok {
 			continue
 		}
-		var p99Ratio float64
-		if base.P99 > 0 {
-			p99Ratio = float64(res.P99) / float64(base.P99)
-		}
-		if base.Rate > 0 {
-			results[i].Ratio = res.Rate / base.Rate
-		}
-		adds := res.P50 - base.P50
+		adds := res.P50 - v.Base.P50
+		results[i].Ratio = v.RateRatio
 		results[i].Figures = append(results[i].Figures,
-			benchkit.Figure{Name: figureP99Ratio, Value: p99Ratio, Unit: "x"}, benchkit.Seconds(figureAddsP50, adds))
+			benchkit.Figure{Name: figureP99Ratio, Value: v.P99Ratio, Unit: "x"}, benchkit.Seconds(figureAddsP50, adds))
 		switch res.Name {
 		case nameMessageRouted:
-			results[i].Checks = []benchkit.Check{{Metric: checkP99Ratio, Value: p99Ratio, Target: routedP99Target, Unit: "x", Max: true}}
+			results[i].Checks = []benchkit.Check{{Metric: checkP99Ratio, Value: v.P99Ratio, Target: routedP99Target, Unit: "x", Max: true}}
 		case nameLaunchRemote:
 			results[i].Checks = []benchkit.Check{{Metric: checkAddsP50, Value: adds.Seconds(), Target: forwardAddsTarget.Seconds(), Unit: "s", Max: true}}
 		}
