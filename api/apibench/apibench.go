@@ -249,17 +249,12 @@ func medianRounds(measured []benchkit.Result) ([]benchkit.Result, []string) {
 func compare(results []benchkit.Result) {
 	rep := benchkit.Report{Results: results}
 	for i, res := range results {
-		base, ok := rep.Result(res.Baseline)
+		v, ok := rep.Versus(res)
 		if !ok {
 			continue
 		}
-		var p99Ratio float64
-		if base.P99 > 0 {
-			p99Ratio = float64(res.P99) / float64(base.P99)
-		}
-		if base.Rate > 0 {
-			results[i].Ratio = res.Rate / base.Rate
-		}
+		p99Ratio := v.P99Ratio
+		results[i].Ratio = v.RateRatio
 		results[i].Figures = append(results[i].Figures, benchkit.Figure{Name: figureP99Ratio, Value: p99Ratio, Unit: "x"})
 		if res.Name == nameRecordObservation {
 			results[i].Checks = []benchkit.Check{

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/api/apibench"
+	"github.com/agentjournal/agentjournal/daemon/hostbench"
 	"github.com/agentjournal/agentjournal/eventstore/storebench"
 	"github.com/agentjournal/agentjournal/internal/benchkit"
 	"github.com/agentjournal/agentjournal/internal/datadir"
@@ -27,9 +28,9 @@ const (
 )
 
 // suiteNames are the suites in the order --suite all runs them.
-var suiteNames = []string{"store", "read", "api", "fleet"}
+var suiteNames = []string{"store", "read", "api", "fleet", "hosts"}
 
-const synopsis = "agentjournal-bench [--data DIR] [--suite store|read|api|fleet|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--daemon-cpu auto|CPUS] [--json]"
+const synopsis = "agentjournal-bench [--data DIR] [--suite store|read|api|fleet|hosts|all] [--records N] [--read-records N] [--journals N] [--writers N] [--payload BYTES] [--daemon-cpu auto|CPUS] [--json]"
 
 const summary = `Measure the journal store against raw JetStream in one process and one run:
 acknowledged single-writer appends (sync always and sync interval) against raw
@@ -66,11 +67,19 @@ by a Linux cpu control group (root, or a delegated cgroup, needed), as a daemon
 on a machine of its own is held to that machine's: adding daemons then adds
 CPU, while the servers and writers share the rest. The default, auto, uses 0.1
 CPU where control groups can be made, and otherwise runs the subscribers in
-this process, sharing every CPU; 0 always does. --suite all runs the four.
-The size flags apply to the store suite.
+this process, sharing every CPU; 0 always does.
+--suite hosts measures what forwarding between the daemons of a fleet costs:
+two daemons on one log in this process, the second joined to the first's NATS
+by URL, take messages to an agent running on the first through it and through
+the second, which forwards them (routed-message p50 and p99, and its p99 as a
+ratio to the local one's, target at most 2x), and launches through the first
+placed on it and on the second (launch-to-running p50 and p99 of each, what
+forwarding adds at p50, target under 50 ms, and placed launches per second);
+one request at a time, local and forwarded in turns.
+--suite all runs the five. The size flags apply to the store suite.
 
 Every suite prints the same report, and --suite all prints one report for the
-four: a "host:" line (Go version, OS/arch, CPUs, GOMAXPROCS, nats-server), then
+five: a "host:" line (Go version, OS/arch, CPUs, GOMAXPROCS, nats-server), then
 a section per suite. A section starts with "[suite] title; the run took T",
 its set-up lines and a "config:" line of name=value settings, then a table with
 a row per result: NAME, COUNT, ELAPSED, RATE and its UNIT, P50, P99, RATIO
@@ -177,7 +186,7 @@ func parse(args []string) (*flag.FlagSet, options, error) {
 	writers := fs.Int("writers", d.Writers, "concurrent writers `N`")
 	payload := fs.Int("payload", d.PayloadBytes, "approximate record payload `BYTES`")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
-	suite := fs.String("suite", "store", "which measurements: `store`, read, api, fleet or all")
+	suite := fs.String("suite", "store", "which measurements: `store`, read, api, fleet, hosts or all")
 	daemonCPU := fs.String("daemon-cpu", "auto", "fleet suite: each daemon's CPU budget, `CPUS` (0.01 to 64), 0 for none, or auto")
 	if err := fs.Parse(args); err != nil {
 		return fs, o, err
@@ -290,6 +299,10 @@ func measure(ctx context.Context, name string, cfg suiteConfig) (benchkit.Report
 		return apibench.Run(ctx, acfg)
 	case "fleet":
 		return fleetbench.Run(ctx, cfg.fleet)
+	case "hosts":
+		hcfg := hostbench.DefaultConfig()
+		hcfg.Dir, hcfg.Progress = cfg.scratch, cfg.progress
+		return hostbench.Run(ctx, hcfg)
 	}
 	return benchkit.Report{}, fmt.Errorf("unknown suite %q (want one of: %s)", name, strings.Join(suiteNames, ", "))
 }

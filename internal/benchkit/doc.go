@@ -1,6 +1,6 @@
-// Package benchkit is the one harness of the four benchmark suites
+// Package benchkit is the one harness of the five benchmark suites
 // (eventstore/storebench, projections/projbench, api/apibench,
-// policy/fleetbench) and owns their one report: Report, Result, Check and
+// policy/fleetbench, daemon/hostbench) and owns their one report: Report, Result, Check and
 // Figure, the text writer (WriteText, one aligned table per suite that
 // leaves out the columns no result uses, then the targets with their
 // verdicts, what was timed and the notes), the JSON writer and reader

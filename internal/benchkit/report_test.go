@@ -273,3 +273,35 @@ func TestSettingsOf(t *testing.T) {
 		t.Errorf("SettingsOf (-want +got):\n%s", diff)
 	}
 }
+
+// Versus finds a result's baseline among the report's and gives the
+// ratios; a baseline that is not a result, or one with no rate or p99,
+// gives no ratio to divide by zero.
+func TestVersus(t *testing.T) {
+	rep := Report{Results: []Result{
+		{Name: "local", Rate: 200, P99: 10 * time.Millisecond},
+		{Name: "routed", Rate: 100, P99: 15 * time.Millisecond, Baseline: "local"},
+		{Name: "beside", Rate: 100, Baseline: "raw"},
+		{Name: "none", Rate: 100},
+		{Name: "unmeasured"},
+		{Name: "after", Rate: 5, P99: time.Second, Baseline: "unmeasured"},
+	}}
+	tests := []struct {
+		name          string
+		wantOK        bool
+		rate, p99     float64
+		wantBaseNamed string
+	}{
+		{name: "routed", wantOK: true, rate: 0.5, p99: 1.5, wantBaseNamed: "local"},
+		{name: "beside"},
+		{name: "none"},
+		{name: "after", wantOK: true, wantBaseNamed: "unmeasured"},
+	}
+	for _, tt := range tests {
+		res, _ := rep.Result(tt.name)
+		v, ok := rep.Versus(res)
+		if ok != tt.wantOK || v.RateRatio != tt.rate || v.P99Ratio != tt.p99 || v.Base.Name != tt.wantBaseNamed {
+			t.Errorf("Versus(%s) = %+v, %t; want base %q, ratios %v and %v, %t", tt.name, v, ok, tt.wantBaseNamed, tt.rate, tt.p99, tt.wantOK)
+		}
+	}
+}
