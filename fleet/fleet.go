@@ -122,8 +122,15 @@ type Fleet struct {
 	// or not the bucket's watch has brought the heartbeat back yet.
 	self Host
 	// ended are the instances of lost hosts whose work Lost has ended.
-	ended   map[string]bool
-	beatNow chan struct{}
+	ended map[string]bool
+	// selfHeard is when the watch last brought this process's own
+	// heartbeat back, and listening since when it has done so without a
+	// gap (zero: since it joined). A host that does not hear itself
+	// cannot tell a silent host from a silent log (the bucket electing a
+	// leader, its watch being set up again), so it judges no one lost
+	// then, and gives every host a lease of its own once it hears again.
+	selfHeard, listening time.Time
+	beatNow              chan struct{}
 
 	limits      jetstream.KeyValue
 	queue       jetstream.KeyValue
@@ -198,6 +205,9 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	if err := retry(ctx, func(ctx context.Context) error { return f.beat(ctx, false) }); err != nil {
 		return nil, fmt.Errorf("fleet: first heartbeat: %w", err)
 	}
+	// The watch set up below brings the first heartbeat back among the
+	// bucket's initial values: it counts as heard now.
+	f.selfHeard = time.Now()
 	if cfg.Handler != nil {
 		if f.sub, err = cfg.Conn.Subscribe(Subject(cfg.Stream, cfg.Name), f.answer); err != nil {
 			return nil, fmt.Errorf("fleet: answer on %s: %w", Subject(cfg.Stream, cfg.Name), err)
@@ -467,9 +477,18 @@ func (f *Fleet) heard(e jetstream.KeyValueEntry, initial bool) {
 	heard := time.Now()
 	if initial {
 		heard = e.Created()
+	} else if h.Name == f.cfg.Name && h.Instance == f.instance {
+		if heard.Sub(f.selfHeard) > f.echoGap() {
+			f.listening = heard
+		}
+		f.selfHeard = heard
 	}
 	f.members[h.Name] = member{host: h, heard: heard}
 }
+
+// echoGap is how long this host may go without hearing its own heartbeat
+// back before it takes its view of the others for stale: two beats.
+func (f *Fleet) echoGap() time.Duration { return 2 * f.cfg.Lease / BeatsPerLease }
 
 // State is how a host stands as a member sees it.
 type State string
@@ -493,12 +512,18 @@ type Member struct {
 	Self bool
 }
 
+// view is m as this member sees it now; f.mu is held. A host is lost only
+// when it went unheard for its lease while this member heard its own
+// heartbeats, and for a lease since this member heard them again after a
+// gap: a log that went quiet for all (a node of a cluster killed, and the
+// bucket's leader or its watch moving) makes no live host lost.
 func (f *Fleet) view(m member, now time.Time) Member {
 	v := Member{Host: m.host, Heard: m.heard, State: Live, Self: m.host.Name == f.cfg.Name}
+	hearing := now.Sub(f.selfHeard) <= f.echoGap()
 	switch {
 	case m.host.Left:
 		v.State = Left
-	case now.Sub(m.heard) > m.host.Lease():
+	case hearing && now.Sub(m.heard) > m.host.Lease() && now.Sub(f.listening) > m.host.Lease():
 		v.State = Lost
 	}
 	return v

@@ -203,10 +203,15 @@ func (f *Fleet) Cancel(ctx context.Context, id string) (bool, *Claim, error) {
 	}
 }
 
+// isWrongRevision reports a compare-and-set that lost: the key changed, or
+// was created, since it was read. A replicated bucket (a cluster's, with
+// the stream's replicas) says so with code 10164 rather than 10071, which
+// ErrKeyExists alone does not match.
 func isWrongRevision(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		errors.Is(err, jetstream.ErrKeyExists)
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) ||
+		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
 
 // kick asks the dispatcher to look at the queue now.

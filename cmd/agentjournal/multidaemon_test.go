@@ -712,6 +712,13 @@ func waitShares(t *testing.T, nodes []*daemonProc, partitions int) {
 // with the journal stream on all three, and waits until each serves.
 func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 	t.Helper()
+	return startClusterOf(t, name, func(int) []string { return serve })
+}
+
+// startClusterOf is startCluster with serve flags of each node's own:
+// node i is given serve(i).
+func startClusterOf(t *testing.T, name string, serve func(i int) []string) []*daemonProc {
+	t.Helper()
 	ports := fixtures.FreePorts(t, 3)
 	var routes []string
 	for _, p := range ports {
@@ -722,7 +729,7 @@ func startCluster(t *testing.T, name string, serve ...string) []*daemonProc {
 	nodes := make([]*daemonProc, 3)
 	for i := range nodes {
 		args := append([]string{"--cluster-name", name, "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			"--routes", strings.Join(routes, ","), "--replicas", "3"}, serve...)
+			"--routes", strings.Join(routes, ","), "--replicas", "3"}, serve(i)...)
 		nodes[i] = newDaemon(t, fmt.Sprintf("node%d", i), t.TempDir(), secret, args...)
 	}
 	// Once a node is gone, the survivors cannot all stop gracefully: the
