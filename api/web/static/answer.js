@@ -24,10 +24,19 @@ export function createAnswer(root) {
   });
 
   const card = {
+    // open forgets the last execution's request and what was typed for
+    // it: an answer names its request, which another execution has not.
     open(execution) {
       id = execution;
-      clearError(p.error);
+      root.hidden = true;
+      p.text.value = '';
+      p.request.textContent = '';
       p.result.textContent = '';
+      clearError(p.error);
+    },
+
+    close() {
+      id = '';
     },
 
     render(v) {
@@ -50,15 +59,17 @@ export function createAnswer(root) {
 
     // answer sends an answer message to an input request.
     async answer(text, req) {
+      const of = id;
       clearError(p.error);
       p.send.disabled = true;
       try {
-        const ack = await api('POST', execPath(id, '/messages'), {type: 'answer', payload: {requestId: req, text}});
+        const ack = await api('POST', execPath(of, '/messages'), {type: 'answer', payload: {requestId: req, text}});
+        if (of !== id) return;
         p.text.value = '';
         p.result.textContent = `Answer ${ack.messageId} to ${req} journaled at sequence ${ack.sequence}: ${ack.delivery}` +
           (ack.reason ? ` (${ack.reason})` : '');
       } catch (err) {
-        showError(p.error, err);
+        if (of === id) showError(p.error, err);
       } finally {
         p.send.disabled = false;
       }

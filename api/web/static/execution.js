@@ -169,6 +169,9 @@ export function createExecution(root) {
         p.link.hidden = true;
         p.host.hidden = true;
         p.session.hidden = true;
+        // Where the last execution's page was scrolled to says nothing
+        // about this one's.
+        window.scrollTo(0, 0);
         for (const c of cards) c.open?.(id);
       }
       target = at || 0;
@@ -185,7 +188,10 @@ export function createExecution(root) {
       target = 0;
       state = null;
       tt = null;
+      // A replay or a run read still under way is of the execution left.
+      ttAsk++;
       runAsk++;
+      document.body.classList.remove('time-travel');
       clearTimeout(refreshTimer);
       for (const c of cards) c.close?.();
     },

@@ -125,14 +125,19 @@ export function createPrompt(root) {
       el('span', {class: 'muted small'}, c.description || '')))))));
   }
 
+  // send sends what the box holds to the execution open when it was
+  // pressed; an answer that comes after another execution was opened is
+  // that one's no more, and is not shown in its box.
   async function send() {
+    const of = id;
     const {type, text, slash} = message();
     clearError(p.error);
     p.result.textContent = '';
     p.send.disabled = true;
     try {
       if (slash) {
-        const res = await api('POST', execPath(id, '/commands'), {text: p.text.value.trim()});
+        const res = await api('POST', execPath(of, '/commands'), {text: p.text.value.trim()});
+        if (of !== id) return;
         const inv = res.invocation;
         p.text.value = '';
         describe();
@@ -142,27 +147,37 @@ export function createPrompt(root) {
       }
       const body = {type};
       if (text.trim()) body.payload = {text};
-      const ack = await api('POST', execPath(id, '/messages'), body);
+      const ack = await api('POST', execPath(of, '/messages'), body);
+      if (of !== id) return;
       p.text.value = '';
       describe();
       p.result.textContent = `${type} message ${ack.messageId} journaled at sequence ${ack.sequence}: ` +
         `${ack.delivery} via ${ack.transport}` + (ack.reason ? ` (${ack.reason})` : '') + (ack.duplicate ? ' (sent before)' : '');
     } catch (err) {
-      showError(p.error, err);
+      if (of === id) showError(p.error, err);
     } finally {
-      p.send.disabled = false;
+      // The next execution's render decides whether it offers anything
+      // to send.
+      if (of === id) p.send.disabled = false;
     }
   }
 
   return {
+    // open empties the box: a message is typed for one execution, and
+    // left on another page it would be sent to whichever is open next.
     open(execution) {
       id = execution;
-      clearError(p.error);
+      p.text.value = '';
       p.result.textContent = '';
+      clearError(p.error);
+      describe();
     },
 
     close() {
+      id = '';
       state = null;
+      clearTimeout(commandTimer);
+      commandSeq++;
     },
 
     // render offers the live execution's messages, grouped by

@@ -147,13 +147,17 @@ export function createTimeline(root, x) {
     f.prompt.focus();
   }
 
-  // closeFork closes the fork form; back gives the focus to the item's
-  // button, as a keyboard user left it.
+  // closeFork closes the fork form and empties it, so that nothing typed
+  // or refused for one item is shown for another; back gives the focus to
+  // the item's button, as a keyboard user left it.
   function closeFork(back) {
     const was = forking;
     forking = null;
     f.root.hidden = true;
     p.box.after(f.root);
+    f.prompt.value = '';
+    unmark(f.root);
+    clearError(f.error);
     if (!was) return;
     const li = forkItem(was.key);
     const button = li && li.querySelector('.fork-here');
@@ -227,9 +231,12 @@ export function createTimeline(root, x) {
       closeFork(false);
     },
 
+    // close closes the fork form too: it is a form of the execution left,
+    // whose items are no longer shown.
     close() {
       id = '';
       target = 0;
+      closeFork(false);
     },
 
     // take adds a page of items read with the state (its first read sets
