@@ -22,16 +22,20 @@ func (s *stack) accepted(t *testing.T, id string) []string {
 	return texts
 }
 
+// waiting launches a generic execution for owner Task/owner that runs
+// and takes messages for a minute.
+func (s *stack) waiting(t *testing.T, owner string) string {
+	t.Helper()
+	return s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": owner, "agent": "generic",
+		"command": []string{s.agent, "sleep:60s"}})
+}
+
 // A message typed for one execution stays with it: opening another one
 // shows an empty box, and what is sent from there goes to that one only.
 func TestDraftStaysWithItsExecution(t *testing.T) {
 	b := newBrowser(t)
 	s := startStack(t)
-	launch := func(owner string) string {
-		return s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": owner, "agent": "generic",
-			"command": []string{s.agent, "sleep:60s"}})
-	}
-	first, second := launch("t-first"), launch("t-second")
+	first, second := s.waiting(t, "t-first"), s.waiting(t, "t-second")
 
 	b.signIn(t, s)
 	b.openExecution(t, first)
@@ -75,8 +79,7 @@ func TestLeavingAnOpenForkForm(t *testing.T) {
 	s := startStack(t)
 	first := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-first", "agent": "generic", "dir": t.TempDir(),
 		"prompt": "prompt one", "command": s.turn("answer one")})
-	second := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-second", "agent": "generic",
-		"command": []string{s.agent, "sleep:60s"}})
+	second := s.waiting(t, "t-second")
 	s.ended(t, first)
 
 	b.signIn(t, s)
