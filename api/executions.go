@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -257,9 +258,9 @@ func enumParam[T ~string](r *http.Request, name string, accepted []T) (T, error)
 	return v, nil
 }
 
-// listExecutions: GET /v1/executions?owner=Entity[/id]&lifecycle=&attention=&limit=
+// listExecutions: GET /v1/executions?owner=Entity[/id]&lifecycle=&attention=&offset=&limit=
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "owner", "lifecycle", "attention", "limit"); err != nil {
+	if err := checkQuery(r, "owner", "lifecycle", "attention", "offset", "limit"); err != nil {
 		return err
 	}
 	var f projections.Filter
@@ -277,18 +278,33 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if f.Attention, err = enumParam(r, "attention", eventstore.Attentions); err != nil {
 		return err
 	}
+	offset, err := uintParam(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
 	limit, err := uintParam(r, "limit", 0, 0, 1<<31-1)
 	if err != nil {
 		return err
 	}
-	f.Limit = int(limit)
+	// The whole filtered list is read (the read model sorts all of it for
+	// a limit anyway) so that its length can be told: a reader that pages
+	// needs the total to know what it has not seen.
 	list, err := s.cfg.Views.List(f)
 	if err != nil {
 		return err
 	}
+	w.Header().Set(totalCountHeader, strconv.Itoa(len(list)))
+	list = list[min(int(offset), len(list)):]
+	if limit > 0 && uint64(len(list)) > limit {
+		list = list[:limit]
+	}
 	writeJSON(w, http.StatusOK, wire.Executions{Executions: orEmpty(list)})
 	return nil
 }
+
+// totalCountHeader tells, on GET /v1/executions, how many executions match
+// the filter before offset and limit.
+const totalCountHeader = "X-Total-Count"
 
 // readExecution: GET /v1/executions/{id}
 func (s *Server) readExecution(w http.ResponseWriter, r *http.Request) error {

@@ -154,6 +154,44 @@ type ExecutionFilter struct {
 // List lists executions from the daemon's read model (GET /v1/executions).
 // The daemon refuses a filter it does not accept with ErrInvalidField.
 func (c *Client) List(ctx context.Context, f ExecutionFilter) ([]Summary, error) {
+	var out wire.Executions
+	err := c.do(ctx, http.MethodGet, "/v1/executions", f.query(), nil, &out)
+	return out.Executions, err
+}
+
+// ExecutionPage is one page of the executions a filter selects.
+type ExecutionPage struct {
+	Executions []Summary
+	// Total is how many executions the filter selects, on every page.
+	Total int
+}
+
+// ListPage lists the executions f selects after passing over offset of
+// them, at most f.Limit (0: all the rest), with how many f selects in all
+// (the answer's X-Total-Count). Paging with offset until it reaches Total
+// reads them all.
+func (c *Client) ListPage(ctx context.Context, f ExecutionFilter, offset int) (ExecutionPage, error) {
+	q := f.query()
+	if offset != 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	resp, err := c.Request(ctx, http.MethodGet, "/v1/executions", q, nil, nil)
+	if err != nil {
+		return ExecutionPage{}, err
+	}
+	defer resp.Body.Close()
+	total, err := strconv.Atoi(resp.Header.Get("X-Total-Count"))
+	if err != nil {
+		return ExecutionPage{}, fmt.Errorf("read the answer to GET /v1/executions: X-Total-Count %q is not a whole number", resp.Header.Get("X-Total-Count"))
+	}
+	var out wire.Executions
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return ExecutionPage{}, fmt.Errorf("read the answer to GET /v1/executions: %w", err)
+	}
+	return ExecutionPage{Executions: out.Executions, Total: total}, nil
+}
+
+func (f ExecutionFilter) query() url.Values {
 	q := url.Values{}
 	if f.OwnerEntity != "" {
 		owner := string(f.OwnerEntity)
@@ -171,9 +209,7 @@ func (c *Client) List(ctx context.Context, f ExecutionFilter) ([]Summary, error)
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out wire.Executions
-	err := c.do(ctx, http.MethodGet, "/v1/executions", q, nil, &out)
-	return out.Executions, err
+	return q
 }
 
 // Execution reads one execution (GET /v1/executions/{id}); ErrNotFound

@@ -100,6 +100,14 @@ export async function api(method, path, body) {
   return text ? JSON.parse(text) : null;
 }
 
+// listExecutions reads a page of GET /v1/executions: its summaries, and
+// total, how many match the query's filter before offset and limit.
+export async function listExecutions(query) {
+  const resp = await request('GET', '/v1/executions?' + query);
+  const data = await resp.json();
+  return {executions: data.executions, total: Number(resp.headers.get('X-Total-Count') || data.executions.length)};
+}
+
 // execPath is the path of an execution's route: execPath(id, '/todos').
 export function execPath(id, rest) {
   return `/v1/executions/${encodeURIComponent(id)}${rest || ''}`;

@@ -1,16 +1,34 @@
 // The executions screen: the executions, filtered by owner, lifecycle and
 // attention, those needing the operator marked and listed first, updated
 // live, each with the host that runs or ran it; and the launch form
-// (launch.js).
-import {api, selfHost} from './api.js';
+// (launch.js). The most recently updated come a page at a time ("Show
+// more"), with their total; those that need a person, are running or are
+// queued are loaded whatever their number and age, and how many need a
+// person is told on the page and in the tab's title.
+import {listExecutions, selfHost} from './api.js';
 import {el, fill, parts, card, badge, showError, clearError} from './dom.js';
 import {ATTENTIONS, LIFECYCLES, NEEDS_OPERATOR, anyOf, executionHref, hostTag, when} from './format.js';
 import {createLaunch} from './launch.js';
+
+// PAGE is how many of the other executions one request loads.
+const PAGE = 500;
+// ALWAYS are the filters whose executions are loaded whatever their
+// number: a page of the most recently updated would leave out an old
+// waiting one behind many quick runs.
+const ALWAYS = [...[...NEEDS_OPERATOR].map((a) => ['attention', a]), ['lifecycle', 'running'], ['lifecycle', 'starting']];
+const TITLE = document.title;
 
 export function createList(root) {
   const p = parts(root);
   const launch = createLaunch(card(root, 'launch'));
   let rows = new Map();
+  // needing holds every execution that needs a person, whatever the
+  // filters: the title counts them on every screen.
+  let needing = new Map();
+  // total is how many executions match the filters; paged is how many of
+  // them the pages loaded so far passed over.
+  let total = 0;
+  let paged = 0;
   let active = false;
   let timer = null;
   // fetching holds the summaries that live events bring while the list is
@@ -29,6 +47,42 @@ export function createList(root) {
     return {owner: p.owner.value.trim(), lifecycle: p.lifecycle.value, attention: p.attention.value};
   }
 
+  function query(extra) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries({...filters(), ...extra})) if (v) q.set(k, v);
+    return q;
+  }
+
+  // merge adds the fetched summaries to into, keeping a newer one it has.
+  function merge(into, list) {
+    for (const s of list) {
+      const had = into.get(s.id);
+      if (!had || had.lastSequence <= s.lastSequence) into.set(s.id, s);
+    }
+  }
+
+  function countNeeding() {
+    const n = needing.size;
+    document.title = n > 0 ? `${n} need you · ${TITLE}` : TITLE;
+    p.needs.textContent = `${n} need you`;
+    p.needs.hidden = n === 0;
+  }
+
+  p.more.addEventListener('click', async () => {
+    p.more.disabled = true;
+    try {
+      const page = await listExecutions(query({offset: String(paged), limit: String(PAGE)}));
+      merge(rows, page.executions);
+      total = page.total;
+      paged += PAGE;
+      clearError(p.error);
+    } catch (err) {
+      showError(p.error, err);
+    }
+    p.more.disabled = false;
+    screen.render();
+  });
+
   function matches(s) {
     const f = filters();
     if (f.lifecycle && s.lifecycle !== f.lifecycle) return false;
@@ -44,27 +98,41 @@ export function createList(root) {
     async open() {
       active = true;
       launch.open();
-      const q = new URLSearchParams();
-      for (const [k, v] of Object.entries(filters())) if (v) q.set(k, v);
-      q.set('limit', '500');
+      const f = filters();
       const held = new Map();
       fetching = held;
       try {
-        const data = await api('GET', '/v1/executions?' + q);
+        // The first page, then each always-loaded filter within the
+        // chosen ones (none when a chosen one excludes it), then every
+        // execution that needs a person for the count.
+        const always = ALWAYS.filter(([k, v]) => !f[k] || f[k] === v).map(([k, v]) => listExecutions(query({[k]: v})));
+        const needs = [...NEEDS_OPERATOR].map((a) => listExecutions(new URLSearchParams({attention: a})));
+        const [page, ...rest] = await Promise.all([listExecutions(query({limit: String(PAGE)})), ...always, ...needs]);
         clearError(p.error);
-        const fetched = new Map(data.executions.map((s) => [s.id, s]));
+        const fetched = new Map();
+        merge(fetched, page.executions);
+        for (const r of rest.slice(0, always.length)) merge(fetched, r.executions);
+        const need = new Map();
+        for (const r of rest.slice(always.length)) merge(need, r.executions);
         for (const [id, s] of held) {
-          const had = fetched.get(id);
-          if (had && had.lastSequence > s.lastSequence) continue;
-          if (matches(s)) fetched.set(id, s);
-          else fetched.delete(id);
+          for (const [into, keep] of [[fetched, matches(s)], [need, NEEDS_OPERATOR.has(s.attention)]]) {
+            const had = into.get(id);
+            if (had && had.lastSequence > s.lastSequence) continue;
+            if (keep) into.set(id, s);
+            else into.delete(id);
+          }
         }
         rows = fetched;
+        needing = need;
+        total = page.total;
+        paged = PAGE;
       } catch (err) {
         rows = new Map();
+        total = paged = 0;
         showError(p.error, err);
       }
       if (fetching === held) fetching = null;
+      countNeeding();
       screen.render();
     },
 
@@ -77,6 +145,9 @@ export function createList(root) {
       if (fetching) fetching.set(summary.id, summary);
       if (matches(summary)) rows.set(summary.id, summary);
       else rows.delete(summary.id);
+      if (NEEDS_OPERATOR.has(summary.attention)) needing.set(summary.id, summary);
+      else needing.delete(summary.id);
+      countNeeding();
       if (!active) return;
       clearTimeout(timer);
       timer = setTimeout(() => screen.render(), 50);
@@ -105,6 +176,13 @@ export function createList(root) {
           el('td', {title: s.updatedAt}, when(s.updatedAt)));
       }));
       p.empty.hidden = sorted.length > 0;
+      // The total is as of the last fetch: with every page loaded the live
+      // updates keep the rows exact; otherwise an update cannot tell a new
+      // execution from one a page not loaded counts, and the total stands.
+      // The pages end early when the always-loaded rows were the last ones.
+      const all = paged >= total || sorted.length >= total;
+      p.count.textContent = sorted.length > 0 ? `${sorted.length} of ${all ? sorted.length : total} shown` : '';
+      p.more.hidden = all;
     },
   };
   return screen;
