@@ -28,8 +28,9 @@
 //     activity and token telemetry, journal metadata, why it is blocked
 //     and what it needs, and an answer box for an open needs_input
 //     request, its choices as buttons, updated live;
-//   - the last lines of the agent's plain output, followed while it runs,
-//     under the exit status of an execution that failed;
+//   - the last lines of the agent's plain output, opened at the newest
+//     and followed while it runs unless scrolled up, its ANSI colours
+//     drawn, under the exit status of an execution that failed;
 //   - a prompt box that sends AgentExecution messages offered by the
 //     execution's protocol descriptor, each labelled by its portability:
 //     never raw terminal input (spec 003);

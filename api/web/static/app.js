@@ -7,7 +7,8 @@
 // and shows the screen the address names. Native ES modules, no build
 // step. Beside it: api.js (calls, the token, the event stream, the agent
 // catalog, the fleet's hosts), dom.js (elements, parts, errors),
-// format.js (the daemon's vocabulary, times, links, Markdown), one module
+// format.js (the daemon's vocabulary, times, links, Markdown), ansi.js
+// (the colours of plain output), one module
 // per screen (login, list with launch, execution, search, sessions,
 // session, hosts) and one per
 // card of the execution screen. Three vendored libraries are loaded
@@ -169,6 +170,12 @@ function onEvent(name, data) {
 
 // ---- the address ----
 
+// The page the address names, without the point in time an execution's
+// page travels to: moving through one execution's history keeps the
+// window where it is, opening another page starts at its top.
+let shown = '';
+const pageOf = (hash) => hash.replace(/^(#\/executions\/[^/?#]+)\/at\/\d+/, '$1');
+
 function route() {
   if (!signedIn()) {
     showLogin();
@@ -184,6 +191,10 @@ function route() {
   if (!all) sessions.close();
   if (!fleet) hosts.close();
   list.close();
+  if (pageOf(h) !== shown) {
+    shown = pageOf(h);
+    window.scrollTo(0, 0);
+  }
   if (exec) {
     show('execution');
     execution.open(decodeURIComponent(exec[1]), exec[2] ? Number(exec[2]) : 0);
