@@ -46,9 +46,7 @@ func TestStopAsksFirst(t *testing.T) {
 	b.waitFor(t, 5*time.Second, "Escape to back out", `document.getElementById('stop-confirm').hidden`)
 	s.stillRunning(t, id)
 
-	b.click(t, "#exec-stop")
-	b.waitFor(t, 5*time.Second, "the question a third time", `!document.getElementById('stop-confirm').hidden`)
-	b.click(t, "#stop-yes")
+	b.stop(t)
 	b.waitFor(t, 20*time.Second, "the stopped execution", `document.getElementById('exec-lifecycle').textContent !== 'running' && document.getElementById('exec-stop').hidden`)
 	var v struct{ Lifecycle string }
 	s.call(t, "GET", "/v1/executions/"+id, nil, &v)
@@ -56,6 +54,14 @@ func TestStopAsksFirst(t *testing.T) {
 		t.Errorf("%s is still running after Stop was confirmed", id)
 	}
 	b.checkNoExceptions(t)
+}
+
+// stop presses Stop on the execution's page and confirms it.
+func (b *browser) stop(t *testing.T) {
+	t.Helper()
+	b.click(t, "#exec-stop")
+	b.waitFor(t, 5*time.Second, "Stop's question", `!document.getElementById('stop-confirm').hidden`)
+	b.click(t, "#stop-yes")
 }
 
 // stillRunning fails the test when the execution's process has ended,
