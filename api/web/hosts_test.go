@@ -192,7 +192,7 @@ func TestHostsView(t *testing.T) {
 		if got := b.text(t, "#exec-host"); got != "Runs on host alpha, not the daemon serving this console: commands given here are forwarded there" {
 			t.Errorf("the execution's host reads %q", got)
 		}
-		b.click(t, "#exec-stop")
+		b.stop(t)
 		b.waitFor(t, 20*time.Second, "the stop, done on alpha", `document.getElementById('exec-lifecycle').textContent !== 'running' && `+
 			`document.getElementById('exec-host').textContent === 'Ran on host alpha, not the daemon serving this console'`)
 		if !eval[bool](t, b, `document.getElementById('exec-stop').hidden`) {

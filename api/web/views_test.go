@@ -419,7 +419,7 @@ func TestBlockedDetails(t *testing.T) {
 	b.waitFor(t, 10*time.Second, "the needs on the timeline item",
 		`[...document.querySelectorAll('#timeline .kind-blocked .item-detail')].some((d) => d.textContent === 'Needs: Network access to staging')`)
 
-	b.do(t, chromedp.Click(chromedp.CSS("#exec-stop")))
+	b.stop(t)
 	b.waitFor(t, 20*time.Second, "the end", `document.getElementById('exec-lifecycle').textContent !== 'running' && document.getElementById('exec-attention').textContent !== 'blocked'`)
 	b.waitFor(t, 10*time.Second, "the blocked card to go", `document.getElementById('blocked-card').hidden`)
 	b.checkNoExceptions(t)

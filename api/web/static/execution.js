@@ -73,11 +73,31 @@ export function createExecution(root) {
     lineage, todos, approvals, terminal,
   ];
 
-  p.stop.addEventListener('click', async () => {
+  // Stop ends the agent's process and cannot be taken back, so it asks
+  // first, in the page, naming the execution it would stop; Cancel or
+  // Escape backs out and leaves the agent running.
+  p.stop.addEventListener('click', () => {
     clearError(p.error);
+    p.stopQuestion.replaceChildren('Stop ', el('code', {}, id), '? Its agent process is ended now.');
+    p.stopConfirm.dataset.execution = id;
+    p.stopConfirm.hidden = false;
+    p.stopCancel.focus();
+  });
+  p.stopCancel.addEventListener('click', () => cancelStop());
+  // Escape backs out wherever the focus is: the question may have lost it
+  // to a click elsewhere on the page.
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && !p.stopConfirm.hidden) cancelStop();
+  });
+  p.stopYes.addEventListener('click', async () => {
+    const of = p.stopConfirm.dataset.execution;
+    p.stopConfirm.hidden = true;
+    // The question named one execution: an answer given after another
+    // was opened is not an answer about that one.
+    if (of !== id) return;
     p.stop.disabled = true;
     try {
-      await api('POST', execPath(id, '/stop'));
+      await api('POST', execPath(of, '/stop'));
       screen.refresh(true);
     } catch (err) {
       showError(p.error, err);
@@ -85,6 +105,12 @@ export function createExecution(root) {
       p.stop.disabled = false;
     }
   });
+
+  function cancelStop() {
+    const asked = !p.stopConfirm.hidden;
+    p.stopConfirm.hidden = true;
+    if (asked && !p.stop.hidden) p.stop.focus();
+  }
   p.ttLive.addEventListener('click', () => goLive());
 
   // loadRun names the execution's session and its run status in the
@@ -169,6 +195,7 @@ export function createExecution(root) {
         p.link.hidden = true;
         p.host.hidden = true;
         p.session.hidden = true;
+        p.stopConfirm.hidden = true;
         // Where the last execution's page was scrolled to says nothing
         // about this one's.
         window.scrollTo(0, 0);
@@ -258,6 +285,8 @@ export function createExecution(root) {
       p.running.className = 'badge ' + (running ? 'running-yes' : elsewhere ? 'running-elsewhere' : 'running-no');
       p.owner.textContent = `${v.state.ownerEntity}/${v.state.ownerId} · agent ${v.state.agentId} · ${v.state.posture || 'structured-headless'}`;
       p.stop.hidden = !running && !elsewhere;
+      // Nothing is left to stop once the process has ended.
+      if (p.stop.hidden) p.stopConfirm.hidden = true;
       drawLink();
       drawHost(v.state);
       p.ttBanner.hidden = v.live;
