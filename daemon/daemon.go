@@ -207,8 +207,19 @@ func (d *Daemon) endLost(ctx context.Context, m fleet.Member) error {
 
 // hostStatus is what this host's heartbeats say of it.
 func (d *Daemon) hostStatus() fleet.Status {
+	queued := len(d.rt.Queue())
+	if f := d.member.Load(); f != nil && d.cfg.HostName != "" {
+		// The queue is the fleet's: this host counts the waiting runs it
+		// took, not every host the same fleet-wide number.
+		queued = 0
+		for _, q := range f.Queue() {
+			if q.Claim == nil && q.AcceptedBy == d.cfg.HostName {
+				queued++
+			}
+		}
+	}
 	return fleet.Status{
-		Capacity: fleet.Capacity{MaxRunning: d.rt.MaxRunning(), Running: d.rt.Running(), Queued: len(d.rt.Queue())},
+		Capacity: fleet.Capacity{MaxRunning: d.rt.MaxRunning(), Running: d.rt.Running(), Queued: queued},
 		Running:  d.rt.RunningIDs(),
 	}
 }

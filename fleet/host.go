@@ -51,7 +51,8 @@ func (h Host) Lease() time.Duration { return time.Duration(h.LeaseMs) * time.Mil
 type Capacity struct {
 	// MaxRunning is how many agents it runs at once before launches wait.
 	MaxRunning int `json:"maxRunning"`
-	// Running is how many run now; Queued how many wait in its queue.
+	// Running is how many run now; Queued how many of the launches it
+	// took wait in the fleet's queue.
 	Running int `json:"running"`
 	Queued  int `json:"queued"`
 	// MemoryFree and MemoryTotal are the machine's available and total

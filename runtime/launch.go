@@ -328,12 +328,6 @@ func (rt *Runtime) checkProfile(name string) error {
 	return nil
 }
 
-// HasProfile reports whether this host has the environment profile name.
-func (rt *Runtime) HasProfile(name string) bool {
-	_, ok := rt.cfg.EnvProfiles[name]
-	return ok
-}
-
 // Profiles lists this host's environment profiles by name.
 func (rt *Runtime) Profiles() []string { return slices.Sorted(maps.Keys(rt.cfg.EnvProfiles)) }
 

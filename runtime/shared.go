@@ -203,13 +203,6 @@ func (rt *Runtime) PlacedOn(ctx context.Context, ref eventstore.Reference) (stri
 	return "", nil
 }
 
-// StartingCount is how many queued runs this runtime is starting now.
-func (rt *Runtime) StartingCount() int {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return len(rt.starting)
-}
-
 // cancelShared stops a run that waits in the shared queue: it leaves the
 // queue and ends cancelled; handled is false for a run the queue does not
 // hold, or that this host is starting (Stop waits for it to run). One that

@@ -25,8 +25,9 @@ type Host struct {
 	Started   time.Time `json:"started"`
 	LastHeard time.Time `json:"lastHeard"`
 	LeaseMs   int64     `json:"leaseMs"`
-	// MaxRunning is how many agents it runs at once; Running and Queued
-	// how many run and wait there.
+	// MaxRunning is how many agents it runs at once; Running how many run
+	// there; Queued how many of the launches it took wait in the fleet's
+	// queue (which any host with room starts from).
 	MaxRunning int `json:"maxRunning"`
 	Running    int `json:"running"`
 	Queued     int `json:"queued"`
