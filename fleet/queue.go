@@ -141,6 +141,9 @@ func (f *Fleet) heardRun(e jetstream.KeyValueEntry) {
 		return
 	}
 	q.rev = e.Revision()
+	if old, ok := f.queued[q.ID]; ok && old.rev > q.rev {
+		return // this member's own newer write came first
+	}
 	f.queued[q.ID] = q
 }
 
@@ -151,11 +154,20 @@ func (f *Fleet) Enqueue(ctx context.Context, q Queued) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.queue.Create(ctx, q.ID, b); errors.Is(err, jetstream.ErrKeyExists) {
+	rev, err := f.queue.Create(ctx, q.ID, b)
+	if errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("%s: %w", q.ID, ErrQueued)
 	} else if err != nil {
 		return fmt.Errorf("fleet: queue %s: %w", q.ID, err)
 	}
+	// Known here at once, as the bucket's watch will tell it: whoever took
+	// the launch lists it next, before the watch catches up.
+	q.rev = rev
+	f.mu.Lock()
+	if old, ok := f.queued[q.ID]; !ok || old.rev < rev {
+		f.queued[q.ID] = q
+	}
+	f.mu.Unlock()
 	f.kick()
 	return nil
 }
@@ -194,6 +206,9 @@ func (f *Fleet) Cancel(ctx context.Context, id string) (bool, *Claim, error) {
 		}
 		err = f.queue.Delete(ctx, id, jetstream.LastRevision(e.Revision()))
 		if err == nil {
+			f.mu.Lock()
+			delete(f.queued, id)
+			f.mu.Unlock()
 			return true, nil, nil
 		}
 		if !isWrongRevision(err) {
