@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -339,8 +340,10 @@ func (rt *Runtime) recordTurnStart(p *process, messageID string) {
 	p.awaiting, p.nextTurn = false, ""
 	n := p.turns + 1
 	p.mu.Unlock()
-	if err := rt.appendState(p.ref, fmt.Sprintf("turn:%d:start", n), &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
-		Reason: fmt.Sprintf("turn %d started by message %s", n, messageID)}); err != nil {
+	// In order behind the previous turn's output, if that is held for
+	// the log.
+	if err := rt.journalState(p, fmt.Sprintf("turn:%d:start", n), &eventstore.StateChanged{Attention: eventstore.AttentionAutonomous,
+		Reason: fmt.Sprintf("turn %d started by message %s", n, messageID)}); err != nil && !errors.Is(err, errHeld) {
 		rt.cfg.Logger.Error("record turn start", "execution", p.ref.AgentExecutionID, "err", err)
 	}
 }
