@@ -188,7 +188,18 @@ type ToolCall struct {
 	Error string `json:"error,omitempty"`
 	// ExitCode is a shell command's exit code, when the CLI reports it.
 	ExitCode *int64 `json:"exitCode,omitempty"`
+	// Output is an excerpt of what the call returned, on its end, when
+	// the agent's stream carries it: at most MaxToolOutputBytes, its start
+	// and its end kept when it is longer (docs/records.md).
+	Output string `json:"output,omitempty"`
+	// OutputBytes is the size of the whole output the excerpt was cut
+	// from, when it was cut.
+	OutputBytes int64 `json:"outputBytes,omitempty"`
 }
+
+// MaxToolOutputBytes bounds a tool call's output excerpt, so that a call
+// that printed megabytes costs the journal a few kilobytes.
+const MaxToolOutputBytes = 2 << 10
 
 // OwnerEffect records an accepted effect routed to the owning Entity.
 type OwnerEffect struct {
