@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -127,6 +128,9 @@ func (b *Bus) open(ctx context.Context) error {
 				b.cfg.ServerName = name
 			}
 		}
+		if b.cfg.Secret != "" {
+			b.cfg.owner = rand.Text()
+		}
 		srv, sopts, err := startServer(ctx, b.cfg)
 		if err != nil {
 			return err
@@ -143,6 +147,10 @@ func (b *Bus) open(ctx context.Context) error {
 			b.clientURL = clientURL(srv)
 		}
 
+		if b.cfg.owner != "" {
+			// The last UserInfo given wins: this process owns the server.
+			opts = append(opts, nats.UserInfo(OwnerUser, b.cfg.owner))
+		}
 		nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
 		if err != nil {
 			return fmt.Errorf("connect to embedded nats: %w", err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,10 +168,25 @@ func setupStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stre
 	case err != nil:
 		return nil, err
 	}
+	have := existing.CachedInfo().Config
 	if keepReplicas {
-		cfg.Replicas = max(cfg.Replicas, existing.CachedInfo().Config.Replicas)
+		cfg.Replicas = max(cfg.Replicas, have.Replicas)
+	}
+	if holds(have, cfg) {
+		// Nothing to change: a daemon joined by URL may not change the
+		// log's streams (server.go), and need not.
+		return existing, nil
 	}
 	return js.UpdateStream(ctx, cfg)
+}
+
+// holds reports whether the stream configuration have already is want in
+// every setting StreamConfig chooses.
+func holds(have, want jetstream.StreamConfig) bool {
+	return slices.Equal(have.Subjects, want.Subjects) && have.Storage == want.Storage && have.Discard == want.Discard &&
+		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge && have.AllowDirect == want.AllowDirect &&
+		have.AllowAtomicPublish == want.AllowAtomicPublish && have.Duplicates == want.Duplicates &&
+		have.Replicas == want.Replicas && have.MaxConsumers == want.MaxConsumers
 }
 
 // streamSetupTimeout is the longest one attempt at setting up the stream

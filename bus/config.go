@@ -100,6 +100,9 @@ type Config struct {
 	// authentication). See LoadOrCreateSecret.
 	Secret string
 
+	// owner is the password of OwnerUser, made at Open.
+	owner string
+
 	// AllowRemote accepts a Listen or Cluster.Listen that other hosts can
 	// reach. The traffic is not encrypted, so it is refused without it.
 	AllowRemote bool
@@ -124,6 +127,10 @@ type Config struct {
 const (
 	User      = "agentjournal"
 	RouteUser = "agentjournal-route"
+	// OwnerUser is how the process that runs the embedded server logs in
+	// to it, in process, with a password it never writes down: the only
+	// login that may set up and change the log's streams.
+	OwnerUser = "agentjournal-owner"
 )
 
 // ClusterConfig says how the embedded server reaches the other nodes of its

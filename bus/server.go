@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -78,9 +79,24 @@ func serverOptions(cfg Config) (*server.Options, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hash the nats secret: %w", err)
 		}
-		opts.Users = []*server.User{{Username: User, Password: string(hash), Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: forbiddenAPI},
-		}}}
+		// The process that runs the server logs in as OwnerUser with a
+		// password that lives only in its memory (Config.owner): only it
+		// sets up and changes the log's streams. Whoever holds the secret,
+		// a joined daemon or anything else that can read nats-secret, may
+		// append, read, consume and use the buckets, but not change what
+		// the log keeps (clientDenied).
+		ownerHash, err := bcrypt.GenerateFromPassword([]byte(cfg.owner), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("hash the owner's password: %w", err)
+		}
+		opts.Users = []*server.User{
+			{Username: User, Password: string(hash), Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: clientDenied(cfg.StreamName)},
+			}},
+			{Username: OwnerUser, Password: string(ownerHash), Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: forbiddenAPI},
+			}},
+		}
 	}
 	if cfg.Cluster.enabled() {
 		host, port, err := splitListen(cfg.Cluster.Listen)
@@ -137,13 +153,39 @@ func serverOptions(cfg Config) (*server.Options, error) {
 	return opts, nil
 }
 
-// forbiddenAPI are the JetStream API subjects no client may publish to:
-// deleting or purging a stream and deleting a message would take records
-// out of the journals.
+// forbiddenAPI are the JetStream API subjects no client may publish to,
+// the server's owner included: deleting or purging a stream, deleting a
+// message or purging the account would take records out of the journals.
 var forbiddenAPI = []string{
 	"$JS.API.STREAM.DELETE.>",
 	"$JS.API.STREAM.PURGE.>",
 	"$JS.API.STREAM.MSG.DELETE.>",
+	"$JS.API.ACCOUNT.PURGE.>",
+}
+
+// clientDenied is forbiddenAPI and what else a holder of the secret may
+// not do, since JetStream drops records itself when told to: changing a
+// stream's configuration (a limit of one message with discard old erases
+// the log, deny-delete or not), restoring a stream over it, creating the
+// journal stream under another configuration, moving or removing its
+// replicas and leaders, and the server-wide JetStream API. Creating other
+// streams stays open: a daemon joined by URL creates the key-value buckets
+// it needs, each a stream of its own. Rollup and TTL headers on journal
+// subjects are refused by the journal stream's own configuration, which a
+// client can no longer change.
+func clientDenied(stream string) []string {
+	return append(slices.Clone(forbiddenAPI),
+		"$JS.API.STREAM.UPDATE.>",
+		"$JS.API.STREAM.RESTORE.>",
+		"$JS.API.STREAM.CREATE."+stream,
+		"$JS.API.STREAM.PEER.REMOVE.>",
+		"$JS.API.STREAM.LEADER.STEPDOWN.>",
+		"$JS.API.CONSUMER.LEADER.STEPDOWN.>",
+		"$JS.API.META.>",
+		"$JS.API.SERVER.>",
+		"$JS.API.ACCOUNT.STREAM.MOVE.>",
+		"$JS.API.ACCOUNT.STREAM.CANCEL_MOVE.>",
+	)
 }
 
 // startServer starts the embedded server and waits until it accepts
