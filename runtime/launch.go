@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/marker"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // resolveShape picks the session shape of a launch.
@@ -265,11 +266,11 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 		startErr = fmt.Errorf("record it as hosted in %s and %s: %w", rt.cfg.HostDir, rt.cfg.SupervisedDir, startErr)
 	case !pl.startNow:
 	case term != nil:
-		startErr = rt.startSupervisedTerminal(ctx, p, *term)
+		startErr = rt.startSupervised(ctx, p, term.spec(ref.AgentExecutionID, rt.cfg.RecordingDir), term)
 	case interactive:
 		startErr = rt.startTerminal(ctx, p, pl.program, pl.args)
 	case rt.supervised(p):
-		startErr = rt.startSupervised(ctx, p, pl.program, pl.args, pl.onStdin)
+		startErr = rt.startSupervised(ctx, p, supervisor.Spec{Program: pl.program, Args: pl.args, Stdin: pl.onStdin}, nil)
 	default:
 		startErr = rt.startPipes(p, pl.program, pl.args, pl.onStdin)
 	}

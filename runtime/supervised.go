@@ -120,21 +120,35 @@ func (rt *Runtime) supervisedPath(id, suffix string) (string, error) {
 	return filepath.Join(rt.cfg.SupervisedDir, esc+suffix), nil
 }
 
-// startSupervised runs the execution's process under a supervisor and
-// follows its output.
-func (rt *Runtime) startSupervised(ctx context.Context, p *process, program string, args []string, withStdin bool) error {
+// startSupervised runs the execution's process (spec's program and
+// arguments, on pipes or a terminal) under a supervisor and follows its
+// output. On a terminal lane, lt names it: the terminal is served from the
+// runtime's Terminals, its output, spooled by the supervisor, feeding the
+// terminal's scrollback and the line readers alike.
+func (rt *Runtime) startSupervised(ctx context.Context, p *process, spec supervisor.Spec, lt *launchTerminal) error {
 	dir, err := rt.supervisedPath(p.ref.AgentExecutionID, "")
 	if err != nil {
 		return err
 	}
-	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir,
-		supervisor.Spec{Program: program, Args: args, Env: p.env, Dir: p.dir, Stdin: withStdin})
+	spec.Env, spec.Dir = p.env, p.dir
+	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir, spec)
 	if err != nil {
 		return err
 	}
-	c, err := rt.supervisedChild(p, h, nil, 0)
+	var t *terminal.Terminal
+	if lt != nil {
+		t, err = rt.adoptTerminal(p.ref.AgentExecutionID, *lt, h)
+	}
+	var c *child
+	if err == nil {
+		if c, err = rt.supervisedChild(p, h, t, 0); err != nil && t != nil {
+			t.Detach()
+		}
+	}
 	if err != nil {
-		return err
+		// Nothing would follow the agent: it ends with the launch.
+		_ = syscall.Kill(-h.AgentPID(), syscall.SIGKILL)
+		return errors.Join(err, h.Close())
 	}
 	p.mu.Lock()
 	p.child = c

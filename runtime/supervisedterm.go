@@ -28,38 +28,11 @@ func (rt *Runtime) newLaunchTerminal(program string, args []string) *launchTermi
 	return &launchTerminal{ID: terminal.NewID(), Command: append([]string{program}, args...), Cols: cols, Rows: rows}
 }
 
-// startSupervisedTerminal runs the agent of a terminal lane on a PTY its
-// supervisor holds, which outlives this runtime, and serves the terminal
-// from this runtime's Terminals: its output, spooled by the supervisor,
-// feeds the terminal's scrollback and the line readers alike.
-func (rt *Runtime) startSupervisedTerminal(ctx context.Context, p *process, lt launchTerminal) error {
-	dir, err := rt.supervisedPath(p.ref.AgentExecutionID, "")
-	if err != nil {
-		return err
-	}
-	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir, supervisor.Spec{Program: lt.Command[0], Args: lt.Command[1:], Env: p.env, Dir: p.dir,
-		Terminal: &supervisor.TerminalSpec{AgentExecutionID: p.ref.AgentExecutionID, Cols: lt.Cols, Rows: lt.Rows, RecordingDir: rt.cfg.RecordingDir}})
-	if err != nil {
-		return err
-	}
-	t, err := rt.adoptTerminal(p.ref.AgentExecutionID, lt, h)
-	var c *child
-	if err == nil {
-		if c, err = rt.supervisedChild(p, h, t, 0); err != nil {
-			t.Detach()
-		}
-	}
-	if err != nil {
-		// Nothing would follow the agent: it ends with the launch.
-		_ = syscall.Kill(-h.AgentPID(), syscall.SIGKILL)
-		return errors.Join(err, h.Close())
-	}
-	p.mu.Lock()
-	p.child = c
-	p.mu.Unlock()
-	rt.register(p)
-	rt.followSupervised(p, c)
-	return nil
+// spec is what the supervisor of an execution's terminal lane runs: the
+// agent on a PTY it holds, recorded in recordings.
+func (lt launchTerminal) spec(id, recordings string) supervisor.Spec {
+	return supervisor.Spec{Program: lt.Command[0], Args: lt.Command[1:],
+		Terminal: &supervisor.TerminalSpec{AgentExecutionID: id, Cols: lt.Cols, Rows: lt.Rows, RecordingDir: recordings}}
 }
 
 // adoptTerminal registers the terminal of a supervised agent in the
