@@ -97,16 +97,29 @@ func (l terminalLane) signal(sig syscall.Signal) error { return l.t.Signal(sig) 
 func (l terminalLane) pid() int                        { return l.t.Pid() }
 
 // supervisedLane is a process a supervisor holds, reached over its control
-// socket, which may outlive this runtime (supervised.go).
-type supervisedLane struct{ h *supervisor.Handle }
+// socket, which may outlive this runtime (supervised.go). On a terminal
+// lane, t is its terminal, adopted into the runtime's Terminals: the
+// supervisor holds the PTY, structured input is typed into it.
+type supervisedLane struct {
+	h *supervisor.Handle
+	t *terminal.Terminal
+}
 
 func (l supervisedLane) write(data []byte) (eventstore.DeliveryTransport, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return eventstore.TransportAdapter, l.h.Input(ctx, data)
+	transport := eventstore.TransportAdapter
+	if l.t != nil {
+		transport = eventstore.TransportPTY
+	}
+	return transport, l.h.Input(ctx, data)
 }
 
 func (l supervisedLane) closeInput() {
+	if l.t != nil {
+		// As on a terminal of this runtime's: its input stays open.
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.h.CloseInput(ctx)
@@ -127,7 +140,10 @@ func (c *child) pid() int                                                { retur
 
 // term returns the child's terminal, nil when it is not on a terminal lane.
 func (c *child) term() *terminal.Terminal {
-	if l, ok := c.lane.(terminalLane); ok {
+	switch l := c.lane.(type) {
+	case terminalLane:
+		return l.t
+	case supervisedLane:
 		return l.t
 	}
 	return nil
@@ -251,10 +267,7 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 // structured input is typed into it, and markers are read from its output.
 func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args []string) error {
 	pr, pw := io.Pipe()
-	var cols, rows uint16
-	if rt.cfg.TerminalSize != nil {
-		cols, rows = rt.cfg.TerminalSize()
-	}
+	cols, rows := rt.terminalSize()
 	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{
 		AgentExecutionID: p.ref.AgentExecutionID, Command: program, Args: args, Env: p.env, Dir: p.dir,
 		RecordingDir: rt.cfg.RecordingDir, Cols: cols, Rows: rows,
@@ -299,6 +312,15 @@ func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string
 		}
 	}()
 	return nil
+}
+
+// terminalSize is the size a terminal lane starts with; 0 means the
+// terminal package's default.
+func (rt *Runtime) terminalSize() (cols, rows uint16) {
+	if rt.cfg.TerminalSize != nil {
+		return rt.cfg.TerminalSize()
+	}
+	return 0, 0
 }
 
 // TerminalID returns the terminal lane of a live interactive execution.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/marker"
+	"github.com/agentjournal/agentjournal/supervisor"
 )
 
 // resolveShape picks the session shape of a launch.
@@ -251,17 +252,25 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 	}
 	rt.startSnapshots(p)
 	startErr := rt.markHosted(ref)
+	// A terminal lane that another runtime can take over runs under a
+	// supervisor, which holds its PTY (supervisedterm.go).
+	var term *launchTerminal
 	if startErr == nil && rt.takeOver(p, interactive) {
-		startErr = rt.writeLaunchInfo(p, req)
+		if interactive {
+			term = rt.newLaunchTerminal(pl.program, pl.args)
+		}
+		startErr = rt.writeLaunchInfo(p, req, term)
 	}
 	switch {
 	case startErr != nil:
 		startErr = fmt.Errorf("record it as hosted in %s and %s: %w", rt.cfg.HostDir, rt.cfg.SupervisedDir, startErr)
 	case !pl.startNow:
+	case term != nil:
+		startErr = rt.startSupervised(ctx, p, term.spec(ref.AgentExecutionID, rt.cfg.RecordingDir), term)
 	case interactive:
 		startErr = rt.startTerminal(ctx, p, pl.program, pl.args)
 	case rt.supervised(p):
-		startErr = rt.startSupervised(ctx, p, pl.program, pl.args, pl.onStdin)
+		startErr = rt.startSupervised(ctx, p, supervisor.Spec{Program: pl.program, Args: pl.args, Stdin: pl.onStdin}, nil)
 	default:
 		startErr = rt.startPipes(p, pl.program, pl.args, pl.onStdin)
 	}

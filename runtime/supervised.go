@@ -21,12 +21,15 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/durable"
 	"github.com/agentjournal/agentjournal/supervisor"
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 // A runtime with a Supervisor runs each agent that keeps one process for
 // its whole execution (a CLI that reads its turns on stdin, or a generic
 // program) on pipes under a supervisor process, which outlives the
-// runtime's own process. In SupervisedDir each such execution has:
+// runtime's own process; an agent on a terminal lane runs on a PTY that its
+// supervisor holds, and its terminal is adopted into the runtime's
+// Terminals (supervisedterm.go). In SupervisedDir each such execution has:
 //
 //	<escaped id>/             the supervisor's state directory (its spool, control socket, exit)
 //	<escaped id>.launch.json  what a runtime needs to take the execution over: adapter, command, shape, marker nonce
@@ -63,6 +66,8 @@ type launchInfo struct {
 	// CLI that runs a process per turn needs for the turns it starts
 	// after a restart. The file is the data directory's, mode 0600.
 	Env []string `json:"env,omitempty"`
+	// Terminal is the terminal lane of an agent run on one, nil on pipes.
+	Terminal *launchTerminal `json:"terminal,omitempty"`
 }
 
 // takeOver reports whether another runtime can take an execution over
@@ -70,19 +75,24 @@ type launchInfo struct {
 // conversation whose turns are processes of their own (between turns
 // there is nothing to hold but its provider session).
 func (rt *Runtime) takeOver(p *process, interactive bool) bool {
-	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" || interactive {
+	if rt.cfg.Supervisor == nil || rt.cfg.SupervisedDir == "" {
 		return false
+	}
+	if interactive {
+		// A terminal lane is one process for the whole execution, on a
+		// PTY its supervisor holds.
+		return rt.cfg.Terminals != nil
 	}
 	return p.driver.TurnsOnStdin() || p.shape == eventstore.ShapeConversation
 }
 
 // writeLaunchInfo keeps what another runtime needs to take the execution
 // over, before its process starts.
-func (rt *Runtime) writeLaunchInfo(p *process, req LaunchRequest) error {
+func (rt *Runtime) writeLaunchInfo(p *process, req LaunchRequest, term *launchTerminal) error {
 	if err := os.MkdirAll(rt.cfg.SupervisedDir, 0o700); err != nil {
 		return err
 	}
-	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Env: req.Env}
+	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Env: req.Env, Terminal: term}
 	data, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -110,21 +120,35 @@ func (rt *Runtime) supervisedPath(id, suffix string) (string, error) {
 	return filepath.Join(rt.cfg.SupervisedDir, esc+suffix), nil
 }
 
-// startSupervised runs the execution's process under a supervisor and
-// follows its output.
-func (rt *Runtime) startSupervised(ctx context.Context, p *process, program string, args []string, withStdin bool) error {
+// startSupervised runs the execution's process (spec's program and
+// arguments, on pipes or a terminal) under a supervisor and follows its
+// output. On a terminal lane, lt names it: the terminal is served from the
+// runtime's Terminals, its output, spooled by the supervisor, feeding the
+// terminal's scrollback and the line readers alike.
+func (rt *Runtime) startSupervised(ctx context.Context, p *process, spec supervisor.Spec, lt *launchTerminal) error {
 	dir, err := rt.supervisedPath(p.ref.AgentExecutionID, "")
 	if err != nil {
 		return err
 	}
-	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir,
-		supervisor.Spec{Program: program, Args: args, Env: p.env, Dir: p.dir, Stdin: withStdin})
+	spec.Env, spec.Dir = p.env, p.dir
+	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir, spec)
 	if err != nil {
 		return err
 	}
-	c, err := rt.supervisedChild(p, h, 0)
+	var t *terminal.Terminal
+	if lt != nil {
+		t, err = rt.adoptTerminal(p.ref.AgentExecutionID, *lt, h)
+	}
+	var c *child
+	if err == nil {
+		if c, err = rt.supervisedChild(p, h, t, 0); err != nil && t != nil {
+			t.Detach()
+		}
+	}
 	if err != nil {
-		return err
+		// Nothing would follow the agent: it ends with the launch.
+		_ = syscall.Kill(-h.AgentPID(), syscall.SIGKILL)
+		return errors.Join(err, h.Close())
 	}
 	p.mu.Lock()
 	p.child = c
@@ -135,8 +159,9 @@ func (rt *Runtime) startSupervised(ctx context.Context, p *process, program stri
 }
 
 // supervisedChild makes the child of a supervised process, whose first
-// replayed stdout lines are already journaled.
-func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed int) (*child, error) {
+// replayed stdout lines are already journaled; t is its terminal when it
+// runs on one.
+func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, t *terminal.Terminal, replayed int) (*child, error) {
 	path, err := rt.supervisedPath(p.ref.AgentExecutionID, linesSuffix)
 	if err != nil {
 		return nil, err
@@ -146,7 +171,7 @@ func (rt *Runtime) supervisedChild(p *process, h *supervisor.Handle, replayed in
 		return nil, err
 	}
 	c := p.newChild()
-	c.lane, c.lines, c.replayed = supervisedLane{h}, lines, replayed
+	c.lane, c.lines, c.replayed = supervisedLane{h: h, t: t}, lines, replayed
 	c.replayedErr = readKept(path)
 	return c, nil
 }
@@ -220,11 +245,19 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 			if f.Stream == supervisor.Stderr {
 				w = stderrW
 			}
+			if t := c.term(); t != nil {
+				// Read again from the start after a restart, the output
+				// rebuilds the terminal's scrollback.
+				t.Feed(f.Data)
+			}
 			w.Write(f.Data)
 		}
 		if rt.detach.Err() != nil {
 			// Leaving: the pumps stop where they are; nothing more is
 			// journaled here.
+			if t := c.term(); t != nil {
+				t.Detach()
+			}
 			stdoutW.CloseWithError(rt.detach.Err())
 			stderrW.CloseWithError(rt.detach.Err())
 			pumps.Wait()
@@ -248,6 +281,10 @@ func (rt *Runtime) followSupervised(p *process, c *child) {
 			e.desc = fmt.Sprintf("its supervisor died with the agent's end unknown (%v)", lost)
 			// Whatever is left of the agent goes: nothing watches it.
 			_ = syscall.Kill(-c.handle().AgentPID(), syscall.SIGKILL)
+		}
+		if t := c.term(); t != nil {
+			st, _ := c.handle().Exited()
+			t.Finish(terminalCode(st, e.lost))
 		}
 		c.closeInput()
 		rt.exited(p, c, e)
@@ -325,7 +362,7 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *exe
 		return false, err
 	}
 	driver := adapter.NewDriver(info.Command, info.Shape)
-	if !driver.TurnsOnStdin() {
+	if !driver.TurnsOnStdin() && info.Terminal == nil {
 		return rt.attachBetweenTurns(ctx, ref, st, info, adapter, driver)
 	}
 	h, err := supervisor.Attach(dir)
@@ -344,11 +381,24 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *exe
 	if err != nil {
 		return false, errors.Join(err, h.Close())
 	}
-	c, err := rt.supervisedChild(p, h, readHandled(linesPath))
+	var t *terminal.Terminal
+	if info.Terminal != nil {
+		p.source = eventstore.ObservedPTY
+		if t, err = rt.adoptTerminal(ref.AgentExecutionID, *info.Terminal, h); err != nil {
+			return false, errors.Join(err, h.Close())
+		}
+	}
+	c, err := rt.supervisedChild(p, h, t, readHandled(linesPath))
 	if err != nil {
+		if t != nil {
+			t.Detach()
+		}
 		return false, errors.Join(err, h.Close())
 	}
 	if err := rt.markHosted(ref); err != nil {
+		if t != nil {
+			t.Detach()
+		}
 		return false, errors.Join(err, h.Close())
 	}
 	// A message its host wrote to the supervisor's socket as it went may or

@@ -9,6 +9,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 // The control protocol, on ctl.sock. A request is 1 byte of operation, 4
@@ -20,6 +22,7 @@ const (
 	opCloseInput byte = 'c' // no payload
 	opSignal     byte = 's' // payload: the signal number, 4 bytes big-endian
 	opWait       byte = 'w' // payload: a spool size, 8 bytes big-endian; answered once the spool is longer (OK) or whole (exited)
+	opResize     byte = 'r' // payload: columns and rows, 2 bytes big-endian each; a terminal lane's only
 
 	statusOK     byte = 0
 	statusError  byte = 1 // the message says what went wrong
@@ -162,8 +165,13 @@ func (s *super) do(op byte, payload []byte) (byte, string) {
 	var err error
 	switch op {
 	case opInput:
-		err = s.input.write(payload)
+		if s.term != nil {
+			err = s.term.Input(payload)
+		} else {
+			err = s.input.write(payload)
+		}
 	case opCloseInput:
+		// A terminal's input stays open until the agent exits.
 		s.input.close()
 	case opSignal:
 		if len(payload) != 4 {
@@ -171,10 +179,21 @@ func (s *super) do(op byte, payload []byte) (byte, string) {
 		}
 		sig := syscall.Signal(binary.BigEndian.Uint32(payload))
 		if err = checkSignal(sig); err == nil {
-			err = syscall.Kill(-s.agent.Process.Pid, sig)
+			err = syscall.Kill(-s.pid, sig)
 		}
+	case opResize:
+		switch {
+		case len(payload) != 4:
+			return statusError, fmt.Sprintf("a resize request of %d bytes (want 4)", len(payload))
+		case s.term == nil:
+			return statusError, "the agent runs on pipes: it has no terminal to resize"
+		}
+		err = s.term.Resize(binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:]))
 	default:
 		return statusError, fmt.Sprintf("unknown request %q", op)
+	}
+	if errors.Is(err, terminal.ErrExited) {
+		return statusExited, ""
 	}
 	if err != nil {
 		return statusError, err.Error()

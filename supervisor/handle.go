@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -467,6 +468,20 @@ func (h *Handle) Signal(ctx context.Context, sig syscall.Signal) error {
 	}
 	return nil
 }
+
+// Resize sets the size of the terminal of an agent run on one
+// (Spec.Terminal); the kernel tells the agent with SIGWINCH.
+func (h *Handle) Resize(ctx context.Context, cols, rows uint16) error {
+	payload := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, cols), rows)
+	if err := h.request(ctx, opResize, payload); err != nil {
+		return fmt.Errorf("supervisor: resize to %dx%d: %w", cols, rows, err)
+	}
+	return nil
+}
+
+// RecordingPath is the path of the recording of an agent run on a
+// terminal, empty when it keeps none.
+func (h *Handle) RecordingPath() string { return h.pids.Recording }
 
 // Close lets go of the handle's files and connection; the supervisor runs
 // on. It is safe to call twice; outputs being iterated fail after it.

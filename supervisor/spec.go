@@ -73,14 +73,38 @@ type Spec struct {
 	// Stdin gives the agent a pipe for Input; without it the agent reads
 	// /dev/null.
 	Stdin bool `json:"stdin"`
+	// Terminal, when set, runs the agent on a PTY the supervisor holds
+	// instead of pipes: its output (stdout and stderr as one) is spooled
+	// as Stdout, Input types into it, and Resize sets its size.
+	Terminal *TerminalSpec `json:"terminal,omitempty"`
 }
 
-// Validate reports what is wrong with the spec.
+// TerminalSpec is the PTY of an agent run on a terminal lane.
+type TerminalSpec struct {
+	// AgentExecutionID names the recording.
+	AgentExecutionID string `json:"agentExecutionId"`
+	// Cols and Rows are the size it starts with; zero means 120x40.
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
+	// RecordingDir, when set, receives the terminal's asciicast v2
+	// recording (package terminal), written by the supervisor, so that it
+	// holds what the agent printed and was typed while no daemon ran.
+	RecordingDir string `json:"recordingDir,omitempty"`
+}
+
+// Validate reports every problem of the spec.
 func (s Spec) Validate() error {
+	var errs []error
 	if s.Program == "" {
-		return errors.New("supervisor: spec: empty program")
+		errs = append(errs, errors.New("supervisor: spec: empty program"))
 	}
-	return nil
+	if s.Terminal != nil && s.Stdin {
+		errs = append(errs, errors.New("supervisor: spec: Stdin and Terminal both set (want one: an agent on a terminal reads its input there)"))
+	}
+	if t := s.Terminal; t != nil && t.RecordingDir != "" && t.AgentExecutionID == "" {
+		errs = append(errs, errors.New("supervisor: spec: a terminal recording needs the agent execution id that names it"))
+	}
+	return errors.Join(errs...)
 }
 
 // startSpec is what the supervisor reads from the starter: the spec with
@@ -94,6 +118,8 @@ type startSpec struct {
 type pids struct {
 	Supervisor int `json:"supervisor"`
 	Agent      int `json:"agent"`
+	// Recording is the path of a terminal lane's recording, if any.
+	Recording string `json:"recording,omitempty"`
 }
 
 // ExitStatus is how the agent ended, as its supervisor recorded it in

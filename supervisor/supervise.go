@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentjournal/agentjournal/internal/durable"
+	"github.com/agentjournal/agentjournal/terminal"
 )
 
 // Main runs a supervisor on the state directory args[0] and returns its
@@ -37,7 +38,7 @@ func Main(args []string) int {
 	}
 	os.Unsetenv(envStage)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	s, err := open(args[0])
+	s, err := open(args[0], log)
 	if err != nil {
 		fmt.Fprintf(os.Stdout, "%s%v\n", errorMsg, err)
 		return 1
@@ -46,7 +47,7 @@ func Main(args []string) int {
 	if err != nil {
 		// Start gave up and reports that no agent runs: make it so.
 		log.Error("tell the starter the agent runs; killing it", "err", err)
-		syscall.Kill(-s.agent.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-s.pid, syscall.SIGKILL)
 		return 1
 	}
 	os.Stdout.Close()
@@ -82,11 +83,16 @@ func detach() int {
 
 // super is a running supervisor.
 type super struct {
-	dir    string
-	lock   *os.File
-	spool  *spool
-	ctl    *net.UnixListener
-	agent  *exec.Cmd
+	dir   string
+	lock  *os.File
+	spool *spool
+	ctl   *net.UnixListener
+	agent *exec.Cmd // nil on a terminal
+	// term is the agent's terminal when it runs on one, in a registry of
+	// its own; the supervisor then holds the PTY (terminal.go).
+	term   *terminal.Terminal
+	terms  *terminal.Registry
+	pid    int // the agent's, also its process group's
 	input  *agentInput
 	stdout io.ReadCloser
 	stderr io.ReadCloser
@@ -95,7 +101,7 @@ type super struct {
 }
 
 // open takes the state directory and starts the agent.
-func open(dir string) (s *super, err error) {
+func open(dir string, log *slog.Logger) (s *super, err error) {
 	// Ignoring SIGHUP and SIGPIPE with signal.Ignore would pass the
 	// ignoring on to the agent through exec; a handler is reset there.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGPIPE)
@@ -128,10 +134,18 @@ func open(dir string) (s *super, err error) {
 	if s.ctl, err = listenCtl(dir); err != nil {
 		return s, fmt.Errorf("listen on the control socket: %w", err)
 	}
-	if err := s.startAgent(spec.Spec, spec.Env); err != nil {
+	if spec.Terminal != nil {
+		err = s.startTerminal(spec.Spec, spec.Env, log)
+	} else {
+		err = s.startAgent(spec.Spec, spec.Env)
+	}
+	if err != nil {
 		return s, err
 	}
-	p := pids{Supervisor: os.Getpid(), Agent: s.agent.Process.Pid}
+	p := pids{Supervisor: os.Getpid(), Agent: s.pid}
+	if s.term != nil {
+		p.Recording = s.term.Snapshot().RecordingPath
+	}
 	if err := writeJSON(s.path(pidsFile), p, false); err != nil {
 		syscall.Kill(-p.Agent, syscall.SIGKILL)
 		return s, err
@@ -167,7 +181,7 @@ func (s *super) startAgent(spec Spec, env []string) error {
 		}
 		return err
 	}
-	s.agent, s.input = cmd, &agentInput{f: stdin}
+	s.agent, s.input, s.pid = cmd, &agentInput{f: stdin}, cmd.Process.Pid
 	return nil
 }
 
@@ -177,6 +191,9 @@ func (s *super) abandon() error {
 	var errs []error
 	if s.ctl != nil {
 		errs = append(errs, s.ctl.Close(), os.Remove(s.path(sockFile)))
+	}
+	if s.terms != nil {
+		errs = append(errs, s.terms.Close())
 	}
 	if s.spool != nil {
 		errs = append(errs, s.spool.f.Close())
@@ -191,6 +208,9 @@ func (s *super) abandon() error {
 // records its end.
 func (s *super) run(log *slog.Logger) error {
 	go s.serveCtl(s.ctl)
+	if s.term != nil {
+		return s.runTerminal(log)
+	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	go func() { defer pumps.Done(); s.spool.pump(Stdout, s.stdout) }()
@@ -200,7 +220,11 @@ func (s *super) run(log *slog.Logger) error {
 	werr := s.agent.Wait()
 	s.exited.Store(true)
 	s.input.close()
-	st := exitStatus(s.agent.ProcessState, werr)
+	return s.finish(log, exitStatus(s.agent.ProcessState, werr))
+}
+
+// finish records the agent's end, with the spool whole.
+func (s *super) finish(log *slog.Logger, st ExitStatus) error {
 	if s.spool.err != nil {
 		st.OutputError = s.spool.err.Error()
 	}

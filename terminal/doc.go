@@ -12,6 +12,12 @@
 // never block on a slow viewer and memory stays bounded whatever the agent
 // prints.
 //
+// A registry also adopts terminals whose PTY another process holds (the
+// supervisor of an agent that outlives the daemon): Adopt registers one,
+// the caller feeds it the output its holder read, and input, resizes and
+// signals are passed to the holder. Close detaches an adopted terminal
+// instead of killing its process; Finish records its exit.
+//
 // Recordings are asciicast v2 files, one per AgentExecution, at
 //
 //	terminal-recordings/<escaped-agent-execution-id>.terminal.jsonl

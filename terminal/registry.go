@@ -279,7 +279,8 @@ func (r *Registry) Remove(id string) error {
 }
 
 // Close stops every terminal still running: SIGTERM to its process group,
-// then SIGKILL after KillGrace. It waits for the processes to exit, the
+// then SIGKILL after KillGrace. An adopted terminal is detached instead:
+// its process belongs to the process that holds its PTY. It waits for the processes to exit, the
 // recordings to be written and closed, and every goroutine of the registry
 // (readers, waiters, flushers, subscriber deliveries) to return. Subscribers
 // still draining are stopped. Open fails after Close; Attach, Snapshot and
@@ -296,6 +297,10 @@ func (r *Registry) close() error {
 	r.pending.Wait()
 
 	terms := r.all()
+	for _, t := range terms {
+		// Its process is its holder's, and runs on.
+		t.Detach()
+	}
 
 	var errs []error
 	running := func() []*Terminal {

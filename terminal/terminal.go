@@ -69,6 +69,11 @@ type Terminal struct {
 	onOutput                      func([]byte)
 	logger                        *slog.Logger
 	wg                            *sync.WaitGroup
+	// holder, for an adopted terminal, holds its PTY in another process;
+	// cmd, master and rec are then nil (adopt.go).
+	holder        Holder
+	recordingPath string
+	endOnce       sync.Once
 
 	inMu   sync.Mutex // orders PTY writes with their "i" events
 	sizeMu sync.Mutex // orders resizes with their "r" events
@@ -216,6 +221,9 @@ func (t *Terminal) Signal(sig os.Signal) error {
 }
 
 func (t *Terminal) killGroup(s syscall.Signal) error {
+	if t.holder != nil {
+		return t.holderErr("signal", t.holder.Signal(s))
+	}
 	if err := syscall.Kill(-t.pid, s); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("signal terminal %s: %w", t.id, ErrExited)
@@ -234,6 +242,10 @@ func (t *Terminal) Input(data []byte) error {
 	defer t.inMu.Unlock()
 	if t.hasExited() {
 		return fmt.Errorf("input to terminal %s: %w", t.id, ErrExited)
+	}
+	if t.holder != nil {
+		// The holder writes it and records it.
+		return t.holderErr("input to", t.holder.Input(data))
 	}
 	if err := t.master.SetWriteDeadline(time.Now().Add(inputTimeout)); err != nil && !errors.Is(err, os.ErrNoDeadline) {
 		return fmt.Errorf("input to terminal %s: %w", t.id, laneErr(err))
@@ -262,7 +274,11 @@ func (t *Terminal) Resize(cols, rows uint16) error {
 	if t.hasExited() {
 		return fmt.Errorf("resize terminal %s: %w", t.id, ErrExited)
 	}
-	if err := setSize(t.master, cols, rows); err != nil {
+	if t.holder != nil {
+		if err := t.holder.Resize(cols, rows); err != nil {
+			return t.holderErr("resize", err)
+		}
+	} else if err := setSize(t.master, cols, rows); err != nil {
 		return fmt.Errorf("resize terminal %s: %w", t.id, laneErr(err))
 	}
 	t.mu.Lock()
@@ -335,6 +351,9 @@ func (t *Terminal) Snapshot() Snapshot {
 	}
 	if t.rec != nil {
 		s.RecordingPath = t.rec.path
+	}
+	if t.holder != nil {
+		s.RecordingPath = t.recordingPath
 	}
 	if t.exited {
 		code, at := t.exitCode, t.exitedAt

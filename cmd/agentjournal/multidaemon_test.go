@@ -224,8 +224,18 @@ func (d *daemonProc) get(t *testing.T, path string, out any) {
 // and returns the execution id.
 func (d *daemonProc) launchAgent(t *testing.T, ownerID string, steps ...string) string {
 	t.Helper()
+	return d.launchAgentAs(t, "", ownerID, steps...)
+}
+
+// launchAgentAs is launchAgent with a posture: a terminal lane for
+// structured-interactive or native-terminal-escape-hatch; "" is the default.
+func (d *daemonProc) launchAgentAs(t *testing.T, posture, ownerID string, steps ...string) string {
+	t.Helper()
 	body := map[string]any{"ownerEntity": "Task", "ownerId": ownerID, "agent": "generic",
 		"command": append([]string{fixtures.AgentBinary(t)}, steps...)}
+	if posture != "" {
+		body["posture"] = posture
+	}
 	code, out, err := d.do("POST", "/v1/executions", body)
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("daemon %s: launch: %d %v %s", d.name, code, err, out)
