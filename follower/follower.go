@@ -146,7 +146,8 @@ func (f *Follower) Follow(ctx context.Context, src Source) error {
 
 // CatchUp is Follow until the checkpoint reaches the last offset of src as
 // read when CatchUp starts. progress, when not nil, is called after every
-// commit with the offsets applied so far and the number to apply, both
+// commit, and within one as it applies each read batch, with the offsets
+// applied so far and the number to apply, both
 // counted from the checkpoint CatchUp started at. A ctx that ends first is
 // an error: the sink did not catch up.
 func (f *Follower) CatchUp(ctx context.Context, src Source, progress func(done, total uint64)) error {
@@ -241,6 +242,12 @@ func (f *Follower) follow(ctx context.Context, src Source, target, behind uint64
 	more := func(room int) []eventstore.Entry {
 		if target > 0 && reached >= target {
 			return nil
+		}
+		// The batches so far are applied, though not yet committed: a
+		// commit of TxSize entries may span the whole log, and progress
+		// said only after it would stay at zero until the end.
+		if progress != nil && target > 0 && reached > start {
+			progress(min(reached, target)-start, target-start)
 		}
 		var b fetched
 		var ok bool
