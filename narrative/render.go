@@ -16,15 +16,22 @@ var Formats = map[string]string{
 	"json": "application/json",
 }
 
-// Render writes n in format: md, html or json.
-func Render(w io.Writer, n *Narrative, format string) error {
-	switch format {
-	case "md", "":
-		return Markdown(w, n)
-	case "html":
-		return HTML(w, n)
-	case "json":
+// Render writes n in format: md, html or json. Markdown and HTML tell
+// each run as a story, turn by turn; with audit they list every line on
+// its record instead (AuditMarkdown, AuditHTML). JSON is the line form
+// either way.
+func Render(w io.Writer, n *Narrative, format string, audit bool) error {
+	switch {
+	case format == "json":
 		return JSON(w, n)
+	case (format == "md" || format == "") && audit:
+		return AuditMarkdown(w, n)
+	case format == "md" || format == "":
+		return Markdown(w, n)
+	case format == "html" && audit:
+		return AuditHTML(w, n)
+	case format == "html":
+		return HTML(w, n)
 	}
 	return fmt.Errorf("unknown format %q (md, html or json)", format)
 }
@@ -99,8 +106,9 @@ func mdLine(w io.Writer, l Line) {
 	fmt.Fprintf(w, "- **%s** %s — %s\n", l.Marker, mdText(l.Text), anchor)
 }
 
-// Markdown writes the narrative as a Markdown document.
-func Markdown(w io.Writer, n *Narrative) error {
+// AuditMarkdown writes the narrative as a Markdown document of lines, each
+// on its record.
+func AuditMarkdown(w io.Writer, n *Narrative) error {
 	fmt.Fprintf(w, "# %s\n\n", mdText(title(n)))
 	fmt.Fprintf(w, "Lines marked **observed** restate one journal record as written; lines marked **inferred** are derived from the records they span.\n")
 	for i := range n.Runs {
@@ -171,8 +179,9 @@ ul{list-style:none;padding-left:0}li{margin:.2em 0}
 <li class="{{.Marker}}"><span class="marker">{{.Marker}}</span> {{.Text}} <span class="ref">{{.ExecutionID}} seq {{if .From}}{{.From.Sequence}}–{{end}}{{.Sequence}} · {{if .From}}{{.From.EventID}} … {{end}}{{.EventID}}</span></li>
 {{- end}}`))
 
-// HTML writes the narrative as one self-contained HTML page.
-func HTML(w io.Writer, n *Narrative) error {
+// AuditHTML writes the narrative's lines, each on its record, as one
+// self-contained HTML page.
+func AuditHTML(w io.Writer, n *Narrative) error {
 	return page.Execute(w, struct {
 		Title    string
 		N        *Narrative
