@@ -193,6 +193,10 @@ func (b *storyBuilder) apply(r eventstore.Record) {
 		if !b.ended {
 			b.activity(r)
 		}
+	case *eventstore.OwnerEffect:
+		// An effect follows from a claim or a decision: it is told with
+		// the outcome, after the end as well.
+		b.s.Ending = append(b.s.Ending, eventstore.TimelineText(r))
 	case *eventstore.Interruption:
 		text := eventstore.TimelineText(r)
 		if b.turn != nil && !b.ended {
