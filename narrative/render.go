@@ -138,19 +138,24 @@ func AuditMarkdown(w io.Writer, n *Narrative) error {
 	return nil
 }
 
-// page is self-contained: inline CSS, no script, no external resource.
-// html/template escapes every text from the journal.
-var page = template.Must(template.New("narrative").Funcs(template.FuncMap{
-	"runTitle": runTitle, "runMeta": runMeta, "title": func(s Section) string { return Titles[s] },
-	"inc": func(i int) int { return i + 1 }, "between": func(n *Narrative, i int) Line { return n.Between[i-1] },
-}).Parse(`<!DOCTYPE html>
+// pageHead starts both pages, the story's and the lines': a
+// Content-Security-Policy that allows the inline style alone, the title,
+// and the style they share.
+const pageHead = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>{{.Title}}</title>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}h3{font-size:1em;margin-bottom:.3em}
-ul{list-style:none;padding-left:0}li{margin:.2em 0}
+`
+
+// page is self-contained: inline CSS, no script, no external resource.
+// html/template escapes every text from the journal.
+var page = template.Must(template.New("narrative").Funcs(template.FuncMap{
+	"runTitle": runTitle, "runMeta": runMeta, "title": func(s Section) string { return Titles[s] },
+	"inc": func(i int) int { return i + 1 }, "between": func(n *Narrative, i int) Line { return n.Between[i-1] },
+}).Parse(pageHead + `ul{list-style:none;padding-left:0}li{margin:.2em 0}
 .marker{display:inline-block;min-width:5.5em;font-size:.8em;font-weight:bold;text-transform:uppercase}
 .observed .marker{color:#05662b}.inferred .marker{color:#8a4b00}.inferred{font-style:italic}
 .ref{color:#666;font:12px monospace}.missing{background:#fff4d6;border-left:4px solid #e0a000;padding:.4em .8em}

@@ -156,26 +156,24 @@ func golden(t *testing.T, name string, got []byte) {
 // HTML, against the golden files.
 func TestStoryGolden(t *testing.T) {
 	n := storyJournal(t)
-	var md, page bytes.Buffer
-	if err := narrative.Render(&md, n, "md", false); err != nil {
+	golden(t, "story.md", []byte(render(t, n, "md", false)))
+	golden(t, "story.html", []byte(render(t, n, "html", false)))
+}
+
+func render(t *testing.T, n *narrative.Narrative, format string, audit bool) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := narrative.Render(&b, n, format, audit); err != nil {
 		t.Fatal(err)
 	}
-	if err := narrative.Render(&page, n, "html", false); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "story.md", md.Bytes())
-	golden(t, "story.html", page.Bytes())
+	return b.String()
 }
 
 // TestStoryTells: what the story must say of the journal, checked apart
 // from the golden file so that a rewritten golden cannot lose it.
 func TestStoryTells(t *testing.T) {
 	n := storyJournal(t)
-	var b bytes.Buffer
-	if err := narrative.Markdown(&b, n); err != nil {
-		t.Fatal(err)
-	}
-	md := b.String()
+	md := render(t, n, "md", false)
 	for _, want := range []string{
 		"### Turn 1[^r1t1]", "### Turn 2[^r1t2]",
 		// The prompt, on its lines, inert.
@@ -217,11 +215,7 @@ func TestStoryTells(t *testing.T) {
 		t.Errorf("the denied write is counted as a write:\n%s", md)
 	}
 
-	var page bytes.Buffer
-	if err := narrative.HTML(&page, n); err != nil {
-		t.Fatal(err)
-	}
-	out := page.String()
+	out := render(t, n, "html", false)
 	for _, want := range []string{"<strong>the code</strong>", "<li><code>Add</code> summed twice</li>", `<code class="language-go">return a + b`,
 		"Keep the API &lt;stable&gt; &amp; small.", "[image: chart https://example.invalid/c.png]"} {
 		if !strings.Contains(out, want) {
@@ -239,26 +233,20 @@ func TestStoryTells(t *testing.T) {
 // every line on its record.
 func TestAuditIsTheLineForm(t *testing.T) {
 	n := storyJournal(t)
-	var md, page bytes.Buffer
-	if err := narrative.Render(&md, n, "md", true); err != nil {
-		t.Fatal(err)
-	}
-	if err := narrative.Render(&page, n, "html", true); err != nil {
-		t.Fatal(err)
-	}
+	md, page := render(t, n, "md", true), render(t, n, "html", true)
 	var want bytes.Buffer
 	_ = narrative.AuditMarkdown(&want, n)
-	if md.String() != want.String() || !strings.Contains(md.String(), "**observed**") {
-		t.Errorf("audit markdown is not the line form:\n%s", md.String())
+	if md != want.String() || !strings.Contains(md, "**observed**") {
+		t.Errorf("audit markdown is not the line form:\n%s", md)
 	}
 	lines := 0
 	for _, r := range n.Runs {
 		lines += len(r.Lines)
 	}
-	if c := strings.Count(md.String(), "— `ae-"); c != lines {
+	if c := strings.Count(md, "— `ae-"); c != lines {
 		t.Errorf("audit markdown has %d anchored lines, want %d", c, lines)
 	}
-	if !strings.Contains(page.String(), `<span class="marker">observed</span>`) {
-		t.Errorf("audit page is not the line form:\n%s", page.String())
+	if !strings.Contains(page, `<span class="marker">observed</span>`) {
+		t.Errorf("audit page is not the line form:\n%s", page)
 	}
 }

@@ -475,14 +475,7 @@ func plain(s string) string { return strings.ReplaceAll(s, "`", "") }
 // storyPage is self-contained: inline CSS, no script, no external
 // resource. html/template escapes every text from the journal; agents'
 // messages come rendered by messageHTML.
-var storyPage = template.Must(template.New("story").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>{{.Title}}</title>
-<style>
-body{font:14px/1.5 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}h3{font-size:1.05em;margin-bottom:.3em}
-.asked,.said{border-left:3px solid #bbb;margin:.4em 0;padding:.1em .8em;background:#f7f7f7}.asked{white-space:pre-wrap}
+var storyPage = template.Must(template.New("story").Parse(pageHead + `.asked,.said{border-left:3px solid #bbb;margin:.4em 0;padding:.1em .8em;background:#f7f7f7}.asked{white-space:pre-wrap}
 .said{border-color:#5a8ad8}pre{background:#f3f3f3;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 .failed{color:#a01010}.denied{color:#8a4b00}
 .ref{color:#666;font:12px monospace}.missing{background:#fff4d6;border-left:4px solid #e0a000;padding:.4em .8em}
