@@ -115,6 +115,10 @@ type Follower struct {
 	// arrived holds a token when a waiter has come since the follower
 	// last looked: a lingering commit happens at once for it.
 	arrived chan struct{}
+	// batchProgress has progress told as each read batch is applied, not
+	// only after each commit: a rebuild's copy, whose one commit may take
+	// the whole log, and whose progress a person watches.
+	batchProgress bool
 }
 
 // New returns a Follower of sink.
@@ -146,8 +150,7 @@ func (f *Follower) Follow(ctx context.Context, src Source) error {
 
 // CatchUp is Follow until the checkpoint reaches the last offset of src as
 // read when CatchUp starts. progress, when not nil, is called after every
-// commit, and within one as it applies each read batch, with the offsets
-// applied so far and the number to apply, both
+// commit with the offsets applied so far and the number to apply, both
 // counted from the checkpoint CatchUp started at. A ctx that ends first is
 // an error: the sink did not catch up.
 func (f *Follower) CatchUp(ctx context.Context, src Source, progress func(done, total uint64)) error {
@@ -246,7 +249,7 @@ func (f *Follower) follow(ctx context.Context, src Source, target, behind uint64
 		// The batches so far are applied, though not yet committed: a
 		// commit of TxSize entries may span the whole log, and progress
 		// said only after it would stay at zero until the end.
-		if progress != nil && target > 0 && reached > start {
+		if f.batchProgress && progress != nil && target > 0 && reached > start {
 			progress(min(reached, target)-start, target-start)
 		}
 		var b fetched
