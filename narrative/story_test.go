@@ -200,6 +200,10 @@ func TestStoryTells(t *testing.T) {
 			t.Errorf("the story lacks %q:\n%s", want, md)
 		}
 	}
+	// The message's raw HTML is text; its code keeps its angle brackets.
+	if !strings.Contains(md, "> &lt;img src=x onerror=alert(1)>") || strings.Contains(md, "<img") {
+		t.Errorf("the story passes the message's raw HTML through:\n%s", md)
+	}
 	for _, bad := range []string{"sha256:" + strings.Repeat(".", 64) + " —", "awaiting-operator", "file touched"} {
 		if regexp.MustCompile(regexp.QuoteMeta(bad)).MatchString(md) {
 			t.Errorf("the story says %q:\n%s", bad, md)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func mdRun(w io.Writer, i int, r *Run) {
 			for _, s := range t.Said {
 				// A quote keeps the agent's headings and lists inside it,
 				// below the turn's own.
-				fmt.Fprintf(w, "\n%s\n", mdQuote(s))
+				fmt.Fprintf(w, "\n%s\n", mdQuote(mdInert(s)))
 			}
 		}
 		if len(t.Waits) > 0 {
@@ -364,6 +365,59 @@ func indent(s, by string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// mdInert is an agent's Markdown with its raw HTML made text: a renderer
+// that passes HTML through shows the tags instead of running them; the
+// rest of the Markdown is kept as written.
+func mdInert(s string) string {
+	src := []byte(s)
+	doc := markdown.Parser().Parse(text.NewReader(src))
+	var at []int
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		var segs *text.Segments
+		switch n := n.(type) {
+		case *ast.RawHTML:
+			segs = n.Segments
+		case *ast.HTMLBlock:
+			segs = n.Lines()
+			if n.HasClosure() {
+				at = append(at, spans(src, n.ClosureLine.Start, n.ClosureLine.Stop)...)
+			}
+		}
+		for i := 0; segs != nil && i < segs.Len(); i++ {
+			sg := segs.At(i)
+			at = append(at, spans(src, sg.Start, sg.Stop)...)
+		}
+		return ast.WalkContinue, nil
+	})
+	if len(at) == 0 {
+		return s
+	}
+	slices.Sort(at)
+	var b strings.Builder
+	prev := 0
+	for _, i := range slices.Compact(at) {
+		b.Write(src[prev:i])
+		b.WriteString("&lt;")
+		prev = i + 1
+	}
+	b.Write(src[prev:])
+	return b.String()
+}
+
+// spans are the offsets of the '<' in src[start:stop].
+func spans(src []byte, start, stop int) []int {
+	var out []int
+	for i := start; i < stop && i < len(src); i++ {
+		if src[i] == '<' {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // markdown renders an agent's message to HTML: goldmark leaves raw HTML
