@@ -11,21 +11,27 @@ import (
 
 var narrativeFormats = []string{"md", "html", "json"}
 
-// executionNarrative: GET /v1/executions/{id}/narrative?format=md|html|json
+// executionNarrative: GET /v1/executions/{id}/narrative?format=md|html|json&audit=true|false
 func (s *Server) executionNarrative(w http.ResponseWriter, r *http.Request) error {
 	return s.narrative(w, r, false)
 }
 
-// sessionNarrative: GET /v1/sessions/{sessionId}/narrative?format=md|html|json
+// sessionNarrative: GET /v1/sessions/{sessionId}/narrative?format=md|html|json&audit=true|false
 func (s *Server) sessionNarrative(w http.ResponseWriter, r *http.Request) error {
 	return s.narrative(w, r, true)
 }
 
 func (s *Server) narrative(w http.ResponseWriter, r *http.Request, session bool) error {
-	if err := checkQuery(r, "format"); err != nil {
+	if err := checkQuery(r, "format", "audit"); err != nil {
 		return err
 	}
 	format, err := enumParam(r, "format", narrativeFormats)
+	if err != nil {
+		return err
+	}
+	// audit=true gives the line form, every line on its record, instead
+	// of the story told turn by turn.
+	audit, err := enumParam(r, "audit", []string{"true", "false"})
 	if err != nil {
 		return err
 	}
@@ -52,7 +58,7 @@ func (s *Server) narrative(w http.ResponseWriter, r *http.Request, session bool)
 	// Rendered whole before the status is written, so a failure is
 	// answered as an error, not as half a document.
 	var doc bytes.Buffer
-	if err := narrative.Render(&doc, n, format); err != nil {
+	if err := narrative.Render(&doc, n, format, audit == "true"); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", narrative.Formats[format])

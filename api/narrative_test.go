@@ -34,8 +34,10 @@ func TestNarrativeRoutes(t *testing.T) {
 	base := "/v1/executions/" + id + "/narrative"
 	for _, tc := range []struct{ query, ctype, has string }{
 		{"", "text/markdown; charset=utf-8", "# Narrative of execution " + id},
-		{"?format=md", "text/markdown; charset=utf-8", "operator answered r1"},
+		{"?format=md", "text/markdown; charset=utf-8", "asked: Proceed?; operator answered: yes"},
+		{"?format=md&audit=true", "text/markdown; charset=utf-8", "operator answered r1"},
 		{"?format=html", "text/html; charset=utf-8", "say &lt;b&gt;hi&lt;/b&gt;"},
+		{"?format=html&audit=true", "text/html; charset=utf-8", `<span class="marker">observed</span>`},
 		{"?format=json", "application/json", `"marker": "inferred"`},
 	} {
 		code, ctype, body := get(base + tc.query)
@@ -48,14 +50,21 @@ func TestNarrativeRoutes(t *testing.T) {
 		t.Fatalf("session narrative through the client: %+v, %v; want the one completed run", n, err)
 	}
 	var page bytes.Buffer
-	if err := c.NarrativeDocument(ctx, &page, id, false, "html"); err != nil || !strings.HasPrefix(page.String(), "<!DOCTYPE html>") {
+	if err := c.NarrativeDocument(ctx, &page, id, false, "html", false); err != nil || !strings.HasPrefix(page.String(), "<!DOCTYPE html>") {
 		t.Errorf("html through the client: %v %.100s", err, page.String())
+	}
+	page.Reset()
+	if err := c.NarrativeDocument(ctx, &page, id, false, "md", true); err != nil || !strings.Contains(page.String(), "**observed**") {
+		t.Errorf("audit through the client: %v %.300s", err, page.String())
 	}
 	if code, _, body := get("/v1/sessions/" + id + "/narrative?format=json"); code != 200 || !strings.Contains(body, `"subject": "session"`) {
 		t.Errorf("session route: %d %s", code, body)
 	}
 	if code, _, _ := get(base + "?format=pdf"); code != 400 {
 		t.Errorf("format pdf: %d, want 400", code)
+	}
+	if code, _, body := get(base + "?audit=yes"); code != 400 || !strings.Contains(body, "audit") {
+		t.Errorf("audit=yes: %d %s, want 400 naming audit", code, body)
 	}
 	if code, _, _ := get("/v1/executions/ae-nosuch/narrative"); code != 404 {
 		t.Errorf("unknown execution: %d, want 404", code)

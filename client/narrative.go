@@ -12,13 +12,19 @@ import (
 
 // NarrativeDocument writes the narrative of an execution (GET
 // /v1/executions/{id}/narrative), or with session of the session id names
-// (GET /v1/sessions/{id}/narrative), to w in format: md, html or json.
-func (c *Client) NarrativeDocument(ctx context.Context, w io.Writer, id string, session bool, format string) error {
+// (GET /v1/sessions/{id}/narrative), to w in format: md, html or json;
+// with audit, Markdown and HTML list every line on its record instead of
+// telling the story.
+func (c *Client) NarrativeDocument(ctx context.Context, w io.Writer, id string, session bool, format string, audit bool) error {
 	path := executionPath(id, "/narrative")
 	if session {
 		path = "/v1/sessions/" + url.PathEscape(id) + "/narrative"
 	}
-	resp, err := c.Request(ctx, http.MethodGet, path, url.Values{"format": {format}}, nil, nil)
+	q := url.Values{"format": {format}}
+	if audit {
+		q.Set("audit", "true")
+	}
+	resp, err := c.Request(ctx, http.MethodGet, path, q, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@
 //
 // Rebuild builds a fresh copy of a sink beside the live one (Rebuilder,
 // Replacement): it opens the copy, catches it up with the log as it is when
-// the rebuild starts, reporting progress after each commit, then catches it
+// the rebuild starts, reporting progress as it applies each read batch, not
+// only after each commit (one commit may take the whole log), then catches it
 // up with the live sink's checkpoint, checks it when it can (Verifier) and
 // lets the live sink swap it in, the live sink's writers held off, so that
 // a Follower running on the live sink continues from the copy's

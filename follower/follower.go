@@ -115,6 +115,10 @@ type Follower struct {
 	// arrived holds a token when a waiter has come since the follower
 	// last looked: a lingering commit happens at once for it.
 	arrived chan struct{}
+	// batchProgress has progress told as each read batch is applied, not
+	// only after each commit: a rebuild's copy, whose one commit may take
+	// the whole log, and whose progress a person watches.
+	batchProgress bool
 }
 
 // New returns a Follower of sink.
@@ -241,6 +245,12 @@ func (f *Follower) follow(ctx context.Context, src Source, target, behind uint64
 	more := func(room int) []eventstore.Entry {
 		if target > 0 && reached >= target {
 			return nil
+		}
+		// The batches so far are applied, though not yet committed: a
+		// commit of TxSize entries may span the whole log, and progress
+		// said only after it would stay at zero until the end.
+		if f.batchProgress && progress != nil && target > 0 && reached > start {
+			progress(min(reached, target)-start, target-start)
 		}
 		var b fetched
 		var ok bool

@@ -43,8 +43,8 @@ type Verifier interface {
 
 // Rebuild builds a fresh copy of the sink from offset 1 of src beside it
 // and swaps it in. progress, when not nil, follows the build up to the end
-// of src as it is when Rebuild starts (see CatchUp). The sink must be a
-// Rebuilder.
+// of src as it is when Rebuild starts, as CatchUp's does but also as each
+// read batch is applied within a commit. The sink must be a Rebuilder.
 //
 // Readers of the sink keep reading it throughout, except for the swap
 // itself. A Follow running on the sink may keep running: before the swap
@@ -77,7 +77,7 @@ func (f *Follower) Rebuild(ctx context.Context, src Source, progress func(done, 
 	}()
 	// Catching up to a target, the copy's follower never lingers; it
 	// commits as the sink's does.
-	fresh := &Follower{sink: r, cfg: f.cfg, log: f.log, arrived: make(chan struct{}, 1)}
+	fresh := &Follower{sink: r, cfg: f.cfg, log: f.log, arrived: make(chan struct{}, 1), batchProgress: true}
 
 	target, err := src.LastOffset(ctx)
 	if err != nil {

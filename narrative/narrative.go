@@ -93,6 +93,9 @@ type Run struct {
 	// partial: no activity records, no terminal recording.
 	Missing []string `json:"missing"`
 	Lines   []Line   `json:"lines"`
+	// Story is the run told turn by turn, which the Markdown and HTML
+	// renderings show; the JSON keeps the lines alone.
+	Story *Story `json:"-"`
 }
 
 // Section returns the run's lines of one section, in journal order.
@@ -293,17 +296,20 @@ func BuildRun(records []eventstore.Record) (*Run, error) {
 		run.ForkedFrom = fmt.Sprintf("%s@%d", h.ForkedFrom.AgentExecutionID, h.ForkedFrom.Sequence)
 	}
 	b := &builder{run: run, answers: map[string]Line{}, questions: map[string]string{}, files: map[string]bool{}, claims: map[string]bool{}}
-	for _, r := range records {
+	refs := make([]Ref, len(records))
+	for i, r := range records {
 		id, err := eventstore.EventID(r)
 		if err != nil {
 			return nil, err
 		}
 		base := r.RecordBase()
 		b.ref = Ref{EventID: id, ExecutionID: base.AgentExecutionID, Sequence: base.Sequence}
+		refs[i] = b.ref
 		b.at = base.OccurredAt
 		b.apply(r)
 	}
 	b.finish()
+	run.Story = buildStory(records, refs)
 	return run, nil
 }
 

@@ -179,7 +179,7 @@ func TestNarrativeOfARun(t *testing.T) {
 	}
 
 	var md bytes.Buffer
-	if err := narrative.Markdown(&md, n); err != nil {
+	if err := narrative.AuditMarkdown(&md, n); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"**observed**", "**inferred**", claim.EventID, "### Approvals and pauses", "&lt;script&gt;"} {
@@ -198,15 +198,32 @@ func TestNarrativeOfARun(t *testing.T) {
 }
 
 // TestHTMLIsInert: text from agents and operators is text in the page,
-// never markup; the page loads nothing and runs nothing.
+// never markup; the page loads nothing and runs nothing; in the story and
+// in the audit form alike.
 func TestHTMLIsInert(t *testing.T) {
 	t.Parallel()
 	n, _ := askedNarrative(t)
+	var story bytes.Buffer
+	if err := narrative.HTML(&story, n); err != nil {
+		t.Fatal(err)
+	}
+	inert(t, story.String())
+	if !strings.Contains(story.String(), "<style>") || !strings.Contains(story.String(), "<h3>Turn 1</h3>") {
+		t.Errorf("story page lacks its inline style or its turn:\n%s", story.String())
+	}
 	var page bytes.Buffer
-	if err := narrative.HTML(&page, n); err != nil {
+	if err := narrative.AuditHTML(&page, n); err != nil {
 		t.Fatal(err)
 	}
 	out := page.String()
+	inert(t, out)
+	if !strings.Contains(out, "<style>") || !strings.Contains(out, `class="inferred"`) || !strings.Contains(out, `class="observed"`) {
+		t.Errorf("page lacks its inline style or markers")
+	}
+}
+
+func inert(t *testing.T, out string) {
+	t.Helper()
 	for _, bad := range []string{"<script", "<img", "<link", "<iframe"} {
 		if strings.Contains(strings.ToLower(out), bad) {
 			t.Errorf("page contains %q", bad)
@@ -218,9 +235,6 @@ func TestHTMLIsInert(t *testing.T) {
 	}
 	if !strings.Contains(out, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(out, "&lt;img src=x onerror=alert(2)&gt;") {
 		t.Errorf("page does not show the prompt as escaped text:\n%s", out)
-	}
-	if !strings.Contains(out, "<style>") || !strings.Contains(out, `class="inferred"`) || !strings.Contains(out, `class="observed"`) {
-		t.Errorf("page lacks its inline style or markers")
 	}
 }
 

@@ -16,15 +16,22 @@ var Formats = map[string]string{
 	"json": "application/json",
 }
 
-// Render writes n in format: md, html or json.
-func Render(w io.Writer, n *Narrative, format string) error {
-	switch format {
-	case "md", "":
-		return Markdown(w, n)
-	case "html":
-		return HTML(w, n)
-	case "json":
+// Render writes n in format: md, html or json. Markdown and HTML tell
+// each run as a story, turn by turn; with audit they list every line on
+// its record instead (AuditMarkdown, AuditHTML). JSON is the line form
+// either way.
+func Render(w io.Writer, n *Narrative, format string, audit bool) error {
+	switch {
+	case format == "json":
 		return JSON(w, n)
+	case (format == "md" || format == "") && audit:
+		return AuditMarkdown(w, n)
+	case format == "md" || format == "":
+		return Markdown(w, n)
+	case format == "html" && audit:
+		return AuditHTML(w, n)
+	case format == "html":
+		return HTML(w, n)
 	}
 	return fmt.Errorf("unknown format %q (md, html or json)", format)
 }
@@ -99,8 +106,9 @@ func mdLine(w io.Writer, l Line) {
 	fmt.Fprintf(w, "- **%s** %s — %s\n", l.Marker, mdText(l.Text), anchor)
 }
 
-// Markdown writes the narrative as a Markdown document.
-func Markdown(w io.Writer, n *Narrative) error {
+// AuditMarkdown writes the narrative as a Markdown document of lines, each
+// on its record.
+func AuditMarkdown(w io.Writer, n *Narrative) error {
 	fmt.Fprintf(w, "# %s\n\n", mdText(title(n)))
 	fmt.Fprintf(w, "Lines marked **observed** restate one journal record as written; lines marked **inferred** are derived from the records they span.\n")
 	for i := range n.Runs {
@@ -130,19 +138,24 @@ func Markdown(w io.Writer, n *Narrative) error {
 	return nil
 }
 
-// page is self-contained: inline CSS, no script, no external resource.
-// html/template escapes every text from the journal.
-var page = template.Must(template.New("narrative").Funcs(template.FuncMap{
-	"runTitle": runTitle, "runMeta": runMeta, "title": func(s Section) string { return Titles[s] },
-	"inc": func(i int) int { return i + 1 }, "between": func(n *Narrative, i int) Line { return n.Between[i-1] },
-}).Parse(`<!DOCTYPE html>
+// pageHead starts both pages, the story's and the lines': a
+// Content-Security-Policy that allows the inline style alone, the title,
+// and the style they share.
+const pageHead = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>{{.Title}}</title>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}h3{font-size:1em;margin-bottom:.3em}
-ul{list-style:none;padding-left:0}li{margin:.2em 0}
+`
+
+// page is self-contained: inline CSS, no script, no external resource.
+// html/template escapes every text from the journal.
+var page = template.Must(template.New("narrative").Funcs(template.FuncMap{
+	"runTitle": runTitle, "runMeta": runMeta, "title": func(s Section) string { return Titles[s] },
+	"inc": func(i int) int { return i + 1 }, "between": func(n *Narrative, i int) Line { return n.Between[i-1] },
+}).Parse(pageHead + `ul{list-style:none;padding-left:0}li{margin:.2em 0}
 .marker{display:inline-block;min-width:5.5em;font-size:.8em;font-weight:bold;text-transform:uppercase}
 .observed .marker{color:#05662b}.inferred .marker{color:#8a4b00}.inferred{font-style:italic}
 .ref{color:#666;font:12px monospace}.missing{background:#fff4d6;border-left:4px solid #e0a000;padding:.4em .8em}
@@ -171,8 +184,9 @@ ul{list-style:none;padding-left:0}li{margin:.2em 0}
 <li class="{{.Marker}}"><span class="marker">{{.Marker}}</span> {{.Text}} <span class="ref">{{.ExecutionID}} seq {{if .From}}{{.From.Sequence}}–{{end}}{{.Sequence}} · {{if .From}}{{.From.EventID}} … {{end}}{{.EventID}}</span></li>
 {{- end}}`))
 
-// HTML writes the narrative as one self-contained HTML page.
-func HTML(w io.Writer, n *Narrative) error {
+// AuditHTML writes the narrative's lines, each on its record, as one
+// self-contained HTML page.
+func AuditHTML(w io.Writer, n *Narrative) error {
 	return page.Execute(w, struct {
 		Title    string
 		N        *Narrative

@@ -77,3 +77,19 @@ func TestLinesAreTimelineTexts(t *testing.T) {
 		}
 	}
 }
+
+// TestMdInert: raw HTML in an agent's Markdown becomes text; code and
+// comparisons keep their angle brackets.
+func TestMdInert(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"inline tag", "see <b>this</b> now", "see &lt;b>this&lt;/b> now"},
+		{"block", "<div onclick=x>\nhi\n</div>\n\ntext", "&lt;div onclick=x>\nhi\n&lt;/div>\n\ntext"},
+		{"code span", "use `a<b>` here", "use `a<b>` here"},
+		{"fence", "```\n<script>\n```", "```\n<script>\n```"},
+		{"comparison", "1 < 2 and **bold**", "1 < 2 and **bold**"},
+	} {
+		if got := mdInert(tc.in); got != tc.want {
+			t.Errorf("%s: mdInert(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}

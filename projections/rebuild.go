@@ -62,8 +62,9 @@ func moveAside(cfg Config) (string, error) {
 
 // Rebuild builds a fresh projection from offset 1 in <live path>.rebuild,
 // checks it and swaps it in for live: the file is renamed over live's path
-// and live serves from it. progress, when not nil, follows the build (see
-// CatchUp).
+// and live serves from it. progress, when not nil, follows the build as
+// each read batch is applied, not only after each transaction (see
+// follower.Rebuild): one transaction may take the whole log.
 //
 // Readers of live keep working throughout; during the swap itself they wait
 // for it. A projector running on live (Project) may keep running: before the

@@ -178,3 +178,35 @@ func TestRebuildCancelledLeavesLiveAlone(t *testing.T) {
 	}
 	checkAgainstReplay(t, live, s, rs, 100)
 }
+
+// TestRebuildReportsProgressWithinACommit: a log shorter than one commit
+// (the default BatchSize) is applied in several read batches, and the
+// progress follows them instead of going from nothing to all at the end.
+func TestRebuildReportsProgressWithinACommit(t *testing.T) {
+	s, _ := writtenLog(t, 6, 500)
+	live := openDB(t, projections.Config{Path: dbPath(t, "live.db")})
+	catchUp(t, live, s)
+	last := lastOffset(t, s)
+	if last >= projections.DefaultBatchSize {
+		t.Fatalf("the log has %d records, want fewer than one commit's %d", last, projections.DefaultBatchSize)
+	}
+	var calls [][2]uint64
+	err := projections.Rebuild(context.Background(), s, live, func(done, total uint64) {
+		calls = append(calls, [2]uint64{done, total})
+	})
+	if err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	var between int
+	for i, c := range calls {
+		if c[1] != last || c[0] > last || i > 0 && c[0] < calls[i-1][0] {
+			t.Fatalf("progress calls %v: want done rising to the total %d", calls, last)
+		}
+		if c[0] > 0 && c[0] < last {
+			between++
+		}
+	}
+	if between == 0 || calls[len(calls)-1] != [2]uint64{last, last} {
+		t.Fatalf("progress calls %v, want some between 0 and %d and the last at [%d %d]", calls, last, last, last)
+	}
+}

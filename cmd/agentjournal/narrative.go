@@ -19,27 +19,31 @@ type NarrativeCommand struct {
 
 var narrativeSpec = cmdSpec{
 	Name: "narrative",
-	Args: "ID [--session] [--format md|html|json] [--out FILE]",
-	Summary: `Tell what happened in the agent execution ID from its journal alone: what was
-requested, what ran (tool calls, their targets and results), which approvals
-and pauses happened (questions, permission requests, who answered and when,
-blocked periods), which artifacts and todos were produced, what interrupted
-the run and why it ended as it did. Every line names the record it stands on
-(execution, sequence, event id); lines restating one record are marked
-observed, lines derived from several (a blocked period, a turn's tool calls)
-inferred. A journal missing records still renders, saying what is missing.
-With --session, tell every run of ID's session (ID is the session or any of
-its executions) in order, with what came between them. The formats are
-Markdown (md, the default), one self-contained HTML page (html) and JSON
-(json); see docs/narrative.md.`,
+	Args: "ID [--session] [--audit] [--format md|html|json] [--out FILE]",
+	Summary: `Tell what happened in the agent execution ID from its journal alone, as a
+story, turn by turn: what was asked, what the agent did (files read apart
+from files written or edited, commands, searches; failures and denials with
+their error and output), what it said (its messages as Markdown), where it
+waited and who answered what, the tokens of each turn and in all, and how the
+run ended. Each turn names the records it spans in a footnote. With --audit,
+list instead every line on the record it stands on (execution, sequence,
+event id), lines restating one record marked observed, lines derived from
+several (a blocked period, a turn's tool calls) inferred. A journal missing
+records still renders, saying what is missing. With --session, tell every
+run of ID's session (ID is the session or any of its executions) in order,
+with what came between them. The formats are Markdown (md, the default), one
+self-contained HTML page (html) and JSON (json, always the line form); see
+docs/narrative.md.`,
 	Example: "agentjournal narrative ae-0123456789abcdef01234567\n" +
-		"agentjournal narrative ae-0123456789abcdef01234567 --session --format html --out run.html",
+		"agentjournal narrative ae-0123456789abcdef01234567 --session --format html --out run.html\n" +
+		"agentjournal narrative ae-0123456789abcdef01234567 --audit",
 }
 
 // Run implements Command.
 func (c *NarrativeCommand) Run(ctx context.Context, args []string) error {
 	fs := narrativeSpec.newFlagSet()
 	session := fs.Bool("session", false, "tell every run of the execution's session")
+	audit := fs.Bool("audit", false, "list every line on its record instead of telling the story")
 	format := fs.String("format", "md", "render as `FORMAT`: md, html or json")
 	out := fs.String("out", "", "write to `FILE` instead of standard output")
 	id, err := narrativeSpec.parseID(fs, args)
@@ -64,7 +68,7 @@ func (c *NarrativeCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return narrative.Render(&doc, n, *format)
+		return narrative.Render(&doc, n, *format, *audit)
 	})
 	if err != nil {
 		return err

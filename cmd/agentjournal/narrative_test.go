@@ -64,6 +64,12 @@ func TestNarrativeOfAnInterruptedSession(t *testing.T) {
 	if !strings.Contains(md, "# Narrative of execution "+first) || !strings.Contains(md, "interrupted: shutdown") || strings.Contains(md, resumed) {
 		t.Errorf("narrative of %s alone:\n%s", first, md)
 	}
+	if !strings.Contains(md, "### Turn 1") || strings.Contains(md, "**observed**") {
+		t.Errorf("narrative of %s is not told as a story:\n%s", first, md)
+	}
+	if audit := mustRun(t, dir, "narrative", first, "--audit"); !strings.Contains(audit, "**observed**") || !strings.Contains(audit, "### What was requested") {
+		t.Errorf("narrative --audit of %s is not the line form:\n%s", first, audit)
+	}
 	page := filepath.Join(t.TempDir(), "session.html")
 	if out := mustRun(t, dir, "narrative", first, "--session", "--format", "html", "--out", page); out != "" {
 		t.Errorf("with --out printed %q", out)
