@@ -4,14 +4,11 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentjournal/agentjournal/fixtures/modelserver"
 	"github.com/agentjournal/agentjournal/fixtures/realagent"
@@ -76,23 +73,7 @@ func TestRealAgentTranscript(t *testing.T) {
 					r.failf(t, "run printed the CLI's protocol %q:\n%s", line, r.res.stdout)
 				}
 			}
-			got := normalizeTranscript(text.String(), r)
-			golden := filepath.Join("testdata", "transcripts", c.agent+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestRealAgentTranscript -update writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				r.failf(t, "transcript differs from %s (-want +got):\n%s", golden, diff)
-			}
+			checkGolden(t, filepath.Join("testdata", "transcripts", c.agent+".txt"), normalizeTranscript(text.String(), r.id, r.work))
 		})
 	}
 }
@@ -106,10 +87,13 @@ var (
 )
 
 // normalizeTranscript replaces what differs from run to run in a
-// transcript: times, request ids, the execution's id and work directory.
-func normalizeTranscript(s string, r *realRun) string {
-	s = strings.ReplaceAll(s, r.work, "WORK")
-	s = strings.ReplaceAll(s, r.id, "ID")
+// transcript: times, request ids, the execution's id and the directories
+// of the run.
+func normalizeTranscript(s, id string, dirs ...string) string {
+	for _, d := range dirs {
+		s = strings.ReplaceAll(s, d, "DIR")
+	}
+	s = strings.ReplaceAll(s, id, "ID")
 	s = requestIDs.ReplaceAllString(s, "(request REQUEST)")
 	// A time too short to say is left out: the time goes, with its
 	// brackets or its comma.
