@@ -176,7 +176,7 @@ func textEntry(e Entry, o Options) []string {
 		if q.Permission {
 			what = "permission"
 			if q.Tool != "" {
-				what += " for " + q.Tool
+				what += " for " + oneLine(q.Tool)
 			}
 		}
 		lines := indented(paint(c, "? "+what+":", sgrBold, sgrYellow)+" ", safeText(q.Question))
@@ -216,7 +216,7 @@ func textEntry(e Entry, o Options) []string {
 // toolText is a tool call's line, and the start of a failed call's output.
 func toolText(t *wire.TranscriptToolCall, o Options) []string {
 	c := o.Color
-	line := t.Name
+	line := oneLine(t.Name)
 	if t.Target != "" && t.Target != t.Name {
 		line += ": " + clipRunes(oneLine(t.Target), maxTarget)
 	}
@@ -273,7 +273,7 @@ func toolText(t *wire.TranscriptToolCall, o Options) []string {
 func markdownEntry(e Entry, o Options) []string {
 	switch e.Kind {
 	case wire.TranscriptPrompt:
-		return append([]string{"**" + string(e.Source) + "**:", ""}, quoted(e.Text)...)
+		return append([]string{"**Prompt** from " + string(e.Source) + ":", ""}, quoted(e.Text)...)
 	case wire.TranscriptMessage:
 		text := strings.TrimRight(safeText(e.Text), "\n")
 		return strings.Split(text, "\n")
@@ -283,7 +283,7 @@ func markdownEntry(e Entry, o Options) []string {
 		if line == "- " {
 			line = "- …"
 		}
-		line += " " + codeSpan(t.Name)
+		line += " " + codeSpan(oneLine(t.Name))
 		if t.Target != "" && t.Target != t.Name {
 			line += " " + codeSpan(clipRunes(oneLine(t.Target), maxTarget))
 		}
@@ -314,7 +314,18 @@ func markdownEntry(e Entry, o Options) []string {
 	case wire.TranscriptPlan:
 		lines := []string{"**Plan**", ""}
 		for _, it := range e.Plan {
-			lines = append(lines, "- "+planBox(it.Status)+" "+escapeMarkdown(oneLine(it.Text)))
+			// A task list knows done and not done; the other two are said.
+			text := escapeMarkdown(oneLine(it.Text))
+			switch it.Status {
+			case eventstore.PlanItemDone:
+				lines = append(lines, "- [x] "+text)
+			case eventstore.PlanItemInProgress:
+				lines = append(lines, "- [ ] "+text+" *(in progress)*")
+			case eventstore.PlanItemDropped:
+				lines = append(lines, "- ~~"+text+"~~ *(dropped)*")
+			default:
+				lines = append(lines, "- [ ] "+text)
+			}
 		}
 		return lines
 	case wire.TranscriptQuestion:
@@ -323,7 +334,7 @@ func markdownEntry(e Entry, o Options) []string {
 		if q.Permission {
 			what = "Permission"
 			if q.Tool != "" {
-				what += " for " + codeSpan(q.Tool)
+				what += " for " + codeSpan(oneLine(q.Tool))
 			}
 		}
 		lines := []string{"**" + what + "** (request " + codeSpan(q.RequestID) + "):", ""}
