@@ -172,14 +172,7 @@ func textEntry(e Entry, o Options) []string {
 		return lines
 	case wire.TranscriptQuestion:
 		q := e.Question
-		what := "question"
-		if q.Permission {
-			what = "permission"
-			if q.Tool != "" {
-				what += " for " + oneLine(q.Tool)
-			}
-		}
-		lines := indented(paint(c, "? "+what+":", sgrBold, sgrYellow)+" ", safeText(q.Question))
+		lines := indented(paint(c, "? "+asked(q, oneLine)+":", sgrBold, sgrYellow)+" ", safeText(q.Question))
 		for i, choice := range q.Choices {
 			lines = append(lines, fmt.Sprintf("  %d. %s", i+1, oneLine(choice)))
 		}
@@ -226,14 +219,7 @@ func toolText(t *wire.TranscriptToolCall, o Options) []string {
 		mark = paint(c, "✓", sgrGreen)
 	case eventstore.ToolCallFailed:
 		mark = paint(c, "✗", sgrRed)
-		outcome = "failed"
-		if t.ExitCode != nil {
-			outcome += fmt.Sprintf(", exit %d", *t.ExitCode)
-		}
-		if first, _, _ := strings.Cut(strings.TrimSpace(safeText(t.Error)), "\n"); first != "" {
-			outcome += ": " + clipRunes(first, maxTarget)
-		}
-		outcome = paint(c, outcome, sgrRed)
+		outcome = paint(c, failure(t, func(s string) string { return clipRunes(s, maxTarget) }), sgrRed)
 	default:
 		mark = paint(c, "…", sgrYellow)
 		outcome = "did not end"
@@ -290,13 +276,7 @@ func markdownEntry(e Entry, o Options) []string {
 		outcome := ""
 		switch t.Status {
 		case eventstore.ToolCallFailed:
-			outcome = "failed"
-			if t.ExitCode != nil {
-				outcome += fmt.Sprintf(", exit %d", *t.ExitCode)
-			}
-			if first, _, _ := strings.Cut(strings.TrimSpace(safeText(t.Error)), "\n"); first != "" {
-				outcome += ": " + escapeMarkdown(first)
-			}
+			outcome = failure(t, escapeMarkdown)
 		case eventstore.ToolCallStarted:
 			outcome = "did not end"
 		}
@@ -330,13 +310,7 @@ func markdownEntry(e Entry, o Options) []string {
 		return lines
 	case wire.TranscriptQuestion:
 		q := e.Question
-		what := "Question"
-		if q.Permission {
-			what = "Permission"
-			if q.Tool != "" {
-				what += " for " + codeSpan(oneLine(q.Tool))
-			}
-		}
+		what := upperFirst(asked(q, func(tool string) string { return codeSpan(oneLine(tool)) }))
 		lines := []string{"**" + what + "** (request " + codeSpan(q.RequestID) + "):", ""}
 		lines = append(lines, quoted(q.Question)...)
 		if len(q.Choices) > 0 {
@@ -369,6 +343,31 @@ func markdownEntry(e Entry, o Options) []string {
 		return []string{"---", "", what + suffix(join(tokens(end.Tokens), duration(end.DurationMs), ", "))}
 	}
 	return nil
+}
+
+// asked names what a question asks for: "question", or "permission"
+// for the tool that tool writes.
+func asked(q *wire.TranscriptQuestionAsked, tool func(string) string) string {
+	if !q.Permission {
+		return "question"
+	}
+	if q.Tool == "" {
+		return "permission"
+	}
+	return "permission for " + tool(q.Tool)
+}
+
+// failure says how a tool call failed: its exit code and the first line of
+// its error, which text writes.
+func failure(t *wire.TranscriptToolCall, text func(string) string) string {
+	out := "failed"
+	if t.ExitCode != nil {
+		out += fmt.Sprintf(", exit %d", *t.ExitCode)
+	}
+	if first, _, _ := strings.Cut(strings.TrimSpace(safeText(t.Error)), "\n"); first != "" {
+		out += ": " + text(first)
+	}
+	return out
 }
 
 // indented puts head before the first line of text and indents the others
