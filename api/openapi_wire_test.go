@@ -75,6 +75,7 @@ var wireBodies = map[string]wireBody{
 	"GET /v1/executions/{id}/replay":         answers200[wire.Replay](),
 	"GET /v1/executions/{id}/lineage":        answers200[wire.Lineage](),
 	"GET /v1/executions/{id}/narrative":      answers200[narrative.Narrative](),
+	"GET /v1/executions/{id}/transcript":     answers200[wire.Transcript](),
 	"GET /v1/executions/{id}/todos":          answers200[wire.Todos](),
 	"GET /v1/executions/{id}/approvals":      answers200[wire.Approvals](),
 	"GET /v1/executions/{id}/run":            answers200[contract.AgentRun](),

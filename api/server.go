@@ -314,6 +314,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/executions/{id}/replay", fullToken, s.replay)
 	s.handle("GET /v1/executions/{id}/lineage", fullToken, s.executionLineage)
 	s.handle("GET /v1/executions/{id}/narrative", fullToken, s.executionNarrative)
+	s.handle("GET /v1/executions/{id}/transcript", fullToken, s.executionTranscript)
 	s.handle("GET /v1/executions/{id}/todos", fullToken, s.executionTodos)
 	s.handle("GET /v1/executions/{id}/approvals", fullToken, s.executionApprovals)
 	s.handle("GET /v1/executions/{id}/run", fullToken, s.executionRun)

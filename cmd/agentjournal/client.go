@@ -22,6 +22,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
 	"github.com/agentjournal/agentjournal/runtime"
+	"github.com/agentjournal/agentjournal/transcript"
 )
 
 // The health check that tells whether a daemon runs. A daemon whose
@@ -570,8 +571,17 @@ type TailCommand struct{ env *Env }
 
 var tailSpec = cmdSpec{
 	Name: "tail",
-	Args: "[-f] [--execution ID] [--from-offset N] [--json]",
-	Summary: `Print the running daemon's events, one line per journal record:
+	Args: "[-f] [--execution ID] [--from-offset N] [--events | --json]",
+	Summary: `Print what the running daemon's executions do, as transcripts
+(docs/transcript.md): for every record an execution's journal gets, the
+lines it adds to the execution's transcript (the prompt, the agent's
+messages, one line per tool call with its outcome, plans, questions and
+answers, turn ends with tokens and time, the end), each line behind the
+execution's short label, ae- and the first 8 hex digits of its id. Records
+that tell a reader nothing (deliveries, decisions, heartbeats) print
+nothing. Colours on a terminal, unless NO_COLOR is set.
+
+--events prints the events themselves instead, one line per journal record:
 
   OFFSET  EVENT  EXECUTION  WHAT
 
@@ -587,7 +597,7 @@ events until Ctrl-C, from --from-offset or else from now; when the stream
 drops (the daemon restarted, or tail fell behind) it reconnects and resumes
 after the last event printed. --json prints each event as
 {"id":OFFSET,"event":EVENT,"data":{…}}, every data.changed included.`,
-	Example: "agentjournal tail\nagentjournal tail -f --execution ae-0123456789abcdef01234567\nagentjournal tail --from-offset 120 --json",
+	Example: "agentjournal tail\nagentjournal tail -f --execution ae-0123456789abcdef01234567\nagentjournal tail -f --events\nagentjournal tail --from-offset 120 --json",
 }
 
 // Event names tail treats apart.
@@ -618,8 +628,12 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 	executionID := fs.String("execution", "", "only the events of execution `ID`")
 	from := fs.Uint64("from-offset", 0, "start with the record at log offset `N` (default: 1, or now with -f)")
 	asJSON := fs.Bool("json", false, `print {"id":OFFSET,"event":EVENT,"data":{…}} per event`)
+	events := fs.Bool("events", false, "print one line per event (OFFSET EVENT EXECUTION WHAT) instead of the transcripts")
 	if err := tailSpec.parseNone(fs, args, "name an execution with --execution ID"); err != nil {
 		return err
+	}
+	if *events && *asJSON {
+		return tailSpec.usageErr(fs, "--events and --json: give one of them")
 	}
 	cl, err := c.env.daemon(ctx)
 	if err != nil {
@@ -630,7 +644,8 @@ func (c *TailCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("tail: %w", err)
 	}
-	t := &tailer{env: c.env, out: &flushWriter{w: c.env.Stdout}, execution: *executionID, json: *asJSON, follow: follow}
+	t := &tailer{env: c.env, out: &flushWriter{w: c.env.Stdout}, execution: *executionID, json: *asJSON, follow: follow,
+		transcripts: !*asJSON && !*events}
 	switch {
 	case follow && *from == 0:
 		// From now: the end of the log is where a dropped stream resumes
@@ -707,6 +722,17 @@ type tailer struct {
 	// named is the offset of the last named event printed; the
 	// data.changed of the same record is not printed.
 	named uint64
+	// transcripts prints the executions' transcripts instead of the
+	// events, each execution's told by its own writer.
+	transcripts bool
+	told        map[string]*toldExecution
+}
+
+// toldExecution is the transcript of one execution tail follows: its
+// writer, and the sequence of the next record to read for it.
+type toldExecution struct {
+	w    *transcript.Writer
+	next uint64
 }
 
 // stream reads one connection of the event stream. It returns nil when
@@ -724,7 +750,7 @@ func (t *tailer) stream(ctx context.Context, cl *client.Client) error {
 		return err
 	}
 	defer s.Close()
-	return readStream(s, t.event, func(text string) error {
+	return readStream(s, func(ev sseEvent) error { return t.event(ctx, cl, ev) }, func(text string) error {
 		if !t.follow && text == "heartbeat" {
 			// The daemon had nothing more to send: every event up to
 			// the end has been read.
@@ -734,7 +760,7 @@ func (t *tailer) stream(ctx context.Context, cl *client.Client) error {
 	})
 }
 
-func (t *tailer) event(ev sseEvent) error {
+func (t *tailer) event(ctx context.Context, cl *client.Client, ev sseEvent) error {
 	if ev.Name == eventOverflow {
 		return errOverflow
 	}
@@ -750,7 +776,11 @@ func (t *tailer) event(ev sseEvent) error {
 		t.last = max(t.last, d.Offset)
 	}
 	if t.execution == "" || d.ExecutionID == t.execution {
-		if err := t.print(ev, d); err != nil {
+		show := t.print
+		if t.transcripts {
+			show = func(ev sseEvent, d client.EventData) error { return t.tell(ctx, cl, ev, d) }
+		}
+		if err := show(ev, d); err != nil {
 			return err
 		}
 	}
@@ -787,4 +817,49 @@ func (t *tailer) print(ev sseEvent, d client.EventData) error {
 		what = fmt.Sprintf("terminal lane %s %s", d.Terminal.TerminalID, state)
 	}
 	return writeLine(t.out, "%8d  %-20s  %-27s  %s", d.Offset, ev.Name, d.ExecutionID, what)
+}
+
+// tell adds the records of d's execution up to d's record to the
+// execution's transcript. The events name records; the records are read
+// from the journal, from the first one not yet told: those a dropped
+// stream skipped are told too, and an event of a record already told adds
+// nothing.
+func (t *tailer) tell(ctx context.Context, cl *client.Client, ev sseEvent, d client.EventData) error {
+	if d.ExecutionID == "" || d.Sequence == 0 || ev.Name == eventTerminal {
+		return nil
+	}
+	told := t.told[d.ExecutionID]
+	if told == nil {
+		if t.told == nil {
+			t.told = map[string]*toldExecution{}
+		}
+		// An execution first seen mid-journal is told from there.
+		told = &toldExecution{w: t.env.newTranscript(t.out, shortLabel(d.ExecutionID)), next: d.Sequence}
+		t.told[d.ExecutionID] = told
+	}
+	for told.next <= d.Sequence {
+		records, _, err := cl.Records(ctx, d.ExecutionID, told.next, int(min(d.Sequence-told.next+1, 1000)))
+		if err != nil {
+			return err
+		}
+		if len(records) == 0 {
+			return nil
+		}
+		for _, r := range records {
+			if err := told.w.Add(r); err != nil {
+				return err
+			}
+			told.next = r.RecordBase().Sequence + 1
+		}
+	}
+	return nil
+}
+
+// shortLabel is the label of an execution's lines where several are told
+// at once: ae- and the first 8 hex digits of its id.
+func shortLabel(id string) string {
+	if len(id) > 11 {
+		return id[:11]
+	}
+	return id
 }

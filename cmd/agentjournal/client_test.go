@@ -170,7 +170,7 @@ func TestClientCommands(t *testing.T) {
 	}
 
 	// tail without -f prints the execution's events up to now.
-	tail := mustRun(t, dir, "tail", "--execution", id)
+	tail := mustRun(t, dir, "tail", "--events", "--execution", id)
 	lines := strings.Split(strings.TrimSpace(tail), "\n")
 	if !strings.Contains(tail, "execution.started") {
 		t.Fatalf("tail: %q, want execution.started", tail)
@@ -203,10 +203,10 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("tail --json printed %d events for %d lines, want every data.changed too", len(events), len(lines))
 	}
 	from := events[len(events)-1].ID
-	if out := mustRun(t, dir, "tail", "--from-offset", fmt.Sprint(from)); out != lines[len(lines)-1]+"\n" {
+	if out := mustRun(t, dir, "tail", "--events", "--from-offset", fmt.Sprint(from)); out != lines[len(lines)-1]+"\n" {
 		t.Fatalf("tail --from-offset %d: %q, want the last record's line only, %q", from, out, lines[len(lines)-1])
 	}
-	if out := mustRun(t, dir, "tail", "--from-offset", fmt.Sprint(from+1)); out != "" {
+	if out := mustRun(t, dir, "tail", "--events", "--from-offset", fmt.Sprint(from+1)); out != "" {
 		t.Fatalf("tail past the end: %q, want nothing", out)
 	}
 
@@ -347,7 +347,7 @@ func TestTailFollow(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		m := Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
-		done <- m.Run(ctx, []string{"--data", dir, "tail", "-f", "--from-offset", "1"})
+		done <- m.Run(ctx, []string{"--data", dir, "tail", "-f", "--events", "--from-offset", "1"})
 	}()
 	await := func(what string, ok func(string) bool) {
 		t.Helper()

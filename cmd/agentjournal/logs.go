@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/agentjournal/agentjournal/client"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
 )
 
@@ -28,12 +30,19 @@ Each line shows when it was read and its stream. The daemon keeps the newest
 its terminal recording instead. With -n N, only the last N lines; with -f,
 then each new line as it is printed, until the execution ends. Control
 characters are shown as escapes, so the agent cannot rewrite the terminal.
-When no daemon runs, the data directory's files are read (and -f is refused).`,
+When no daemon runs, the data directory's files are read (and -f is refused).
+
+When there is no line to print, logs says why on stderr: an agent whose
+output a parser reads (claude-code's stream-json, codex's and copilot's
+JSON events, an ACP agent's messages) has all of it turned into journal
+records, and no separate copy is kept; its transcript tells it (show
+--transcript, tail). An agent on a terminal lane has its output in its
+recording.`,
 	Example: "agentjournal logs ae-0123456789abcdef01234567 --stream stderr -n 20",
 }
 
 // Run implements Command.
-func (c *LogsCommand) Run(ctx context.Context, args []string) error {
+func (c *LogsCommand) Run(ctx context.Context, args []string) (err error) {
 	fs := logsSpec.newFlagSet()
 	follow := fs.Bool("f", false, "follow: print new lines as they come, until the execution ends")
 	stream := fs.String("stream", "", "only the lines of `STREAM`: stdout or stderr")
@@ -54,7 +63,9 @@ func (c *LogsCommand) Run(ctx context.Context, args []string) error {
 		// Each line is shown as it comes, not when the command ends.
 		w = &flushWriter{w: w}
 	}
+	printed := false
 	print := func(e outputlog.Entry) error {
+		printed = true
 		if *asJSON {
 			return writeJSONLine(w, e)
 		}
@@ -65,12 +76,31 @@ func (c *LogsCommand) Run(ctx context.Context, args []string) error {
 		if *follow {
 			return fmt.Errorf("-f needs the daemon, which writes the output: %w", err)
 		}
-		return c.printLocal(id, *stream, *last, print)
+		if err := c.printLocal(id, *stream, *last, print); err != nil || printed || *asJSON {
+			return err
+		}
+		return c.env.withViews(ctx, func(views viewReader) error {
+			st, err := views.Execution(ctx, id)
+			if err != nil {
+				return err
+			}
+			return c.sayWhyNone(st, *stream)
+		})
 	}
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	// Said after the lines, once it is known that there were none.
+	defer func() {
+		if err != nil || printed || *asJSON || ctx.Err() != nil {
+			return
+		}
+		var e client.Execution
+		if e, err = cl.Execution(ctx, id); err == nil {
+			err = c.sayWhyNone(&e.State, *stream)
+		}
+	}()
 	q := url.Values{}
 	if *stream != "" {
 		q.Set("stream", *stream)
@@ -103,6 +133,33 @@ func (c *LogsCommand) Run(ctx context.Context, args []string) error {
 		}
 		from = p.Next
 	}
+}
+
+// sayWhyNone says on stderr why an execution has no plain output to
+// print: where what its agent printed went instead.
+func (c *LogsCommand) sayWhyNone(st *execution.State, stream string) error {
+	id := st.ID
+	see := fmt.Sprintf("see its transcript: %s show %s --transcript", c.env.hintPrefix(), id)
+	var why string
+	provider, protocol := "", ""
+	for _, a := range runtime.Agents() {
+		if a.ID == st.AgentID {
+			provider, protocol = a.Provider, string(a.Protocol)
+		}
+	}
+	switch {
+	case st.TerminalAttached:
+		why = fmt.Sprintf("%s ran on a terminal lane: its output is in its terminal recording, not here", id)
+	case stream != "":
+		why = fmt.Sprintf("%s printed no %s line outside its journal", id, stream)
+	case provider != "":
+		why = fmt.Sprintf("%s printed nothing outside its journal: all of %s's output (%s) is parsed into journal records, and no separate copy of it is kept; %s",
+			id, st.AgentID, protocol, see)
+	default:
+		why = fmt.Sprintf("%s printed no plain output: its markers, if any, are journal records; %s", id, see)
+	}
+	_, err := fmt.Fprintln(c.env.Stderr, "agentjournal: "+why)
+	return err
 }
 
 // printLocal prints the output files of the data directory.

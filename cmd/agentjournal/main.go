@@ -62,6 +62,7 @@ type Main struct {
 func (m Main) Run(ctx context.Context, args []string) int {
 	out := bufio.NewWriter(m.Stdout)
 	env := &Env{Stdin: m.stdin(), Stdout: out, Stderr: m.Stderr, Getenv: m.getenv}
+	env.stdoutFile, _ = m.Stdout.(*os.File)
 	err := m.run(ctx, env, args)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write output: %w", ferr)
@@ -204,6 +205,9 @@ type Env struct {
 	// NATSSecretFile is where the NATS secret is kept; DATA/nats-secret
 	// when empty.
 	NATSSecretFile string
+	// stdoutFile is the file under Stdout, when it is one: whether it is
+	// a terminal decides colours.
+	stdoutFile *os.File
 }
 
 // natsSecret returns the secret a NATS connection or listener uses. create

@@ -26,6 +26,7 @@ import (
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/runtime/marker"
+	"github.com/agentjournal/agentjournal/transcript"
 )
 
 const (
@@ -47,17 +48,29 @@ type RunCommand struct {
 	env *Env
 	// snapshots is --snapshots, for the runtime run builds.
 	snapshots bool
+	// raw is --raw: the agent's output as it prints it instead of the
+	// transcript.
+	raw bool
 }
 
 var runSpec = cmdSpec{
 	Name: "run",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] [--timeout DURATION] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--grace DURATION] [--timeout DURATION] [--raw] -- CMD ARGS...",
 	Summary: `Run one agent in the foreground and keep its journal, without a daemon. The
 journal gets the header first, then the prompt (a prompt the journal refuses
 fails the run before the agent starts), the lifecycle, the prompt's delivery,
 an observation for every signal the agent sends (stdout markers and, for the
-known CLIs, their JSON output) and the policy's decision on each. The agent's
-output (stdout and stderr) is shown on stdout as it is printed, line by line.
+known CLIs, their JSON output) and the policy's decision on each.
+
+What the agent does is shown on stdout as a transcript, as the journal
+records it (docs/transcript.md): the prompt, the agent's messages (Markdown
+rendered, coloured on a terminal unless NO_COLOR is set), one line for each
+tool call with its outcome (the first lines of a failure's output), plans,
+questions and answers, turn ends with tokens and time, and the end. The
+agent's own plain output (stderr, and stdout lines that are neither markers
+nor a CLI's JSON events) is shown as it is printed, between. --raw shows
+every line the agent prints instead, a CLI's JSON protocol included, and no
+transcript.
 
 The agent's command goes after --. The generic agent runs any program and
 needs one; claude-code, codex and copilot run their CLI (claude, codex,
@@ -154,6 +167,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
 	limit := fs.Duration("timeout", 0, "stop the agent once it has run `DURATION` (e.g. 30m, at most 168h): as Ctrl-C does, with the journal recording interruption.recorded, reason timeout; 0 for no limit")
 	snapshots := snapshotsFlag(fs)
+	raw := fs.Bool("raw", false, "show the agent's output as it prints it, a CLI's JSON protocol included, instead of the transcript")
 	var env envFlag
 	fs.Var(&env, "env", "add `NAME=VALUE` to the agent's environment (repeatable)")
 	command, err := runSpec.parseCommand(fs, args)
@@ -210,7 +224,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	}
 	req := runtime.LaunchRequest{OwnerEntity: ownerEntity, OwnerID: ownerID, Seed: *seed, Agent: *agent,
 		Command: command, Prompt: *prompt, Posture: posture, Shape: shape, Dir: workDir, Env: env, Timeout: *limit}
-	c.snapshots = bool(*snapshots)
+	c.snapshots, c.raw = bool(*snapshots), *raw
 	return c.run(ctx, req, *grace, *permissions)
 }
 
@@ -248,6 +262,13 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	cfg.Logger, cfg.Bus.Logger = logger, slog.New(slog.DiscardHandler)
 	cfg.NoSearch, cfg.NoQueue, cfg.NoWorkspaces = true, true, true
 	cfg.StopGrace, cfg.Snapshots, cfg.Output = grace, c.snapshots, stdout
+	// The transcript tells what the journal holds; the agent's own plain
+	// output is shown beside it. On the user's own terminal (interactive,
+	// below) the agent's terminal is what is shown.
+	transcribe := !c.raw && !(req.Posture == eventstore.PostureStructuredInteractive && keys != nil)
+	if transcribe {
+		cfg.Output = &plainOutput{w: stdout, protocol: req.Agent != "generic"}
+	}
 	cfg.Recovered = func(id string) {
 		fmt.Fprintf(stderr, "agentjournal: %s was left running by an agentjournal that is gone; marked it terminated (system_restart)\n", id)
 	}
@@ -332,6 +353,14 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	if keys != nil {
 		keys.start(rt, d.Terminals(), id)
 	}
+	var transcribed <-chan struct{}
+	stopTranscript := func() {}
+	if transcribe {
+		var follow context.Context
+		follow, stopTranscript = context.WithCancel(bg)
+		defer stopTranscript()
+		transcribed = showTranscript(follow, s, ref, c.env.newTranscript(stdout, ""), stderr)
+	}
 
 	interrupted := false
 	// A nil channel means the process has already exited and its lifecycle
@@ -362,6 +391,14 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 		if err := keys.close(); err != nil {
 			return err
 		}
+	}
+
+	if transcribed != nil {
+		// The transcript ends with the execution's end, which the journal
+		// has or is about to have.
+		timer := time.AfterFunc(settleTimeout, stopTranscript)
+		<-transcribed
+		timer.Stop()
 	}
 
 	settleCtx, cancel := context.WithTimeout(bg, settleTimeout)
@@ -623,4 +660,71 @@ func (f *flushWriter) flush() error {
 		return fl.Flush()
 	}
 	return nil
+}
+
+// showTranscript writes the transcript of ref's journal to tw as the
+// journal is appended, until it has told the execution's end or ctx ends;
+// the channel is closed then. A journal that cannot be followed is said on
+// log once.
+func showTranscript(ctx context.Context, s journalFollower, ref eventstore.Reference, tw *transcript.Writer, log io.Writer) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer tw.Flush()
+		for batch, err := range s.FollowJournal(ctx, ref, 1) {
+			var undecodable *eventstore.OffsetError
+			if err != nil && !errors.As(err, &undecodable) {
+				if ctx.Err() == nil {
+					fmt.Fprintf(log, "agentjournal: the transcript stops here: follow the journal of %s: %v\n", ref.AgentExecutionID, err)
+				}
+				return
+			}
+			for _, e := range batch {
+				if err := tw.Add(e.Record); err != nil {
+					return
+				}
+				if sc, ok := e.Record.(*eventstore.StateChanged); ok && sc.Lifecycle.Final() {
+					return
+				}
+			}
+		}
+	}()
+	return done
+}
+
+// plainOutput passes on the lines of the agent's output that are its own
+// plain text, leaving out what the transcript tells from the journal: marker
+// lines, and with protocol the JSON lines a known CLI speaks. The runtime
+// writes a line at a time, its line feed sometimes apart: a line is judged
+// whole.
+type plainOutput struct {
+	mu       sync.Mutex
+	w        io.Writer
+	protocol bool
+	line     []byte
+}
+
+func (p *plainOutput) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			p.line = append(p.line, b...)
+			break
+		}
+		p.line = append(p.line, b[:i+1]...)
+		b = b[i+1:]
+		line := p.line
+		p.line = p.line[:0]
+		trimmed := bytes.TrimLeft(line, " \t")
+		if bytes.HasPrefix(trimmed, []byte(marker.Prefix)) || (p.protocol && bytes.HasPrefix(trimmed, []byte("{"))) {
+			continue
+		}
+		if _, err := p.w.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/internal/textclip"
 	"github.com/agentjournal/agentjournal/projections"
+	"github.com/agentjournal/agentjournal/transcript"
 )
 
 // withProjection opens the store and the projection file, brings the
@@ -48,6 +49,8 @@ type viewReader interface {
 	List(ctx context.Context, f projections.Filter) ([]projections.Summary, error)
 	Execution(ctx context.Context, id string) (*execution.State, error)
 	Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error)
+	// Transcript is the execution's own journal as transcript entries.
+	Transcript(ctx context.Context, id string) ([]transcript.Entry, error)
 }
 
 var (
@@ -61,8 +64,8 @@ var (
 func (e *Env) withViews(ctx context.Context, fn func(viewReader) error) error {
 	cl, err := e.daemon(ctx)
 	if errors.Is(err, errNoDaemon) {
-		return e.withProjection(ctx, func(_ eventstore.Store, db *projections.DB) error {
-			return fn(localViews{db})
+		return e.withProjection(ctx, func(s eventstore.Store, db *projections.DB) error {
+			return fn(localViews{db: db, store: s})
 		})
 	}
 	if err != nil {
@@ -72,8 +75,27 @@ func (e *Env) withViews(ctx context.Context, fn func(viewReader) error) error {
 	return fn(daemonViews{cl})
 }
 
-// localViews reads the projection file of the data directory.
-type localViews struct{ db *projections.DB }
+// localViews reads the projection file of the data directory, and the
+// journals of its store.
+type localViews struct {
+	db    *projections.DB
+	store eventstore.Store
+}
+
+func (v localViews) Transcript(ctx context.Context, id string) ([]transcript.Entry, error) {
+	ref, err := v.store.Lookup(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", id, err)
+	}
+	var records []eventstore.Record
+	for e, err := range v.store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		records = append(records, e.Record)
+	}
+	return transcript.Entries(records), nil
+}
 
 func (v localViews) List(_ context.Context, f projections.Filter) ([]projections.Summary, error) {
 	return v.db.List(f)
@@ -89,6 +111,14 @@ func (v localViews) Timeline(_ context.Context, id string, before uint64, limit 
 
 // daemonViews reads through the daemon's API.
 type daemonViews struct{ c *client.Client }
+
+func (v daemonViews) Transcript(ctx context.Context, id string) ([]transcript.Entry, error) {
+	t, err := v.c.Transcript(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return t.Entries, nil
+}
 
 func (v daemonViews) List(ctx context.Context, f projections.Filter) ([]projections.Summary, error) {
 	list, err := v.c.List(ctx, client.ExecutionFilter(f))
@@ -220,24 +250,35 @@ type ShowCommand struct{ env *Env }
 
 var showSpec = cmdSpec{
 	Name: "show",
-	Args: "ID [--json]",
+	Args: "ID [--transcript] [--json]",
 	Summary: `Show one agent execution as the read model holds it: lifecycle,
 attention (for a blocked agent, what blocks it and what it needs), activity,
 the open input request with its choices, numbered, latest activity and token
 telemetry, protocol posture, journal metadata, and its ten newest timeline
 items, and the last lines of its plain output (see logs): for a failed
 execution, right under its lifecycle. With --json, print the whole state.
-When a daemon runs for the data directory, show asks it.`,
-	Example: "agentjournal show ae-0123456789abcdef01234567",
+When a daemon runs for the data directory, show asks it.
+
+--transcript ends it with the execution's whole transcript
+(docs/transcript.md): the prompt, the agent's messages, one line per tool
+call with its outcome, plans, questions and answers, turn ends and the end.
+It is not shown by default: an agent's answers can run to hundreds of lines,
+which would push the state off the screen; tail and run print the same
+lines as an execution goes.`,
+	Example: "agentjournal show ae-0123456789abcdef01234567\nagentjournal show ae-0123456789abcdef01234567 --transcript",
 }
 
 // Run implements Command.
 func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 	fs := showSpec.newFlagSet()
 	asJSON := fs.Bool("json", false, "print the state as JSON")
+	withTranscript := fs.Bool("transcript", false, "end with the execution's whole transcript")
 	id, err := showSpec.parseID(fs, args)
 	if err != nil {
 		return err
+	}
+	if *withTranscript && *asJSON {
+		return showSpec.usageErr(fs, "--transcript and --json: give one of them (the API's GET /v1/executions/{id}/transcript has the transcript as JSON)")
 	}
 	return c.env.withViews(ctx, func(views viewReader) error {
 		st, err := views.Execution(ctx, id)
@@ -268,7 +309,15 @@ func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printState(c.env.Stdout, st, output...)
+		if err := printState(c.env.Stdout, st, output...); err != nil || !*withTranscript {
+			return err
+		}
+		entries, err := views.Transcript(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.env.Stdout, "transcript:")
+		return transcript.Render(c.env.Stdout, entries, transcript.Options{Color: c.env.colorOutput()})
 	})
 }
 
