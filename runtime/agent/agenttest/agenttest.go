@@ -454,3 +454,15 @@ func Advertised(evs []agent.Event) [][]agent.Command {
 	}
 	return out
 }
+
+// ToolEnds are the tool calls that ended in evs, in order: what a test of
+// a parser's output excerpts looks at.
+func ToolEnds(evs []agent.Event) []eventstore.ToolCall {
+	var out []eventstore.ToolCall
+	for _, e := range evs {
+		if a := e.Activity; a != nil && a.ToolCall != nil && a.ToolCall.Status != eventstore.ToolCallStarted {
+			out = append(out, *a.ToolCall)
+		}
+	}
+	return out
+}
