@@ -13,34 +13,20 @@ import (
 // wrapping), from real captures of Claude Code 2.1.328.
 func TestClaudeToolOutput(t *testing.T) {
 	caps := agenttest.CapturesByName(t)
-	cases := []struct {
-		capture string
-		want    []string // each end's output, in order
-	}{
-		{"real/tools-unavailable.jsonl", []string{
+	t.Run("tools unavailable", func(t *testing.T) {
+		agenttest.CheckToolOutputs(t, Agent{}, caps["real/tools-unavailable.jsonl"], []string{
 			"1\tvm\n2\t",
 			"Exit code 2\nls: cannot access '/nonexistent-dir': No such file or directory",
 			"Error: No such tool available: TodoWrite. TodoWrite is disabled for this session, in subagents as well as here.",
 			"Error: No such tool available: Grep. Grep is not available in this session — search file contents with `grep` via the Bash tool instead.",
-		}},
-		{"real/toolfail.jsonl", []string{
+		})
+	})
+	t.Run("failures", func(t *testing.T) {
+		agenttest.CheckToolOutputs(t, Agent{}, caps["real/toolfail.jsonl"], []string{
 			"Exit code 3\nabout to fail",
 			"File does not exist. Note: your current working directory is /tmp/capwd/claude-toolfail.",
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.capture, func(t *testing.T) {
-			ends := agenttest.ToolEnds(agenttest.Parse(t, Agent{}, caps[c.capture]...))
-			if len(ends) != len(c.want) {
-				t.Fatalf("%d calls ended, want %d", len(ends), len(c.want))
-			}
-			for i, e := range ends {
-				if e.Output != c.want[i] || e.OutputBytes != 0 {
-					t.Errorf("call %d (%s) output %q of %d, want %q whole", i, e.Name, e.Output, e.OutputBytes, c.want[i])
-				}
-			}
 		})
-	}
+	})
 }
 
 // TestClaudeToolOutputCut: text blocks of a result are joined, and output

@@ -11,33 +11,18 @@ import (
 // content. The first cases are real captures of the pinned Codex CLI.
 func TestCodexToolOutput(t *testing.T) {
 	caps := agenttest.CapturesByName(t)
-	cases := []struct {
-		name  string
-		lines [][]byte
-		want  []string
-	}{
-		{"real/toolfail.jsonl", caps["real/toolfail.jsonl"], []string{"about to fail\n", "cat: does-not-exist.txt: No such file or directory\n"}},
-		{"real/files.jsonl", caps["real/files.jsonl"], []string{"add /tmp/capwd/codex-files/hello.txt", "update /tmp/capwd/codex-files/hello.txt"}},
-		{"mcp tool call", agenttest.Lines(
+	t.Run("commands", func(t *testing.T) {
+		agenttest.CheckToolOutputs(t, Agent{}, caps["real/toolfail.jsonl"],
+			[]string{"about to fail\n", "cat: does-not-exist.txt: No such file or directory\n"})
+	})
+	t.Run("file changes", func(t *testing.T) {
+		agenttest.CheckToolOutputs(t, Agent{}, caps["real/files.jsonl"],
+			[]string{"add /tmp/capwd/codex-files/hello.txt", "update /tmp/capwd/codex-files/hello.txt"})
+	})
+	t.Run("mcp tool call", func(t *testing.T) {
+		agenttest.CheckToolOutputs(t, Agent{}, agenttest.Lines(
 			`{"type":"item.started","item":{"id":"i","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"q":"x"},"status":"in_progress"}}`,
 			`{"type":"item.completed","item":{"id":"i","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"q":"x"},"result":{"content":[{"type":"text","text":"two hits"},{"type":"image","data":"…"},{"type":"text","text":"a.md, b.md"}],"structured_content":null},"status":"completed"}}`,
-		), []string{"two hits\na.md, b.md"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ends := agenttest.ToolEnds(agenttest.Parse(t, Agent{}, c.lines...))
-			var got []string
-			for _, e := range ends {
-				got = append(got, e.Output)
-			}
-			if len(got) != len(c.want) {
-				t.Fatalf("outputs %q, want %q", got, c.want)
-			}
-			for i := range got {
-				if got[i] != c.want[i] {
-					t.Errorf("call %d output %q, want %q", i, got[i], c.want[i])
-				}
-			}
-		})
-	}
+		), []string{"two hits\na.md, b.md"})
+	})
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -465,4 +467,17 @@ func ToolEnds(evs []agent.Event) []eventstore.ToolCall {
 		}
 	}
 	return out
+}
+
+// CheckToolOutputs checks that the calls that end in the events a's parser
+// makes of lines carry the outputs want, in order.
+func CheckToolOutputs(t *testing.T, a agent.Agent, lines [][]byte, want []string) {
+	t.Helper()
+	var got []string
+	for _, c := range ToolEnds(Parse(t, a, lines...)) {
+		got = append(got, c.Output)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outputs of the calls that ended (-want +got):\n%s", diff)
+	}
 }
