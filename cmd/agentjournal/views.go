@@ -344,7 +344,7 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 func itemText(it execution.TimelineItem) string {
 	text := clip(it.Text)
 	if t := it.Tool; t != nil {
-		if last := lastLine(t.Output); last != "" && !strings.Contains(it.Text, last) {
+		if last := lastLine(t.Output); last != "" && !strings.Contains(t.Error, last) {
 			text += " — " + clip(last)
 		}
 		return text
