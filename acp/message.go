@@ -84,8 +84,8 @@ type ToolCall struct {
 	Paths []string
 	// Input is the call's raw input, as JSON.
 	Input json.RawMessage
-	// Output is the text of the call's content (an error's message for a
-	// failed call).
+	// Output is the text of the call's content, a diff told as the path
+	// it edits (an error's message for a failed call).
 	Output string
 }
 
@@ -386,10 +386,15 @@ func blockText(b sdk.ContentBlock) string {
 func contentText(cs []sdk.ToolCallContent, raw any) string {
 	var parts []string
 	for _, c := range cs {
-		if c.Content != nil {
+		switch {
+		case c.Content != nil:
 			if t := blockText(c.Content.Content); t != "" {
 				parts = append(parts, t)
 			}
+		case c.Diff != nil && c.Diff.Path != "":
+			// The change itself is in the file: its path says what the
+			// call touched.
+			parts = append(parts, "edited "+c.Diff.Path)
 		}
 	}
 	if len(parts) > 0 {

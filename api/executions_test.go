@@ -441,6 +441,27 @@ func TestPaging(t *testing.T) {
 		if len(all.Items) < 4 || all.Next != nil {
 			t.Fatalf("whole timeline: %d items, next %v; want several and no next page", len(all.Items), all.Next)
 		}
+		// The progress signals' record-only decisions change nothing: only
+		// all=true shows them.
+		var every struct {
+			Items []execution.TimelineItem `json:"items"`
+		}
+		r.call(t, "GET", "/v1/executions/"+id+"/timeline?limit=1000&all=true", nil, http.StatusOK, &every)
+		quiet := 0
+		for _, it := range every.Items {
+			if it.Quiet() {
+				quiet++
+			}
+		}
+		for _, it := range all.Items {
+			if it.Quiet() {
+				t.Errorf("default timeline holds the quiet decision %q", it.Text)
+			}
+		}
+		if quiet != 3 || len(every.Items) != len(all.Items)+quiet {
+			t.Errorf("all=true: %d items, %d quiet; want the %d of the default and 3 quiet", len(every.Items), quiet, len(all.Items))
+		}
+		r.fail(t, "GET", "/v1/executions/"+id+"/timeline?all=yes", nil, testToken, http.StatusBadRequest, "invalid_field", "all")
 		var paged []execution.TimelineItem
 		query := "?limit=2"
 		for pages := 0; ; pages++ {

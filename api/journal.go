@@ -19,10 +19,12 @@ const (
 	maxPage = 1000
 )
 
-// timeline: GET /v1/executions/{id}/timeline?before=&limit=, newest first.
-// next is the before of the following, older page; null on the last page.
+// timeline: GET /v1/executions/{id}/timeline?before=&limit=&all=, newest
+// first. next is the before of the following, older page; null on the last
+// page. The decisions that change nothing (execution.TimelineItem.Quiet)
+// are left out unless all=true.
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r, "before", "limit"); err != nil {
+	if err := checkQuery(r, "before", "limit", "all"); err != nil {
 		return err
 	}
 	before, err := uintParam(r, "before", 0, 0, math.MaxUint64)
@@ -33,11 +35,15 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return err
+	}
 	id := r.PathValue("id")
 	var items []execution.TimelineItem
 	var next uint64
 	err = s.projected(r.Context(), id, func() (err error) {
-		items, next, err = s.cfg.Views.Timeline(id, before, int(limit))
+		items, next, err = s.cfg.Views.QueryTimeline(id, projections.TimelineQuery{Before: before, Limit: int(limit), All: all})
 		return err
 	})
 	if err != nil {
@@ -45,6 +51,19 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, wire.Timeline{Items: items, Next: cursor(next)})
 	return nil
+}
+
+// boolParam reads an optional true/false query parameter; false when
+// absent.
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, invalidField(name, []string{"true", "false"}, "%q is not accepted", v)
+	}
 }
 
 // cursor is a paging cursor, nil (null) for none.

@@ -255,17 +255,38 @@ func (c *Client) RecordObservation(ctx context.Context, id string, o Observation
 
 // Timeline reads a page of an execution's timeline, newest first: up to
 // limit items (the daemon's default when 0) before the cursor before (0:
-// from the newest). next is the cursor of the following page, 0 at the end.
+// from the newest), the decisions that change nothing left out. next is the
+// cursor of the following page, 0 at the end.
 func (c *Client) Timeline(ctx context.Context, id string, before uint64, limit int) (items []execution.TimelineItem, next uint64, err error) {
-	q := url.Values{}
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
+	return c.QueryTimeline(ctx, id, TimelineQuery{Before: before, Limit: limit})
+}
+
+// TimelineQuery selects a page of a timeline.
+type TimelineQuery struct {
+	// Before is the cursor: items older than it; 0 for the newest.
+	Before uint64
+	// Limit is the most items; 0 for the daemon's default.
+	Limit int
+	// All includes the decisions that change nothing, which a page leaves
+	// out otherwise (docs/api.md).
+	All bool
+}
+
+// QueryTimeline reads the page of an execution's timeline q selects,
+// newest first. next is the cursor of the following page, 0 at the end.
+func (c *Client) QueryTimeline(ctx context.Context, id string, q TimelineQuery) (items []execution.TimelineItem, next uint64, err error) {
+	v := url.Values{}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	if before != 0 {
-		q.Set("before", strconv.FormatUint(before, 10))
+	if q.Before != 0 {
+		v.Set("before", strconv.FormatUint(q.Before, 10))
+	}
+	if q.All {
+		v.Set("all", "true")
 	}
 	var out wire.Timeline
-	if err := c.do(ctx, http.MethodGet, executionPath(id, "/timeline"), q, nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, executionPath(id, "/timeline"), v, nil, &out); err != nil {
 		return nil, 0, err
 	}
 	return out.Items, deref(out.Next), nil

@@ -150,6 +150,15 @@ func TestClientRoutes(t *testing.T) {
 	if err != nil || len(items) == 0 {
 		t.Fatalf("timeline: %d items, %v; want some", len(items), err)
 	}
+	every, _, err := c.QueryTimeline(ctx, id, client.TimelineQuery{All: true})
+	if err != nil || len(every) < len(items) {
+		t.Fatalf("timeline with all: %d items, %v; want at least the %d of the default", len(every), err, len(items))
+	}
+	for _, it := range items {
+		if it.Quiet() {
+			t.Errorf("default timeline holds the quiet decision %q", it.Text)
+		}
+	}
 
 	var lines []client.RebuildProgress
 	last, err := c.Rebuild(ctx, func(p client.RebuildProgress) { lines = append(lines, p) })

@@ -337,6 +337,9 @@ func activitySummary(a *ActivityUpdated) string {
 		if c.Error != "" {
 			call += " " + quote(c.Error)
 		}
+		if c.Output != "" {
+			call += " output " + quote(c.Output)
+		}
 		parts = append(parts, call)
 	}
 	if caps := a.Capabilities.on(); len(caps) > 0 {

@@ -2,7 +2,10 @@ package eventstore
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SchemaVersion is the only record schema version this build reads and writes.
@@ -200,6 +203,44 @@ type ToolCall struct {
 // MaxToolOutputBytes bounds a tool call's output excerpt, so that a call
 // that printed megabytes costs the journal a few kilobytes.
 const MaxToolOutputBytes = 2 << 10
+
+// A cut excerpt keeps the output's start, where a command says what it
+// does, and its end, where it says how it ended (a test summary, the
+// error that stopped it); the end gets less, as it is read last.
+const (
+	toolOutputHead = MaxToolOutputBytes * 6 / 10
+	toolOutputTail = MaxToolOutputBytes - toolOutputHead
+)
+
+// MaxToolOutputMarker bounds the line ToolOutputExcerpt puts where it cut:
+// "\n… N bytes left out …\n", N of at most 20 digits. An excerpt is at most
+// MaxToolOutputBytes plus this.
+const MaxToolOutputMarker = len("\n…  bytes left out …\n") + 20
+
+// ToolOutputExcerpt is the excerpt of a tool call's output that a
+// ToolCall carries, as valid UTF-8 (invalid bytes become U+FFFD). Output of
+// at most MaxToolOutputBytes is kept whole and whole is 0; longer output
+// keeps its first ~1.2 KiB and its last ~0.8 KiB, cut at rune boundaries,
+// around a marker line that says how many bytes were left out, and whole
+// is the size of the whole output (as valid UTF-8).
+func ToolOutputExcerpt(output string) (excerpt string, whole int64) {
+	if !utf8.ValidString(output) {
+		output = strings.ToValidUTF8(output, "\uFFFD")
+	}
+	if len(output) <= MaxToolOutputBytes {
+		return output, 0
+	}
+	head := toolOutputHead
+	for head > 0 && !utf8.RuneStart(output[head]) {
+		head--
+	}
+	tail := len(output) - toolOutputTail
+	for tail < len(output) && !utf8.RuneStart(output[tail]) {
+		tail++
+	}
+	marker := "\n… " + strconv.Itoa(tail-head) + " bytes left out …\n"
+	return output[:head] + marker + output[tail:], int64(len(output))
+}
 
 // OwnerEffect records an accepted effect routed to the owning Entity.
 type OwnerEffect struct {

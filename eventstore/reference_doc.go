@@ -92,6 +92,23 @@ func WriteReference(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
 	}
 
+	b.WriteString("\n## Tool calls\n\n")
+	b.WriteString("An agent's tool call is journaled as two `activity.updated` records carrying `toolCall`: one as it\n")
+	b.WriteString("starts, with the call's `currentTarget` (the command, path, URL or pattern), and one as it ends. The\n")
+	b.WriteString("timeline shows the pair as one item (docs/api.md).\n\n")
+	b.WriteString("| `toolCall` field | meaning |\n|---|---|\n")
+	for _, f := range [][2]string{
+		{"id", "the agent CLI's id of the call, which pairs its start and its end; absent when the CLI gives none (the start is then all there is)"},
+		{"name", "the tool's name as the CLI calls it (`Bash`, `command_execution`, `read_file`, …)"},
+		{"status", oneof.Join(toolCallStatuses)},
+		{"error", "on a failed end: what the tool or the CLI said, clipped"},
+		{"exitCode", "on a failed end: a shell command's exit code, when the CLI reports it"},
+		{"output", fmt.Sprintf("on an end, when the agent's stream carries the call's output: an excerpt of it, valid UTF-8. Output of at most %d bytes (%d KiB) is kept whole; longer output keeps its first %d and its last %d bytes (cut at character boundaries) around the line `… N bytes left out …`, so an excerpt is at most %d bytes. It is the agent's output, journaled as its other output is: nothing is redacted", MaxToolOutputBytes, MaxToolOutputBytes>>10, toolOutputHead, toolOutputTail, MaxToolOutputBytes+MaxToolOutputMarker)},
+		{"outputBytes", "the size in bytes of the whole output, set only when `output` was cut from it (more than " + fmt.Sprint(MaxToolOutputBytes) + ")"},
+	} {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
+	}
+
 	b.WriteString("\n## Event ids, forks and resumes\n\n")
 	b.WriteString("A record's **event id** is `sha256:` and the hex SHA-256 of its JSON canonicalized by RFC 8785 (JCS),\n")
 	b.WriteString("computed (`eventstore.EventID`), never stored. It covers the whole record, the common fields included,\n")

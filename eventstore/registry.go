@@ -352,6 +352,7 @@ func (r *ActivityUpdated) validate(p *problems) {
 		p.optionalID("toolCall.id", c.ID)
 		p.required("toolCall.name", c.Name != "")
 		enum(p, "toolCall.status", c.Status, toolCallStatuses)
+		toolOutput(p, c)
 	}
 	if r.Activity == "" && r.Progress == nil && r.Telemetry == nil && r.Capabilities == nil && r.CurrentTarget == nil && r.ToolCall == nil {
 		p.add("activity", "an activity update sets at least one of activity, progress, telemetry, capabilities, currentTarget, toolCall")
@@ -509,4 +510,25 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		}
 	}
 	return out
+}
+
+// toolOutput checks a tool call's output excerpt: only on its end, no
+// longer than ToolOutputExcerpt makes it, and the size of the whole no
+// smaller than the excerpt.
+func toolOutput(p *problems, c *ToolCall) {
+	if c.Output != "" && c.Status == ToolCallStarted {
+		p.add("toolCall.output", "set on a call that started (want it on the call's end only: succeeded or failed)")
+	}
+	if n := len(c.Output); n > MaxToolOutputBytes+MaxToolOutputMarker {
+		p.add("toolCall.output", fmt.Sprintf("%d bytes (want at most %d: an excerpt of %d with the marker where it was cut)",
+			n, MaxToolOutputBytes+MaxToolOutputMarker, MaxToolOutputBytes))
+	}
+	switch {
+	case c.OutputBytes < 0:
+		p.add("toolCall.outputBytes", fmt.Sprintf("%d is negative (want 0 or more)", c.OutputBytes))
+	case c.OutputBytes > 0 && c.Output == "":
+		p.add("toolCall.outputBytes", "set without output (want it only beside the excerpt cut from the output)")
+	case c.OutputBytes > 0 && c.OutputBytes <= MaxToolOutputBytes:
+		p.add("toolCall.outputBytes", fmt.Sprintf("%d bytes (want more than %d: it is set only when the output was cut)", c.OutputBytes, MaxToolOutputBytes))
+	}
 }

@@ -246,6 +246,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"activity unknown telemetry", KindActivity, set("telemetry", map[string]any{"cost": 1}), "telemetry.cost", "inputTokens"},
 		{"activity bad tool call status", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "exploded"}), "toolCall.status", "started, succeeded, failed"},
 		{"activity tool call without name", KindActivity, set("toolCall", map[string]any{"status": "started"}), "toolCall.name", "required"},
+		{"activity tool output on a start", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "started", "output": "ok"}), "toolCall.output", "on the call's end only"},
+		{"activity tool output too long", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "succeeded", "output": strings.Repeat("x", MaxToolOutputBytes+MaxToolOutputMarker+1)}), "toolCall.output", "at most 2093"},
+		{"activity tool output bytes negative", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "succeeded", "output": "x", "outputBytes": -1}), "toolCall.outputBytes", "negative"},
+		{"activity tool output bytes without output", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "succeeded", "outputBytes": 5000}), "toolCall.outputBytes", "set without output"},
+		{"activity tool output bytes of an uncut output", KindActivity, set("toolCall", map[string]any{"name": "Bash", "status": "succeeded", "output": "x", "outputBytes": 1}), "toolCall.outputBytes", "only when the output was cut"},
 
 		{"owner effect bad owner", KindOwnerEffect, set("ownerEntity", "Planet"), "ownerEntity", "Mission"},
 		{"owner effect no type", KindOwnerEffect, del("effectType"), "effectType", "required"},

@@ -311,7 +311,7 @@ func (l *lineageReader) replayLineage(ctx context.Context, ref eventstore.Refere
 		if err != nil {
 			return nil, nil, fmt.Errorf("replay %s: %w", ref, err)
 		}
-		s.Timeline = append(s.Timeline, items...)
+		s.Timeline = PlaceItems(s.Timeline, items...)
 		if h, ok := r.(*eventstore.Header); ok && h.ForkedFrom != nil {
 			parent, err := l.replayPrefix(ctx, h.ForkedFrom, chain)
 			if err != nil {

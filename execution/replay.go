@@ -27,7 +27,7 @@ func Replay(records []eventstore.Record) (*State, error) {
 		if err != nil {
 			return s, err
 		}
-		s.Timeline = append(s.Timeline, items...)
+		s.Timeline = PlaceItems(s.Timeline, items...)
 	}
 	if s.ID == "" {
 		return s, ErrNoHeader
@@ -36,10 +36,12 @@ func Replay(records []eventstore.Record) (*State, error) {
 }
 
 // Apply folds one record into the state and returns the timeline items it
-// produces; the caller decides where they are kept (Replay appends them to
-// Timeline, projections page them from their own bucket). Activity records
-// only touch Latest, so dropping any of them leaves the semantic state as
-// it was.
+// produces; the caller decides where they are kept (Replay places them in
+// Timeline, projections page them from their own bucket). An item may
+// replace one given before, with the same ID and Sequence: a tool call's
+// end completes the item of its start (PlaceItems). Activity records only
+// touch Latest and the tool call items, so dropping any of them leaves the
+// semantic state as it was.
 func (s *State) Apply(r eventstore.Record) ([]TimelineItem, error) {
 	b := r.RecordBase()
 	if h, ok := r.(*eventstore.Header); ok {
@@ -74,12 +76,19 @@ func (s *State) Apply(r eventstore.Record) ([]TimelineItem, error) {
 		return s.applyStateChanged(r), nil
 	case *eventstore.ActivityUpdated:
 		s.applyActivity(r)
+		return s.applyToolCall(r), nil
 	case *eventstore.OwnerEffect:
 		return []TimelineItem{item(r, ItemOwnerEffect, r.EffectType)}, nil
 	case *eventstore.ProjectionRecorded:
 		// Reserved; timelines are derived from the other records.
 	case *eventstore.Interruption:
 		return s.applyInterruption(r), nil
+	case *eventstore.CheckpointCreated:
+		return []TimelineItem{item(r, ItemCheckpoint, eventstore.TimelineText(r))}, nil
+	case *eventstore.SnapshotCreated:
+		return []TimelineItem{item(r, ItemSnapshot, eventstore.TimelineText(r))}, nil
+	case *eventstore.RestoreAttempted:
+		return []TimelineItem{item(r, ItemRestore, eventstore.TimelineText(r))}, nil
 	}
 	return nil, nil
 }

@@ -92,6 +92,11 @@ type State struct {
 	// Interrupted is set when the run was cut short (interruption.go).
 	Interrupted *Interrupted `json:"interrupted,omitempty"`
 
+	// OpenToolCalls are the timeline items of the tool calls that started
+	// and have not ended, oldest first: the end of one completes its item
+	// in place (timeline.go).
+	OpenToolCalls []TimelineItem `json:"openToolCalls,omitempty"`
+
 	Timeline []TimelineItem `json:"timeline"`
 }
 

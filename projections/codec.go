@@ -23,7 +23,9 @@ import (
 //
 //	item:     itemFormat id at kind record text source signal messageId
 //	          messageType observationId requestId choices action lifecycle
-//	          attention [reason needs]
+//	          attention [reason needs [tool]]
+//	tool:     callId name status target durationMs endSequence error
+//	          exitCode output outputBytes
 //	decision: decisionFormat decisionId action reason sequence
 //
 // The sequence of an item is its key. A string is a uvarint n followed,
@@ -33,9 +35,12 @@ import (
 // its zone offset in seconds, a varint) or 2 (the zero time, nothing else),
 // then, unless zero, its Unix seconds (varint) and nanoseconds (uvarint).
 // A list is a uvarint count followed by its strings. The fields in brackets
-// were added later: they are written only when one is set, and an item that
-// ends before them has them empty, so items stored before are read as they
-// were.
+// were added later: they are written only when one is set (or one after
+// them is), and an item that ends before them has them empty, so items
+// stored before are read as they were. In a tool, a target is a byte 0
+// (none) or 1 followed by its kind, path and label; durationMs is a
+// uvarint of the milliseconds plus one, 0 for none; an exit code a byte 0
+// (none) or 1 followed by a varint; endSequence and outputBytes uvarints.
 const (
 	itemFormat     = 0x01
 	decisionFormat = 0x01
@@ -70,6 +75,10 @@ var internTable = []string{
 	"snapshot.created", "restore.attempted",
 	// added later: the runtime contract's checkpoint record and signal
 	"checkpoint.created", "checkpoint",
+	// added later: tool call items (kind, statuses, target kinds) and the
+	// items of snapshots and restores
+	"tool", "started", "succeeded", "file", "command", "url", "search", "artifact", "unknown",
+	"snapshot", "restore",
 }
 
 var internIndex = func() map[string]uint64 {
@@ -155,10 +164,64 @@ func encodeItem(dst []byte, it *execution.TimelineItem) []byte {
 	for _, s := range [...]string{string(it.Action), string(it.Lifecycle), string(it.Attention)} {
 		dst = appendStr(dst, s)
 	}
-	if it.Reason != "" || it.Needs != "" {
+	if it.Reason != "" || it.Needs != "" || it.Tool != nil {
 		dst = appendStr(appendStr(dst, it.Reason), it.Needs)
 	}
+	if t := it.Tool; t != nil {
+		dst = appendTool(dst, t)
+	}
 	return dst
+}
+
+func appendTool(dst []byte, t *execution.ToolItem) []byte {
+	dst = appendStr(appendStr(appendStr(dst, t.CallID), t.Name), string(t.Status))
+	if t.Target == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = appendStr(appendStr(appendStr(append(dst, 1), string(t.Target.Kind)), t.Target.Path), t.Target.Label)
+	}
+	var ms uint64
+	if t.DurationMs != nil && *t.DurationMs >= 0 {
+		ms = uint64(*t.DurationMs) + 1
+	}
+	dst = binary.AppendUvarint(dst, ms)
+	dst = binary.AppendUvarint(dst, t.EndSequence)
+	dst = appendStr(dst, t.Error)
+	if t.ExitCode == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = binary.AppendVarint(append(dst, 1), *t.ExitCode)
+	}
+	dst = appendStr(dst, t.Output)
+	return binary.AppendUvarint(dst, uint64(max(t.OutputBytes, 0)))
+}
+
+func (r *reader) tool() *execution.ToolItem {
+	t := &execution.ToolItem{CallID: r.str(), Name: r.str(), Status: eventstore.ToolCallStatus(r.str())}
+	switch r.byte() {
+	case 0:
+	case 1:
+		t.Target = &eventstore.Target{Kind: eventstore.TargetKind(r.str()), Path: r.str(), Label: r.str()}
+	default:
+		r.fail(errors.New("bad target form"))
+	}
+	if ms := r.uvarint(); ms > 0 {
+		d := int64(ms - 1)
+		t.DurationMs = &d
+	}
+	t.EndSequence = r.uvarint()
+	t.Error = r.str()
+	switch r.byte() {
+	case 0:
+	case 1:
+		c := r.varint()
+		t.ExitCode = &c
+	default:
+		r.fail(errors.New("bad exit code form"))
+	}
+	t.Output = r.str()
+	t.OutputBytes = int64(r.uvarint())
+	return t
 }
 
 // encodeDecision appends the stored form of d to dst.
@@ -320,6 +383,9 @@ func decodeItem(seq uint64, v []byte) (execution.TimelineItem, error) {
 	if len(r.b) > 0 {
 		it.Reason = r.str()
 		it.Needs = r.str()
+	}
+	if len(r.b) > 0 {
+		it.Tool = r.tool()
 	}
 	if err := r.done(); err != nil {
 		return execution.TimelineItem{}, err

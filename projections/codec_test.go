@@ -36,8 +36,21 @@ func codecItems() []execution.TimelineItem {
 		{ID: "rec-short", Sequence: 9, At: time.Unix(-1, 999_999_999).In(time.FixedZone("", -3*3600-1800)),
 			Kind: execution.ItemDecision, Action: eventstore.ActionRecordOnly},
 		{ID: "", Sequence: 0, At: time.Unix(0, 0).UTC()},
+		// A tool call completed, one running without a target, and one
+		// whose fields are all new strings.
+		{ID: "rec-7d3e8f8e13abc55fb0ac4008fe4c4f26", Sequence: 12, At: at, Kind: execution.ItemTool, Record: eventstore.KindActivity,
+			Text: "Bash: go test ./... — failed (exit 1) after 2.3s", Tool: &execution.ToolItem{CallID: "toolu_01", Name: "Bash",
+				Status: eventstore.ToolCallFailed, Target: &eventstore.Target{Kind: eventstore.TargetCommand, Path: "go test ./..."},
+				DurationMs: ptr(int64(2300)), EndSequence: 15, Error: "exit status 1", ExitCode: ptr(int64(-1)),
+				Output: "--- FAIL\n… 9000 bytes left out …\nFAIL", OutputBytes: 11000}},
+		{ID: "rec-6d3e8f8e13abc55fb0ac4008fe4c4f26", Sequence: 13, At: at, Kind: execution.ItemTool, Record: eventstore.KindActivity,
+			Text: "Read — running", Tool: &execution.ToolItem{Name: "Read", Status: eventstore.ToolCallStarted, DurationMs: ptr(int64(0))}},
+		{ID: "rec-5d3e8f8e13abc55fb0ac4008fe4c4f26", Sequence: 14, Kind: execution.ItemTool, Reason: "r",
+			Tool: &execution.ToolItem{Name: "x", Status: "new-status", Target: &eventstore.Target{Kind: "planet", Label: "l"}}},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestItemCodecRoundTrips(t *testing.T) {
 	for _, it := range codecItems() {

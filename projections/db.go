@@ -39,8 +39,11 @@ const (
 	// Version 2 moved the processed ids and decisions out of the state
 	// into their own bucket; version 3 stores timeline items and decisions
 	// in the binary form of codec.go instead of JSON; version 4 adds the
-	// runtime contract's runs and the by-session index.
-	formatVersion = 4
+	// runtime contract's runs and the by-session index; version 5 keeps
+	// a tool call as one timeline item, its end completing its start's
+	// in place, and items for checkpoints and snapshots, which a file of
+	// version 4 lacks.
+	formatVersion = 5
 
 	// fullCheckMax is the largest file whose every key Open walks. Larger
 	// files get the structural check only (buckets, meta, first and last

@@ -16,15 +16,17 @@
 // header yet, another journal's record, out of order) is logged and skipped,
 // so one bad record never stops the projector.
 //
-// File layout (format version 4), every uint64 big-endian so cursor order is
+// File layout (format version 5), every uint64 big-endian so cursor order is
 // numeric order:
 //
-//	meta          "format" -> 4, "checkpoint" -> last applied offset,
+//	meta          "format" -> 5, "checkpoint" -> last applied offset,
 //	              "unsynced" -> boot id (while commits go unsynced)
 //	executions    execution id -> State JSON (without the timeline and
 //	              without the processed ids and decisions)
 //	summaries     execution id -> Summary JSON plus the journal id
-//	timeline      execution id -> nested bucket: sequence -> TimelineItem (codec.go)
+//	timeline      execution id -> nested bucket: sequence -> TimelineItem (codec.go);
+//	              a tool call's item is rewritten in place, at its start's sequence,
+//	              when its end arrives
 //	processed     execution id -> nested bucket:
 //	                message id \x00 m     -> sequence
 //	                observation id \x00 o -> sequence

@@ -74,7 +74,8 @@ func refs(n int) []eventstore.Reference {
 // record returns the i-th record (i >= 0, after the header) of a varied
 // journal: messages with deliveries, observations with signals (progress,
 // needs_input, message, completed_claim), their decisions, state changes
-// that open and answer input requests, activity updates and owner effects.
+// that open and answer input requests, activity updates with tool calls
+// and owner effects.
 func record(ref eventstore.Reference, i int) eventstore.Record {
 	r, k := i/12, i%12
 	id := func(kind eventstore.Kind, key string) string { return eventstore.RecordID(ref.JournalID, kind, key) }
@@ -108,6 +109,20 @@ func record(ref eventstore.Reference, i int) eventstore.Record {
 		a := &eventstore.ActivityUpdated{Activity: eventstore.ActivityExecuting,
 			Progress:  &eventstore.Progress{Summary: fmt.Sprint("step ", r)},
 			Telemetry: &eventstore.Telemetry{TotalTokens: &n, ActiveToolName: "bash"}}
+		// A tool call starts in one round and ends in the next, so that
+		// its item is completed in place, often in a later batch.
+		switch {
+		case r%2 == 0:
+			a.CurrentTarget = &eventstore.Target{Kind: eventstore.TargetCommand, Path: fmt.Sprint("make step-", r)}
+			a.ToolCall = &eventstore.ToolCall{ID: fmt.Sprint("call-", r), Name: "bash", Status: eventstore.ToolCallStarted}
+		case r%4 == 3:
+			exit := int64(2)
+			a.ToolCall = &eventstore.ToolCall{ID: fmt.Sprint("call-", r-1), Name: "bash", Status: eventstore.ToolCallFailed,
+				Error: "exit status 2", ExitCode: &exit, Output: fmt.Sprint("step ", r-1, " failed\n")}
+		default:
+			a.ToolCall = &eventstore.ToolCall{ID: fmt.Sprint("call-", r-1), Name: "bash", Status: eventstore.ToolCallSucceeded,
+				Output: fmt.Sprint("step ", r-1, " ok\n")}
+		}
 		a.RecordID = id(eventstore.KindActivity, fmt.Sprint("a-", r))
 		return a
 	case 5:
@@ -222,14 +237,14 @@ func withoutTimeline(s *execution.State) execution.State {
 	return c
 }
 
-// fullTimeline pages through an execution's timeline, newest first,
-// checking the cursors on the way.
+// fullTimeline pages through an execution's whole timeline, quiet items
+// included, newest first, checking the cursors on the way.
 func fullTimeline(t testing.TB, db *projections.DB, id string, limit int) []execution.TimelineItem {
 	t.Helper()
 	var all []execution.TimelineItem
 	before := uint64(0)
 	for page := 0; ; page++ {
-		items, next, err := db.Timeline(id, before, limit)
+		items, next, err := db.QueryTimeline(id, projections.TimelineQuery{Before: before, Limit: limit, All: true})
 		if err != nil {
 			t.Fatalf("Timeline(%s, %d, %d): %v", id, before, limit, err)
 		}

@@ -119,7 +119,7 @@ func TestTimelinePaging(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			items, next, err := db.Timeline(id, c.before, c.limit)
+			items, next, err := db.QueryTimeline(id, projections.TimelineQuery{Before: c.before, Limit: c.limit, All: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,13 +137,48 @@ func TestTimelinePaging(t *testing.T) {
 		}
 	}
 
+	// By default a page leaves the quiet decisions out, and counts only
+	// the items it shows.
+	var shown []execution.TimelineItem
+	for _, it := range want {
+		if !it.Quiet() {
+			shown = append(shown, it)
+		}
+	}
+	if len(shown) == len(want) {
+		t.Fatal("fixture has no quiet items")
+	}
+	items, next, err := db.Timeline(id, 0, 5)
+	if err != nil || next != shown[4].Sequence {
+		t.Fatalf("Timeline(%s, 0, 5): next %d, %v; want next %d", id, next, err, shown[4].Sequence)
+	}
+	if diff := cmp.Diff(shown[:5], items); diff != "" {
+		t.Errorf("default page (-want +got):\n%s", diff)
+	}
+	// A tool call's start and end are one item, completed by the later
+	// record; only the newest call may still run.
+	tools := 0
+	for _, it := range want {
+		if it.Kind != execution.ItemTool {
+			continue
+		}
+		tools++
+		running := it.Tool.Status == eventstore.ToolCallStarted
+		if running && tools > 1 || !running && it.Tool.EndSequence <= it.Sequence {
+			t.Errorf("tool item %d: %+v; want it completed by a later record", it.Sequence, it.Tool)
+		}
+	}
+	if tools < 2 {
+		t.Error("fixture timeline has no tool items")
+	}
+
 	// An execution without timeline items yet has an empty timeline.
 	quiet := storetest.Ref(eventstore.OwnerTask, "t", "quiet")
 	if _, err := s.EnsureJournal(context.Background(), quiet, storetest.Header("a")); err != nil {
 		t.Fatal(err)
 	}
 	catchUp(t, db, s)
-	items, next, err := db.Timeline("quiet", 0, 10)
+	items, next, err = db.Timeline("quiet", 0, 10)
 	if err != nil || len(items) != 0 || next != 0 {
 		t.Fatalf("Timeline(quiet) = %v, %d, %v; want no items", items, next, err)
 	}

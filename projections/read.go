@@ -187,12 +187,31 @@ func intersect(a, b []string) []string {
 	return out
 }
 
-// Timeline returns a page of an execution's timeline, newest first: up to
-// limit items (DefaultTimelineLimit when limit <= 0, at most
-// MaxTimelineLimit) whose Sequence is below before, or the newest items when
-// before is 0. next is the before of the following, older page, and 0 when
-// there is none. An unknown id is ErrNotFound.
+// Timeline returns a page of an execution's timeline, newest first, quiet
+// items left out: QueryTimeline with before and limit.
 func (db *DB) Timeline(id string, before uint64, limit int) (items []execution.TimelineItem, next uint64, err error) {
+	return db.QueryTimeline(id, TimelineQuery{Before: before, Limit: limit})
+}
+
+// TimelineQuery selects a page of a timeline.
+type TimelineQuery struct {
+	// Before is the cursor: the page holds items whose Sequence is below
+	// it; 0 gives the newest items.
+	Before uint64
+	// Limit is the most items in the page: DefaultTimelineLimit when 0 or
+	// less, at most MaxTimelineLimit.
+	Limit int
+	// All includes the quiet items (execution.TimelineItem.Quiet), which a
+	// page leaves out otherwise.
+	All bool
+}
+
+// QueryTimeline returns a page of an execution's timeline, newest first:
+// up to q.Limit items whose Sequence is below q.Before, the quiet ones
+// left out unless q.All. next is the Before of the following, older page,
+// and 0 when there is none. An unknown id is ErrNotFound.
+func (db *DB) QueryTimeline(id string, q TimelineQuery) (items []execution.TimelineItem, next uint64, err error) {
+	before, limit := q.Before, q.Limit
 	switch {
 	case limit <= 0:
 		limit = DefaultTimelineLimit
@@ -231,6 +250,9 @@ func (db *DB) Timeline(id string, before uint64, limit int) (items []execution.T
 			it, err := decodeItem(seq, v)
 			if err != nil {
 				return corrupt(db.cfg.Path, fmt.Sprintf("timeline item %x of %q does not decode", k, id), err)
+			}
+			if !q.All && it.Quiet() {
+				continue
 			}
 			items = append(items, it)
 		}

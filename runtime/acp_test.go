@@ -126,7 +126,7 @@ func TestACPTurnIsJournaled(t *testing.T) {
 		{ID: "t1", Name: "Run t1", Status: eventstore.ToolCallStarted},
 		{ID: "t1", Name: "Run t1", Status: eventstore.ToolCallSucceeded},
 		{ID: "t2", Name: "Run t2", Status: eventstore.ToolCallStarted},
-		{ID: "t2", Name: "Run t2", Status: eventstore.ToolCallFailed, Error: "boom: t2 failed"},
+		{ID: "t2", Name: "Run t2", Status: eventstore.ToolCallFailed, Error: "boom: t2 failed", Output: "boom: t2 failed"},
 	}
 	if d := cmp.Diff(want, calls); d != "" {
 		t.Errorf("tool calls (-want +got):\n%s", d)

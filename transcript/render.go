@@ -235,7 +235,14 @@ func toolText(t *wire.TranscriptToolCall, o Options) []string {
 		_, output, _ = strings.Cut(strings.TrimSpace(t.Error), "\n")
 	}
 	excerpt := strings.Split(strings.TrimRight(safeText(output), "\n"), "\n")
-	if strings.TrimSpace(output) == "" {
+	// The error's first line is on the call's line already: output that
+	// starts with it (Claude's "Exit code 3", a read's message) is not
+	// said twice.
+	said, _, _ := strings.Cut(strings.TrimSpace(safeText(t.Error)), "\n")
+	for len(excerpt) > 0 && strings.TrimSpace(excerpt[0]) != "" && strings.TrimSpace(excerpt[0]) == strings.TrimSpace(said) {
+		excerpt = excerpt[1:]
+	}
+	if strings.TrimSpace(strings.Join(excerpt, "\n")) == "" {
 		return lines
 	}
 	more := len(excerpt) > o.OutputLines

@@ -128,6 +128,7 @@ type realRun struct {
 	srv     *modelserver.Server
 	sc      modelserver.Scenario
 	work    string
+	dir     string // the data directory
 	res     result
 	id      string
 	records []eventstore.Record
@@ -150,7 +151,7 @@ func runScenario(t *testing.T, c realCLI, sc modelserver.Scenario, prompt string
 	work := t.TempDir()
 	dir := t.TempDir()
 	args := append(append([]string{"--agent", c.agent, "--prompt", prompt}, flags...), agentArgs(t, c, srv.URL(), work)...)
-	r := &realRun{cli: c, srv: srv, sc: sc, work: work, res: runReal(t, dir, args...)}
+	r := &realRun{cli: c, srv: srv, sc: sc, work: work, dir: dir, res: runReal(t, dir, args...)}
 	m := runningAny.FindStringSubmatch(r.res.stderr)
 	if m == nil {
 		t.Fatalf("%s: run did not launch (exit %d):\n%s", c.agent, r.res.code, r.res.stderr)

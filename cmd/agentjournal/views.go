@@ -48,7 +48,7 @@ func (e *Env) withProjection(ctx context.Context, fn func(eventstore.Store, *pro
 type viewReader interface {
 	List(ctx context.Context, f projections.Filter) ([]projections.Summary, error)
 	Execution(ctx context.Context, id string) (*execution.State, error)
-	Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error)
+	Timeline(ctx context.Context, id string, q projections.TimelineQuery) ([]execution.TimelineItem, uint64, error)
 	// Transcript is the execution's own journal as transcript entries.
 	Transcript(ctx context.Context, id string) ([]transcript.Entry, error)
 }
@@ -105,8 +105,8 @@ func (v localViews) Execution(_ context.Context, id string) (*execution.State, e
 	return v.db.Execution(id)
 }
 
-func (v localViews) Timeline(_ context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
-	return v.db.Timeline(id, before, limit)
+func (v localViews) Timeline(_ context.Context, id string, q projections.TimelineQuery) ([]execution.TimelineItem, uint64, error) {
+	return v.db.QueryTimeline(id, q)
 }
 
 // daemonViews reads through the daemon's API.
@@ -137,8 +137,8 @@ func (v daemonViews) Execution(ctx context.Context, id string) (*execution.State
 	return &ex.State, nil
 }
 
-func (v daemonViews) Timeline(ctx context.Context, id string, before uint64, limit int) ([]execution.TimelineItem, uint64, error) {
-	items, next, err := v.c.Timeline(ctx, id, before, limit)
+func (v daemonViews) Timeline(ctx context.Context, id string, q projections.TimelineQuery) ([]execution.TimelineItem, uint64, error) {
+	items, next, err := v.c.QueryTimeline(ctx, id, client.TimelineQuery(q))
 	return items, next, notFound(err)
 }
 
@@ -288,7 +288,7 @@ func (c *ShowCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		items, _, err := views.Timeline(ctx, id, 0, 10)
+		items, _, err := views.Timeline(ctx, id, projections.TimelineQuery{Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -326,14 +326,16 @@ type TimelineCommand struct{ env *Env }
 
 var timelineSpec = cmdSpec{
 	Name: "timeline",
-	Args: "ID [--before CURSOR] [--limit N] [--json]",
+	Args: "ID [--before CURSOR] [--limit N] [--all] [--json]",
 	Summary: `Print the timeline of an agent execution, newest first, one page at a
 time: messages, agent signals (progress, status, questions with their request
-and choices, blocked with what it needs, claims, failures), decisions and
-state changes. The cursor of an item is its journal sequence;
---before CURSOR shows the page of items older than it, and the last line says
-which cursor gives the next page. When a daemon runs for the data directory,
-timeline asks it.`,
+and choices, blocked with what it needs, claims, failures), tool calls (what
+each ran, how it ended, how long it took, the end of its output), decisions,
+state changes, checkpoints, snapshots and interruptions. Decisions that change
+nothing (record-only, emit-message) are left out unless --all is given. The
+cursor of an item is its journal sequence; --before CURSOR shows the page of
+items older than it, and the last line says which cursor gives the next page.
+When a daemon runs for the data directory, timeline asks it.`,
 	Example: "agentjournal timeline ae-0123456789abcdef01234567\nagentjournal timeline ae-0123456789abcdef01234567 --before 120 --limit 20",
 }
 
@@ -342,6 +344,7 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 	fs := timelineSpec.newFlagSet()
 	before := fs.Uint64("before", 0, "show items older than `CURSOR` (a journal sequence; 0 = from the newest)")
 	limit := fs.Int("limit", projections.DefaultTimelineLimit, fmt.Sprintf("at most `N` items (1 to %d)", projections.MaxTimelineLimit))
+	all := fs.Bool("all", false, "include the decisions that change nothing (record-only, emit-message)")
 	asJSON := fs.Bool("json", false, `print {"items":[…],"next":CURSOR}`)
 	id, err := timelineSpec.parseID(fs, args)
 	if err != nil {
@@ -351,7 +354,7 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 		return timelineSpec.usageErr(fs, "--limit %d is out of range (want 1 to %d)", *limit, projections.MaxTimelineLimit)
 	}
 	return c.env.withViews(ctx, func(views viewReader) error {
-		items, next, err := views.Timeline(ctx, id, *before, *limit)
+		items, next, err := views.Timeline(ctx, id, projections.TimelineQuery{Before: *before, Limit: *limit, All: *all})
 		if errors.Is(err, projections.ErrNotFound) {
 			return fmt.Errorf("no agent execution %q (list them with: %s ls)", id, c.env.hintPrefix())
 		}
@@ -374,7 +377,11 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 			writeLine(w, "%6d  %-24s  %-12s  %s", it.Sequence, it.At.Format(timeLayout), it.Kind, itemText(it))
 		}
 		if next != 0 {
-			writeLine(w, "older items: %s timeline %s --before %d", c.env.hintPrefix(), id, next)
+			more := ""
+			if *all {
+				more = " --all"
+			}
+			writeLine(w, "older items: %s timeline %s --before %d%s", c.env.hintPrefix(), id, next, more)
 		}
 		return nil
 	})
@@ -382,9 +389,15 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 
 // itemText is a timeline item's text with what its kind carries beside it:
 // a question's request and numbered choices, what would unblock a blocked
-// agent.
+// agent, the last line of a tool call's output.
 func itemText(it execution.TimelineItem) string {
 	text := clip(it.Text)
+	if t := it.Tool; t != nil {
+		if last := lastLine(t.Output); last != "" && !strings.Contains(t.Error, last) {
+			text += " — " + clip(last)
+		}
+		return text
+	}
 	if it.Kind == execution.ItemNeedsInput && it.RequestID != "" {
 		text += " [" + clip(it.RequestID) + "]"
 	}
@@ -521,3 +534,10 @@ func (p *progress) update(done, total uint64) {
 }
 
 func (p *progress) finish() { p.bar.Finish() }
+
+// lastLine is the last line of a tool call's output that is not blank: a
+// command says last how it ended.
+func lastLine(output string) string {
+	lines := strings.Split(strings.TrimRight(output, " \t\r\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

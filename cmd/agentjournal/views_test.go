@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/execution"
 	"github.com/agentjournal/agentjournal/projections"
@@ -57,38 +59,48 @@ func TestLsShowTimeline(t *testing.T) {
 	}
 
 	// Page the timeline three items at a time; the pages together are the
-	// replayed timeline, newest first.
+	// replayed timeline, newest first, with --all; without it, the items
+	// that are not quiet.
 	var replayed struct {
 		State execution.State `json:"state"`
 	}
 	if err := json.Unmarshal([]byte(mustRun(t, dir, "replay", a, "--json")), &replayed); err != nil {
 		t.Fatal(err)
 	}
-	var got []uint64
-	before := uint64(0)
-	for pages := 0; ; pages++ {
-		var page struct {
-			Items []execution.TimelineItem `json:"items"`
-			Next  uint64                   `json:"next"`
+	for _, all := range []bool{true, false} {
+		var got []uint64
+		before := uint64(0)
+		for pages := 0; ; pages++ {
+			var page struct {
+				Items []execution.TimelineItem `json:"items"`
+				Next  uint64                   `json:"next"`
+			}
+			args := []string{"timeline", a, "--limit", "3", "--before", fmt.Sprint(before), "--json"}
+			if all {
+				args = append(args, "--all")
+			}
+			if err := json.Unmarshal([]byte(mustRun(t, dir, args...)), &page); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				got = append(got, it.Sequence)
+			}
+			if page.Next == 0 || pages > 100 {
+				break
+			}
+			before = page.Next
 		}
-		if err := json.Unmarshal([]byte(mustRun(t, dir, "timeline", a, "--limit", "3", "--before", fmt.Sprint(before), "--json")), &page); err != nil {
-			t.Fatal(err)
+		var want []uint64
+		for i := len(replayed.State.Timeline) - 1; i >= 0; i-- {
+			if it := replayed.State.Timeline[i]; all || !it.Quiet() {
+				want = append(want, it.Sequence)
+			}
 		}
-		for _, it := range page.Items {
-			got = append(got, it.Sequence)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("timeline pages (all %v), newest first: sequences (-want +got):\n%s", all, diff)
 		}
-		if page.Next == 0 || pages > 100 {
-			break
-		}
-		before = page.Next
-	}
-	tl := replayed.State.Timeline
-	if len(got) != len(tl) {
-		t.Fatalf("timeline pages hold %d items, replay has %d", len(got), len(tl))
-	}
-	for i, seq := range got {
-		if want := tl[len(tl)-1-i].Sequence; seq != want {
-			t.Fatalf("item %d has sequence %d, want %d (newest first)", i, seq, want)
+		if !all && len(want) == len(replayed.State.Timeline) {
+			t.Fatal("the fixture's timeline has no quiet item")
 		}
 	}
 	if out := mustRun(t, dir, "timeline", a, "--limit", "2"); !strings.Contains(out, "--before") {

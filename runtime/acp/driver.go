@@ -157,7 +157,7 @@ func (d *Driver) Output(idPrefix string) error {
 	if err != nil {
 		return err
 	}
-	d.output = output{Stream: s}
+	d.output = output{Stream: s, outputs: agent.NewRecent[string](maxHeldOutputs)}
 	return nil
 }
 

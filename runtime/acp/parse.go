@@ -31,7 +31,10 @@ type output struct {
 	textID  string // the messageId of the held chunks
 	last    string // the kind of the last update
 	message string // the last message reported in this turn
-
+	// outputs hold the content a tool call's updates carried before its
+	// end, by call id: ACP may send the content in one update and the
+	// status in the next, which carries none.
+	outputs agent.Recent[string]
 }
 
 // Phases of the status observations the ACP client records about its
@@ -265,15 +268,30 @@ func (d *Driver) tool(kind string, t *protocol.ToolCall) {
 		act, target := acpToolActivity(t)
 		d.OpenTool(t.ID, name, act, target)
 	}
+	key := agent.Key(t.ID)
+	output := t.Output
+	if output == "" {
+		output, _ = d.outputs.Get(key)
+	}
+	switch t.Status {
+	case "completed", "failed":
+		if _, held := d.outputs.Get(key); held {
+			d.outputs.Put(key, "")
+		}
+	default:
+		if t.Output != "" && t.ID != "" {
+			d.outputs.Put(key, t.Output)
+		}
+	}
 	switch t.Status {
 	case "completed":
-		d.CloseTool(t.ID, agent.Outcome{})
+		d.CloseTool(t.ID, agent.Outcome{Output: output})
 	case "failed":
-		msg := t.Output
+		msg := output
 		if strings.TrimSpace(msg) == "" {
 			msg = "the ACP agent reported the tool call failed"
 		}
-		d.CloseTool(t.ID, agent.Outcome{Failed: true, Err: msg})
+		d.CloseTool(t.ID, agent.Outcome{Failed: true, Err: msg, Output: output})
 	}
 }
 
@@ -366,3 +384,6 @@ func (d *Driver) result(r *protocol.Result) {
 		d.EndTurn(true, d.Failed("the ACP agent stopped the turn: "+r.StopReason, message))
 	}
 }
+
+// maxHeldOutputs bounds the tool call contents held until their calls end.
+const maxHeldOutputs = 64

@@ -413,10 +413,14 @@ type Outcome struct {
 	Failed bool
 	Err    string // what the tool or the CLI said, for a failed call
 	Exit   *int64 // a shell command's exit code, when the CLI reports it
+	// Output is what the call returned, as the CLI's stream carries it;
+	// the record keeps an excerpt (eventstore.ToolOutputExcerpt).
+	Output string
 }
 
 // CloseTool reports a tool call that ended: an activity update with the
-// call's status, and its error and exit code when it failed. When it was
+// call's status, the excerpt of its output, and its error and exit code
+// when it failed. When it was
 // the last open call, the same update says no tool call is active. Results
 // for calls that are not open (never seen, already closed or forgotten)
 // are ignored.
@@ -438,6 +442,7 @@ func (s *Stream) CloseTool(id string, out Outcome) {
 			tc.ExitCode = Ptr(*out.Exit)
 		}
 	}
+	tc.Output, tc.OutputBytes = eventstore.ToolOutputExcerpt(out.Output)
 	a := &eventstore.ActivityUpdated{ToolCall: tc}
 	if len(s.open) == 0 {
 		a.Capabilities = &eventstore.Capabilities{ToolCallActive: Ptr(false)}

@@ -338,18 +338,18 @@ func (d *Driver) toolResult(b *claudeBlock) {
 	d.SettlePlan(b.ToolUseID, out.Failed)
 }
 
-// claudeOutcome reads a tool_result block: is_error says the call failed,
-// and the content says why. A shell command's result starts with "Exit
-// code N".
+// claudeOutcome reads a tool_result block: its content is the call's
+// output, is_error says the call failed, and then the content says why. A
+// shell command's failed result starts with "Exit code N".
 func claudeOutcome(b *claudeBlock) agent.Outcome {
-	if !b.IsError {
-		return agent.Outcome{}
-	}
 	text := resultText(b.Content)
+	if !b.IsError {
+		return agent.Outcome{Output: text}
+	}
 	if inner, ok := strings.CutPrefix(text, "<tool_use_error>"); ok {
 		text = strings.TrimSuffix(inner, "</tool_use_error>")
 	}
-	out := agent.Outcome{Failed: true, Err: text}
+	out := agent.Outcome{Failed: true, Err: textclip.Fit(text, agent.MaxErrorBytes), Output: text}
 	if rest, ok := strings.CutPrefix(text, "Exit code "); ok {
 		digits, _, _ := strings.Cut(rest, "\n")
 		if n, err := strconv.ParseInt(digits, 10, 64); err == nil {
@@ -359,9 +359,8 @@ func claudeOutcome(b *claudeBlock) agent.Outcome {
 	return out
 }
 
-// resultText is the text of a tool result's content, a string or text
-// blocks joined by newlines, clipped to agent.MaxErrorBytes: the start says what
-// went wrong.
+// resultText is the text of a tool result's content, a string or its text
+// blocks joined by newlines; other blocks (an image) are left out.
 func resultText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -369,7 +368,7 @@ func resultText(raw json.RawMessage) string {
 	if raw[0] == '"' {
 		var s string
 		_ = json.Unmarshal(raw, &s)
-		return textclip.Fit(s, agent.MaxErrorBytes)
+		return s
 	}
 	var blocks []struct {
 		Type string `json:"type"`
@@ -387,11 +386,8 @@ func resultText(raw json.RawMessage) string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(bl.Text)
-		if b.Len() > agent.MaxErrorBytes {
-			break
-		}
 	}
-	return textclip.Fit(b.String(), agent.MaxErrorBytes)
+	return b.String()
 }
 
 // todoWrite reads the todo list a TodoWrite call sets, the plan once the

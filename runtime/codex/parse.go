@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentjournal/agentjournal/internal/textclip"
 
@@ -66,10 +67,19 @@ type codexItem struct {
 	Tool             string          `json:"tool"`
 	Arguments        json.RawMessage `json:"arguments"`
 	Error            *codexError     `json:"error"`
+	Result           *codexResult    `json:"result"`
 	Query            string          `json:"query"`
 	Action           json.RawMessage `json:"action"`
 	Message          string          `json:"message"`
 	Items            []codexTodo     `json:"items"`
+}
+
+// codexResult is what an MCP tool call returned: MCP content blocks.
+type codexResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
 }
 
 type codexChange struct {
@@ -235,30 +245,57 @@ func (d *Driver) todoList(it *codexItem) {
 
 // codexOutcome reads how a tool item ended: a failed status, or a command's
 // non-zero exit code, is a failure; a command's error is the end of its
-// output.
+// output. Its output is a command's aggregated output, an MCP call's text
+// content, or a file change's paths.
 func codexOutcome(it *codexItem) agent.Outcome {
+	out := agent.Outcome{Output: codexOutput(it)}
 	switch it.Type {
 	case "command_execution":
-		failed := it.Status == "failed" || it.Status == "declined" || (it.ExitCode != nil && *it.ExitCode != 0)
-		if !failed {
-			return agent.Outcome{}
+		if it.Status != "failed" && it.Status != "declined" && (it.ExitCode == nil || *it.ExitCode == 0) {
+			return out
 		}
-		msg := agent.Tail(it.AggregatedOutput, agent.MaxErrorBytes)
-		if msg == "" && it.Status == "declined" {
-			msg = "the command was declined"
+		out.Failed, out.Err, out.Exit = true, agent.Tail(it.AggregatedOutput, agent.MaxErrorBytes), it.ExitCode
+		if out.Err == "" && it.Status == "declined" {
+			out.Err = "the command was declined"
 		}
-		return agent.Outcome{Failed: true, Err: msg, Exit: it.ExitCode}
 	case "mcp_tool_call", "collab_tool_call", "file_change":
 		if it.Status != "failed" {
-			return agent.Outcome{}
+			return out
 		}
-		out := agent.Outcome{Failed: true}
+		out.Failed = true
 		if it.Error != nil {
 			out.Err = it.Error.Message
 		}
-		return out
 	}
-	return agent.Outcome{}
+	return out
+}
+
+// codexOutput is what a tool item returned, as text.
+func codexOutput(it *codexItem) string {
+	switch it.Type {
+	case "command_execution":
+		return it.AggregatedOutput
+	case "mcp_tool_call":
+		if it.Result == nil {
+			return ""
+		}
+		var texts []string
+		for _, c := range it.Result.Content {
+			if c.Type == "text" && c.Text != "" {
+				texts = append(texts, c.Text)
+			}
+		}
+		return strings.Join(texts, "\n")
+	case "file_change":
+		// The change itself is in the work tree: its paths say what it
+		// touched.
+		lines := make([]string, 0, len(it.Changes))
+		for _, c := range it.Changes {
+			lines = append(lines, strings.TrimSpace(c.Kind+" "+c.Path))
+		}
+		return strings.Join(lines, "\n")
+	}
+	return ""
 }
 
 func (d *Driver) tool(it *codexItem) (string, eventstore.Activity, *eventstore.Target) {

@@ -360,17 +360,18 @@ func copilotOutcome(d *copilotTool) agent.Outcome {
 	if d.ShellExecution != nil {
 		exit = d.ShellExecution.ExitCode
 	}
+	output := shellStatus.ReplaceAllString(resultContent(d.Result), "")
 	switch {
 	case d.Success != nil && !*d.Success:
 		msg := errorText(d.Error)
 		if msg == "" {
-			msg = agent.Tail(resultContent(d.Result), agent.MaxErrorBytes)
+			msg = agent.Tail(output, agent.MaxErrorBytes)
 		}
-		return agent.Outcome{Failed: true, Err: msg, Exit: exit}
+		return agent.Outcome{Failed: true, Err: msg, Exit: exit, Output: output}
 	case exit != nil && *exit != 0:
-		return agent.Outcome{Failed: true, Err: agent.Tail(shellStatus.ReplaceAllString(resultContent(d.Result), ""), agent.MaxErrorBytes), Exit: exit}
+		return agent.Outcome{Failed: true, Err: agent.Tail(output, agent.MaxErrorBytes), Exit: exit, Output: output}
 	}
-	return agent.Outcome{}
+	return agent.Outcome{Output: output}
 }
 
 // shellStatus is the note Copilot CLI appends to a shell command's output;

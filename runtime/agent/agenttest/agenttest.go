@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 )
@@ -453,4 +455,29 @@ func Advertised(evs []agent.Event) [][]agent.Command {
 		}
 	}
 	return out
+}
+
+// ToolEnds are the tool calls that ended in evs, in order: what a test of
+// a parser's output excerpts looks at.
+func ToolEnds(evs []agent.Event) []eventstore.ToolCall {
+	var out []eventstore.ToolCall
+	for _, e := range evs {
+		if a := e.Activity; a != nil && a.ToolCall != nil && a.ToolCall.Status != eventstore.ToolCallStarted {
+			out = append(out, *a.ToolCall)
+		}
+	}
+	return out
+}
+
+// CheckToolOutputs checks that the calls that end in the events a's parser
+// makes of lines carry the outputs want, in order.
+func CheckToolOutputs(t *testing.T, a agent.Agent, lines [][]byte, want []string) {
+	t.Helper()
+	var got []string
+	for _, c := range ToolEnds(Parse(t, a, lines...)) {
+		got = append(got, c.Output)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outputs of the calls that ended (-want +got):\n%s", diff)
+	}
 }
