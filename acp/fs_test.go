@@ -93,15 +93,24 @@ func startAgent(t *testing.T, dir string) *agentRun {
 // agent said in it.
 func (a *agentRun) prompt(t *testing.T, ctx context.Context, script ...string) []string {
 	t.Helper()
+	msgs, err := a.turn(ctx, script...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+// turn is prompt returning what failed.
+func (a *agentRun) turn(ctx context.Context, script ...string) ([]string, error) {
 	a.mu.Lock()
 	before := len(a.order)
 	a.mu.Unlock()
 	res, err := a.client.Prompt(ctx, strings.Join(script, "\n"))
 	if err != nil {
-		t.Fatalf("prompt: %v", err)
+		return nil, fmt.Errorf("prompt: %w", err)
 	}
 	if res.StopReason != "end_turn" {
-		t.Fatalf("stop reason %q, want end_turn", res.StopReason)
+		return nil, fmt.Errorf("stop reason %q, want end_turn", res.StopReason)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -109,7 +118,7 @@ func (a *agentRun) prompt(t *testing.T, ctx context.Context, script ...string) [
 	for _, id := range a.order[before:] {
 		out = append(out, a.said[id].String())
 	}
-	return out
+	return out, nil
 }
 
 // threads is this process's count of OS threads.
@@ -172,11 +181,14 @@ func TestFileReadsOfAFIFO(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
-	msgs := a.prompt(t, ctx, "readmany "+strconv.Itoa(reads)+" "+fifo, "write "+fifo+" x", "say done")
+	msgs, err := a.turn(ctx, "readmany "+strconv.Itoa(reads)+" "+fifo, "write "+fifo+" x", "say done")
 	cancel()
 	sampled.Wait()
 	if peak > bound {
 		t.Fatalf("%d OS threads at the peak, want at most %d", peak, bound)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := fmt.Sprintf("readmany: %d of %d failed", reads, reads)
 	if len(msgs) != 3 || !strings.HasPrefix(msgs[0], want) || !strings.HasPrefix(msgs[1], "write error:") || msgs[2] != "done" {
