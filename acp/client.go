@@ -6,11 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -73,12 +69,13 @@ type Client struct {
 	closed  bool
 
 	terms terminals
+	files *fileGate
 }
 
 // NewClient starts the connection's readers; nothing is written until Open.
 func NewClient(cfg Config) *Client {
 	pr, pw := io.Pipe()
-	c := &Client{cfg: cfg, in: pw}
+	c := &Client{cfg: cfg, in: pw, files: newFileGate()}
 	c.ctx, c.end = context.WithCancel(context.Background())
 	c.conn = sdk.NewClientSideConnection(handler{c}, writer(cfg.Write), pr)
 	logger := cfg.Logger
@@ -265,87 +262,6 @@ func (h handler) refuse(method string, err error) error {
 	// The agent gets the reason itself, not the library's generic
 	// internal error.
 	return &sdk.RequestError{Code: errCodeRefused, Message: err.Error()}
-}
-
-// inside resolves path (absolute, as ACP requires) and checks that it is
-// in the working directory, also after following symbolic links.
-func (h handler) inside(path string) (string, error) {
-	dir := h.c.cfg.Dir
-	if dir == "" || !filepath.IsAbs(path) {
-		return "", fmt.Errorf("%w: %q is not an absolute path in %s", ErrOutsideDir, path, dir)
-	}
-	path = filepath.Clean(path)
-	if !within(dir, path) {
-		return "", fmt.Errorf("%w: %s is not in %s", ErrOutsideDir, path, dir)
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
-	// The file may not exist yet (a write): its nearest existing parent
-	// must be inside.
-	probe := path
-	for {
-		if real, err := filepath.EvalSymlinks(probe); err == nil {
-			if !within(realDir, real) {
-				return "", fmt.Errorf("%w: %s leads outside %s", ErrOutsideDir, path, dir)
-			}
-			return path, nil
-		}
-		parent := filepath.Dir(probe)
-		if parent == probe {
-			return path, nil
-		}
-		probe = parent
-	}
-}
-
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-func (h handler) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	path, err := h.inside(p.Path)
-	if err != nil {
-		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		// An answer, not a refusal: agents read to learn whether a file exists.
-		return sdk.ReadTextFileResponse{}, &sdk.RequestError{Code: errCodeNotFound, Message: "Resource not found: " + path}
-	}
-	if err != nil {
-		return sdk.ReadTextFileResponse{}, h.refuse(sdk.ClientMethodFsReadTextFile, err)
-	}
-	text := string(data)
-	if p.Line != nil || p.Limit != nil {
-		lines := strings.SplitAfter(text, "\n")
-		from := 0
-		if p.Line != nil && *p.Line > 1 {
-			from = min(*p.Line-1, len(lines))
-		}
-		to := len(lines)
-		if p.Limit != nil && *p.Limit >= 0 {
-			to = min(from+*p.Limit, len(lines))
-		}
-		text = strings.Join(lines[from:to], "")
-	}
-	return sdk.ReadTextFileResponse{Content: text}, nil
-}
-
-func (h handler) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	path, err := h.inside(p.Path)
-	if err != nil {
-		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
-	}
-	if err := os.WriteFile(path, []byte(p.Content), 0o644); err != nil {
-		return sdk.WriteTextFileResponse{}, h.refuse(sdk.ClientMethodFsWriteTextFile, err)
-	}
-	return sdk.WriteTextFileResponse{}, nil
 }
 
 func (h handler) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {

@@ -5,11 +5,13 @@
 // It owns the protocol obligations of a client: the initialize and
 // session/new handshake, session/prompt and session/cancel, answering the
 // agent's requests (session/request_permission through a callback that
-// waits for an answer, fs/read_text_file and fs/write_text_file inside one
-// working directory, refusing any path outside it, and terminal/* running
-// commands there, each in a process group of its own, with bounded
-// output), and reading the
-// agent's messages into plain values (Decode) for whoever records them.
+// waits for an answer, fs/read_text_file and fs/write_text_file on regular
+// files opened through an os.Root at one working directory, bounded in
+// size and in how many run at once, and terminal/* running commands in a
+// directory opened the same way, each in a process group of its own, with
+// bounded output), and reading the agent's messages into plain values
+// (Decode) for whoever records them. The agent is not trusted: nothing it
+// asks may block the process or reach outside the working directory.
 //
 // It does not own the process, its pipes or any journal: the caller reads
 // the agent's stdout and hands each line to Client.Feed, gives the Client a

@@ -100,11 +100,15 @@ var errTooManyTerminals = fmt.Errorf("the agent holds %d terminals already; rele
 func (h handler) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
 	dir := h.c.cfg.Dir
 	if p.Cwd != nil {
-		d, err := h.inside(*p.Cwd)
+		// The directory is opened through the working directory's Root,
+		// and the command starts in the directory opened, not in whatever
+		// the path names by the time it starts.
+		d, err := h.c.openDir(*p.Cwd)
 		if err != nil {
-			return sdk.CreateTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalCreate, err)
+			return sdk.CreateTerminalResponse{}, h.refuse(sdk.ClientMethodTerminalCreate, fmt.Errorf("cwd: %w", err))
 		}
-		dir = d
+		defer d.Close()
+		dir = dirName(d, *p.Cwd)
 	}
 	limit := defaultOutputLimit
 	if p.OutputByteLimit != nil {
