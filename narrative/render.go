@@ -1,12 +1,15 @@
 package narrative
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/agentjournal/agentjournal/internal/termtext"
 )
 
 // Formats are the renderings Render writes, with their content types.
@@ -21,6 +24,21 @@ var Formats = map[string]string{
 // its record instead (AuditMarkdown, AuditHTML). JSON is the line form
 // either way.
 func Render(w io.Writer, n *Narrative, format string, audit bool) error {
+	if format != "json" {
+		// Agent text may hold escape sequences (a clipboard write, a
+		// retitle, cursor moves): a document read in a terminal shows
+		// them as escapes. JSON escapes them itself.
+		var doc bytes.Buffer
+		if err := render(&doc, n, format, audit); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, termtext.EscapeDocument(doc.String()))
+		return err
+	}
+	return render(w, n, format, audit)
+}
+
+func render(w io.Writer, n *Narrative, format string, audit bool) error {
 	switch {
 	case format == "json":
 		return JSON(w, n)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/internal/termtext"
 )
 
 // Format is how a transcript is written.
@@ -469,21 +470,9 @@ func join(parts ...string) string {
 // to single spaces, and what a terminal would act on removed.
 func oneLine(s string) string { return strings.Join(strings.Fields(safeText(s)), " ") }
 
-// safeText removes from s what a terminal would act on instead of showing:
-// escape sequences' introducers and every other control character but the
-// line feed and the tab. The text is the agent's, or its tools': it must
-// not move the cursor, retitle the window or recolour what follows.
-func safeText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return -1
-		}
-		return r
-	}, s)
-}
+// safeText is termtext.Strip: the text is the agent's, or its tools': it
+// must not move the cursor, retitle the window or recolour what follows.
+func safeText(s string) string { return termtext.Strip(s) }
 
 func clipRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -76,13 +76,13 @@ func (c *JournalImportCommand) Run(ctx context.Context, args []string) error {
 		switch {
 		case res.Written == 0:
 			_, err = fmt.Fprintf(c.env.Stdout, "Journal of agent execution %s (%s/%s) is already imported: %d records, nothing written\n",
-				ref.AgentExecutionID, ref.OwnerEntity, ref.OwnerID, n)
+				termSafe(ref.AgentExecutionID), termSafe(string(ref.OwnerEntity)), termSafe(ref.OwnerID), n)
 		case res.Written < n:
 			_, err = fmt.Fprintf(c.env.Stdout, "Resumed the import of agent execution %s (%s/%s): wrote the remaining %d of %d records\n",
-				ref.AgentExecutionID, ref.OwnerEntity, ref.OwnerID, res.Written, n)
+				termSafe(ref.AgentExecutionID), termSafe(string(ref.OwnerEntity)), termSafe(ref.OwnerID), res.Written, n)
 		default:
 			_, err = fmt.Fprintf(c.env.Stdout, "Imported %d records of agent execution %s (%s/%s)\n",
-				n, ref.AgentExecutionID, ref.OwnerEntity, ref.OwnerID)
+				n, termSafe(ref.AgentExecutionID), termSafe(string(ref.OwnerEntity)), termSafe(ref.OwnerID))
 		}
 		return err
 	})

@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentjournal/agentjournal/internal/termtext"
 )
 
 // Ids and texts in a journal come from agents, and human output goes to an
@@ -16,61 +15,12 @@ import (
 // termSafe, which writes those characters as visible escapes, and every JSON
 // output through jsonSafe.
 
-// hidden reports whether r is shown as an escape: a C0 or C1 control or
-// DEL, a bidi control (U+061C, U+200E, U+200F, U+202A–U+202E,
-// U+2066–U+2069), or a line or paragraph separator. Other Unicode, format
-// characters such as the emoji zero-width joiner among them, is kept.
-func hidden(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
-}
+// hidden is termtext.Hidden: the characters shown as escapes.
+func hidden(r rune) bool { return termtext.Hidden(r) }
 
-// termSafe returns s with every hidden character written as a Go escape
-// (\n, \r, \t, \x1b, \x00, \u0085, \u202e) and every byte that is not UTF-8
-// as \xNN, so the line shows what the record holds and cannot rewrite the
-// terminal. Backslashes stay as they are, so paths and commands read as
-// written; text that spells an escape out can only look like one.
-func termSafe(s string) string {
-	i := unsafeAt(s)
-	if i < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case hidden(r):
-			// QuoteRune picks \n, \x1b, \u202e; drop its quotes.
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// unsafeAt returns the index of the first hidden character or invalid byte
-// in s, or -1.
-func unsafeAt(s string) int {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || hidden(r) {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
+// termSafe is termtext.Escape: s with every hidden character written as a
+// visible escape.
+func termSafe(s string) string { return termtext.Escape(s) }
 
 // writeLine writes one line of human output: the formatted text made
 // termSafe, then a newline. The formats themselves hold no control

@@ -32,8 +32,10 @@ func TestTermSafe(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("termSafe(%q) = %q, want %q", tc.in, got, tc.want)
 			}
-			if i := unsafeAt(got); i >= 0 {
-				t.Errorf("termSafe(%q) = %q, which still holds %q at %d", tc.in, got, got[i:], i)
+			for i, r := range got {
+				if hidden(r) {
+					t.Errorf("termSafe(%q) = %q, which still holds %q at %d", tc.in, got, r, i)
+				}
 			}
 			if again := termSafe(got); again != got {
 				t.Errorf("termSafe twice = %q, want %q as after once", again, got)
