@@ -17,7 +17,7 @@ import (
 const hostile = `<img src=x onerror="window.pwned='img'"><script>window.pwned='script'</script>`
 
 // signalStep is the fixture agent's step that sends a signal.
-func signalStep(t *testing.T, typ string, payload any) string {
+func signalStep(t testing.TB, typ string, payload any) string {
 	t.Helper()
 	data, err := json.Marshal(map[string]any{"type": typ, "payload": payload})
 	if err != nil {
@@ -29,7 +29,7 @@ func signalStep(t *testing.T, typ string, payload any) string {
 // todoWrite is the fixture agent's steps that print a Claude Code
 // TodoWrite call (stream-json) of todos, each {content, status}, and its
 // result: the adapter reads the list as a plan once the call succeeds.
-func todoWrite(t *testing.T, n int, todos ...[2]string) []string {
+func todoWrite(t testing.TB, n int, todos ...[2]string) []string {
 	t.Helper()
 	var list []map[string]string
 	for _, td := range todos {
@@ -270,7 +270,7 @@ func TestSearchView(t *testing.T) {
 
 // setFields sets form fields' values by their ids, as a person picks or
 // types them.
-func (b *browser) setFields(t *testing.T, values map[string]string) {
+func (b *browser) setFields(t testing.TB, values map[string]string) {
 	t.Helper()
 	data, _ := json.Marshal(values)
 	eval[bool](t, b, `(() => { for (const [id, v] of Object.entries(`+string(data)+`)) document.getElementById(id).value = v; return true })()`)
@@ -286,7 +286,7 @@ type observed struct {
 }
 
 // signals lists an execution's observations that carry a signal.
-func (s *stack) signals(t *testing.T, id string) []observed {
+func (s *stack) signals(t testing.TB, id string) []observed {
 	t.Helper()
 	var page struct {
 		Records []observed `json:"records"`
