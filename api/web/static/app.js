@@ -176,7 +176,7 @@ function onEvent(name, data) {
   if (name === 'data.changed' && data.state) {
     list.update(data.state);
     sessions.update(data.state);
-    inbox.update(data.state);
+    inbox.update(data.state, data.record);
   }
   execution.changed(data, name);
   session.changed(data.executionId, name);

@@ -61,7 +61,9 @@ export function approvalItems(approvals, withRun) {
 // draws its items. Travelling back in time it draws, from the list read
 // last, the list as of the sequence shown (asOf), with no request: every
 // entry carries the sequences of its changes.
-function contractCard(root, {route, key, count, items, asOf}) {
+// x.view() is what the screen shows now, as of which a read that lands
+// is drawn.
+function contractCard(root, x, {route, key, count, items, asOf}) {
   const p = parts(root);
   let id = '';
   let ask = 0; // the newest read asked for; older answers are dropped
@@ -73,6 +75,7 @@ function contractCard(root, {route, key, count, items, asOf}) {
       ask++;
       held = null;
       shown = '';
+      root.dataset.asof = '0';
       p.list.replaceChildren();
       p.count.textContent = '';
       clearError(p.error);
@@ -83,7 +86,7 @@ function contractCard(root, {route, key, count, items, asOf}) {
       ask++;
     },
 
-    async refresh(v) {
+    async refresh() {
       const asked = ++ask;
       const of = id;
       try {
@@ -91,7 +94,7 @@ function contractCard(root, {route, key, count, items, asOf}) {
         if (asked !== ask) return;
         clearError(p.error);
         held = data[key] || [];
-        card.render(v);
+        card.render(x.view());
       } catch (err) {
         if (asked === ask) showError(p.error, err);
       }
@@ -144,9 +147,9 @@ export function approvalsAsOf(approvals, seq) {
 
 // createTodos is the Todos card: each todo with its status history, whose
 // disclosures stay open as the card is drawn again.
-export function createTodos(root) {
+export function createTodos(root, x) {
   let open = new Set();
-  const c = contractCard(root, {
+  const c = contractCard(root, x, {
     route: '/todos', key: 'todos',
     count: (list) => list.length ? `${list.filter((t) => t.status === 'done').length} of ${list.length} done` : '',
     items: (list, id) => todoItems(list, id, open),
@@ -161,8 +164,8 @@ export function createTodos(root) {
 }
 
 // createApprovals is the Approvals card.
-export function createApprovals(root) {
-  return contractCard(root, {
+export function createApprovals(root, x) {
+  return contractCard(root, x, {
     route: '/approvals', key: 'approvals',
     count: (list) => {
       const pending = list.filter((a) => a.status === 'pending').length;

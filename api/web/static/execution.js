@@ -74,8 +74,8 @@ export function createExecution(root) {
   const answer = createAnswer(card(root, 'answer'));
   const timeline = createTimeline(card(root, 'timeline'), x);
   const lineage = createLineage(card(root, 'lineage'), x);
-  const todos = createTodos(card(root, 'todos'));
-  const approvals = createApprovals(card(root, 'approvals'));
+  const todos = createTodos(card(root, 'todos'), x);
+  const approvals = createApprovals(card(root, 'approvals'), x);
   const output = createOutput(card(root, 'output'), x);
   const terminal = createTerminal(card(root, 'terminal'));
   const timeTravel = createTimeTravel(card(root, 'timetravel'), x);

@@ -72,6 +72,14 @@ export function createInbox(root, counted) {
     if (of === gen) changed();
   }
 
+  // reread has an execution's approvals read again, soon: a burst of
+  // events about it is read once.
+  function reread(execution) {
+    stale.add(execution);
+    clearTimeout(timer);
+    timer = setTimeout(() => flush(), 100);
+  }
+
   function draw() {
     const items = [];
     for (const {summary, approvals} of open.values()) for (const a of approvals) items.push({summary, a});
@@ -124,6 +132,9 @@ export function createInbox(root, counted) {
       results.set(keyOf(execution, a), said);
       result.textContent = said;
       li.dataset.answered = 'true';
+      // The request is answered whether or not the execution's state
+      // has closed it yet.
+      reread(execution);
     } catch (err) {
       error.replaceChildren(describe(err));
       error.hidden = false;
@@ -165,25 +176,26 @@ export function createInbox(root, counted) {
       active = false;
     },
 
-    // update takes an execution's summary from the live stream: an open
-    // request that came, changed or went has its approvals read again.
-    update(summary) {
+    // update takes an execution's summary from the live stream, and the
+    // kind of the record it is as of: an open request that came, changed
+    // or went, or a message (an answer) to an execution with one listed,
+    // has its approvals read again.
+    update(summary, record) {
       const was = seen.get(summary.id);
       seen.set(summary.id, summary);
       const had = was ? was.currentInputRequestId || '' : '';
       const now = summary.currentInputRequestId || '';
+      const listed = open.get(summary.id);
+      if (listed) listed.summary = summary;
       if (had === now) {
-        const e = open.get(summary.id);
-        if (e) e.summary = summary;
+        if (listed && record === 'message.accepted') reread(summary.id);
         return;
       }
       if (!now) {
         if (open.delete(summary.id)) changed();
         return;
       }
-      stale.add(summary.id);
-      clearTimeout(timer);
-      timer = setTimeout(() => flush(), 100);
+      reread(summary.id);
     },
   };
   return screen;

@@ -191,6 +191,7 @@ export function createOutput(root, x) {
       p.newest.hidden = true;
       p.lines.replaceChildren();
       root.hidden = true;
+      root.dataset.asof = '0';
       clearError(p.error);
     },
 
