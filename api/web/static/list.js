@@ -10,6 +10,8 @@ import {el, fill, parts, card, badge, showError, clearError} from './dom.js';
 import {ATTENTIONS, LIFECYCLES, NEEDS_OPERATOR, anyOf, executionHref, hostTag, when} from './format.js';
 import {createLaunch} from './launch.js';
 
+// ROWS_PER_FRAME is how many rows one drawing makes.
+const ROWS_PER_FRAME = 400;
 // PAGE is how many of the other executions one request loads.
 const PAGE = 500;
 // ALWAYS are the filters whose executions are loaded whatever their
@@ -47,6 +49,7 @@ export function createList(root) {
   const launch = createLaunch(card(root, 'launch'));
   let rows = new Map();
   let drawn = new Map(); // the rows shown, by execution: {sig, tr}
+  let more = null; // the timer of the next frame's rows
   // needing holds every execution that needs a person, whatever the
   // filters: the title counts them on every screen.
   let needing = new Map();
@@ -119,6 +122,38 @@ export function createList(root) {
     return true;
   }
 
+  // drawRows shows the rows of sorted. A row whose summary did not change
+  // keeps its element: a live update redraws the rows it changed, and
+  // moves them, only. At most ROWS_PER_FRAME rows are made at once, the
+  // first ones in order, and the rest in the frames after: thousands of
+  // running executions show their first rows at once instead of after all
+  // of them are made.
+  function drawRows(sorted, self) {
+    const next = new Map();
+    let made = 0;
+    for (const s of sorted) {
+      const sig = JSON.stringify(s) + '|' + self;
+      const had = drawn.get(s.id);
+      if (had && had.sig === sig) {
+        next.set(s.id, had);
+        continue;
+      }
+      if (made === ROWS_PER_FRAME) {
+        more = setTimeout(() => drawRows(sorted, self), 0);
+        break;
+      }
+      made++;
+      next.set(s.id, {sig, tr: rowOf(s, self)});
+    }
+    for (const [key, d] of drawn) if (next.get(key) !== d) d.tr.remove();
+    let at = p.body.firstElementChild;
+    for (const d of next.values()) {
+      if (d.tr === at) at = at.nextElementSibling;
+      else p.body.insertBefore(d.tr, at);
+    }
+    drawn = next;
+  }
+
   const screen = {
     async open() {
       active = true;
@@ -179,27 +214,15 @@ export function createList(root) {
     },
 
     render() {
+      clearTimeout(more);
+      // ISO times compare as strings.
       const sorted = [...rows.values()].sort((a, b) => {
         const na = NEEDS_OPERATOR.has(a.attention), nb = NEEDS_OPERATOR.has(b.attention);
         if (na !== nb) return na ? -1 : 1;
-        return (b.updatedAt || '').localeCompare(a.updatedAt || '') || a.id.localeCompare(b.id);
+        const ua = a.updatedAt || '', ub = b.updatedAt || '';
+        return ua < ub ? 1 : ua > ub ? -1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
       });
-      const self = selfHost();
-      // A row whose summary did not change keeps its element: a live
-      // update redraws the rows it changed, and moves them, only.
-      const next = new Map();
-      for (const s of sorted) {
-        const sig = JSON.stringify(s) + '|' + self;
-        const had = drawn.get(s.id);
-        next.set(s.id, had && had.sig === sig ? had : {sig, tr: rowOf(s, self)});
-      }
-      for (const [key, d] of drawn) if (next.get(key) !== d) d.tr.remove();
-      let at = p.body.firstElementChild;
-      for (const d of next.values()) {
-        if (d.tr === at) at = at.nextElementSibling;
-        else p.body.insertBefore(d.tr, at);
-      }
-      drawn = next;
+      drawRows(sorted, selfHost());
       p.empty.hidden = sorted.length > 0;
       // The total is as of the last fetch: with every page loaded the live
       // updates keep the rows exact; otherwise an update cannot tell a new

@@ -25,6 +25,11 @@ export const TIMELINE_QUERY = `?limit=${TIMELINE_PAGE}`;
 // little before and ended now. When more came than that, older pages are
 // read until they meet the items held.
 const NEWEST = 50;
+// KEPT is how many items a live execution's card keeps while the reader
+// is at the newest: older ones are let go (and read again with "Show
+// older"), so that a page left open on a busy execution for hours holds
+// as much as one opened now.
+const KEPT = 400;
 
 // createTimeline makes the card. x is the screen: x.view() what it shows,
 // x.answer(text, requestId) answers a question, x.canAnswer() whether the
@@ -280,6 +285,17 @@ export function createTimeline(root, x) {
     }
   }
 
+  // trim lets the oldest items go beyond KEPT, unless the reader is away
+  // from the newest, a fork form is open or the address marks an item.
+  function trim() {
+    if (items.size <= KEPT + NEWEST || forking || target || !nearBottom(p.box, 40)) return;
+    const byAge = [...items.entries()].sort((a, b) => a[1].sequence - b[1].sequence);
+    const drop = byAge.slice(0, byAge.length - KEPT);
+    for (const [k] of drop) items.delete(k);
+    // The next older page ends below the oldest item kept.
+    older = byAge[drop.length][1].sequence;
+  }
+
   const card = {
     open(execution) {
       id = execution;
@@ -323,6 +339,7 @@ export function createTimeline(root, x) {
         page = await api('GET', execPath(of, `/timeline?limit=${TIMELINE_PAGE}&before=${page.next}`));
       }
       if (older === null && !newest && page.next !== null) older = page.next;
+      trim();
     },
 
     // target marks the item of record seq (0 for none) when next drawn.
