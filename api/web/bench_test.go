@@ -97,7 +97,7 @@ func jsHeap(t testing.TB, br *browser) (heap, nodes float64) {
 // settled and at the end. Target: flat within 10%.
 func BenchmarkConsoleMemory(b *testing.B) {
 	for range b.N {
-		br := newBrowser(b)
+		br := newBrowserFor(b, *liveFor+4*time.Minute)
 		s := startStack(b)
 		id := markerAgent(b, s, "t-memory", *liveFor+time.Minute)
 		br.signIn(b, s)
@@ -169,7 +169,6 @@ func BenchmarkConsoleListFirstPaint(b *testing.B) {
 			done(performance.now()) : requestAnimationFrame(look); look(); })`)
 		all := awaited(b, br, fmt.Sprintf(`new Promise((done) => { const look = () => document.querySelectorAll('#executions-body tr').length >= %d ?
 			done(performance.now()) : setTimeout(look, 20); look(); })`, *listSize))
-		b.Logf("requests: %s", eval[string](b, br, `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/')).map((e) => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.responseEnd), e.encodedBodySize]))`))
 		b.ReportMetric(at, "ms-to-rows")
 		b.ReportMetric(all, "ms-to-all-rows")
 	}

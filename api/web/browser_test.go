@@ -138,6 +138,13 @@ type browser struct {
 
 func newBrowser(t testing.TB) *browser {
 	t.Helper()
+	return newBrowserFor(t, 4*time.Minute)
+}
+
+// newBrowserFor is newBrowser whose tab may be driven for as long as
+// within: a benchmark that follows a page for minutes.
+func newBrowserFor(t testing.TB, within time.Duration) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
 		chromedp.NoSandbox,
@@ -152,7 +159,7 @@ func newBrowser(t testing.TB) *browser {
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancelTime := context.WithTimeout(ctx, within)
 	t.Cleanup(func() {
 		cancelTime()
 		cancelTab()

@@ -122,15 +122,7 @@ func TestTodosAndApprovalsCards(t *testing.T) {
 	// A todo's history opens, and stays open as the card is drawn again.
 	b.click(t, `#todos-list li.todo:first-child summary`)
 	history := `[...document.querySelectorAll('#todos-list li.todo:first-child .todo-history li')].map((li) => li.dataset.status + ' ' + li.querySelector('.seq').textContent)`
-	var plans []uint64
-	for _, o := range s.signals(t, id) {
-		if o.Signal.Type == "plan" {
-			plans = append(plans, o.Sequence)
-		}
-	}
-	if len(plans) != 2 {
-		t.Fatalf("the journal holds %d plan observations, want 2", len(plans))
-	}
+	plans := s.signalSequences(t, id, "plan", 2)
 	want := fmt.Sprintf("in-progress #%d\ndone #%d", plans[0], plans[1])
 	if got := strings.Join(eval[[]string](t, b, history), "\n"); got != want {
 		t.Errorf("the first todo's history lists:\n%s\nwant:\n%s", got, want)
@@ -274,6 +266,22 @@ func (b *browser) setFields(t testing.TB, values map[string]string) {
 	t.Helper()
 	data, _ := json.Marshal(values)
 	eval[bool](t, b, `(() => { for (const [id, v] of Object.entries(`+string(data)+`)) document.getElementById(id).value = v; return true })()`)
+}
+
+// signalSequences returns the sequences of the execution's observations
+// of a signal type, failing t unless there are want of them.
+func (s *stack) signalSequences(t testing.TB, id, typ string, want int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for _, o := range s.signals(t, id) {
+		if o.Signal.Type == typ {
+			seqs = append(seqs, o.Sequence)
+		}
+	}
+	if len(seqs) != want {
+		t.Fatalf("the journal holds %d %s observations, want %d", len(seqs), typ, want)
+	}
+	return seqs
 }
 
 // observed is an observation record with its signal.

@@ -134,18 +134,10 @@ func TestTimeTravelMovesEveryCard(t *testing.T) {
 	approval := `document.querySelector('#approvals-list li.approval[data-approval="r1"]')`
 	b.waitFor(t, 20*time.Second, "the question", approval+` !== null`)
 	s.call(t, "POST", "/v1/executions/"+id+"/messages", map[string]any{"type": "answer", "payload": map[string]any{"requestId": "r1", "text": "yes"}}, nil)
-	b.waitFor(t, 20*time.Second, "the live cards", `document.querySelector('#todos-list li.todo').dataset.status === 'done' && `+
-		approval+`.dataset.status === 'answered' && document.getElementById('output-lines').textContent.includes('after the answer')`)
+	b.waitFor(t, 20*time.Second, "the live cards", `document.querySelector('#todos-list li.todo')?.dataset.status === 'done' && `+
+		approval+`?.dataset.status === 'answered' && document.getElementById('output-lines').textContent.includes('after the answer')`)
 
-	var plans []uint64
-	for _, o := range s.signals(t, id) {
-		if o.Signal.Type == "plan" {
-			plans = append(plans, o.Sequence)
-		}
-	}
-	if len(plans) != 2 {
-		t.Fatalf("the journal holds %d plan observations, want 2", len(plans))
-	}
+	plans := s.signalSequences(t, id, "plan", 2)
 	at := plans[0]
 	// asOf checks the cards as of the first plan: the todo in progress,
 	// the question not asked yet, the output before it.
@@ -182,7 +174,7 @@ func TestTimeTravelMovesEveryCard(t *testing.T) {
 	asOf(t, "back")
 
 	b.click(t, "#tt-live")
-	b.waitFor(t, 20*time.Second, "the live cards again", `document.querySelector('#todos-list li.todo').dataset.status === 'done' && `+
+	b.waitFor(t, 20*time.Second, "the live cards again", `document.querySelector('#todos-list li.todo')?.dataset.status === 'done' && `+
 		approval+` !== null && document.getElementById('output-lines').textContent.includes('after the answer') && location.hash === '#/executions/`+id+`'`)
 	b.checkNoExceptions(t)
 }

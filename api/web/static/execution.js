@@ -262,21 +262,27 @@ export function createExecution(root) {
       if (of !== id) return;
       clearError(p.error);
       screen.render();
-      const v = x.view();
-      if (todosDue) {
-        todosDue = false;
-        todos.refresh(v);
-      }
-      if (approvalsDue) {
-        approvalsDue = false;
-        approvals.refresh(v);
-      }
-      timeTravel.refresh();
+      readParts(x.view(), false, false);
     } catch (err) {
       if (of === id) showError(p.error, err);
     } finally {
       applying = false;
     }
+  }
+
+  // readParts reads again the todos and the approvals when the events
+  // taken said they changed, or when told to (todos, approvals), and the
+  // time travel card's records when they are shown.
+  function readParts(v, todosNow, approvalsNow) {
+    if (todosDue || todosNow) {
+      todosDue = false;
+      todos.refresh(v);
+    }
+    if (approvalsDue || approvalsNow) {
+      approvalsDue = false;
+      approvals.refresh(v);
+    }
+    timeTravel.refresh();
   }
 
   const screen = {
@@ -381,16 +387,8 @@ export function createExecution(root) {
           loadRun();
           terminal.refresh(v);
         }
-        if (!was || todosDue) {
-          todosDue = false;
-          todos.refresh(v);
-        }
-        if (approvalsDue || moved('currentInputRequestId') || moved('lifecycle')) {
-          approvalsDue = false;
-          approvals.refresh(v);
-        }
         output.refresh(v);
-        timeTravel.refresh();
+        readParts(v, !was, moved('currentInputRequestId') || moved('lifecycle'));
       } catch (err) {
         if (of === id) showError(p.error, err);
       } finally {
