@@ -112,6 +112,9 @@ func (c *summaries) get(b *eventstore.Base) *projections.Summary {
 func derive(e eventstore.Entry, state *projections.Summary) []event {
 	b := e.Record.RecordBase()
 	d := wire.EventData{ExecutionID: b.AgentExecutionID, Offset: e.Offset, Sequence: b.Sequence, Record: e.Record.Kind(), State: state}
+	if o, ok := e.Record.(*eventstore.Observation); ok && o.Signal != nil {
+		d.Signal = o.Signal.Type
+	}
 	evs := make([]event, 0, 2)
 	if name := eventName(e.Record); name != "" {
 		named := d

@@ -167,6 +167,76 @@ func TestLaunchValidation(t *testing.T) {
 	})
 }
 
+// TestLaunchRuntimeRefusals: a launch the runtime or the fleet cannot
+// carry out says what was wrong and what is accepted, naming the field
+// at fault, instead of an internal error.
+func TestLaunchRuntimeRefusals(t *testing.T) {
+	r := newRig(t)
+	// No agent CLI is found on this PATH, whatever the machine has
+	// installed.
+	t.Setenv("PATH", t.TempDir())
+	notProgram := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notProgram, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noFormat := filepath.Join(t.TempDir(), "blob")
+	if err := os.WriteFile(noFormat, []byte{0, 1, 2, 3}, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(extra map[string]any) map[string]any {
+		b := map[string]any{"ownerEntity": "Task", "ownerId": "t-1", "agent": "generic", "command": []string{r.agent, "exit:0"}}
+		for k, v := range extra {
+			if v == nil {
+				delete(b, k)
+			} else {
+				b[k] = v
+			}
+		}
+		return b
+	}
+	cases := []struct {
+		refusal
+		says     []string // what the message must say
+		accepted string   // one value the accepted list must hold, if any
+	}{
+		{refusal{"agent CLI not installed", launch(map[string]any{"agent": "codex", "command": nil, "prompt": "hi"}), 400, "invalid_field", "agent"},
+			[]string{"codex agent's CLI", "not installed", "launch another agent"}, "generic"},
+		{refusal{"program not on PATH", launch(map[string]any{"command": []string{"no-such-program"}}), 400, "invalid_field", "command"},
+			[]string{`"no-such-program"`, "not installed", "want the path of an executable file"}, ""},
+		{refusal{"program not executable", launch(map[string]any{"command": []string{notProgram}}), 400, "invalid_field", "command"},
+			[]string{"notes.txt", "permission denied"}, ""},
+		{refusal{"program of no executable format", launch(map[string]any{"command": []string{noFormat}}), 400, "invalid_field", "command"},
+			[]string{"blob", "not an executable format"}, ""},
+		{refusal{"unknown environment profile", launch(map[string]any{"envProfile": "gpu"}), 400, "invalid_field", "envProfile"},
+			[]string{"has no environment profile gpu"}, ""},
+		{refusal{"unknown host", launch(map[string]any{"placement": map[string]any{"host": "h9"}}), 400, "invalid_field", "placement.host"},
+			[]string{"no host is named h9"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := r.fail(t, "POST", "/v1/executions", c.body, testToken, c.status, c.code, c.field)
+			for _, w := range c.says {
+				if !strings.Contains(e.Error.Message, w) {
+					t.Errorf("message %q does not say %q", e.Error.Message, w)
+				}
+			}
+			if c.accepted != "" && !slices.Contains(e.Error.Accepted, c.accepted) {
+				t.Errorf("accepted %v, want it to hold %q", e.Error.Accepted, c.accepted)
+			}
+		})
+	}
+	t.Run("unknown host lists the hosts", func(t *testing.T) {
+		var hosts struct {
+			Self string `json:"self"`
+		}
+		r.call(t, "GET", "/v1/hosts", nil, http.StatusOK, &hosts)
+		e := r.fail(t, "POST", "/v1/executions", launch(map[string]any{"placement": map[string]any{"host": "h9"}}), testToken, 400, "invalid_field", "placement.host")
+		if hosts.Self == "" || !slices.Contains(e.Error.Accepted, hosts.Self) {
+			t.Errorf("accepted %v, want this host %q among them", e.Error.Accepted, hosts.Self)
+		}
+	})
+}
+
 // TestLaunchRefusedPromptRunsNothing: a prompt the journal refuses fails
 // the launch before the agent starts; the journal says why.
 func TestLaunchRefusedPromptRunsNothing(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api/wire"
@@ -167,12 +168,34 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, runtime.ErrBadLaunch) {
 			return invalidField("shape", strs(eventstore.SessionShapes), "%v", err)
 		}
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return invalidField("command", nil, "%v", err)
+		if e := startRefused(&in, err); e != nil {
+			return e
 		}
 		return s.failedLaunch(ctx, ref, err)
 	}
 	return s.launched(ctx, w, r, ref)
+}
+
+// startRefused words a launch whose program could not be started as the
+// request's mistake, naming the field at fault: the program given as
+// command, or, when none was given, the agent whose CLI is not installed
+// here. nil when err is no such failure.
+func startRefused(in *wire.LaunchRequest, err error) *apiError {
+	var why string
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		why = "is not installed on this host (not found on the daemon's PATH)"
+	case errors.Is(err, fs.ErrPermission):
+		why = "is not a program this daemon may run (permission denied)"
+	case errors.Is(err, syscall.ENOEXEC):
+		why = "is not a program this host can run (not an executable format)"
+	default:
+		return nil
+	}
+	if len(in.Command) > 0 {
+		return invalidField("command", nil, "the program %q %s: %v (want the path of an executable file, or a program on the daemon's PATH)", in.Command[0], why, err)
+	}
+	return invalidField("agent", runtime.Adapters(), "the %s agent's CLI %s: %v (install it on this host, give its program as command, or launch another agent)", in.Agent, why, err)
 }
 
 // launchIncompleteKey is the natural key of the state record that closes a
@@ -223,8 +246,30 @@ func launchError(id string, cause error, journal string) error {
 	if journal != "" {
 		cause = fmt.Errorf("%w; no process was started and %s", cause, journal)
 	}
-	if errors.Is(cause, eventstore.ErrUnavailable) {
+	var ae *apiError
+	switch {
+	case errors.As(cause, &ae):
+		return cause
+	case errors.Is(cause, eventstore.ErrUnavailable):
 		return unavailable("launch of %s failed: %v", id, cause)
 	}
-	return cause
+	if mapped := toAPIError(cause); mapped.code != wire.CodeInternal {
+		return mapped
+	}
+	// The daemon's own failure, not the request's: still a 500, but one
+	// that says what failed, since the person launching has no other way
+	// to learn it than the daemon's log.
+	return &apiError{status: http.StatusInternalServerError, code: wire.CodeInternal,
+		message: clip(fmt.Sprintf("launch of %s failed: %v", orUnnamed(id), cause), maxCauseLength)}
+}
+
+// maxCauseLength bounds the cause a failed launch's answer quotes.
+const maxCauseLength = 2000
+
+// orUnnamed is an execution's id, or words for a launch that got none.
+func orUnnamed(id string) string {
+	if id == "" {
+		return "a new execution"
+	}
+	return id
 }

@@ -57,8 +57,8 @@ func (s *Server) place(in *wire.LaunchRequest) (string, error) {
 		}
 	}
 	if len(fits) == 0 {
-		if p.Host != "" && !slices.ContainsFunc(s.cfg.Fleet.Members(), func(m fleet.Member) bool { return m.Name == p.Host }) {
-			why = append(why, "no host is named "+p.Host)
+		if err := unplaceable(s.cfg.Fleet.Members(), p.Host, in.EnvProfile); err != nil {
+			return "", err
 		}
 		return "", unavailable("no live host of the fleet can run this launch now (%s); see GET /v1/hosts", strings.Join(why, "; "))
 	}
@@ -75,6 +75,39 @@ func (s *Server) place(in *wire.LaunchRequest) (string, error) {
 		return b.Capacity.Slots() - a.Capacity.Slots()
 	})
 	return fits[0].Name, nil
+}
+
+// unplaceable refuses a launch that no host of the fleet could ever take,
+// whatever their load: it names a host the fleet has not heard of, or an
+// environment profile no host has. These are the launch's mistakes, not
+// the fleet's state, so they are a 400 listing what is accepted; a launch
+// that a host could take later is left to the 503 that says why none can
+// now.
+func unplaceable(members []fleet.Member, host, profile string) *apiError {
+	var names, profiles []string
+	for _, m := range members {
+		if m.State == fleet.Left {
+			continue
+		}
+		names = append(names, m.Name)
+		for _, pr := range m.Profiles {
+			if !slices.Contains(profiles, pr) {
+				profiles = append(profiles, pr)
+			}
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(profiles)
+	switch {
+	case host != "" && !slices.Contains(names, host):
+		return invalidField("placement.host", names, "no host is named %s in this fleet", host)
+	case profile != "" && !slices.Contains(profiles, profile):
+		if len(profiles) == 0 {
+			return invalidField("envProfile", nil, "every host of the fleet has no environment profile %s (none has any: launch without one)", profile)
+		}
+		return invalidField("envProfile", profiles, "every host of the fleet has no environment profile %s", profile)
+	}
+	return nil
 }
 
 // checkPlacement refuses a placement that names no host a fleet can have.

@@ -41,7 +41,16 @@ func SummaryOf(s *execution.State) Summary {
 		CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
 		LatestActivity: s.Latest.Activity, SessionID: s.SessionID, Host: s.Host,
+		Question: s.CurrentInputQuestion, Progress: progressOf(s.Latest.Progress),
 	}
+}
+
+// progressOf is a progress report's summary, "" for none.
+func progressOf(p *eventstore.Progress) string {
+	if p == nil {
+		return ""
+	}
+	return p.Summary
 }
 
 func (r summaryRow) reference() eventstore.Reference {

@@ -52,7 +52,7 @@ type stack struct {
 	rt    *runtime.Runtime
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	return stackOf(apitest.Start(t, apitest.Options{}))
 }
@@ -63,7 +63,7 @@ func stackOf(s *apitest.Stack) *stack {
 }
 
 // call sends a request with the API token and decodes the answer.
-func (s *stack) call(t *testing.T, method, path string, body, out any) {
+func (s *stack) call(t testing.TB, method, path string, body, out any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -103,7 +103,7 @@ type record struct {
 	StateSummary  json.RawMessage `json:"stateSummary"`
 }
 
-func (s *stack) journal(t *testing.T, id string) []record {
+func (s *stack) journal(t testing.TB, id string) []record {
 	t.Helper()
 	var page struct {
 		Records []record `json:"records"`
@@ -114,7 +114,7 @@ func (s *stack) journal(t *testing.T, id string) []record {
 
 // chromium finds Debian's Chromium. The browser tests need it: they fail,
 // rather than skip, when it is missing.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
 		return "/usr/bin/chromium"
@@ -136,7 +136,14 @@ type browser struct {
 	consoleErrors []string
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
+	t.Helper()
+	return newBrowserFor(t, 4*time.Minute)
+}
+
+// newBrowserFor is newBrowser whose tab may be driven for as long as
+// within: a benchmark that follows a page for minutes.
+func newBrowserFor(t testing.TB, within time.Duration) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -152,7 +159,7 @@ func newBrowser(t *testing.T) *browser {
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancelTime := context.WithTimeout(ctx, within)
 	t.Cleanup(func() {
 		cancelTime()
 		cancelTab()
@@ -166,7 +173,7 @@ func newBrowser(t *testing.T) *browser {
 
 // newTab opens another tab of the same browser (same profile, same
 // storage), closed when t ends.
-func (b *browser) newTab(t *testing.T) *browser {
+func (b *browser) newTab(t testing.TB) *browser {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	t.Cleanup(cancel)
@@ -177,7 +184,7 @@ func (b *browser) newTab(t *testing.T) *browser {
 }
 
 // listen records the tab's uncaught exceptions and console errors.
-func (b *browser) listen(t *testing.T) {
+func (b *browser) listen(t testing.TB) {
 	t.Helper()
 	err := chromedp.Listen(b.ctx, func(ev any) {
 		switch ev := ev.(type) {
@@ -207,7 +214,7 @@ func (b *browser) listen(t *testing.T) {
 	}
 }
 
-func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+func (b *browser) do(t testing.TB, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(b.ctx, steps...); err != nil {
 		t.Fatalf("browser: %v", err)
@@ -215,7 +222,7 @@ func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // eval evaluates a JavaScript expression and decodes its value.
-func eval[T any](t *testing.T, b *browser, expr string) T {
+func eval[T any](t testing.TB, b *browser, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
@@ -225,7 +232,7 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 }
 
 // waitFor polls a JavaScript predicate until it holds.
-func (b *browser) waitFor(t *testing.T, within time.Duration, what, predicate string) {
+func (b *browser) waitFor(t testing.TB, within time.Duration, what, predicate string) {
 	t.Helper()
 	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](predicate,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(within)))
@@ -235,7 +242,7 @@ func (b *browser) waitFor(t *testing.T, within time.Duration, what, predicate st
 }
 
 // visibleText is the text the page shows, for failure messages.
-func (b *browser) visibleText(t *testing.T) string {
+func (b *browser) visibleText(t testing.TB) string {
 	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText`))
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
@@ -247,7 +254,7 @@ func (b *browser) visibleText(t *testing.T) string {
 // to be one. Found and clicked in one evaluation, as text reads: a live
 // update that replaced the element between a query and a click made apart
 // failed the click with "Could not find node with given id".
-func (b *browser) click(t *testing.T, sel string) {
+func (b *browser) click(t testing.TB, sel string) {
 	t.Helper()
 	q, err := json.Marshal(sel)
 	if err != nil {
@@ -264,7 +271,7 @@ func (b *browser) click(t *testing.T, sel string) {
 // selector, waiting for there to be one. The element is found and read in
 // one evaluation: a live update may replace it between a query and a read
 // made apart.
-func (b *browser) text(t *testing.T, sel string) string {
+func (b *browser) text(t testing.TB, sel string) string {
 	t.Helper()
 	q, err := json.Marshal(sel)
 	if err != nil {
@@ -279,7 +286,7 @@ func (b *browser) text(t *testing.T, sel string) string {
 	return v[0]
 }
 
-func (b *browser) checkNoExceptions(t *testing.T) {
+func (b *browser) checkNoExceptions(t testing.TB) {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -639,7 +646,7 @@ func TestConsole(t *testing.T) {
 		b.waitFor(t, 20*time.Second, "the blocked execution, first and marked", fmt.Sprintf(
 			`(() => { const tr = document.querySelector('#executions-body tr'); return tr && tr.dataset.id === '%s' && tr.dataset.attention === 'blocked' && tr.classList.contains('needs') && tr.querySelector('.mark').textContent === '!' })()`,
 			blocked.Reference.AgentExecutionID))
-		rows := eval[[]string](t, b, `[...document.querySelectorAll('#executions-body tr')].map(tr => tr.dataset.id + ' ' + tr.children[2].textContent)`)
+		rows := eval[[]string](t, b, `[...document.querySelectorAll('#executions-body tr')].map(tr => tr.dataset.id + ' ' + tr.querySelector('td.row-lifecycle').textContent)`)
 		if len(rows) != 2 || rows[1] != id+" completed" {
 			t.Errorf("the list shows %q, want the blocked execution, then %s completed", rows, id)
 		}

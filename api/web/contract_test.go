@@ -17,7 +17,7 @@ import (
 const hostile = `<img src=x onerror="window.pwned='img'"><script>window.pwned='script'</script>`
 
 // signalStep is the fixture agent's step that sends a signal.
-func signalStep(t *testing.T, typ string, payload any) string {
+func signalStep(t testing.TB, typ string, payload any) string {
 	t.Helper()
 	data, err := json.Marshal(map[string]any{"type": typ, "payload": payload})
 	if err != nil {
@@ -29,7 +29,7 @@ func signalStep(t *testing.T, typ string, payload any) string {
 // todoWrite is the fixture agent's steps that print a Claude Code
 // TodoWrite call (stream-json) of todos, each {content, status}, and its
 // result: the adapter reads the list as a plan once the call succeeds.
-func todoWrite(t *testing.T, n int, todos ...[2]string) []string {
+func todoWrite(t testing.TB, n int, todos ...[2]string) []string {
 	t.Helper()
 	var list []map[string]string
 	for _, td := range todos {
@@ -122,15 +122,7 @@ func TestTodosAndApprovalsCards(t *testing.T) {
 	// A todo's history opens, and stays open as the card is drawn again.
 	b.click(t, `#todos-list li.todo:first-child summary`)
 	history := `[...document.querySelectorAll('#todos-list li.todo:first-child .todo-history li')].map((li) => li.dataset.status + ' ' + li.querySelector('.seq').textContent)`
-	var plans []uint64
-	for _, o := range s.signals(t, id) {
-		if o.Signal.Type == "plan" {
-			plans = append(plans, o.Sequence)
-		}
-	}
-	if len(plans) != 2 {
-		t.Fatalf("the journal holds %d plan observations, want 2", len(plans))
-	}
+	plans := s.signalSequences(t, id, "plan", 2)
 	want := fmt.Sprintf("in-progress #%d\ndone #%d", plans[0], plans[1])
 	if got := strings.Join(eval[[]string](t, b, history), "\n"); got != want {
 		t.Errorf("the first todo's history lists:\n%s\nwant:\n%s", got, want)
@@ -270,10 +262,26 @@ func TestSearchView(t *testing.T) {
 
 // setFields sets form fields' values by their ids, as a person picks or
 // types them.
-func (b *browser) setFields(t *testing.T, values map[string]string) {
+func (b *browser) setFields(t testing.TB, values map[string]string) {
 	t.Helper()
 	data, _ := json.Marshal(values)
 	eval[bool](t, b, `(() => { for (const [id, v] of Object.entries(`+string(data)+`)) document.getElementById(id).value = v; return true })()`)
+}
+
+// signalSequences returns the sequences of the execution's observations
+// of a signal type, failing t unless there are want of them.
+func (s *stack) signalSequences(t testing.TB, id, typ string, want int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for _, o := range s.signals(t, id) {
+		if o.Signal.Type == typ {
+			seqs = append(seqs, o.Sequence)
+		}
+	}
+	if len(seqs) != want {
+		t.Fatalf("the journal holds %d %s observations, want %d", len(seqs), typ, want)
+	}
+	return seqs
 }
 
 // observed is an observation record with its signal.
@@ -286,7 +294,7 @@ type observed struct {
 }
 
 // signals lists an execution's observations that carry a signal.
-func (s *stack) signals(t *testing.T, id string) []observed {
+func (s *stack) signals(t testing.TB, id string) []observed {
 	t.Helper()
 	var page struct {
 		Records []observed `json:"records"`

@@ -17,8 +17,9 @@
 // It shows:
 //
 //   - the executions, filtered by owner, lifecycle and attention, those
-//     awaiting the operator or blocked marked and listed first, updated
-//     live from the event stream; and a launch form whose owner is the
+//     awaiting the operator or blocked marked and listed first, each with
+//     its open question or newest progress, agent, host and age, the row
+//     an event is about updated in place; and a launch form whose owner is the
 //     last one launched for in this browser, at first System/console, its
 //     agents those the daemon lists (GET /v1/agents), that places the
 //     launch in the fleet (a live host, labels, an environment profile)
@@ -27,7 +28,10 @@
 //     rendered from Markdown and sanitized, status dimensions, latest
 //     activity and token telemetry, journal metadata, why it is blocked
 //     and what it needs, and an answer box for an open needs_input
-//     request, its choices as buttons, updated live;
+//     request, its choices as buttons, updated live in place: an event's
+//     own data and at most one request (the newest timeline items), the
+//     items shown keeping their elements so a selection and a click
+//     survive;
 //   - the last lines of the agent's plain output, opened at the newest
 //     and followed while it runs unless scrolled up, its ANSI colours
 //     drawn, under the exit status of an execution that failed;
@@ -38,8 +42,11 @@
 //     advanced: a terminal emulator of the lane's size showing its output
 //     (marker lines left out by the daemon) that sends what is typed into
 //     it to the lane, and a player for its recording;
-//   - time travel: the state and timeline as of any journal sequence, with
-//     the raw records and their log offsets;
+//   - time travel: the state, timeline, todos, approvals and output as of
+//     any journal sequence, the position kept in the address, with the raw
+//     records and their log offsets;
+//   - an inbox of every open permission request and question across
+//     executions, counted in the navigation, each answered in place;
 //   - the runtime contract's shapes (spec 004): an execution's todos, with
 //     their status history, and approval checkpoints, updated live, and a
 //     link to its session; the sessions, and a session's runs in order,

@@ -50,7 +50,7 @@ func typeKeys(text string) chromedp.Action[chromedp.Void] {
 }
 
 // launch starts an execution through the API and returns its id.
-func (s *stack) launch(t *testing.T, body map[string]any) string {
+func (s *stack) launch(t testing.TB, body map[string]any) string {
 	t.Helper()
 	var res struct {
 		Reference eventstore.Reference `json:"reference"`
@@ -61,14 +61,14 @@ func (s *stack) launch(t *testing.T, body map[string]any) string {
 
 // signIn opens the console with the token in the address and waits for
 // the executions list.
-func (b *browser) signIn(t *testing.T, s *stack) {
+func (b *browser) signIn(t testing.TB, s *stack) {
 	t.Helper()
 	b.do(t, chromedp.Navigate(s.url+"/#token="+testToken))
 	b.waitFor(t, 20*time.Second, "the executions list", `!document.getElementById('list-view').hidden`)
 }
 
 // openExecution shows an execution's view.
-func (b *browser) openExecution(t *testing.T, id string) {
+func (b *browser) openExecution(t testing.TB, id string) {
 	t.Helper()
 	eval[bool](t, b, fmt.Sprintf(`(location.hash = '#/executions/' + encodeURIComponent(%q)) !== ''`, id))
 	b.waitFor(t, 20*time.Second, "the execution view", fmt.Sprintf(
@@ -77,7 +77,7 @@ func (b *browser) openExecution(t *testing.T, id string) {
 
 // watchPolicy records the page's Content-Security-Policy violations in
 // window.violations.
-func (b *browser) watchPolicy(t *testing.T) {
+func (b *browser) watchPolicy(t testing.TB) {
 	t.Helper()
 	eval[bool](t, b, `(() => { window.violations = [];
 		document.addEventListener('securitypolicyviolation', (e) => window.violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber + ':' + e.columnNumber + ' ' + e.sample));

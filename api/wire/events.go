@@ -30,6 +30,11 @@ type EventData struct {
 	Offset   uint64          `json:"offset"`
 	Sequence uint64          `json:"sequence,omitempty"`
 	Record   eventstore.Kind `json:"record,omitempty"`
+	// Signal is the signal type of an observation's record (progress,
+	// plan, needs_input, …), so that a client keeping a view of the
+	// execution knows which part of it changed without reading it all
+	// again. Empty for other records.
+	Signal eventstore.SignalType `json:"signal,omitempty"`
 	// State is the execution's summary. A replayed event (one sent
 	// because of Last-Event-ID) carries it as of its record: the journal
 	// folded up to that sequence. A live event carries the read model's

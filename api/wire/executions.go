@@ -36,6 +36,12 @@ type Summary struct {
 	SessionID string `json:"sessionId,omitempty"`
 	// Host is the fleet host that runs or ran it (State.Host).
 	Host string `json:"host,omitempty"`
+	// Question is the question of the open input request
+	// (State.CurrentInputQuestion), "" when none is open.
+	Question string `json:"question,omitempty"`
+	// Progress is the summary of the newest progress the agent reported
+	// (State.Latest.Progress), "" if none did.
+	Progress string `json:"progress,omitempty"`
 }
 
 // Execution is an execution as the API shows it: its projected state

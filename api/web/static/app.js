@@ -10,7 +10,7 @@
 // format.js (the daemon's vocabulary, times, links, Markdown), ansi.js
 // (the colours of plain output), one module
 // per screen (login, list with launch, execution, search, sessions,
-// session, hosts) and one per
+// session, hosts, the approvals inbox) and one per
 // card of the execution screen. Three vendored libraries are loaded
 // before it as classic scripts (vendor/README.md): xterm.js
 // (window.Terminal) for terminal lanes, marked and DOMPurify for agents'
@@ -39,6 +39,7 @@ import {createSearch} from './search.js';
 import {createSessions} from './sessions.js';
 import {createSession} from './session.js';
 import {createHosts} from './hosts.js';
+import {createInbox} from './inbox.js';
 
 const page = parts(document.querySelector('[data-view="page"]'));
 
@@ -64,7 +65,12 @@ const search = createSearch(view('search'));
 const sessions = createSessions(view('sessions'));
 const session = createSession(view('session'));
 const hosts = createHosts(view('hosts'));
-const SCREENS = ['login', 'list', 'execution', 'search', 'sessions', 'session', 'hosts'];
+const inbox = createInbox(view('inbox'), (n) => {
+  page.approvals.textContent = String(n);
+  page.approvals.hidden = n === 0;
+  page.approvals.title = `${n} open request${n === 1 ? '' : 's'}`;
+});
+const SCREENS = ['login', 'list', 'execution', 'search', 'sessions', 'session', 'hosts', 'inbox'];
 
 function show(name) {
   for (const s of SCREENS) view(s).hidden = s !== name;
@@ -108,6 +114,8 @@ async function signIn(candidate) {
   page.signout.hidden = false;
   connectEvents();
   route();
+  // The count of open requests in the navigation, on every screen.
+  if (!/^#\/approvals/.test(location.hash)) inbox.load();
 }
 
 function signedOut() {
@@ -161,20 +169,26 @@ function closeEvents() {
   setConn('offline');
 }
 
+// onEvent hands a live event to the screens. Each record comes as its
+// own event (if any) then data.changed, which carries the summary: the
+// list, the sessions and the inbox take that one.
 function onEvent(name, data) {
-  if (name === 'data.changed' && data.state) list.update(data.state);
-  execution.changed(data.executionId, name);
-  if (name !== 'data.changed') sessions.refresh();
+  if (name === 'data.changed' && data.state) {
+    list.update(data.state);
+    sessions.update(data.state);
+    inbox.update(data.state, data.record);
+  }
+  execution.changed(data, name);
   session.changed(data.executionId, name);
 }
 
 // ---- the address ----
 
 // The page the address names, without the point in time an execution's
-// page travels to: moving through one execution's history keeps the
-// window where it is, opening another page starts at its top.
+// page travels to or opens at: moving through one execution's history
+// keeps the window where it is, opening another page starts at its top.
 let shown = '';
-const pageOf = (hash) => hash.replace(/^(#\/executions\/[^/?#]+)\/at\/\d+/, '$1');
+const pageOf = (hash) => hash.replace(/^(#\/executions\/[^/?#]+)(?:\/at\/\d+)?(?:[?].*)?$/, '$1');
 
 function route() {
   if (!signedIn()) {
@@ -186,7 +200,9 @@ function route() {
   const one = /^#\/sessions\/([^/?#]+)/.exec(h);
   const all = /^#\/sessions\/?$/.test(h);
   const fleet = /^#\/hosts\/?$/.test(h);
+  const approvals = /^#\/approvals\/?$/.test(h);
   if (!exec) execution.close();
+  if (!approvals) inbox.close();
   if (!one) session.close();
   if (!all) sessions.close();
   if (!fleet) hosts.close();
@@ -197,7 +213,8 @@ function route() {
   }
   if (exec) {
     show('execution');
-    execution.open(decodeURIComponent(exec[1]), exec[2] ? Number(exec[2]) : 0);
+    const asof = /[?&]asof=(\d+)/.exec(h);
+    execution.open(decodeURIComponent(exec[1]), exec[2] ? Number(exec[2]) : 0, asof ? Number(asof[1]) : 0);
   } else if (one) {
     show('session');
     session.open(decodeURIComponent(one[1]));
@@ -207,6 +224,9 @@ function route() {
   } else if (fleet) {
     show('hosts');
     hosts.open();
+  } else if (approvals) {
+    show('inbox');
+    inbox.open();
   } else if (/^#\/search(?:[?]|$)/.test(h)) {
     show('search');
     search.open(new URLSearchParams(h.includes('?') ? h.slice(h.indexOf('?') + 1) : ''));

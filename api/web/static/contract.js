@@ -1,8 +1,8 @@
 // The runtime contract's shapes (spec 004): the lists of todos and of
 // approval checkpoints, shared by an execution's page and a session's, and
 // the Todos and Approvals cards of an execution's page, which read them
-// again on every event about it (as it is now, also while the timeline
-// travels back).
+// again when their part of the execution changes, and show them as of the
+// record travelled to.
 import {api, execPath} from './api.js';
 import {el, badge, escaped, parts, showError, clearError} from './dom.js';
 import {executionHref, seqLink, timeOf} from './format.js';
@@ -58,15 +58,24 @@ export function approvalItems(approvals, withRun) {
 
 // contractCard is a card that lists one of an execution's contract shapes:
 // it reads route, takes the list from the answer's key, counts it and
-// draws its items.
-function contractCard(root, {route, key, count, items}) {
+// draws its items. Travelling back in time it draws, from the list read
+// last, the list as of the sequence shown (asOf), with no request: every
+// entry carries the sequences of its changes.
+// x.view() is what the screen shows now, as of which a read that lands
+// is drawn.
+function contractCard(root, x, {route, key, count, items, asOf}) {
   const p = parts(root);
   let id = '';
   let ask = 0; // the newest read asked for; older answers are dropped
-  return {
+  let held = null; // the list as last read, live
+  let shown = ''; // what is drawn, to leave it alone when nothing changed
+  const card = {
     open(execution) {
       id = execution;
       ask++;
+      held = null;
+      shown = '';
+      root.dataset.asof = '0';
       p.list.replaceChildren();
       p.count.textContent = '';
       clearError(p.error);
@@ -84,24 +93,67 @@ function contractCard(root, {route, key, count, items}) {
         const data = await api('GET', execPath(of, route));
         if (asked !== ask) return;
         clearError(p.error);
-        const list = data[key] || [];
-        p.count.textContent = count(list);
-        p.list.replaceChildren(...items(list, of));
+        held = data[key] || [];
+        card.render(x.view());
       } catch (err) {
         if (asked === ask) showError(p.error, err);
       }
     },
+
+    // render draws the list as of what the screen shows.
+    render(v) {
+      if (!held) return;
+      const seq = v && !v.live && v.tt ? v.tt.seq : 0;
+      const list = seq ? asOf(held, seq) : held;
+      const sig = seq + '|' + JSON.stringify(list);
+      if (sig === shown) return;
+      shown = sig;
+      p.count.textContent = count(list);
+      p.list.replaceChildren(...items(list, id));
+      root.dataset.asof = String(seq);
+    },
   };
+  return card;
+}
+
+// todosAsOf is the todos as they stood at record seq: those the plan had
+// by then, each with its text, status and history up to there.
+export function todosAsOf(todos, seq) {
+  const out = [];
+  for (const td of todos) {
+    const history = (td.history || []).filter((h) => h.sequence <= seq);
+    if (!history.length) continue;
+    const last = history[history.length - 1];
+    out.push({...td, status: last.status, text: last.text || td.text, history});
+  }
+  return out;
+}
+
+// approvalsAsOf is the approvals as they stood at record seq: those asked
+// by then, pending when their answer came later.
+export function approvalsAsOf(approvals, seq) {
+  const out = [];
+  for (const a of approvals) {
+    if (a.requestSequence && a.requestSequence > seq) continue;
+    if (!a.resolvedSequence || a.resolvedSequence <= seq) {
+      out.push(a);
+      continue;
+    }
+    const {answer, resolvedBy, resolvedAt, resolvedSequence, ...open} = a;
+    out.push({...open, status: 'pending'});
+  }
+  return out;
 }
 
 // createTodos is the Todos card: each todo with its status history, whose
 // disclosures stay open as the card is drawn again.
-export function createTodos(root) {
+export function createTodos(root, x) {
   let open = new Set();
-  const c = contractCard(root, {
+  const c = contractCard(root, x, {
     route: '/todos', key: 'todos',
     count: (list) => list.length ? `${list.filter((t) => t.status === 'done').length} of ${list.length} done` : '',
     items: (list, id) => todoItems(list, id, open),
+    asOf: todosAsOf,
   });
   const reset = c.open;
   c.open = (id) => {
@@ -112,13 +164,14 @@ export function createTodos(root) {
 }
 
 // createApprovals is the Approvals card.
-export function createApprovals(root) {
-  return contractCard(root, {
+export function createApprovals(root, x) {
+  return contractCard(root, x, {
     route: '/approvals', key: 'approvals',
     count: (list) => {
       const pending = list.filter((a) => a.status === 'pending').length;
       return pending ? `${pending} pending` : '';
     },
     items: (list) => approvalItems(list),
+    asOf: approvalsAsOf,
   });
 }

@@ -1,9 +1,14 @@
 // One execution's screen: its head (badges, owner, the execution it
 // derives from, its session and run status, the host that runs it, Stop),
 // and its cards, each a module of its own. The screen reads the state
-// with the newest timeline page on every live event about the execution
-// and draws every card from it; while it travels back in time the cards
-// that show state show it as of the sequence chosen.
+// with the newest timeline page when it opens. Live events are taken in
+// place: a burst is gathered for a moment, the summary the events carry
+// is applied to the state held, and the newest timeline items are read
+// (one request); the whole state is read again only when what the
+// summary cannot carry changed (the lifecycle, the attention, the open
+// request), the todos only on a plan, the approvals only with the open
+// request. While it travels back in time every card shows the execution
+// as of the sequence chosen, and the address holds it (?asof=N).
 import {api, execPath, selfHost} from './api.js';
 import {el, parts, card, badge, setBadge, showError, clearError} from './dom.js';
 import {ENDED, HOSTS_HREF, executionHref, linkOf, sessionHref} from './format.js';
@@ -19,6 +24,16 @@ import {createTimeTravel, RECORDS_SHOWN} from './timetravel.js';
 import {createStatus, createLatest, createJournal} from './facts.js';
 import {createTerminal} from './terminal.js';
 
+// atOf is when the last record a replay folded was written.
+function atOf(replay) {
+  const last = replay.records && replay.records[replay.records.length - 1];
+  return last && last.record ? last.record.occurredAt : '';
+}
+
+// LIVE_GATHER_MS is how long the screen gathers a burst of live events
+// before taking them as one.
+const LIVE_GATHER_MS = 100;
+
 export function createExecution(root) {
   const p = parts(root);
   let id = '';
@@ -29,6 +44,12 @@ export function createExecution(root) {
   let refreshTimer = null;
   let refreshing = false;
   let again = false;
+  let pending = []; // the live events about the execution not yet applied
+  let applying = false;
+  let todosDue = false; // a plan came: the todos are to be read again
+  // A request, a message (an answer) or a state change (a run's end
+  // closes its requests) came: the approvals are to be read again.
+  let approvalsDue = false;
   let target = 0; // the sequence of the record the address opens the view at, or 0
 
   // x is what the cards may ask of the screen.
@@ -45,7 +66,7 @@ export function createExecution(root) {
     fail: (err) => showError(p.error, err),
     canAnswer: () => canAnswer(state),
     answer: (text, req) => answer.answer(text, req),
-    travel: (seq) => travel(seq),
+    travel: (seq) => travel(seq, true),
     goLive: () => goLive(),
     current: () => (tt ? tt.seq : state ? state.journal.lastSequence : 1),
   };
@@ -53,8 +74,8 @@ export function createExecution(root) {
   const answer = createAnswer(card(root, 'answer'));
   const timeline = createTimeline(card(root, 'timeline'), x);
   const lineage = createLineage(card(root, 'lineage'), x);
-  const todos = createTodos(card(root, 'todos'));
-  const approvals = createApprovals(card(root, 'approvals'));
+  const todos = createTodos(card(root, 'todos'), x);
+  const approvals = createApprovals(card(root, 'approvals'), x);
   const output = createOutput(card(root, 'output'), x);
   const terminal = createTerminal(card(root, 'terminal'));
   const timeTravel = createTimeTravel(card(root, 'timetravel'), x);
@@ -157,7 +178,10 @@ export function createExecution(root) {
     p.host.replaceChildren(ended ? 'Ran on host ' : 'Runs on host ', el('a', {href: HOSTS_HREF}, st.host), where);
   }
 
-  async function travel(seq) {
+  // travel shows the execution as of record seq; address puts the
+  // position in the address (replacing the entry, so that scrubbing does
+  // not fill the history), which an address that named it already has.
+  async function travel(seq, address) {
     if (!state) return;
     const last = state.journal.lastSequence;
     seq = Math.max(1, Math.min(Math.round(seq), last));
@@ -166,27 +190,105 @@ export function createExecution(root) {
       return;
     }
     const asked = ++ttAsk;
+    if (address) setAsOf(seq);
     try {
       const data = await api('GET', execPath(id, `/replay?toSeq=${seq}&limit=${RECORDS_SHOWN}`));
       if (asked !== ttAsk) return;
       clearError(p.error);
-      tt = {seq: data.toSeq, data};
+      tt = {seq: data.toSeq, data, at: atOf(data)};
       screen.render();
+      output.refresh(x.view());
     } catch (err) {
       if (asked === ttAsk) showError(p.error, err);
     }
   }
 
   function goLive() {
+    const was = tt;
     ttAsk++;
     tt = null;
+    setAsOf(0);
     screen.render();
+    timeTravel.refresh();
+    if (was && state) output.refresh(x.view());
+  }
+
+  // setAsOf writes the position travelled to into the address, or takes
+  // it out (0): #/executions/ID[/at/N][?asof=N].
+  function setAsOf(seq) {
+    if (!id) return;
+    const h = location.hash;
+    const base = h.replace(/[?].*$/, '');
+    const q = new URLSearchParams(h.includes('?') ? h.slice(h.indexOf('?') + 1) : '');
+    if (seq) q.set('asof', String(seq));
+    else q.delete('asof');
+    const next = base + (q.toString() ? '?' + q : '');
+    if (next !== h) history.replaceState(history.state, '', location.pathname + location.search + next);
+  }
+
+  // apply takes the live events gathered: the newest summary they carry
+  // goes into the state held, and what it cannot say is read: the newest
+  // timeline items, and the whole state only when the lifecycle, the
+  // attention or the open request changed.
+  async function apply() {
+    if (applying) {
+      refreshTimer = setTimeout(() => apply(), LIVE_GATHER_MS);
+      return;
+    }
+    const batch = pending;
+    pending = [];
+    if (batch.some((d) => d.signal === 'plan')) todosDue = true;
+    if (batch.some((d) => d.signal === 'needs_input' || d.record === 'message.accepted' || d.record === 'state.changed')) approvalsDue = true;
+    if (!batch.length || !state || refreshing) {
+      if (batch.length) screen.refresh(true);
+      return;
+    }
+    const of = id;
+    let sum = null;
+    for (const d of batch) if (d.state && (!sum || d.state.lastSequence >= sum.lastSequence)) sum = d.state;
+    const whole = !sum || sum.lifecycle !== state.lifecycle || sum.attention !== state.attention ||
+      (sum.currentInputRequestId || '') !== (state.currentInputRequestId || '') || (sum.host || '') !== (state.host || '');
+    if (whole) {
+      screen.refresh();
+      return;
+    }
+    applying = true;
+    try {
+      state.activity = sum.activity;
+      if (sum.latestActivity) state.latest = {...state.latest, activity: sum.latestActivity};
+      state.updatedAt = sum.updatedAt;
+      state.journal = {...state.journal, lastSequence: Math.max(state.journal.lastSequence, sum.lastSequence), recordCount: sum.recordCount};
+      await timeline.update();
+      if (of !== id) return;
+      clearError(p.error);
+      screen.render();
+      readParts(x.view(), false, false);
+    } catch (err) {
+      if (of === id) showError(p.error, err);
+    } finally {
+      applying = false;
+    }
+  }
+
+  // readParts reads again the todos and the approvals when the events
+  // taken said they changed, or when told to (todos, approvals), and the
+  // time travel card's records when they are shown.
+  function readParts(v, todosNow, approvalsNow) {
+    if (todosDue || todosNow) {
+      todosDue = false;
+      todos.refresh(v);
+    }
+    if (approvalsDue || approvalsNow) {
+      approvalsDue = false;
+      approvals.refresh(v);
+    }
     timeTravel.refresh();
   }
 
   const screen = {
-    // open shows execution, at the timeline item of record at when not 0.
-    async open(execution, at) {
+    // open shows execution, at the timeline item of record at when not 0,
+    // as of record asof when not 0 (else live).
+    async open(execution, at, asof) {
       const fresh = id !== execution;
       if (fresh) {
         screen.close();
@@ -208,6 +310,9 @@ export function createExecution(root) {
       if (fresh && execution === id) lineage.refresh();
       if (!fresh && execution === id && state) timeline.render(x.view());
       if (target && execution === id) timeline.reveal(target);
+      if (execution !== id) return;
+      if (asof && (!tt || tt.seq !== asof)) travel(asof, false);
+      else if (!asof && tt) goLive();
     },
 
     close() {
@@ -220,13 +325,20 @@ export function createExecution(root) {
       runAsk++;
       document.body.classList.remove('time-travel');
       clearTimeout(refreshTimer);
+      pending = [];
       for (const c of cards) c.close?.();
     },
 
-    // changed takes an event of the live stream about executionId.
-    changed(executionId, name) {
+    // changed takes an event of the live stream: its name and data.
+    changed(data, name) {
       if (!id) return;
-      if (executionId === id) screen.refresh(true);
+      if (data.executionId === id) {
+        pending.push(data);
+        // A burst of events is taken as one: what they changed is read
+        // once.
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(() => apply(), LIVE_GATHER_MS);
+      }
       // A new execution may be a fork or a resume in this one's tree.
       if (name === 'execution.started') lineage.changed();
     },
@@ -236,30 +348,47 @@ export function createExecution(root) {
       if (id && data.executionId === id && data.terminal) terminal.show(data.terminal);
     },
 
-    // refresh reads the state and the newest timeline page and draws
-    // them; soon, after an event, waits a moment for more.
+    // refresh reads the state and the timeline and draws them: the first
+    // time the newest page and every card, then the new items and the
+    // cards whose part changed with the state. soon waits a moment for
+    // more.
     async refresh(soon) {
       if (soon) {
         clearTimeout(refreshTimer);
-        refreshTimer = setTimeout(() => screen.refresh(), 100);
+        refreshTimer = setTimeout(() => screen.refresh(), LIVE_GATHER_MS);
         return;
       }
-      if (refreshing) {
+      if (refreshing || applying) {
         again = true;
         return;
       }
       refreshing = true;
       const of = id;
+      const was = state;
       try {
-        const [st, page] = await Promise.all([api('GET', execPath(of)), api('GET', execPath(of, '/timeline' + TIMELINE_QUERY))]);
+        const read = api('GET', execPath(of));
+        if (was) {
+          await timeline.update();
+        } else {
+          const page = await api('GET', execPath(of, '/timeline' + TIMELINE_QUERY));
+          if (of !== id) return;
+          timeline.take(page, await read);
+        }
+        const st = await read;
         if (of !== id) return;
         clearError(p.error);
         state = st;
-        timeline.take(page, st);
         screen.render();
-        loadRun();
         const v = x.view();
-        for (const c of [todos, approvals, terminal, output, timeTravel]) c.refresh(v);
+        const moved = (k) => !was || was[k] !== st[k];
+        // The run's status and the terminal lane follow the lifecycle;
+        // the approvals, the open request.
+        if (moved('lifecycle')) {
+          loadRun();
+          terminal.refresh(v);
+        }
+        output.refresh(v);
+        readParts(v, !was, moved('currentInputRequestId') || moved('lifecycle'));
       } catch (err) {
         if (of === id) showError(p.error, err);
       } finally {

@@ -10,6 +10,8 @@ import {el, fill, parts, card, badge, showError, clearError} from './dom.js';
 import {ATTENTIONS, LIFECYCLES, NEEDS_OPERATOR, anyOf, executionHref, hostTag, when} from './format.js';
 import {createLaunch} from './launch.js';
 
+// ROWS_PER_FRAME is how many rows one drawing makes.
+const ROWS_PER_FRAME = 400;
 // PAGE is how many of the other executions one request loads.
 const PAGE = 500;
 // ALWAYS are the filters whose executions are loaded whatever their
@@ -18,10 +20,36 @@ const PAGE = 500;
 const ALWAYS = [...[...NEEDS_OPERATOR].map((a) => ['attention', a]), ['lifecycle', 'running'], ['lifecycle', 'starting']];
 const TITLE = document.title;
 
+// rowOf is an execution's row: what it is doing (its open question, else
+// its newest progress, else its activity), its agent, host and age, and
+// its badges; on a phone the row is a card of the first of these.
+function rowOf(s, self) {
+  const needs = NEEDS_OPERATOR.has(s.attention);
+  const activity = s.latestActivity && s.latestActivity !== s.activity ? `${s.activity} · ${s.latestActivity}` : s.activity;
+  const what = s.question
+    ? el('span', {class: 'row-question', title: s.question}, el('b', {}, 'asks: '), s.question)
+    : s.progress
+      ? el('span', {class: 'row-progress', title: s.progress}, s.progress)
+      : el('span', {class: 'row-activity muted'}, activity || '');
+  return el('tr', {class: needs ? `needs attn-${s.attention}` : '', 'data-id': s.id, 'data-attention': s.attention, 'data-host': s.host || ''},
+    el('td', {class: 'mark', title: needs ? 'needs the operator' : ''}, needs ? '!' : ''),
+    el('td', {class: 'row-id'}, el('a', {href: executionHref(s.id)}, s.id)),
+    el('td', {class: 'what'}, what),
+    el('td', {class: 'row-lifecycle'}, badge(s.lifecycle, 'lifecycle')),
+    el('td', {class: 'row-attention'}, badge(s.attention, 'attention')),
+    el('td', {class: 'row-owner'}, `${s.ownerEntity}/${s.ownerId}`),
+    el('td', {class: 'agent'}, s.agentId),
+    el('td', {class: 'host'}, hostTag(s.host, self) || '—'),
+    el('td', {class: 'age', title: s.createdAt}, when(s.createdAt)),
+    el('td', {class: 'row-updated', title: s.updatedAt}, when(s.updatedAt)));
+}
+
 export function createList(root) {
   const p = parts(root);
   const launch = createLaunch(card(root, 'launch'));
   let rows = new Map();
+  let drawn = new Map(); // the rows shown, by execution: {sig, tr}
+  let more = null; // the timer of the next frame's rows
   // needing holds every execution that needs a person, whatever the
   // filters: the title counts them on every screen.
   let needing = new Map();
@@ -94,6 +122,38 @@ export function createList(root) {
     return true;
   }
 
+  // drawRows shows the rows of sorted. A row whose summary did not change
+  // keeps its element: a live update redraws the rows it changed, and
+  // moves them, only. At most ROWS_PER_FRAME rows are made at once, the
+  // first ones in order, and the rest in the frames after: thousands of
+  // running executions show their first rows at once instead of after all
+  // of them are made.
+  function drawRows(sorted, self) {
+    const next = new Map();
+    let made = 0;
+    for (const s of sorted) {
+      const sig = JSON.stringify(s) + '|' + self;
+      const had = drawn.get(s.id);
+      if (had && had.sig === sig) {
+        next.set(s.id, had);
+        continue;
+      }
+      if (made === ROWS_PER_FRAME) {
+        more = setTimeout(() => drawRows(sorted, self), 0);
+        break;
+      }
+      made++;
+      next.set(s.id, {sig, tr: rowOf(s, self)});
+    }
+    for (const [key, d] of drawn) if (next.get(key) !== d) d.tr.remove();
+    let at = p.body.firstElementChild;
+    for (const d of next.values()) {
+      if (d.tr === at) at = at.nextElementSibling;
+      else p.body.insertBefore(d.tr, at);
+    }
+    drawn = next;
+  }
+
   const screen = {
     async open() {
       active = true;
@@ -154,27 +214,15 @@ export function createList(root) {
     },
 
     render() {
+      clearTimeout(more);
+      // ISO times compare as strings.
       const sorted = [...rows.values()].sort((a, b) => {
         const na = NEEDS_OPERATOR.has(a.attention), nb = NEEDS_OPERATOR.has(b.attention);
         if (na !== nb) return na ? -1 : 1;
-        return (b.updatedAt || '').localeCompare(a.updatedAt || '') || a.id.localeCompare(b.id);
+        const ua = a.updatedAt || '', ub = b.updatedAt || '';
+        return ua < ub ? 1 : ua > ub ? -1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
       });
-      const self = selfHost();
-      p.body.replaceChildren(...sorted.map((s) => {
-        const needs = NEEDS_OPERATOR.has(s.attention);
-        const activity = s.latestActivity && s.latestActivity !== s.activity ? `${s.activity} · ${s.latestActivity}` : s.activity;
-        return el('tr', {class: needs ? `needs attn-${s.attention}` : '', 'data-id': s.id, 'data-attention': s.attention, 'data-host': s.host || ''},
-          el('td', {class: 'mark', title: needs ? 'needs the operator' : ''}, needs ? '!' : ''),
-          el('td', {}, el('a', {href: executionHref(s.id)}, s.id)),
-          el('td', {}, badge(s.lifecycle, 'lifecycle')),
-          el('td', {}, badge(s.attention, 'attention')),
-          el('td', {}, activity),
-          el('td', {}, `${s.ownerEntity}/${s.ownerId}`),
-          el('td', {}, s.agentId),
-          el('td', {class: 'host'}, hostTag(s.host, self) || '—'),
-          el('td', {title: s.createdAt}, when(s.createdAt)),
-          el('td', {title: s.updatedAt}, when(s.updatedAt)));
-      }));
+      drawRows(sorted, selfHost());
       p.empty.hidden = sorted.length > 0;
       // The total is as of the last fetch: with every page loaded the live
       // updates keep the rows exact; otherwise an update cannot tell a new

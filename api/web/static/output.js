@@ -3,6 +3,8 @@
 // ("failed (exit status 3)"). It opens at the newest line and keeps to
 // the tail as lines come, unless the reader has scrolled up to read: then
 // what they read stays where it is, and "Jump to newest" takes them back.
+// Travelling back in time it shows the last lines written before the
+// record travelled to (by their times), from the last PAST_LINES.
 import {parts, el, showError, clearError, nearBottom} from './dom.js';
 import {styled} from './ansi.js';
 import {execPath, request, api} from './api.js';
@@ -13,6 +15,9 @@ const OUTPUT_LINES = 50;
 // How close to its end, in pixels, the box counts as showing the tail.
 const TAIL_SLACK = 30;
 const FAILED = new Set(['failed', 'terminated']);
+// The lines read once for travelling back, the newest: a position before
+// them shows none.
+const PAST_LINES = 2000;
 
 // createOutput makes the card; x.view() is what the screen shows, and
 // x.changed() has it read the execution again.
@@ -23,6 +28,8 @@ export function createOutput(root, x) {
   let follow = null; // the AbortController of the follow stream
   let done = false; // lines holds every line of an ended execution
   let tail = true; // the box keeps to its newest line
+  let past = null; // the last PAST_LINES, read for travelling back
+  let pastAsk = 0;
 
   // Only the reader moves the box off its end: a scroll that the card
   // makes itself ends at the bottom, which keeps tail set.
@@ -105,27 +112,67 @@ export function createOutput(root, x) {
     }
   }
 
+  // readPast reads the lines that travelling back shows, once.
+  async function readPast() {
+    const of = id;
+    const asked = ++pastAsk;
+    try {
+      const page = await api('GET', execPath(of, `/output?tail=${PAST_LINES}`));
+      if (of !== id || asked !== pastAsk) return;
+      past = page.lines;
+    } catch (err) {
+      if (of === id) showError(p.error, err);
+    }
+    draw();
+  }
+
+  // shownLines is what the box shows of the view: the lines followed, or
+  // travelling back, the last ones written by the record shown.
+  function shownLines(v) {
+    if (v.live) return lines;
+    const by = Date.parse(v.tt.at || '');
+    if (!past || Number.isNaN(by)) return [];
+    return past.filter((e) => Date.parse(e.t) <= by).slice(-OUTPUT_LINES);
+  }
+
   // draw shows the last lines, and for an execution that has ended its
   // outcome right above them.
   function draw() {
     const v = x.view();
     if (!v) return;
-    const st = v.current;
+    const st = v.live ? v.current : {...v.current, ...v.state};
+    const lines = shownLines(v);
     const ended = ENDED.has(st.lifecycle);
     const failed = FAILED.has(st.lifecycle);
     p.exit.hidden = !ended;
     p.exit.textContent = st.lifecycle + (st.lifecycleReason ? ` (${st.lifecycleReason})` : '');
     p.exit.className = `exit lifecycle-text-${st.lifecycle}`;
     const read = tail ? null : anchor();
-    p.lines.replaceChildren(...lines.map((e) => {
+    // A line already shown keeps its element: text selected in the box
+    // stays selected as lines come.
+    const kept = new Map();
+    for (const line of p.lines.children) kept.set(line.dataset.key, line);
+    const want = lines.map((e) => {
+      const had = kept.get(key(e));
+      if (had) return had;
       const line = styled(el('div', {class: `line ${e.stream}`, title: `${e.stream}, line ${e.n}, ${e.t}`, 'data-key': key(e)}), e.line);
       if (e.clipped) line.append(el('span', {class: 'ctl'}, ' [clipped]'));
       return line;
-    }));
+    });
+    const keep = new Set(want);
+    for (const line of [...p.lines.children]) if (!keep.has(line)) line.remove();
+    let at = p.lines.firstElementChild;
+    for (const line of want) {
+      if (line === at) at = at.nextElementSibling;
+      else p.lines.insertBefore(line, at);
+    }
     p.note.textContent = st.terminalAttached && !lines.length
       ? 'on a terminal lane: its output is in the terminal below'
-      : `stderr and plain stdout, the last ${OUTPUT_LINES} lines` + (follow ? ', live' : '');
-    root.hidden = !(lines.length || failed || !p.error.hidden);
+      : !v.live
+        ? `as of record #${v.tt.seq}: the last lines written by ${v.tt.at || 'then'}` + (past ? '' : ' (reading)')
+        : `stderr and plain stdout, the last ${OUTPUT_LINES} lines` + (follow ? ', live' : '');
+    root.dataset.asof = v.live ? '0' : String(v.tt.seq);
+    root.hidden = !(lines.length || failed || !p.error.hidden || !v.live);
     // Placed once the card is shown: a hidden box has no height to
     // scroll.
     if (tail) {
@@ -144,6 +191,7 @@ export function createOutput(root, x) {
       p.newest.hidden = true;
       p.lines.replaceChildren();
       root.hidden = true;
+      root.dataset.asof = '0';
       clearError(p.error);
     },
 
@@ -152,6 +200,8 @@ export function createOutput(root, x) {
       if (follow) follow.abort();
       follow = null;
       lines = [];
+      past = null;
+      pastAsk++;
       done = false;
     },
 
@@ -159,6 +209,15 @@ export function createOutput(root, x) {
     // while the process runs (a follow stream), or the last lines once
     // for an execution that has ended.
     refresh(v) {
+      if (!v.live) {
+        if (!past) readPast();
+        else draw();
+        return;
+      }
+      const was = past;
+      past = null;
+      pastAsk++;
+      if (was) draw();
       const running = !!(v.current.live && v.current.live.running);
       if (follow) return;
       if (running) followLines();
