@@ -391,7 +391,9 @@ export function createTimeline(root, x) {
 function toolOf(it) {
   const t = it.tool && typeof it.tool === 'object' ? {...it, ...it.tool} : it;
   const name = t.name || t.toolName || '';
-  const target = t.target || t.title || '';
+  // The target is an object (kind, label, path); older items carried
+  // a plain string.
+  const target = (t.target && typeof t.target === 'object' ? t.target.label || t.target.path : t.target) || t.title || '';
   const ms = Number(t.durationMs);
   const facts = [
     t.status && el('span', {class: `badge tool-${t.status}`, 'data-status': t.status}, t.status),

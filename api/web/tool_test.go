@@ -1,0 +1,54 @@
+package web_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentjournal/agentjournal/api/apitest"
+	"github.com/agentjournal/agentjournal/eventstore"
+)
+
+// A tool call is one timeline item: its name and the target's label
+// (a target is an object, not text), its status, exit code and error, and
+// its output excerpt behind a closed disclosure; the end of the call turns
+// the started item into the failed one in place.
+func TestToolCallItem(t *testing.T) {
+	b := newBrowser(t)
+	as := apitest.Start(t, apitest.Options{})
+	s := stackOf(as)
+	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-tool", "agent": "generic",
+		"command": []string{s.agent, "sleep:60s"}})
+	b.signIn(t, s)
+	b.openExecution(t, id)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ref, err := as.Store.Lookup(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &eventstore.Target{Kind: eventstore.TargetCommand, Label: "go test ./..."}
+	start := &eventstore.ActivityUpdated{Activity: eventstore.ActivityTesting, CurrentTarget: target,
+		ToolCall: &eventstore.ToolCall{ID: "call-1", Name: "Bash", Status: eventstore.ToolCallStarted}}
+	start.RecordID = eventstore.RecordID(ref.JournalID, start.Kind(), "call-1-start")
+	if _, err := as.Store.Append(ctx, ref, start); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, 20*time.Second, "the started call", `[...document.querySelectorAll('#timeline li.item')].some((li) =>
+		li.querySelector('.tool-name') && li.textContent.includes('Bash') && li.textContent.includes('go test ./...') && li.textContent.includes('started'))`)
+	exit := int64(1)
+	end := &eventstore.ActivityUpdated{ToolCall: &eventstore.ToolCall{ID: "call-1", Name: "Bash", Status: eventstore.ToolCallFailed,
+		Error: "exit status 1", ExitCode: &exit, Output: "--- FAIL: TestLogin\nFAIL\tauth 0.01s"}}
+	end.RecordID = eventstore.RecordID(ref.JournalID, end.Kind(), "call-1-end")
+	if _, err := as.Store.Append(ctx, ref, end); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, 20*time.Second, "the call failed, in place", `(() => {
+		const items = [...document.querySelectorAll('#timeline li.item')].filter((li) => li.querySelector('.tool-name'));
+		if (items.length !== 1) return false;
+		const li = items[0], d = li.querySelector('details.tool-output');
+		return li.textContent.includes('failed') && li.textContent.includes('exit 1') && li.textContent.includes('exit status 1') &&
+			!li.textContent.includes('[object Object]') && d !== null && !d.open && d.textContent.includes('--- FAIL: TestLogin') })()`)
+	b.checkNoExceptions(t)
+}
