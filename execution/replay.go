@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/internal/textclip"
 )
 
 var (
@@ -131,6 +132,11 @@ func (s *State) applyMessage(r *eventstore.MessageAccepted) []TimelineItem {
 		return nil
 	}
 	s.ProcessedMessages[r.MessageID] = r.Sequence
+	if s.Prompt == "" && r.MessageType == "prompt" {
+		if text, err := r.Text(); err == nil {
+			s.Prompt = textclip.Runes(strings.Join(strings.Fields(text), " "), MaxPromptRunes)
+		}
+	}
 	it := item(r, ItemMessage, MessageText(r))
 	it.Source = string(r.Source)
 	it.MessageID = r.MessageID

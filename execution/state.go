@@ -19,6 +19,9 @@ type State struct {
 	Attention             eventstore.Attention `json:"attention"`
 	Activity              eventstore.Activity  `json:"activity"`
 	CurrentInputRequestID string               `json:"currentInputRequestId,omitempty"`
+	// Prompt is the first prompt's text on one line, at most
+	// MaxPromptRunes: what a list shows as the execution's title.
+	Prompt string `json:"prompt,omitempty"`
 	// CurrentInputQuestion is the question of the current input request.
 	CurrentInputQuestion string `json:"currentInputQuestion,omitempty"`
 	// LastInputRequest is the newest needs_input signal, kept so that the
@@ -240,3 +243,6 @@ func keys(m map[string]uint64) []string {
 	sortStrings(out)
 	return out
 }
+
+// MaxPromptRunes bounds State.Prompt: a list's row, not the prompt.
+const MaxPromptRunes = 200

@@ -41,7 +41,7 @@ func SummaryOf(s *execution.State) Summary {
 		CreatedAt:             s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		RecordCount: s.Journal.RecordCount, LastSequence: s.Journal.LastSequence,
 		LatestActivity: s.Latest.Activity, SessionID: s.SessionID, Host: s.Host,
-		Question: s.CurrentInputQuestion, Progress: progressOf(s.Latest.Progress),
+		Question: s.CurrentInputQuestion, Progress: progressOf(s.Latest.Progress), Prompt: s.Prompt,
 	}
 }
 

@@ -52,3 +52,19 @@ func TestToolCallItem(t *testing.T) {
 			!li.textContent.includes('[object Object]') && d !== null && !d.open && d.textContent.includes('--- FAIL: TestLogin') })()`)
 	b.checkNoExceptions(t)
 }
+
+// A list row is titled by the execution's first prompt, on one line,
+// above what it is doing.
+func TestListRowsShowThePrompt(t *testing.T) {
+	b := newBrowser(t)
+	s := startStack(t)
+	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-title", "agent": "generic",
+		"prompt":  "Fix the flaky\nlogin test in auth/",
+		"command": []string{s.agent, `signal:{"type":"progress","payload":{"summary":"reading auth/login.go"}}`, "sleep:60s"}})
+	b.signIn(t, s)
+	eval[bool](t, b, `(location.hash = '#/', true)`)
+	b.waitFor(t, 20*time.Second, "the row's title and progress", `(() => {
+		const tr = document.querySelector('#executions-body tr[data-id="`+id+`"]');
+		const title = tr && tr.querySelector('.row-title');
+		return !!title && title.textContent === 'Fix the flaky login test in auth/' && tr.textContent.includes('reading auth/login.go') })()`)
+}

@@ -39,6 +39,9 @@ type Summary struct {
 	// Question is the question of the open input request
 	// (State.CurrentInputQuestion), "" when none is open.
 	Question string `json:"question,omitempty"`
+	// Prompt is the execution's first prompt on one line, clipped
+	// (State.Prompt): its title in a list.
+	Prompt string `json:"prompt,omitempty"`
 	// Progress is the summary of the newest progress the agent reported
 	// (State.Latest.Progress), "" if none did.
 	Progress string `json:"progress,omitempty"`

@@ -20,8 +20,9 @@ const PAGE = 500;
 const ALWAYS = [...[...NEEDS_OPERATOR].map((a) => ['attention', a]), ['lifecycle', 'running'], ['lifecycle', 'starting']];
 const TITLE = document.title;
 
-// rowOf is an execution's row: what it is doing (its open question, else
-// its newest progress, else its activity), its agent, host and age, and
+// rowOf is an execution's row: its title (its first prompt), what it is
+// doing (its open question, else its newest progress, else its
+// activity), its agent, host and age, and
 // its badges; on a phone the row is a card of the first of these.
 function rowOf(s, self) {
   const needs = NEEDS_OPERATOR.has(s.attention);
@@ -34,7 +35,7 @@ function rowOf(s, self) {
   return el('tr', {class: needs ? `needs attn-${s.attention}` : '', 'data-id': s.id, 'data-attention': s.attention, 'data-host': s.host || ''},
     el('td', {class: 'mark', title: needs ? 'needs the operator' : ''}, needs ? '!' : ''),
     el('td', {class: 'row-id'}, el('a', {href: executionHref(s.id)}, s.id)),
-    el('td', {class: 'what'}, what),
+    el('td', {class: 'what'}, s.prompt ? el('div', {class: 'row-title', title: s.prompt}, s.prompt) : null, what),
     el('td', {class: 'row-lifecycle'}, badge(s.lifecycle, 'lifecycle')),
     el('td', {class: 'row-attention'}, badge(s.attention, 'attention')),
     el('td', {class: 'row-owner'}, `${s.ownerEntity}/${s.ownerId}`),
