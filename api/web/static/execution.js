@@ -10,6 +10,7 @@
 // request. While it travels back in time every card shows the execution
 // as of the sequence chosen, and the address holds it (?asof=N).
 import {api, execPath, selfHost} from './api.js';
+import {createTranscript} from './transcript.js';
 import {el, parts, card, badge, setBadge, showError, clearError} from './dom.js';
 import {ENDED, HOSTS_HREF, executionHref, linkOf, sessionHref} from './format.js';
 import {createAnswer, canAnswer} from './answer.js';
@@ -90,6 +91,7 @@ export function createExecution(root) {
     createStatus(card(root, 'status')),
     createLatest(card(root, 'latest')),
     createJournal(card(root, 'journal')),
+    createTranscript(card(root, 'transcript')),
     timeTravel,
     lineage, todos, approvals, terminal,
   ];

@@ -68,3 +68,27 @@ func TestListRowsShowThePrompt(t *testing.T) {
 		const title = tr && tr.querySelector('.row-title');
 		return !!title && title.textContent === 'Fix the flaky login test in auth/' && tr.textContent.includes('reading auth/login.go') })()`)
 }
+
+// The Transcript card is closed and reads nothing until opened; opened,
+// it shows the run as the CLI's transcript does (the prompt and the
+// agent's words), and follows new records.
+func TestTranscriptCard(t *testing.T) {
+	b := newBrowser(t)
+	s := startStack(t)
+	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-transcript", "agent": "generic",
+		"prompt":  "Say hello",
+		"command": []string{s.agent, `signal:{"type":"message","payload":{"text":"hello from the agent"}}`, "sleep:2s",
+			`signal:{"type":"message","payload":{"text":"and a second word"}}`, "sleep:60s"}})
+	b.signIn(t, s)
+	b.countRequests(t)
+	b.openExecution(t, id)
+	b.waitFor(t, 20*time.Second, "the first message in the timeline", `document.querySelector('#timeline').textContent.includes('hello from the agent')`)
+	if n := eval[int](t, b, `window.requests.filter((r) => r.includes('/transcript')).length`); n != 0 {
+		t.Fatalf("the closed transcript card read the transcript %d times", n)
+	}
+	eval[bool](t, b, `(document.querySelector('#transcript-card').open = true)`)
+	b.waitFor(t, 20*time.Second, "the transcript, prompt and messages", `(() => {
+		const s = document.querySelector('#transcript-text').textContent;
+		return s.includes('Say hello') && s.includes('hello from the agent') && s.includes('and a second word') })()`)
+	b.checkNoExceptions(t)
+}
