@@ -123,12 +123,24 @@ func (p Policy) Args(program string, args []string) ([]string, error) {
 			add("--bind", q)
 		}
 	}
+	var hiddenDirs []string
+	for _, path := range p.Hidden {
+		for _, q := range withReal(path) {
+			if info, err := os.Stat(q); err == nil && info.IsDir() {
+				hiddenDirs = append(hiddenDirs, q)
+			}
+		}
+	}
+	writable := slices.Concat([]string{p.Dir}, p.Writable)
 	for _, path := range p.Hidden {
 		for _, q := range withReal(path) {
 			info, err := os.Stat(q)
 			switch {
 			case err != nil:
 				// Not there to hide.
+			case covered(q, hiddenDirs, writable):
+				// Gone with the hidden directory it is in: an empty file
+				// there would only say it exists.
 			case info.IsDir():
 				add("--tmpfs", q)
 			default:
@@ -168,6 +180,27 @@ func (p Policy) Args(program string, args []string) ([]string, error) {
 		}
 	}
 	return append(append(out, "--chdir", p.Dir, "--"), append([]string{program}, args...)...), nil
+}
+
+// covered reports whether path lies inside one of the hidden directories
+// and no writable path between brings it back.
+func covered(path string, hidden, writable []string) bool {
+	for _, d := range hidden {
+		if d == path || !inside(path, d) {
+			continue
+		}
+		back := slices.ContainsFunc(writable, func(w string) bool { return inside(w, d) && inside(path, w) })
+		if !back {
+			return true
+		}
+	}
+	return false
+}
+
+// inside reports whether path is dir or lies inside it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // withReal returns path and, when it differs, the path with its symlinks
