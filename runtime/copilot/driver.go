@@ -19,6 +19,13 @@ import (
 // one nor cuts it at a turn.
 type Agent struct{ agent.TurnAgent }
 
+// Capabilities are an exec CLI's, with Copilot CLI's state directory.
+func (a Agent) Capabilities() agent.Capabilities {
+	c := a.TurnAgent.Capabilities()
+	c.StatePaths, c.StateEnv = []string{".copilot/"}, []string{"COPILOT_HOME"}
+	return c
+}
+
 var _ agent.Agent = Agent{}
 
 var policy = []string{"--allow-all-tools"}
