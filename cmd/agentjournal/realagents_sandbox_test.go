@@ -15,9 +15,9 @@ import (
 )
 
 // TestRealAgentSandboxed runs the real Claude Code, Codex and Copilot CLI
-// under launch --sandbox
-// through a daemon, its supervisor outside the sandbox: the model has it
-// read the daemon's API token, write in its working directory and outside
+// under launch --sandbox through a daemon (Claude Code's supervisor
+// outside the sandbox, the others' turns each sandboxed): the model has
+// it read the daemon's API token, write in its working directory and outside
 // it. The CLI runs (its state directory writable, the model server
 // reached on loopback) and its run completes with its usage; the token is
 // not there, the write outside fails, the one inside lands.
