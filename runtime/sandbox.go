@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/sandbox"
 )
 
@@ -87,7 +88,7 @@ func (rt *Runtime) sandboxPolicy(ctx context.Context, a Adapter, req LaunchReque
 		return nil, err
 	}
 	p.Writable = append(p.Writable, state...)
-	if tmp := envValue(env, "TMPDIR"); filepath.IsAbs(tmp) && filepath.Clean(tmp) != "/tmp" {
+	if tmp := agent.LookupEnv(env, "TMPDIR"); filepath.IsAbs(tmp) && filepath.Clean(tmp) != "/tmp" {
 		// Its temporary files go to a private directory, as /tmp's do.
 		p.Private = append(p.Private, tmp)
 	}
@@ -123,11 +124,11 @@ func stateDirs(a Adapter, env []string) ([]string, error) {
 	c := a.Capabilities()
 	var out []string
 	for _, name := range c.StateEnv {
-		if v := envValue(env, name); filepath.IsAbs(v) {
+		if v := agent.LookupEnv(env, name); filepath.IsAbs(v) {
 			out = append(out, v)
 		}
 	}
-	home := envValue(env, "HOME")
+	home := agent.LookupEnv(env, "HOME")
 	if !filepath.IsAbs(home) {
 		return out, nil
 	}
@@ -141,16 +142,6 @@ func stateDirs(a Adapter, env []string) ([]string, error) {
 		out = append(out, path)
 	}
 	return out, nil
-}
-
-// envValue is key's value in env, the last one as exec takes it.
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 // sandboxFacts is the header's account of a policy.

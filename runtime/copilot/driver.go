@@ -99,9 +99,9 @@ func (d *Driver) Session() string {
 // COPILOT_HOME defaulting to $HOME/.copilot as Copilot CLI's does.
 func (d *Driver) SideLog(env []string) string {
 	session := d.Session()
-	home := lookupEnv(env, "COPILOT_HOME")
+	home := agent.LookupEnv(env, "COPILOT_HOME")
 	if home == "" {
-		if h := lookupEnv(env, "HOME"); h != "" {
+		if h := agent.LookupEnv(env, "HOME"); h != "" {
 			home = filepath.Join(h, ".copilot")
 		}
 	}
@@ -109,17 +109,6 @@ func (d *Driver) SideLog(env []string) string {
 		return ""
 	}
 	return filepath.Join(home, "session-state", session, "events.jsonl")
-}
-
-// lookupEnv is the value of key in env, the last one when it is set twice
-// (as exec does).
-func lookupEnv(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 // newUUID returns a random (version 4) UUID.
