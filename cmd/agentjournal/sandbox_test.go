@@ -180,4 +180,12 @@ func TestSandboxDefault(t *testing.T) {
 	if r.code == exitOK || !strings.Contains(r.stderr, "serve --sandbox=required") {
 		t.Errorf("an opt-out under --sandbox=required: exit %d, stderr %q; want it refused naming serve --sandbox=required", r.code, r.stderr)
 	}
+	r = run(t, h.data, "launch", "--sandbox=false", "--sandbox-network", "none", "--dir", h.work, "--", "/bin/true")
+	if r.code == exitOK || !strings.Contains(r.stderr, "the flags of a sandbox go with one") {
+		t.Errorf("--sandbox=false with --sandbox-network: exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
+	r = run(t, h.data, "launch", "--sandbox-network", "wifi", "--dir", h.work, "--", "/bin/true")
+	if r.code == exitOK || !strings.Contains(r.stderr, `unknown network "wifi" (want host or none)`) {
+		t.Errorf("--sandbox-network wifi: exit %d, stderr %q; want the networks named", r.code, r.stderr)
+	}
 }
