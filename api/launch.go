@@ -159,6 +159,9 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) error {
 	if p := in.Placement; p != nil {
 		req.Placement = runtime.SharedPlacement{Host: p.Host, On: p.On}
 	}
+	if sb := in.Sandbox; sb != nil {
+		req.Sandbox = &runtime.SandboxRequest{Enabled: sb.Enabled, Network: sb.Network, Write: sb.Write}
+	}
 	ref, err := s.cfg.Runtime.Launch(ctx, req)
 	if err != nil {
 		release()

@@ -36,6 +36,8 @@ type (
 	LaunchRequest = wire.LaunchRequest
 	// Placement says which hosts of the fleet may run a launch.
 	Placement = wire.Placement
+	// LaunchSandbox asks to run a launch's agent sandboxed, or not.
+	LaunchSandbox = wire.LaunchSandbox
 	// ForkRequest is the body of Fork.
 	ForkRequest = wire.ForkRequest
 	// ResumeRequest is the body of Resume.

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
+	"github.com/agentjournal/agentjournal/runtime"
+	"github.com/agentjournal/agentjournal/sandbox"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -119,6 +122,12 @@ type Config struct {
 	// EnvProfiles are this host's environment profiles by name
 	// (runtime.Config.EnvProfiles).
 	EnvProfiles map[string][]string
+	// Sandbox is which launches run sandboxed and how
+	// (runtime.Config.Sandbox). The daemon hides its data directory and
+	// its token file from every sandboxed agent itself; Sandbox.Hidden
+	// adds the secret files it does not know of (a NATS secret or an
+	// environment profile kept elsewhere).
+	Sandbox runtime.SandboxConfig
 	// Limits are fleet-wide limits of running executions per agent kind
 	// (fleet.Config.Limits); give the same on every daemon of the log.
 	Limits map[string]int
@@ -187,6 +196,12 @@ func (c Config) Validate() error {
 	}
 	if c.Lease < 0 {
 		add("Lease %s is negative (want a duration, or 0 for %s)", c.Lease, fleet.DefaultLease)
+	}
+	if m := c.Sandbox.Mode; !slices.Contains(runtime.SandboxModes, m) {
+		add("Sandbox.Mode %q: want %q (launches that ask), %q or %q", m, runtime.SandboxOnRequest, runtime.SandboxDefault, runtime.SandboxRequired)
+	}
+	if _, err := sandbox.ParseNetwork(string(c.Sandbox.Network)); err != nil {
+		add("Sandbox.Network: %v", err)
 	}
 	if c.MaxRunning < 0 {
 		add("MaxRunning %d is negative (want 1 or more, or 0 for the number of CPUs)", c.MaxRunning)

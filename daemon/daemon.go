@@ -411,6 +411,8 @@ func (d *Daemon) openRuntime() {
 	}
 	rc.Ended = d.release
 	rc.EnvProfiles = cfg.EnvProfiles
+	rc.Sandbox = cfg.Sandbox
+	rc.Sandbox.Hidden = append([]string{l.Dir, cfg.TokenFile}, cfg.Sandbox.Hidden...)
 	d.rt = runtime.New(rc)
 	d.onClose("runtime", func(ctx context.Context) error { return d.rt.Close(ctx) })
 }

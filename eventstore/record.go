@@ -88,6 +88,27 @@ type Header struct {
 	// runs (dispatch.go); absent for a launch that gave none, which runs
 	// as interactive.
 	DispatchContext *DispatchContext `json:"dispatchContext,omitempty"`
+	// Sandbox says the agent runs confined (package sandbox) and how;
+	// absent for an agent run as the daemon's user with nothing hidden,
+	// as every journal written before it existed.
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+}
+
+// SandboxNetworks are the networks a sandboxed agent may have.
+var SandboxNetworks = []string{"host", "none"}
+
+// SandboxPolicy is how a sandboxed agent was confined, as its launch
+// resolved it: the paths are the host's.
+type SandboxPolicy struct {
+	// Network is host (the host's network, loopback included) or none.
+	Network string `json:"network"`
+	// Writable are the paths the agent may change: its working directory
+	// and its CLI's state directories. The rest of the file system is
+	// read-only, with a private /tmp.
+	Writable []string `json:"writable"`
+	// Hidden are the paths the agent cannot read: the daemon's data
+	// directory and its secret files.
+	Hidden []string `json:"hidden,omitempty"`
 }
 
 // MessageAccepted records owner, operator or daemon input before delivery.

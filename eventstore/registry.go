@@ -264,6 +264,9 @@ func (r *Header) validate(p *problems) {
 	if r.DispatchContext != nil {
 		r.DispatchContext.validate(p, "dispatchContext")
 	}
+	if r.Sandbox != nil {
+		enum(p, "sandbox.network", r.Sandbox.Network, SandboxNetworks)
+	}
 	r.ProtocolDescriptor.validate(p, "protocolDescriptor")
 	if r.TransportState != nil {
 		r.TransportState.validate(p, "transportState")

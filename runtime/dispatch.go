@@ -105,12 +105,13 @@ type queuedRequest struct {
 	SessionID   string                      `json:"sessionId,omitempty"`
 	Dispatch    *eventstore.DispatchContext `json:"dispatch"`
 	EnvProfile  string                      `json:"envProfile,omitempty"`
+	Sandbox     *SandboxRequest             `json:"sandbox,omitempty"`
 }
 
 func (r queuedRequest) launch() LaunchRequest {
 	return LaunchRequest{OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command,
 		Prompt: r.Prompt, Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout,
-		SessionID: r.SessionID, Dispatch: r.Dispatch, EnvProfile: r.EnvProfile}
+		SessionID: r.SessionID, Dispatch: r.Dispatch, EnvProfile: r.EnvProfile, Sandbox: r.Sandbox}
 }
 
 // checkDispatch checks a launch's dispatch context, and that a launch that
@@ -173,7 +174,7 @@ func (rt *Runtime) keepQueued(pl *launchPlan) error {
 	data, err := json.Marshal(queueFile{Ref: pl.ref, QueuedAt: pl.queuedAt, Request: queuedRequest{
 		OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command, Prompt: r.Prompt,
 		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Env: r.Env, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch,
-		EnvProfile: r.EnvProfile}})
+		EnvProfile: r.EnvProfile, Sandbox: r.Sandbox}})
 	if err != nil {
 		return err
 	}

@@ -179,13 +179,16 @@ func (p *process) newChild() *child {
 // stdin (or /dev/null for a CLI that reads none), markers and provider
 // events on stdout.
 func (rt *Runtime) startPipes(p *process, program string, args []string, withStdin bool) error {
+	program, args, err := p.command(program, args)
+	if err != nil {
+		return err
+	}
 	cmd := exec.Command(program, args...)
 	cmd.Dir = p.dir
 	cmd.Env = p.env
 	// A process group of its own, so Stop reaches the agent's children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdin io.WriteCloser
-	var err error
 	if withStdin {
 		if stdin, err = cmd.StdinPipe(); err != nil {
 			return err
@@ -266,6 +269,10 @@ func (rt *Runtime) startPipes(p *process, program string, args []string, withStd
 // startTerminal runs the agent on a PTY lane: the terminal is recorded,
 // structured input is typed into it, and markers are read from its output.
 func (rt *Runtime) startTerminal(ctx context.Context, p *process, program string, args []string) error {
+	program, args, err := p.command(program, args)
+	if err != nil {
+		return err
+	}
 	pr, pw := io.Pipe()
 	cols, rows := rt.terminalSize()
 	t, err := rt.cfg.Terminals.Open(ctx, terminal.OpenOptions{

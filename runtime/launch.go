@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/marker"
+	"github.com/agentjournal/agentjournal/sandbox"
 	"github.com/agentjournal/agentjournal/supervisor"
 )
 
@@ -121,6 +122,8 @@ type launchPlan struct {
 	startNow bool
 	program  string
 	args     []string
+	// sandbox confines the agent; nil runs it unconfined.
+	sandbox *sandbox.Policy
 	// queuedAt is when a launch that waits was queued.
 	queuedAt time.Time
 }
@@ -214,6 +217,10 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 	if req.Dir == "" {
 		req.Dir, _ = os.Getwd()
 	}
+	sbx, err := rt.launchSandbox(adapter, req)
+	if err != nil {
+		return pl, err
+	}
 	lane := eventstore.LaneStdio
 	if interactive {
 		lane = eventstore.LanePTY
@@ -221,9 +228,9 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
 		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: req.Dir,
 		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout),
-		DispatchContext: req.Dispatch}
+		DispatchContext: req.Dispatch, Sandbox: sandboxFacts(sbx)}
 	*pl = launchPlan{req: req, ref: ref, adapter: adapter, driver: driver, shape: shape, session: session, desc: desc, header: header,
-		onStdin: onStdin, interactive: interactive, startNow: startNow, program: program, args: args}
+		onStdin: onStdin, interactive: interactive, startNow: startNow, program: program, args: args, sandbox: sbx}
 	return pl, nil
 }
 
@@ -246,7 +253,7 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 	}
 	env := rt.agentEnv(ref, req.Env, nonce)
 	p := &process{ref: ref, adapter: pl.adapter, driver: pl.driver, descriptor: pl.desc, shape: pl.shape, nonce: nonce,
-		env: env, dir: req.Dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
+		env: env, dir: req.Dir, sandbox: pl.sandbox, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
 	if interactive {
 		p.source = eventstore.ObservedPTY
 	}

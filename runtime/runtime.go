@@ -13,6 +13,7 @@ import (
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/outputlog"
+	"github.com/agentjournal/agentjournal/sandbox"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -138,6 +139,8 @@ type Config struct {
 	// EnvProfiles are this host's environment profiles by name: variables
 	// (NAME=VALUE) a launch asks for by name, kept on this host only.
 	EnvProfiles map[string][]string
+	// Sandbox is which launches run sandboxed and how (sandbox.go).
+	Sandbox SandboxConfig
 	// Ended, when set, hears of every execution that ended here, once its
 	// end is journaled (a fleet-wide limit's slot is given back).
 	Ended func(ref eventstore.Reference)
@@ -201,6 +204,9 @@ type LaunchRequest struct {
 	// Placement is where a launch that waits in the shared queue may
 	// start (Config.Shared); unused otherwise.
 	Placement SharedPlacement
+	// Sandbox asks to run the agent sandboxed, or not; nil takes the
+	// runtime's Config.Sandbox.
+	Sandbox *SandboxRequest
 	// refused journals the execution (header, then Restored) and ends it
 	// failed with this reason, starting no process: a fork refused for its
 	// workspace is still a branch of the DAG.
@@ -277,6 +283,8 @@ type process struct {
 	nonce       string
 	env         []string
 	dir         string
+	// sandbox confines each of its processes; nil runs them unconfined.
+	sandbox *sandbox.Policy
 	// done is closed when the execution has ended and its end is recorded.
 	done chan struct{}
 	// source is the observation source of markers: provider-output on a

@@ -73,7 +73,7 @@ func (rt *Runtime) queueShared(ctx context.Context, pl *launchPlan, p SharedPlac
 	launch, err := json.Marshal(queuedRequest{
 		OwnerEntity: r.OwnerEntity, OwnerID: r.OwnerID, Seed: r.Seed, Agent: r.Agent, Command: r.Command, Prompt: r.Prompt,
 		Posture: r.Posture, Shape: r.Shape, Dir: r.Dir, Timeout: r.Timeout, SessionID: r.SessionID, Dispatch: r.Dispatch,
-		EnvProfile: r.EnvProfile})
+		EnvProfile: r.EnvProfile, Sandbox: r.Sandbox})
 	if err != nil {
 		return err
 	}

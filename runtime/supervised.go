@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/durable"
+	"github.com/agentjournal/agentjournal/sandbox"
 	"github.com/agentjournal/agentjournal/supervisor"
 	"github.com/agentjournal/agentjournal/terminal"
 )
@@ -68,6 +69,9 @@ type launchInfo struct {
 	Env []string `json:"env,omitempty"`
 	// Terminal is the terminal lane of an agent run on one, nil on pipes.
 	Terminal *launchTerminal `json:"terminal,omitempty"`
+	// Sandbox confines the turns of a CLI that runs a process per turn,
+	// started after a restart as before it; nil runs them unconfined.
+	Sandbox *sandbox.Policy `json:"sandbox,omitempty"`
 }
 
 // takeOver reports whether another runtime can take an execution over
@@ -92,7 +96,8 @@ func (rt *Runtime) writeLaunchInfo(p *process, req LaunchRequest, term *launchTe
 	if err := os.MkdirAll(rt.cfg.SupervisedDir, 0o700); err != nil {
 		return err
 	}
-	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Env: req.Env, Terminal: term}
+	info := launchInfo{Ref: p.ref, Agent: p.adapter.ID(), Command: req.Command, Shape: p.shape, Nonce: p.nonce, Env: req.Env, Terminal: term,
+		Sandbox: p.sandbox}
 	data, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -131,6 +136,11 @@ func (rt *Runtime) startSupervised(ctx context.Context, p *process, spec supervi
 		return err
 	}
 	spec.Env, spec.Dir = p.env, p.dir
+	// The agent runs sandboxed under its supervisor, which stays outside
+	// to hold its pipes and spool.
+	if spec.Program, spec.Args, err = p.command(spec.Program, spec.Args); err != nil {
+		return err
+	}
 	h, err := supervisor.Start(ctx, *rt.cfg.Supervisor, dir, spec)
 	if err != nil {
 		return err
@@ -485,7 +495,7 @@ func (rt *Runtime) attachBetweenTurns(ctx context.Context, ref eventstore.Refere
 		}
 	}
 	p := &process{ref: ref, adapter: adapter, driver: driver, descriptor: st.ProtocolDescriptor, shape: info.Shape, nonce: info.Nonce,
-		env: rt.agentEnv(ref, info.Env, info.Nonce), dir: st.WorkingDirectory, done: make(chan struct{}), source: eventstore.ObservedProviderOutput,
+		env: rt.agentEnv(ref, info.Env, info.Nonce), dir: st.WorkingDirectory, sandbox: info.Sandbox, done: make(chan struct{}), source: eventstore.ObservedProviderOutput,
 		children: prefixes, sessionID: session, turns: ended, awaiting: true}
 	if err := rt.markHosted(ref); err != nil {
 		return false, err

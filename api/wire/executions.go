@@ -103,6 +103,23 @@ type LaunchRequest struct {
 	// daemon that takes the launch run it, or a host with room when it
 	// has none.
 	Placement *Placement `json:"placement,omitempty"`
+	// Sandbox runs the agent under bubblewrap, or not; nil takes the
+	// daemon's default (serve --sandbox).
+	Sandbox *LaunchSandbox `json:"sandbox,omitempty"`
+}
+
+// LaunchSandbox is what a launch asks of the sandbox its agent runs in
+// (docs/architecture.md, Sandboxed agents).
+type LaunchSandbox struct {
+	// Enabled runs the agent sandboxed; false opts out of the daemon's
+	// default, refused by a daemon that requires the sandbox.
+	Enabled bool `json:"enabled"`
+	// Network is host (the default: the model's API, and loopback) or
+	// none; empty takes the daemon's.
+	Network string `json:"network,omitempty"`
+	// Write are more absolute paths the agent may change, besides its
+	// working directory and its CLI's state directories.
+	Write []string `json:"write,omitempty"`
 }
 
 // Placement constrains where a launch runs in the fleet.

@@ -205,7 +205,7 @@ type LaunchCommand struct{ env *Env }
 
 var launchSpec = cmdSpec{
 	Name: "launch",
-	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--host NAME] [--on KEY=VALUE]... [--env-profile NAME] [--json] -- CMD ARGS...",
+	Args: "[--owner ENTITY/ID] [--agent " + strings.Join(runtime.Adapters(), "|") + "] [--interactive] [--prompt TEXT] [--seed S] [--dir DIR] [--timeout DURATION] [--dispatch-mode MODE [--scheduled-for TIME] [--origin-surface S] [--origin-product P]] [--host NAME] [--on KEY=VALUE]... [--env-profile NAME] [--sandbox[=false]] [--sandbox-network host|none] [--sandbox-write PATH]... [--json] -- CMD ARGS...",
 	Summary: `Start an agent in the running daemon (see serve) and print its execution
 id. The daemon runs and journals it like run does, but in the background: the
 agent outlives this command, and send, observe, stop and tail reach it by its
@@ -230,12 +230,24 @@ daemon first. Without them the daemon runs it itself, unless it has no room
 and another host has. The launch, its environment included, is handed to
 the chosen host; --dir and the command are paths on that host.
 
+--sandbox runs the agent under bubblewrap (bwrap): the whole file system
+read-only but for --dir, the agent CLI's state directories (such as
+~/.claude) and each --sandbox-write PATH; the daemon's data directory, API
+token, NATS secret and environment profiles absent; a private /tmp and
+process namespace. --sandbox-network none leaves it loopback only; host, the
+default, lets it reach its model's API and the host's loopback ports. A daemon
+started with serve --sandbox sandboxes every launch but one given
+--sandbox=false (refused under serve --sandbox=required). A host that cannot
+make a sandbox refuses the launch and says why; nothing runs unconfined. The
+journal header records the policy.
+
 With --json, print the daemon's answer: the journal reference and the state.`,
 	Example: "agentjournal launch -- ./my-agent --flag\n" +
 		"agentjournal launch --owner Task/t-42 --prompt \"summarize the open issues\" -- ./my-agent\n" +
 		"agentjournal launch --agent claude-code --interactive --prompt \"fix the failing test\"\n" +
 		"agentjournal launch --dispatch-mode queued --origin-surface mobile --origin-product flowmonk --prompt \"triage\" -- ./my-agent\n" +
-		"agentjournal launch --scheduled-for 2h --prompt \"nightly report\" -- ./my-agent",
+		"agentjournal launch --scheduled-for 2h --prompt \"nightly report\" -- ./my-agent\n" +
+		"agentjournal launch --agent claude-code --sandbox --prompt \"fix the failing test\"",
 }
 
 // Run implements Command.
@@ -260,6 +272,8 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 	host := fs.String("host", "", "run the launch on the fleet's host `NAME` ('agentjournal hosts')")
 	var on labelFlag
 	fs.Var(&on, "on", "run the launch on a host with the label `KEY=VALUE` (repeatable; serve --label)")
+	var sbx sandboxFlags
+	sbx.register(fs)
 	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON")
 	command, err := launchSpec.parseCommand(fs, args)
 	if err != nil {
@@ -288,6 +302,9 @@ func (c *LaunchCommand) Run(ctx context.Context, args []string) error {
 		req.Posture = eventstore.PostureStructuredInteractive
 	}
 	req.EnvProfile = *profile
+	if req.Sandbox, err = sbx.request(); err != nil {
+		return launchSpec.usageErr(fs, "%v", err)
+	}
 	if *host != "" || len(on.m) > 0 {
 		if *host != "" {
 			if err := fleet.ValidName(*host); err != nil {

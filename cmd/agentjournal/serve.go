@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,7 +30,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]... [--env-profile NAME=FILE]...",
+	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]... [--env-profile NAME=FILE]... [--sandbox[=required]] [--sandbox-network host|none] [--sandbox-write PATH]...",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -100,7 +101,16 @@ is defined.
 Launches with dispatch mode queued or scheduled (launch --dispatch-mode) wait
 in the daemon's queue until fewer than --max-running agents run here (the
 number of CPUs by default); what they need to start is kept in DATA/queue
-(0600), so they wait again after a restart. 'agentjournal queue' lists them.`,
+(0600), so they wait again after a restart. 'agentjournal queue' lists them.
+
+--sandbox runs every agent under bubblewrap unless its launch says
+--sandbox=false (launch --sandbox), and --sandbox=required every agent, a
+launch that opts out refused; without it only launches that ask are
+sandboxed. A sandboxed agent finds the file system read-only but for its
+working directory, its CLI's state directories and --sandbox-write paths, and
+the data directory, the token file, the NATS secret file and the environment
+profiles' files absent. serve --sandbox refuses to start on a host where
+bwrap cannot make a sandbox.`,
 	Example: "agentjournal serve\nagentjournal serve --listen 127.0.0.1:7700 --nats-listen 127.0.0.1:4222\nagentjournal --nats-url nats://127.0.0.1:4222 --data /tmp/second serve --listen 127.0.0.1:7701\n" +
 		"agentjournal --data /srv/aj1 serve --cluster-name aj --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 --token-file /srv/aj1/token",
 }
@@ -130,6 +140,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs.Var(&limits, "limit", "run at most `AGENT=N` executions of that agent kind across the fleet (repeatable, e.g. --limit claude-code=5; the same on every daemon)")
 	lease := fs.Duration("lease", fleet.DefaultLease, "how long this host may go unheard before the others take it for lost")
 	replicas := fs.Int("replicas", 0, "keep the log on `N` nodes: 1 on its own, 3 in a cluster unless given; more than 1 needs a cluster")
+	var sbxMode sandboxModeFlag
+	fs.Var(&sbxMode, "sandbox", "run every agent under bubblewrap unless its launch says --sandbox=false; --sandbox=required refuses such a launch (default: only launches that ask)")
+	sbxNetwork := fs.String("sandbox-network", "", sandboxNetworkHelp+" (default host)")
+	var sbxWrite pathsFlag
+	fs.Var(&sbxWrite, "sandbox-write", "let every sandboxed agent change `PATH` too (repeatable)")
 	pos, err := serveSpec.parse(fs, args)
 	if err != nil {
 		return err
@@ -204,6 +219,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	cfg.Snapshots, cfg.MaxRunning, cfg.PolicyPartitions = bool(*snapshots), *maxRunning, *partitions
 	cfg.HostName, cfg.Labels, cfg.Lease, cfg.MinFreeMemory, cfg.Limits = *hostName, labels.m, *lease, floor, limits.m
 	cfg.EnvProfiles = profiles.m
+	if cfg.Sandbox, err = c.sandboxConfig(ctx, sbxMode.mode, *sbxNetwork, sbxWrite, profiles.files); err != nil {
+		return serveSpec.usageErr(fs, "%v", err)
+	}
 	return c.serve(ctx, cfg)
 }
 
@@ -373,7 +391,11 @@ func (l *limitFlag) Set(s string) error {
 }
 
 // profileFlag loads repeated --env-profile NAME=FILE flags.
-type profileFlag struct{ m map[string][]string }
+type profileFlag struct {
+	m map[string][]string
+	// files are the profiles' files, which no sandboxed agent may read.
+	files []string
+}
 
 func (p *profileFlag) String() string { return strings.Join(slices.Sorted(maps.Keys(p.m)), ",") }
 
@@ -390,6 +412,9 @@ func (p *profileFlag) Set(s string) error {
 		p.m = map[string][]string{}
 	}
 	p.m[name] = vars
+	if abs, err := filepath.Abs(path); err == nil {
+		p.files = append(p.files, abs)
+	}
 	return nil
 }
 

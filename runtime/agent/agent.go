@@ -189,6 +189,13 @@ type Capabilities struct {
 	// NativeFork: the CLI branches a session of its own at a message (a
 	// fork hands it the session and the message).
 	NativeFork bool
+	// StatePaths are where the CLI keeps its own state (sessions,
+	// settings, credentials), relative to the agent's HOME; a directory
+	// ends with a slash. A sandboxed launch leaves them writable.
+	StatePaths []string
+	// StateEnv are variables that, when set, name a state directory of
+	// the CLI's instead (CODEX_HOME), writable in a sandbox too.
+	StateEnv []string
 }
 
 // Agent describes one kind of agent CLI and makes the drivers of its

@@ -28,6 +28,17 @@ func UserCommand(command []string, program string) (string, []string) {
 	return program, nil
 }
 
+// LookupEnv is the value of key in env, the last one when it is set twice
+// (as exec does), "" when it is not set.
+func LookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
 // SessionShapes are the shapes of a CLI with a session of its own: a
 // conversation, its default, or one shot.
 func SessionShapes() []eventstore.SessionShape {

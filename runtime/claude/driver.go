@@ -33,7 +33,8 @@ func (Agent) Provider() string { return agent.ClaudeCode }
 // Capabilities: Claude Code resumes its sessions and forks them at a
 // message (--fork-session, --resume-session-at).
 func (Agent) Capabilities() agent.Capabilities {
-	return agent.Capabilities{Protocol: agent.ProtocolStreamJSON, NativeResume: true, NativeFork: true}
+	return agent.Capabilities{Protocol: agent.ProtocolStreamJSON, NativeResume: true, NativeFork: true,
+		StatePaths: []string{".claude/", ".claude.json"}, StateEnv: []string{"CLAUDE_CONFIG_DIR"}}
 }
 
 func (Agent) Shapes() []eventstore.SessionShape { return agent.SessionShapes() }

@@ -14,6 +14,13 @@ import (
 // interactive TUI's) nor cut it at a turn.
 type Agent struct{ agent.TurnAgent }
 
+// Capabilities are an exec CLI's, with Codex's state directory.
+func (a Agent) Capabilities() agent.Capabilities {
+	c := a.TurnAgent.Capabilities()
+	c.StatePaths, c.StateEnv = []string{".codex/"}, []string{"CODEX_HOME"}
+	return c
+}
+
 var _ agent.Agent = Agent{}
 
 // policy is the sandbox and approval policy of every Codex launch, as

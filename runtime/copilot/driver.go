@@ -19,6 +19,13 @@ import (
 // one nor cuts it at a turn.
 type Agent struct{ agent.TurnAgent }
 
+// Capabilities are an exec CLI's, with Copilot CLI's state directory.
+func (a Agent) Capabilities() agent.Capabilities {
+	c := a.TurnAgent.Capabilities()
+	c.StatePaths, c.StateEnv = []string{".copilot/"}, []string{"COPILOT_HOME"}
+	return c
+}
+
 var _ agent.Agent = Agent{}
 
 var policy = []string{"--allow-all-tools"}
@@ -92,9 +99,9 @@ func (d *Driver) Session() string {
 // COPILOT_HOME defaulting to $HOME/.copilot as Copilot CLI's does.
 func (d *Driver) SideLog(env []string) string {
 	session := d.Session()
-	home := lookupEnv(env, "COPILOT_HOME")
+	home := agent.LookupEnv(env, "COPILOT_HOME")
 	if home == "" {
-		if h := lookupEnv(env, "HOME"); h != "" {
+		if h := agent.LookupEnv(env, "HOME"); h != "" {
 			home = filepath.Join(h, ".copilot")
 		}
 	}
@@ -102,17 +109,6 @@ func (d *Driver) SideLog(env []string) string {
 		return ""
 	}
 	return filepath.Join(home, "session-state", session, "events.jsonl")
-}
-
-// lookupEnv is the value of key in env, the last one when it is set twice
-// (as exec does).
-func lookupEnv(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 // newUUID returns a random (version 4) UUID.
