@@ -94,12 +94,8 @@ func quick(ctx context.Context, log Log, applied Applied) (findings, []journal, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("check for damage: %w", err)
 	}
-	if sr, ok := log.(StateReader); ok {
-		st, err := sr.LogState(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("check for damage: %w", err)
-		}
-		checkState(st, refs, fs)
+	if err := addState(ctx, log, refs, fs); err != nil {
+		return nil, nil, err
 	}
 	js, err := heads(ctx, log, refs)
 	if err != nil {
@@ -129,6 +125,35 @@ func quick(ctx context.Context, log Log, applied Applied) (findings, []journal, 
 		fs.add(Finding{AgentExecutionID: s.ID, JournalID: j.ref.JournalID, Missing: []Span{{held + 1, s.LastSequence}}, Why: []string{why}})
 	}
 	return fs, js, nil
+}
+
+// Lost returns what the log's state says it lost (StateReader), nothing
+// for a Log that cannot say: the part of Quick that reads no journal.
+func Lost(ctx context.Context, log Log) ([]Finding, error) {
+	refs, err := log.Journals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check for damage: %w", err)
+	}
+	fs := findings{}
+	if err := addState(ctx, log, refs, fs); err != nil {
+		return nil, err
+	}
+	return fs.list(), nil
+}
+
+// addState adds what the log's state says it lost, its journals' counts
+// refs read before it.
+func addState(ctx context.Context, log Log, refs []eventstore.Reference, fs findings) error {
+	sr, ok := log.(StateReader)
+	if !ok {
+		return nil
+	}
+	st, err := sr.LogState(ctx)
+	if err != nil {
+		return fmt.Errorf("check for damage: %w", err)
+	}
+	checkState(st, refs, fs)
+	return nil
 }
 
 // checkState adds what the log's state says it lost.
@@ -195,46 +220,16 @@ func heads(ctx context.Context, log Log, refs []eventstore.Reference) ([]journal
 // readAll reads the whole log once, following every journal's sequence
 // and the log's offsets, and adds what is missing or does not decode.
 func readAll(ctx context.Context, log Log, js []journal, fs findings) (uint64, error) {
-	type seen struct {
-		id   string
-		next uint64
-	}
-	journals := map[string]*seen{}
-	var prev, read uint64
+	t := NewTally(1)
+	t.found = fs
 	for e, err := range log.ReadLog(ctx, 1) {
-		var undecodable *eventstore.OffsetError
-		switch {
-		case errors.As(err, &undecodable):
-			// It holds its offset and its journal's sequence, but which
-			// journal is not known: the journal's next record is then
-			// found one sequence on, and named missing there.
-			fs.add(Finding{Why: []string{fmt.Sprintf("the record at offset %d does not decode: %v", undecodable.Offset, undecodable.Err)}})
-			prev = max(prev, undecodable.Offset)
-			continue
-		case err != nil:
-			return read, fmt.Errorf("check for damage: read the log: %w", err)
+		if err := t.Add(e, err); err != nil {
+			return t.read, fmt.Errorf("check for damage: read the log: %w", err)
 		}
-		read++
-		if e.Offset > prev+1 {
-			fs.add(Finding{Missing: []Span{{prev + 1, e.Offset - 1}}, Why: []string{"a read of the whole log skips offsets"}})
-		}
-		prev = max(prev, e.Offset)
-		b := e.Record.RecordBase()
-		s, ok := journals[b.JournalID]
-		if !ok {
-			s = &seen{id: b.AgentExecutionID, next: 1}
-			journals[b.JournalID] = s
-		}
-		if b.Sequence > s.next {
-			fs.add(Finding{AgentExecutionID: b.AgentExecutionID, JournalID: b.JournalID,
-				Missing: []Span{{s.next, b.Sequence - 1}}, Why: []string{"a read of the whole log skips them"}})
-		}
-		s.next = max(s.next, b.Sequence+1)
 	}
 	for _, j := range js {
-		s, ok := journals[j.ref.JournalID]
 		last := uint64(0)
-		if ok {
+		if s, ok := t.journals[j.ref.JournalID]; ok {
 			last = s.next - 1
 		}
 		// Records appended after the read began are past the head read
@@ -244,5 +239,5 @@ func readAll(ctx context.Context, log Log, js []journal, fs findings) (uint64, e
 				Missing: []Span{{last + 1, j.head}}, Why: []string{fmt.Sprintf("a read of the whole log ends at sequence %d, before its last record %d", last, j.head)}})
 		}
 	}
-	return read, nil
+	return t.read, nil
 }
