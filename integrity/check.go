@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -15,7 +17,7 @@ import (
 type Log interface {
 	Journals(ctx context.Context) ([]eventstore.Reference, error)
 	Head(ctx context.Context, ref eventstore.Reference) (eventstore.Reference, error)
-	ReadLog(ctx context.Context, fromOffset uint64) iter.Seq2[eventstore.Entry, error]
+	ReadJournal(ctx context.Context, ref eventstore.Reference, fromSeq uint64) iter.Seq2[eventstore.Entry, error]
 }
 
 // StateReader is a Log that can say what it knows it lost
@@ -57,18 +59,28 @@ func Quick(ctx context.Context, log Log, applied Applied) (Report, error) {
 	return Report{Journals: len(js), Findings: fs.list()}, nil
 }
 
-// Deep is Quick and a read of the whole log: every offset and every
-// journal sequence accounted for, and every record decoded.
-func Deep(ctx context.Context, log Log, applied Applied) (Report, error) {
+// Deep is Quick and a read of every journal whole (of the executions
+// named, when ids are given): every sequence accounted for, and every
+// record decoded.
+func Deep(ctx context.Context, log Log, applied Applied, ids ...string) (Report, error) {
 	fs, js, err := quick(ctx, log, applied)
 	if err != nil {
 		return Report{}, err
 	}
-	n, err := readAll(ctx, log, js, fs)
-	if err != nil {
-		return Report{}, err
+	var n uint64
+	read := 0
+	for _, j := range js {
+		if len(ids) > 0 && !slices.Contains(ids, j.ref.AgentExecutionID) {
+			continue
+		}
+		read++
+		got, err := readJournal(ctx, log, j, fs)
+		if err != nil {
+			return Report{}, err
+		}
+		n += got
 	}
-	return Report{Journals: len(js), Records: n, Findings: fs.list()}, nil
+	return Report{Journals: read, Records: n, Findings: fs.list()}, nil
 }
 
 // journal is what quick learnt of one journal.
@@ -158,7 +170,7 @@ func addState(ctx context.Context, log Log, refs []eventstore.Reference, fs find
 
 // checkState adds what the log's state says it lost.
 func checkState(st eventstore.LogState, refs []eventstore.Reference, fs findings) {
-	if st.Deleted > 0 {
+	if st.Deleted > 0 && st.Records > 0 {
 		// The log refuses deletes: every deleted offset was lost.
 		fs.add(Finding{Missing: offsetSpans(st.DeletedOffsets),
 			Why: []string{fmt.Sprintf("the log lost %d records between offsets %d and %d", st.Deleted, st.FirstOffset, st.LastOffset)}})
@@ -217,27 +229,32 @@ func heads(ctx context.Context, log Log, refs []eventstore.Reference) ([]journal
 	return js, errors.Join(errs...)
 }
 
-// readAll reads the whole log once, following every journal's sequence
-// and the log's offsets, and adds what is missing or does not decode.
-func readAll(ctx context.Context, log Log, js []journal, fs findings) (uint64, error) {
-	t := NewTally(1)
-	t.found = fs
-	for e, err := range log.ReadLog(ctx, 1) {
-		if err := t.Add(e, err); err != nil {
-			return t.read, fmt.Errorf("check for damage: read the log: %w", err)
-		}
-	}
-	for _, j := range js {
-		last := uint64(0)
-		if s, ok := t.journals[j.ref.JournalID]; ok {
-			last = s.next - 1
-		}
-		// Records appended after the read began are past the head read
-		// before it, so only a read that stops short of the head is told.
-		if last < j.head {
+// readJournal reads one journal whole and adds what it lacks or cannot
+// decode; it returns the count of records read.
+func readJournal(ctx context.Context, log Log, j journal, fs findings) (uint64, error) {
+	var n uint64
+	for e, err := range log.ReadJournal(ctx, j.ref, 1) {
+		switch {
+		case errors.Is(err, eventstore.ErrGap):
+			// Said in the reader's words, which a daemon passes on as
+			// they are (the sequences missing), so that a check through
+			// a daemon says what one on the log itself says.
+			why, _, _ := strings.Cut(err.Error(), "; restore")
+			fs.add(Finding{AgentExecutionID: j.ref.AgentExecutionID, JournalID: j.ref.JournalID, Why: []string{why}})
+			return n, nil
+		case errors.Is(err, eventstore.ErrJournalNotFound):
+			// Counted, and none of its records held: quick said so.
+			return n, nil
+		case err != nil && e.Record == nil && e.Offset == 0:
+			return n, fmt.Errorf("check for damage: %w", err)
+		case err != nil:
+			// A record that does not decode holds its place; the read
+			// goes on.
 			fs.add(Finding{AgentExecutionID: j.ref.AgentExecutionID, JournalID: j.ref.JournalID,
-				Missing: []Span{{last + 1, j.head}}, Why: []string{fmt.Sprintf("a read of the whole log ends at sequence %d, before its last record %d", last, j.head)}})
+				Why: []string{fmt.Sprintf("the record at offset %d does not decode: %v", e.Offset, err)}})
+		default:
+			n++
 		}
 	}
-	return t.read, nil
+	return n, nil
 }

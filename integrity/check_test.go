@@ -102,7 +102,7 @@ func TestChecksFindEachDamage(t *testing.T) {
 				if f.AgentExecutionID == "" {
 					continue
 				}
-				if text := f.String(); !strings.Contains(text, "lacks sequences") || !strings.Contains(text, "restore it from an export") {
+				if text := f.String(); !strings.Contains(text, "lacks sequence") || !strings.Contains(text, "restore it from an export") {
 					t.Errorf("finding %q does not say what is missing and what to do", text)
 				}
 			}

@@ -19,8 +19,12 @@
 //     when the middle of a block is cut out;
 //   - the read model's applied last sequence of each execution, the only
 //     witness of a lost tail: the log counts and heads agree there;
-//   - and, in the deep form, a read of the whole log, which alone finds a
-//     hole that changes none of the above (bytes of a block overwritten).
+//   - and, in the deep form, a read of every journal whole, which alone
+//     finds a hole that changes none of the above (bytes of a block
+//     overwritten) and the records that do not decode.
+//
+// A Tally follows a read of the log in log order for the offsets and the
+// journal sequences it skips, for a reader that prints the log.
 //
 // The package reads the log and the read model; it does not open, repair
 // or write either. Restoring a damaged journal is an import of its export.

@@ -39,7 +39,7 @@ func (f Finding) String() string {
 		if len(f.Missing) > 0 {
 			b.WriteString(" lacks sequences " + spans(f.Missing))
 		} else {
-			b.WriteString(" lost records")
+			b.WriteString(" is damaged")
 		}
 	}
 	if len(f.Why) > 0 {

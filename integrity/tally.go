@@ -2,19 +2,16 @@ package integrity
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 )
 
 // Tally follows records read in log order (ReadLog) and tells what is
 // missing between them: offsets the log skips and sequences a journal
-// skips. Deep reads the whole log through one; 'agentjournal log' keeps
-// one while it prints.
+// skips. 'agentjournal log' keeps one while it prints.
 type Tally struct {
 	prev     uint64 // the last offset read
 	from     uint64
-	read     uint64
 	journals map[string]*seen // by journal id
 	found    findings
 }
@@ -37,15 +34,16 @@ func (t *Tally) Add(e eventstore.Entry, err error) error {
 	var undecodable *eventstore.OffsetError
 	switch {
 	case errors.As(err, &undecodable):
-		// Which journal it belongs to is not known: that journal's next
-		// record is then found one sequence on, and named missing there.
-		t.found.add(Finding{Why: []string{fmt.Sprintf("the record at offset %d does not decode: %v", undecodable.Offset, undecodable.Err)}})
+		// Its reader says so; here it holds its offset. Which journal it
+		// belongs to is not known: that journal's next record is found
+		// one sequence on, and named missing there.
 		t.prev = max(t.prev, undecodable.Offset)
 		return nil
 	case err != nil:
 		return err
+	case e.Record == nil:
+		return nil
 	}
-	t.read++
 	if e.Offset > t.prev+1 {
 		// The log refuses deletes: an offset skipped was lost.
 		t.found.add(Finding{Missing: []Span{{t.prev + 1, e.Offset - 1}}, Why: []string{"a read of the log skips offsets"}})

@@ -67,8 +67,8 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 var errMissing = errors.New("records are missing from the log (see above); 'agentjournal journal verify' checks every journal")
 
 // missing names on w what the log lacks: what the read skipped (tally),
-// what the log's state says it lost, or, through a daemon, what the
-// daemon's checks found; errMissing when anything is.
+// and what the log's state says it lost, which through a daemon is the
+// log's finding of the daemon's checks; errMissing when anything is.
 func missing(ctx context.Context, w io.Writer, s eventstore.Store, tally *integrity.Tally) error {
 	var lines []string
 	for _, f := range tally.Findings() {
@@ -79,7 +79,11 @@ func missing(ctx context.Context, w io.Writer, s eventstore.Store, tally *integr
 		if err != nil {
 			return err
 		}
-		lines = append(lines, found...)
+		for _, l := range found {
+			if damagedExecution(l) == "" {
+				lines = append(lines, l)
+			}
+		}
 	} else {
 		found, err := integrity.Lost(ctx, s)
 		if err != nil {
@@ -107,16 +111,14 @@ type undecodable struct {
 }
 
 // skip reports err and returns true when it is a record that cannot be
-// decoded, which log passes over; other errors end log. It tallies e.
-func (u *undecodable) skip(e eventstore.Entry, err error) bool {
+// decoded, which log passes over (it holds its offset in the tally); other
+// errors end log.
+func (u *undecodable) skip(err error) bool {
 	var oe *eventstore.OffsetError
 	if !errors.As(err, &oe) {
-		if err == nil {
-			u.tally.Add(e, nil)
-		}
 		return false
 	}
-	u.tally.Add(e, err)
+	u.tally.Add(eventstore.Entry{}, err)
 	u.count++
 	// The error may quote what a foreign writer stored.
 	writeLine(u.w, "agentjournal: skipped the record at offset %d: %v", oe.Offset, oe.Err)
@@ -142,12 +144,13 @@ func printLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.S
 	}
 	n := 0
 	for e, err := range s.ReadLog(ctx, from) {
-		if bad.skip(e, err) {
+		if bad.skip(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		bad.tally.Add(e, nil)
 		if err := writeLogEntry(w, e, asJSON); err != nil {
 			return err
 		}
@@ -188,7 +191,7 @@ func followLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.
 	}
 	n := 0
 	for batch, err := range f.Follow(ctx, from, 256) {
-		if bad.skip(eventstore.Entry{}, err) {
+		if bad.skip(err) {
 			continue
 		}
 		if err != nil {

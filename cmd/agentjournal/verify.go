@@ -25,8 +25,7 @@ name every journal that lost records, or the one named: the offsets the log
 says it lost, each journal's last record against the count the log keeps of
 it, the read model's last applied record of each execution against the log
 (the one witness of a journal whose newest records were lost), and a read of
-the whole log for sequences and offsets it skips and records that do not
-decode. Through a running daemon, what the daemon's own checks found is
+each journal whole for sequences it skips and records that do not decode. Through a running daemon, what the daemon's own checks found is
 named too. Prints one line per damaged journal (and one for the log when it
 lost records it cannot place) and a summary; exits 1 when anything is
 damaged.
@@ -67,11 +66,15 @@ func (c *JournalVerifyCommand) Run(ctx context.Context, args []string) error {
 		}
 		applied, closeApplied := c.env.readModel(s)
 		defer closeApplied()
-		rep, err := integrity.Deep(ctx, s, applied)
+		var ids []string
+		if only != "" {
+			ids = []string{only}
+		}
+		rep, err := integrity.Deep(ctx, s, applied, ids...)
 		if err != nil {
 			return err
 		}
-		damaged, journals := 0, rep.Journals
+		damaged := 0
 		named := map[string]bool{}
 		for _, f := range rep.Findings {
 			if only != "" && f.AgentExecutionID != "" && f.AgentExecutionID != only {
@@ -97,13 +100,14 @@ func (c *JournalVerifyCommand) Run(ctx context.Context, args []string) error {
 				}
 				damaged++
 				named[id] = true
-				writeLine(c.env.Stdout, "damaged (found by the daemon): %s", line)
+				if id == "" {
+					writeLine(c.env.Stdout, "damaged log: %s", line)
+				} else {
+					writeLine(c.env.Stdout, "damaged %s: %s", id, line)
+				}
 			}
 		}
-		if only != "" {
-			journals = 1
-		}
-		writeLine(c.env.Stdout, "%d journals, %d records read, %d damaged", journals, rep.Records, damaged)
+		writeLine(c.env.Stdout, "%d journals, %d records read, %d damaged", rep.Journals, rep.Records, damaged)
 		if damaged > 0 {
 			return errDamaged
 		}
