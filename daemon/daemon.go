@@ -167,7 +167,7 @@ func (d *Daemon) checkDamage(ctx context.Context) {
 	d.tellDamage(rep.Findings)
 }
 
-// checkDamageDeep reads the whole log in the background (integrity.Deep)
+// checkDamageDeep reads every journal whole in the background (integrity.Deep)
 // for the holes the quick check cannot see, and adds them to the guard.
 // Close stops it.
 func (d *Daemon) checkDamageDeep() {
@@ -178,7 +178,7 @@ func (d *Daemon) checkDamageDeep() {
 		rep, err := integrity.Deep(ctx, d.store, d.views)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.logger.Warn("read the whole log for damage", "err", err)
+				d.logger.Warn("read every journal for damage", "err", err)
 			}
 			return
 		}

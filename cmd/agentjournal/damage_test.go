@@ -15,7 +15,7 @@ import (
 // damaged it (a lost tail, the block cut short, 64 bytes zeroed), with the
 // daemon stopped. journal verify, log and log --json on the stopped data
 // directory exit 1 naming what is missing; the daemon started on it finds
-// the damage (at start, or by its read of the whole log in the background
+// the damage (at start, or by its read of every journal in the background
 // for the hole that changes no count), says so in /healthz, refuses writes
 // to the journals that lost records, and writes nothing to them itself: its
 // recovery of runs left running skips them, so a journal whose end was lost
