@@ -76,6 +76,8 @@ func toAPIError(err error) *apiError {
 		return validationError(ve)
 	case errors.Is(err, eventstore.ErrUnavailable):
 		return unavailable("the log did not answer: %v; retry later", err)
+	case errors.Is(err, eventstore.ErrDamaged):
+		return damagedError(err)
 	case errors.Is(err, eventstore.ErrGap):
 		// The data is damaged, not the request: say which journal lacks
 		// what, so an operator can restore it.

@@ -18,6 +18,7 @@ import (
 	"github.com/agentjournal/agentjournal/api/web"
 	"github.com/agentjournal/agentjournal/api/wire"
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/integrity"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/search"
 	"github.com/agentjournal/agentjournal/terminal"
@@ -118,6 +119,10 @@ type Config struct {
 	// that reason, instead of waiting for the log until it times out. A
 	// daemon joined to another's NATS sets it to its connection's state.
 	LogReachable func() error
+	// Damage holds the journals found damaged (integrity): writes to them
+	// are refused with code damaged and /healthz names them. The daemon
+	// fills it before anything writes (daemon.Open); nil holds nothing.
+	Damage *integrity.Guard
 	// DiskSpace, when set, returns the last measurement of the disk that
 	// holds the log, and false when there is none; /healthz shows it and a
 	// disk_full answer quotes it.
@@ -234,10 +239,6 @@ type Server struct {
 	// stalledAt is one more than the checkpoint at which a wait for told
 	// ran out (readable), zero when none did.
 	stalledAt atomic.Uint64
-
-	// damage is what the check of the log at start found (damage.go).
-	damageMu sync.Mutex
-	damage   map[string]string // execution id → what it lost
 }
 
 // New returns a server over cfg.
@@ -550,9 +551,6 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	s.started = true
-	// Before any request: a write to a damaged journal must be refused
-	// from the first one.
-	s.checkDamage(ctx)
 	s.wg.Go(func() { s.publish(ctx) })
 	return nil
 }

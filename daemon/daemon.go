@@ -18,6 +18,7 @@ import (
 	"github.com/agentjournal/agentjournal/bus"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fleet"
+	"github.com/agentjournal/agentjournal/integrity"
 	"github.com/agentjournal/agentjournal/policy"
 	"github.com/agentjournal/agentjournal/projections"
 	"github.com/agentjournal/agentjournal/runtime"
@@ -40,6 +41,9 @@ type Daemon struct {
 	terms *terminal.Registry
 	rt    *runtime.Runtime
 	fleet *fleet.Fleet
+	// damage holds the journals found damaged; the store refuses writes
+	// to them (checkDamage).
+	damage integrity.Guard
 	// member is fleet, for the runtime's shared queue, which may be asked
 	// before Join returns.
 	member atomic.Pointer[fleet.Fleet]
@@ -106,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.onClose("bus", func(context.Context) error { return d.bus.Close() })
-	d.store, err = eventstore.OpenJetStream(ctx, d.bus.JetStream(), eventstore.JetStreamConfig{Stream: d.bus.StreamName()})
+	d.store, err = eventstore.OpenJetStream(ctx, d.bus.JetStream(), eventstore.JetStreamConfig{Stream: d.bus.StreamName(), Refuse: d.damage.Refuse})
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.openViews(ctx); err != nil {
 		return nil, err
 	}
+	// Before anything writes (the policy, the recovery, the API): a
+	// journal that lost records must take none.
+	d.checkDamage(ctx)
 	if !cfg.NoSearch {
 		if err := d.openSearch(); err != nil {
 			return nil, err
@@ -143,7 +150,60 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.serve(ln, decisions, share); err != nil {
 		return nil, err
 	}
+	d.checkDamageDeep()
 	return d, nil
+}
+
+// checkDamage runs the quick check of the log (integrity.Quick) and puts
+// what it finds in the guard the store asks before every write. A check
+// that fails is logged and the daemon starts: damage it would have found
+// is still met by reads, which refuse a journal with a hole.
+func (d *Daemon) checkDamage(ctx context.Context) {
+	rep, err := integrity.Quick(ctx, d.store, d.views)
+	if err != nil {
+		d.logger.Warn("check the log for damage", "err", err)
+		return
+	}
+	d.tellDamage(rep.Findings)
+}
+
+// checkDamageDeep reads every journal whole in the background (integrity.Deep)
+// for the holes the quick check cannot see, and adds them to the guard.
+// Close stops it.
+func (d *Daemon) checkDamageDeep() {
+	ctx, cancel := context.WithCancel(d.work)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rep, err := integrity.Deep(ctx, d.store, d.views)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.logger.Warn("read every journal for damage", "err", err)
+			}
+			return
+		}
+		d.tellDamage(rep.Findings)
+	}()
+	d.onClose("check for damage", func(context.Context) error {
+		cancel()
+		<-done
+		return nil
+	})
+}
+
+// tellDamage logs the findings not known yet and guards their journals.
+func (d *Daemon) tellDamage(found []integrity.Finding) {
+	known := map[string]bool{}
+	for _, f := range d.damage.Findings() {
+		known[f.String()] = true
+	}
+	for _, f := range found {
+		if known[f.String()] {
+			continue
+		}
+		d.logger.Error("damaged log: records were lost; the journals that lost them take no writes", "damage", f.String())
+	}
+	d.damage.Add(found...)
 }
 
 // joinFleet makes this daemon a host of the fleet on its log before it
@@ -485,6 +545,7 @@ func (d *Daemon) serve(ln net.Listener, decisions *api.Decisions, share func() a
 	}
 	acfg.PolicyShare = share
 	acfg.Fleet = d.fleet
+	acfg.Damage = &d.damage
 	if d.cfg.ConfigureAPI != nil {
 		d.cfg.ConfigureAPI(&acfg)
 	}

@@ -47,6 +47,9 @@ func (s *JetStreamStore) AppendBatch(ctx context.Context, ref Reference, records
 	if len(records) == 0 {
 		return nil
 	}
+	if err := s.Refused(ref); err != nil {
+		return fmt.Errorf("append batch to %s: %w", ref, err)
+	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -33,6 +33,10 @@ var (
 	// ErrGap reports a journal whose stored sequence skips numbers: records
 	// were lost from the log (a damaged or truncated file). See GapError.
 	ErrGap = errors.New("eventstore: records missing from a journal")
+	// ErrDamaged reports a write refused because the journal is known to
+	// have lost records (JetStreamConfig.Refuse): its next record would
+	// take the sequence of a lost one, or build on a state that misses it.
+	ErrDamaged = errors.New("eventstore: journal damaged")
 	// ErrDiskFull reports a write refused because the disk that holds the
 	// log, or the log's storage limit, is full. Nothing stored is lost, and
 	// writes are taken again once there is space. See IsDiskFull.

@@ -33,6 +33,12 @@ type JetStreamConfig struct {
 	UnavailableWait time.Duration
 	// Now is the clock for occurredAt; time.Now when nil.
 	Now func() time.Time
+	// Refuse, when set, is asked before every write to a journal (an
+	// append, or the header of EnsureJournal); a non-nil answer refuses
+	// the write and is returned, wrapped. It is how the journals found
+	// damaged take no more records from any writer of this store: the
+	// error should match ErrDamaged.
+	Refuse func(Reference) error
 }
 
 // JetStreamStore keeps every journal in one JetStream stream, one subject
@@ -155,6 +161,9 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 	if err := CheckLinks(ctx, s, h); err != nil {
 		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
 	}
+	if err := s.Refused(ref); err != nil {
+		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
+	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -175,6 +184,16 @@ func (s *JetStreamStore) EnsureJournal(ctx context.Context, ref Reference, h *He
 		return ref, fmt.Errorf("ensure journal %s: %w", ref, err)
 	}
 	return s.Head(ctx, ref)
+}
+
+// Refused returns why a write to ref would be refused (JetStreamConfig.Refuse),
+// nil when it would not: a writer that must not even start on a damaged
+// journal (the recovery of a run) asks first.
+func (s *JetStreamStore) Refused(ref Reference) error {
+	if s.cfg.Refuse == nil {
+		return nil
+	}
+	return s.cfg.Refuse(ref)
 }
 
 // errReplicaBehind is internal: a replica has not yet applied records the
@@ -211,6 +230,9 @@ func (s *JetStreamStore) AppendPending(ctx context.Context, ref Reference, r Rec
 	if err := refuseHeader(ref, r); err != nil {
 		return Entry{}, err
 	}
+	if err := s.Refused(ref); err != nil {
+		return Entry{}, fmt.Errorf("append to %s: %w", ref, err)
+	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -241,6 +263,9 @@ func (s *JetStreamStore) AppendAll(ctx context.Context, ref Reference, recs []Re
 		if err := refuseHeader(ref, r); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.Refused(ref); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", ref, err)
 	}
 	j := s.journal(ref.JournalID)
 	j.mu.Lock()

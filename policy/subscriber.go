@@ -255,8 +255,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // must come in log order; calls for different journals run at once.
 func (s *Subscriber) Handle(ctx context.Context, e eventstore.Entry) error {
 	err := s.handle(ctx, e)
-	if errors.Is(err, eventstore.ErrGap) {
-		// A journal with records missing cannot be decided on soundly,
+	if errors.Is(err, eventstore.ErrGap) || errors.Is(err, eventstore.ErrDamaged) {
+		// A journal with records missing cannot be decided on soundly
+		// (nor take the decision: ErrDamaged is the store refusing it),
 		// and retrying will not bring them back: the record is left
 		// undecided, for a person to restore the journal, and the log
 		// goes on for every other journal.

@@ -330,6 +330,12 @@ func (rt *Runtime) Recover(ctx context.Context, scope RecoverScope) ([]string, e
 	return ids, errors.Join(err, releaseOrphans(orphans, err == nil))
 }
 
+// refuser is a store that refuses writes to journals found damaged
+// (eventstore.JetStreamStore with a Refuse).
+type refuser interface {
+	Refused(ref eventstore.Reference) error
+}
+
 func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference, hosted map[string]bool) ([]string, error) {
 	var recovered []string
 	for _, ref := range refs {
@@ -338,6 +344,16 @@ func (rt *Runtime) recover(ctx context.Context, refs []eventstore.Reference, hos
 		rt.mu.Unlock()
 		if live {
 			continue
+		}
+		if r, ok := rt.cfg.Store.(refuser); ok {
+			if err := r.Refused(ref); err != nil {
+				// Found damaged before the recovery: its journal may read
+				// whole with its end lost, and an interruption or an end
+				// appended now would take the lost records' sequences and
+				// hide the damage for good.
+				rt.cfg.Logger.Error("recover: skip a damaged journal", "execution", ref.AgentExecutionID, "err", err)
+				continue
+			}
 		}
 		st, err := rt.replay(ctx, ref)
 		var undecodable *eventstore.OffsetError

@@ -574,6 +574,41 @@ func TestRecoverSkipsADamagedJournal(t *testing.T) {
 	}
 }
 
+// TestRecoverSkipsAJournalTheStoreRefuses: a journal found damaged before
+// the recovery (its store refuses writes to it: a lost tail, which reads
+// whole and running) gets no interruption and no end; the others are
+// recovered.
+func TestRecoverSkipsAJournalTheStoreRefuses(t *testing.T) {
+	b := fixtures.StartNATS(t)
+	ctx := context.Background()
+	refuse := func(ref eventstore.Reference) error {
+		if ref.AgentExecutionID == "ae-lost-tail" {
+			return fmt.Errorf("execution %s lost records: %w", ref.AgentExecutionID, eventstore.ErrDamaged)
+		}
+		return nil
+	}
+	s, err := eventstore.OpenJetStream(ctx, b.JetStream(), eventstore.JetStreamConfig{Stream: b.StreamName(), Refuse: refuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := fixtures.OpenStore(t, b)
+	var refs []eventstore.Reference
+	for _, id := range []string{"ae-sound", "ae-lost-tail"} {
+		refs = append(refs, fixtures.WriteJournal(t, plain, id, nil, true))
+	}
+	recovered, err := runtime.New(runtime.Config{Store: s}).Recover(ctx, runtime.RecoverAll)
+	if err != nil || fmt.Sprint(recovered) != "[ae-sound]" {
+		t.Fatalf("recovered %v, %v; want [ae-sound] and no error", recovered, err)
+	}
+	after, err := s.Lookup(ctx, refs[1].AgentExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.RecordCount != 2 {
+		t.Errorf("the refused journal holds %d records, want its 2: nothing appended", after.RecordCount)
+	}
+}
+
 // TestRecoverFailsUndeliveredMessages: a message the journal accepted but
 // whose delivery its host never recorded (the host died between the two)
 // gets a failed delivery when the execution is recovered; a message that

@@ -74,6 +74,7 @@ var (
 	_ eventstore.Store = (*daemonStore)(nil)
 	_ follower         = (*daemonStore)(nil)
 	_ journalImporter  = (*daemonStore)(nil)
+	_ damageTeller     = (*daemonStore)(nil)
 )
 
 // Journals implements eventstore.Store.
@@ -161,6 +162,15 @@ func (d *daemonStore) Append(_ context.Context, ref eventstore.Reference, _ even
 
 // Close implements eventstore.Store; withJournals closes the client.
 func (d *daemonStore) Close() error { return nil }
+
+// Damaged is what the daemon's checks found damaged (/healthz).
+func (d *daemonStore) Damaged(ctx context.Context) ([]string, error) {
+	h, err := d.c.Health(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ask the daemon what it found damaged: %w", err)
+	}
+	return h.Damaged, nil
+}
 
 // storeError turns the daemon's answers that carry the store's own words
 // (an unknown journal, a damaged one, a conflicting import, a record or

@@ -1,70 +1,120 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentjournal/agentjournal/daemon"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/fixtures"
 )
 
-// TestDaemonReportsATruncatedLog: a block file of the log cut to 60% loses
-// records the read model had applied; the daemon started on it says so in
-// /healthz, naming the journals.
-func TestDaemonReportsATruncatedLog(t *testing.T) {
+// TestDamagedLog: a block file of the log damaged as the fault trials
+// damaged it (a lost tail, the block cut short, 64 bytes zeroed), with the
+// daemon stopped. journal verify, log and log --json on the stopped data
+// directory exit 1 naming what is missing; the daemon started on it finds
+// the damage (at start, or by its read of every journal in the background
+// for the hole that changes no count), says so in /healthz, refuses writes
+// to the journals that lost records, and writes nothing to them itself: its
+// recovery of runs left running skips them, so a journal whose end was lost
+// is not ended again at the lost sequences.
+func TestDamagedLog(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	var ids []string
-	for i := range 6 {
-		ids = append(ids, demoID(t, dir, "seed-"+string(rune('a'+i))))
-	}
-	url, _, stop := startServe(t, dir)
-	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
-	stop()
+	for _, mode := range []string{fixtures.DamageTail, fixtures.DamageCut, fixtures.DamageFlip} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var ids []string
+			for i := range 6 {
+				ids = append(ids, demoID(t, dir, "seed-"+string(rune('a'+i))))
+			}
+			url, token, stop := startServe(t, dir)
+			waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
+			lifecycles := map[string]any{}
+			for _, id := range ids {
+				_, e := call(t, "GET", url+"/v1/executions/"+id, token, nil)
+				lifecycles[id] = e["lifecycle"]
+			}
+			stop()
+			fixtures.DamageLog(t, dir, mode)
 
-	blocks, err := filepath.Glob(filepath.Join(daemon.Layout{Dir: dir}.NATSStore(), "jetstream", "*", "streams", "*", "msgs", "*.blk"))
-	if err != nil || len(blocks) == 0 {
-		t.Fatalf("no block files (%v)", err)
-	}
-	info, err := os.Stat(blocks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(blocks[0], info.Size()*6/10); err != nil {
-		t.Fatal(err)
-	}
+			for _, args := range [][]string{{"journal", "verify"}, {"log"}, {"log", "--json"}} {
+				r := run(t, dir, args...)
+				if r.code != exitError || !strings.Contains(r.stdout+r.stderr, "lacks") {
+					t.Errorf("%v on the damaged log: exit %d, stdout %d bytes, stderr:\n%s\nwant exit 1 naming what is missing", args, r.code, len(r.stdout), r.stderr)
+				}
+			}
+			before := heads(t, dir, ids)
 
-	url, token, _ := startServe(t, dir)
-	h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "damaged" })
+			url, token, stop = startServe(t, dir)
+			h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "damaged" && len(namedIn(h, ids)) > 0 })
+			hit := namedIn(h, ids)
+			// A damaged journal takes no writes: the next one would take
+			// the sequence of a record that was lost.
+			for _, id := range hit {
+				code, body := call(t, "POST", url+"/v1/executions/"+id+"/messages", token,
+					map[string]any{"messageId": "after-damage", "type": "prompt", "payload": map[string]any{"text": "x"}})
+				e, _ := body["error"].(map[string]any)
+				if code != 500 || e["code"] != "damaged" || !strings.Contains(fmt.Sprint(e["message"]), "takes no writes") {
+					t.Errorf("message to damaged journal %s: %d %v, want 500 code damaged saying it takes no writes", id, code, body)
+				}
+				if _, e := call(t, "GET", url+"/v1/executions/"+id, token, nil); e["lifecycle"] != lifecycles[id] {
+					t.Errorf("execution %s is %v after the daemon's start on the damaged log, was %v", id, e["lifecycle"], lifecycles[id])
+				}
+			}
+			if r := run(t, dir, "journal", "verify"); r.code != exitError {
+				t.Errorf("journal verify through the daemon: exit %d\n%s%s\nwant 1", r.code, r.stdout, r.stderr)
+			}
+			stop()
+			after := heads(t, dir, ids)
+			for _, id := range hit {
+				if after[id] != before[id] {
+					t.Errorf("the daemon wrote to damaged journal %s: its last sequence went from %d to %d", id, before[id], after[id])
+				}
+			}
+		})
+	}
+}
+
+// namedIn returns the ids a /healthz answer's damage names.
+func namedIn(h map[string]any, ids []string) []string {
 	damaged, _ := h["damaged"].([]any)
 	var hit []string
-	for _, d := range damaged {
-		for _, id := range ids {
-			if strings.Contains(d.(string), id) {
+	for _, id := range ids {
+		for _, d := range damaged {
+			if strings.Contains(fmt.Sprint(d), "execution "+id) {
 				hit = append(hit, id)
+				break
 			}
 		}
 	}
-	if len(hit) == 0 {
-		t.Fatalf("healthz %v names none of the journals %v", h, ids)
-	}
+	return hit
+}
 
-	// A damaged journal takes no writes: the next one would reuse the
-	// sequence of a record that was lost.
-	_, before := call(t, "GET", url+"/v1/executions/"+hit[0], token, nil)
-	code, body := call(t, "POST", url+"/v1/executions/"+hit[0]+"/messages", token,
-		map[string]any{"messageId": "after-damage", "type": "prompt", "payload": map[string]any{"text": "x"}})
-	e, _ := body["error"].(map[string]any)
-	if code != 500 || e["code"] != "damaged" || !strings.Contains(fmt.Sprint(e["message"]), "takes no writes") {
-		t.Fatalf("message to damaged journal %s: %d %v, want 500 code damaged saying it takes no writes", hit[0], code, body)
+// heads reads the last sequence the stopped log holds of each journal.
+func heads(t *testing.T, dir string, ids []string) map[string]uint64 {
+	t.Helper()
+	b := fixtures.StartNATSAt(t, dir)
+	s := fixtures.OpenStore(t, b)
+	last := map[string]uint64{}
+	for _, id := range ids {
+		// A journal that lost every record is gone from the log.
+		ref, err := s.Lookup(t.Context(), id)
+		h := ref
+		if err == nil {
+			h, err = s.Head(t.Context(), ref)
+		}
+		if err != nil && !errors.Is(err, eventstore.ErrJournalNotFound) {
+			t.Fatal(err)
+		}
+		last[id] = h.LastSequence
 	}
-	_, after := call(t, "GET", url+"/v1/executions/"+hit[0], token, nil)
-	if before["journal"] == nil || fmt.Sprint(before["journal"]) != fmt.Sprint(after["journal"]) {
-		t.Fatalf("the refused write changed the journal: %v, then %v", before["journal"], after["journal"])
+	if err := errors.Join(s.Close(), b.Close()); err != nil {
+		t.Fatal(err)
 	}
+	return last
 }
 
 // waitHealth polls /healthz until ok holds for its answer.

@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/integrity"
 )
 
 // LogCommand prints the global log.
@@ -30,7 +31,10 @@ running daemon, log asks it for new records every 200 ms.
 
 A stored record that cannot be decoded (written by something other than
 agentjournal, or by a newer version) is reported on stderr with its offset
-and passed over; log then exits with status 1 once it has printed the rest.`,
+and passed over; log then exits with status 1 once it has printed the rest.
+So does a log that lost records (a damaged or truncated log file): offsets
+the log skips or says it lost, and sequences a journal skips, are named on
+stderr after what is there was printed ('journal verify' checks further).`,
 	Example: "agentjournal log\nagentjournal log --from-offset 120 --limit 20 --json\nagentjournal log --follow",
 }
 
@@ -48,30 +52,73 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		return logSpec.usageErr(fs, "--limit %d is negative (want 0 for all, or a positive count)", *limit)
 	}
 	return c.env.withJournals(ctx, func(s eventstore.Store) error {
-		bad := &undecodable{w: c.env.Stderr}
+		bad := &undecodable{w: c.env.Stderr, tally: integrity.NewTally(*from)}
 		var err error
 		if *follow {
 			err = followLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)
 		} else {
 			err = printLog(ctx, c.env.Stdout, bad, s, *from, *limit, *asJSON)
 		}
-		return errors.Join(err, bad.err())
+		return errors.Join(err, bad.err(), missing(context.WithoutCancel(ctx), c.env.Stderr, s, bad.tally))
 	})
 }
 
-// undecodable reports the records log passes over.
+// errMissing makes log exit 1 after it has printed what is there.
+var errMissing = errors.New("records are missing from the log (see above); 'agentjournal journal verify' checks every journal")
+
+// missing names on w what the log lacks: what the read skipped (tally),
+// and what the log's state says it lost, which through a daemon is the
+// log's finding of the daemon's checks; errMissing when anything is.
+func missing(ctx context.Context, w io.Writer, s eventstore.Store, tally *integrity.Tally) error {
+	var lines []string
+	for _, f := range tally.Findings() {
+		lines = append(lines, f.String())
+	}
+	if dt, ok := s.(damageTeller); ok {
+		found, err := dt.Damaged(ctx)
+		if err != nil {
+			return err
+		}
+		for _, l := range found {
+			if damagedExecution(l) == "" {
+				lines = append(lines, l)
+			}
+		}
+	} else {
+		found, err := integrity.Lost(ctx, s)
+		if err != nil {
+			return err
+		}
+		for _, f := range found {
+			lines = append(lines, f.String())
+		}
+	}
+	for _, l := range lines {
+		writeLine(w, "agentjournal: missing: %s", l)
+	}
+	if len(lines) > 0 {
+		return errMissing
+	}
+	return nil
+}
+
+// undecodable reports the records log passes over, and tallies what it
+// reads for what is missing between them.
 type undecodable struct {
 	w     io.Writer
 	count int
+	tally *integrity.Tally
 }
 
 // skip reports err and returns true when it is a record that cannot be
-// decoded, which log passes over; other errors end log.
+// decoded, which log passes over (it holds its offset in the tally); other
+// errors end log.
 func (u *undecodable) skip(err error) bool {
 	var oe *eventstore.OffsetError
 	if !errors.As(err, &oe) {
 		return false
 	}
+	u.tally.Add(eventstore.Entry{}, err)
 	u.count++
 	// The error may quote what a foreign writer stored.
 	writeLine(u.w, "agentjournal: skipped the record at offset %d: %v", oe.Offset, oe.Err)
@@ -103,6 +150,7 @@ func printLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.S
 		if err != nil {
 			return err
 		}
+		bad.tally.Add(e, nil)
 		if err := writeLogEntry(w, e, asJSON); err != nil {
 			return err
 		}
@@ -150,6 +198,7 @@ func followLog(ctx context.Context, w io.Writer, bad *undecodable, s eventstore.
 			return err
 		}
 		for _, e := range batch {
+			bad.tally.Add(e, nil)
 			if err := writeLogEntry(w, e, asJSON); err != nil {
 				return err
 			}
