@@ -63,7 +63,7 @@ func TestLiveUpdatesInPlace(t *testing.T) {
 	// the click opens the fork form on that item.
 	before := eval[int](t, b, `document.querySelectorAll('#timeline li.item').length`)
 	xy := eval[[]float64](t, b, `(() => { const b = [...document.querySelectorAll('#timeline li.item .fork-here')].pop();
-		b.scrollIntoView({block: 'center'}); window.pressed = b.closest('li').dataset.key;
+		b.scrollIntoView({block: 'center'}); window.pressedItem = b.closest('li'); window.pressed = window.pressedItem.dataset.key;
 		const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2] })()`)
 	mouse := func(typ input.DispatchMouseEventType) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
@@ -77,7 +77,15 @@ func TestLiveUpdatesInPlace(t *testing.T) {
 	b.do(t, mouse(input.DispatchMouseEventTypeMouseReleased))
 	b.waitFor(t, 5*time.Second, "the fork form, opened by the click", `!document.querySelector('[data-card="fork"]').hidden && `+
 		`document.querySelector('#timeline li.item[data-key="' + window.pressed + '"] [data-card="fork"]') !== null`)
+	// The form opens in the item and closes out of it without the item's
+	// element being made again: text selected in it would be lost.
+	if !eval[bool](t, b, `window.pressedItem.isConnected && window.pressedItem.querySelector('.fork-here').getAttribute('aria-expanded') === 'true'`) {
+		t.Errorf("opening the fork form replaced the item's element, or its button does not say the form is open: want the element kept, aria-expanded true")
+	}
 	b.click(t, "#fork-cancel")
+	if !eval[bool](t, b, `window.pressedItem.isConnected && window.pressedItem.querySelector('.fork-here').getAttribute('aria-expanded') === 'false'`) {
+		t.Errorf("closing the fork form replaced the item's element, or its button says the form is open: want the element kept, aria-expanded false")
+	}
 
 	// Select the first item's text and keep its element.
 	eval[bool](t, b, `(() => {
