@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,13 @@ func TestTimeTravelMovesEveryCard(t *testing.T) {
 
 	eval[bool](t, b, `(location.hash = '#/') !== ''`)
 	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	// The screen left says no position: going back opens it again, and
+	// until that open has travelled, what it left drawn is not as of the
+	// position (a check made right after going back read the cards left
+	// drawn, then saw them emptied by the open).
+	if got := eval[[]string](t, b, `[document.getElementById('tt-banner-seq').textContent, ...['todos', 'approvals', 'output'].map((c) => document.querySelector('[data-card="' + c + '"]').dataset.asof)]`); !slices.Equal(got, []string{"", "0", "0", "0"}) {
+		t.Errorf("with the list shown, the execution's banner and its todos, approvals and output cards say %q, want no position (\"\", 0, 0, 0)", got)
+	}
 	eval[bool](t, b, `history.back() === undefined`)
 	asOf(t, "back")
 

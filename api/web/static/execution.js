@@ -325,7 +325,13 @@ export function createExecution(root) {
       // A replay or a run read still under way is of the execution left.
       ttAsk++;
       runAsk++;
+      // The banner and the cards say no position until the next open
+      // has read one: what a closed screen left drawn is not as of the
+      // position the address of the next open names, even when it is
+      // the same.
       document.body.classList.remove('time-travel');
+      p.ttBanner.hidden = true;
+      p.ttSeq.textContent = '';
       clearTimeout(refreshTimer);
       pending = [];
       for (const c of cards) c.close?.();
