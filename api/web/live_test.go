@@ -189,6 +189,29 @@ func TestTimeTravelMovesEveryCard(t *testing.T) {
 	eval[bool](t, b, `history.back() === undefined`)
 	asOf(t, "back")
 
+	// Opened again at the position while the screen left was still
+	// reading the state: that read, when it lands, is of a screen gone,
+	// and does not keep the screen opened since from travelling. The
+	// page's reads of the state are held until both screens asked.
+	eval[bool](t, b, fmt.Sprintf(`(() => {
+		const state = '/v1/executions/%s', fetched = window.fetch;
+		window.held = [];
+		window.holding = true;
+		window.fetch = (path, init) => window.holding && path === state && (!init || !init.method || init.method === 'GET')
+			? new Promise((resolve) => window.held.push(resolve)).then(() => fetched(path, init))
+			: fetched(path, init);
+		return true })()`, id))
+	eval[bool](t, b, `(location.hash = '#/') !== ''`)
+	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	eval[bool](t, b, fmt.Sprintf(`(location.hash = '#/executions/%s') !== ''`, id))
+	b.waitFor(t, 10*time.Second, "the live screen's read of the state", `window.held.length === 1`)
+	eval[bool](t, b, `(location.hash = '#/') !== ''`)
+	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	eval[bool](t, b, fmt.Sprintf(`(location.hash = '#/executions/%s?asof=%d') !== ''`, id, at))
+	b.waitFor(t, 10*time.Second, "the screen opened again", `document.getElementById('list-view').hidden`)
+	eval[bool](t, b, `(window.holding = false, window.held.forEach((release) => release()), true)`)
+	asOf(t, "opened again while the screen left was reading")
+
 	b.click(t, "#tt-live")
 	b.waitFor(t, 20*time.Second, "the live cards again", `document.querySelector('#todos-list li.todo')?.dataset.status === 'done' && `+
 		approval+` !== null && document.getElementById('output-lines').textContent.includes('after the answer') && location.hash === '#/executions/`+id+`'`)
