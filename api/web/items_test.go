@@ -76,7 +76,7 @@ func TestTranscriptCard(t *testing.T) {
 	b := newBrowser(t)
 	s := startStack(t)
 	id := s.launch(t, map[string]any{"ownerEntity": "Task", "ownerId": "t-transcript", "agent": "generic",
-		"prompt":  "Say hello",
+		"prompt": "Say hello",
 		"command": []string{s.agent, `signal:{"type":"message","payload":{"text":"hello from the agent"}}`, "sleep:2s",
 			`signal:{"type":"message","payload":{"text":"and a second word"}}`, "sleep:60s"}})
 	b.signIn(t, s)
