@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestLiveUpdatesInPlace(t *testing.T) {
 	// the click opens the fork form on that item.
 	before := eval[int](t, b, `document.querySelectorAll('#timeline li.item').length`)
 	xy := eval[[]float64](t, b, `(() => { const b = [...document.querySelectorAll('#timeline li.item .fork-here')].pop();
-		b.scrollIntoView({block: 'center'}); window.pressed = b.closest('li').dataset.key;
+		b.scrollIntoView({block: 'center'}); window.pressedItem = b.closest('li'); window.pressed = window.pressedItem.dataset.key;
 		const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2] })()`)
 	mouse := func(typ input.DispatchMouseEventType) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
@@ -77,7 +78,15 @@ func TestLiveUpdatesInPlace(t *testing.T) {
 	b.do(t, mouse(input.DispatchMouseEventTypeMouseReleased))
 	b.waitFor(t, 5*time.Second, "the fork form, opened by the click", `!document.querySelector('[data-card="fork"]').hidden && `+
 		`document.querySelector('#timeline li.item[data-key="' + window.pressed + '"] [data-card="fork"]') !== null`)
+	// The form opens in the item and closes out of it without the item's
+	// element being made again: text selected in it would be lost.
+	if !eval[bool](t, b, `window.pressedItem.isConnected && window.pressedItem.querySelector('.fork-here').getAttribute('aria-expanded') === 'true'`) {
+		t.Errorf("opening the fork form replaced the item's element, or its button does not say the form is open: want the element kept, aria-expanded true")
+	}
 	b.click(t, "#fork-cancel")
+	if !eval[bool](t, b, `window.pressedItem.isConnected && window.pressedItem.querySelector('.fork-here').getAttribute('aria-expanded') === 'false'`) {
+		t.Errorf("closing the fork form replaced the item's element, or its button says the form is open: want the element kept, aria-expanded false")
+	}
 
 	// Select the first item's text and keep its element.
 	eval[bool](t, b, `(() => {
@@ -170,8 +179,38 @@ func TestTimeTravelMovesEveryCard(t *testing.T) {
 
 	eval[bool](t, b, `(location.hash = '#/') !== ''`)
 	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	// The screen left says no position: going back opens it again, and
+	// until that open has travelled, what it left drawn is not as of the
+	// position (a check made right after going back read the cards left
+	// drawn, then saw them emptied by the open).
+	if got := eval[[]string](t, b, `[document.getElementById('tt-banner-seq').textContent, ...['todos', 'approvals', 'output'].map((c) => document.querySelector('[data-card="' + c + '"]').dataset.asof)]`); !slices.Equal(got, []string{"", "0", "0", "0"}) {
+		t.Errorf("with the list shown, the execution's banner and its todos, approvals and output cards say %q, want no position (\"\", 0, 0, 0)", got)
+	}
 	eval[bool](t, b, `history.back() === undefined`)
 	asOf(t, "back")
+
+	// Opened again at the position while the screen left was still
+	// reading the state: that read, when it lands, is of a screen gone,
+	// and does not keep the screen opened since from travelling. The
+	// page's reads of the state are held until both screens asked.
+	eval[bool](t, b, fmt.Sprintf(`(() => {
+		const state = '/v1/executions/%s', fetched = window.fetch;
+		window.held = [];
+		window.holding = true;
+		window.fetch = (path, init) => window.holding && path === state && (!init || !init.method || init.method === 'GET')
+			? new Promise((resolve) => window.held.push(resolve)).then(() => fetched(path, init))
+			: fetched(path, init);
+		return true })()`, id))
+	eval[bool](t, b, `(location.hash = '#/') !== ''`)
+	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	eval[bool](t, b, fmt.Sprintf(`(location.hash = '#/executions/%s') !== ''`, id))
+	b.waitFor(t, 10*time.Second, "the live screen's read of the state", `window.held.length === 1`)
+	eval[bool](t, b, `(location.hash = '#/') !== ''`)
+	b.waitFor(t, 10*time.Second, "the list", `!document.getElementById('list-view').hidden`)
+	eval[bool](t, b, fmt.Sprintf(`(location.hash = '#/executions/%s?asof=%d') !== ''`, id, at))
+	b.waitFor(t, 10*time.Second, "the screen opened again", `document.getElementById('list-view').hidden`)
+	eval[bool](t, b, `(window.holding = false, window.held.forEach((release) => release()), true)`)
+	asOf(t, "opened again while the screen left was reading")
 
 	b.click(t, "#tt-live")
 	b.waitFor(t, 20*time.Second, "the live cards again", `document.querySelector('#todos-list li.todo')?.dataset.status === 'done' && `+

@@ -81,9 +81,14 @@ function contractCard(root, x, {route, key, count, items, asOf}) {
       clearError(p.error);
     },
 
+    // close lets the execution go: its list stays drawn in the hidden
+    // screen, but no longer as of a position travelled to, which the
+    // next execution opened (or this one again) has not chosen yet.
     close() {
       id = '';
       ask++;
+      shown = '';
+      root.dataset.asof = '0';
     },
 
     async refresh() {

@@ -43,6 +43,11 @@ export function createExecution(root) {
   let ttAsk = 0; // the newest replay asked for; older answers are dropped
   let runAsk = 0; // the newest read of the run asked for
   let refreshTimer = null;
+  // opened counts the screen's closes: a read begun before the last one
+  // is of a screen gone, even when the same execution was opened again,
+  // and leaves refreshing, applying and again to the reads of the screen
+  // opened since.
+  let opened = 0;
   let refreshing = false;
   let again = false;
   let pending = []; // the live events about the execution not yet applied
@@ -245,7 +250,7 @@ export function createExecution(root) {
       if (batch.length) screen.refresh(true);
       return;
     }
-    const of = id;
+    const gen = opened;
     let sum = null;
     for (const d of batch) if (d.state && (!sum || d.state.lastSequence >= sum.lastSequence)) sum = d.state;
     const whole = !sum || sum.lifecycle !== state.lifecycle || sum.attention !== state.attention ||
@@ -261,14 +266,14 @@ export function createExecution(root) {
       state.updatedAt = sum.updatedAt;
       state.journal = {...state.journal, lastSequence: Math.max(state.journal.lastSequence, sum.lastSequence), recordCount: sum.recordCount};
       await timeline.update();
-      if (of !== id) return;
+      if (gen !== opened) return;
       clearError(p.error);
       screen.render();
       readParts(x.view(), false, false);
     } catch (err) {
-      if (of === id) showError(p.error, err);
+      if (gen === opened) showError(p.error, err);
     } finally {
-      applying = false;
+      if (gen === opened) applying = false;
     }
   }
 
@@ -305,14 +310,15 @@ export function createExecution(root) {
         window.scrollTo(0, 0);
         for (const c of cards) c.open?.(id);
       }
+      const gen = opened;
       target = at || 0;
       timeline.target(target);
       p.id.textContent = execution;
       await screen.refresh();
-      if (fresh && execution === id) lineage.refresh();
-      if (!fresh && execution === id && state) timeline.render(x.view());
-      if (target && execution === id) timeline.reveal(target);
-      if (execution !== id) return;
+      if (gen !== opened) return;
+      if (fresh) lineage.refresh();
+      if (!fresh && state) timeline.render(x.view());
+      if (target) timeline.reveal(target);
       if (asof && (!tt || tt.seq !== asof)) travel(asof, false);
       else if (!asof && tt) goLive();
     },
@@ -322,10 +328,20 @@ export function createExecution(root) {
       target = 0;
       state = null;
       tt = null;
+      opened++;
+      refreshing = false;
+      applying = false;
+      again = false;
       // A replay or a run read still under way is of the execution left.
       ttAsk++;
       runAsk++;
+      // The banner and the cards say no position until the next open
+      // has read one: what a closed screen left drawn is not as of the
+      // position the address of the next open names, even when it is
+      // the same.
       document.body.classList.remove('time-travel');
+      p.ttBanner.hidden = true;
+      p.ttSeq.textContent = '';
       clearTimeout(refreshTimer);
       pending = [];
       for (const c of cards) c.close?.();
@@ -366,6 +382,7 @@ export function createExecution(root) {
       }
       refreshing = true;
       const of = id;
+      const gen = opened;
       const was = state;
       try {
         const read = api('GET', execPath(of));
@@ -373,11 +390,11 @@ export function createExecution(root) {
           await timeline.update();
         } else {
           const page = await api('GET', execPath(of, '/timeline' + TIMELINE_QUERY));
-          if (of !== id) return;
+          if (gen !== opened) return;
           timeline.take(page, await read);
         }
         const st = await read;
-        if (of !== id) return;
+        if (gen !== opened) return;
         clearError(p.error);
         state = st;
         screen.render();
@@ -392,12 +409,14 @@ export function createExecution(root) {
         output.refresh(v);
         readParts(v, !was, moved('currentInputRequestId') || moved('lifecycle'));
       } catch (err) {
-        if (of === id) showError(p.error, err);
+        if (gen === opened) showError(p.error, err);
       } finally {
-        refreshing = false;
-        if (again) {
-          again = false;
-          screen.refresh(true);
+        if (gen === opened) {
+          refreshing = false;
+          if (again) {
+            again = false;
+            screen.refresh(true);
+          }
         }
       }
     },

@@ -195,8 +195,11 @@ export function createOutput(root, x) {
       clearError(p.error);
     },
 
+    // close lets the execution go; like the other cards it no longer
+    // says it shows a position travelled to.
     close() {
       id = '';
+      root.dataset.asof = '0';
       if (follow) follow.abort();
       follow = null;
       lines = [];

@@ -106,8 +106,11 @@ export function createTimeline(root, x) {
       const key = keyOf(it);
       const label = it.kind === 'needs-input' && open && it.requestId === open ? 'open' : '';
       // Everything the element shows: an item drawn the same way again
-      // keeps its element.
-      const sig = JSON.stringify(it) + `|${label}|${!!label && answerable}|${!it.inherited && it.sequence === marked}|${!!forking && forking.key === key}`;
+      // keeps its element. Whether the fork form is open on it is not
+      // part of it: the form and its button's aria-expanded change in
+      // place (placeFork), so that opening or closing the form does not
+      // drop text selected in the item.
+      const sig = JSON.stringify(it) + `|${label}|${!!label && answerable}|${!it.inherited && it.sequence === marked}`;
       const had = drawn.get(key);
       next.set(key, had && had.sig === sig ? had : {sig, li: item(it, open, marked, answerable)});
     }
@@ -233,9 +236,15 @@ export function createTimeline(root, x) {
     return [...p.list.children].find((li) => li.dataset.key === key) || null;
   }
 
-  // placeFork puts the open fork form in its item, or closes it when the
-  // item is no longer shown (time travel to before it).
+  // placeFork says on each item's button whether the fork form is open on
+  // it, and puts the open form in its item, or closes it when the item is
+  // no longer shown (time travel to before it).
   function placeFork() {
+    for (const [key, d] of drawn) {
+      const button = d.li.querySelector('.fork-here');
+      const expanded = String(!!forking && forking.key === key);
+      if (button && button.getAttribute('aria-expanded') !== expanded) button.setAttribute('aria-expanded', expanded);
+    }
     if (!forking) return;
     const li = forkItem(forking.key);
     if (!li) {
