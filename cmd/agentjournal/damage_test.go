@@ -21,8 +21,8 @@ func TestDaemonReportsATruncatedLog(t *testing.T) {
 	for i := range 6 {
 		ids = append(ids, demoID(t, dir, "seed-"+string(rune('a'+i))))
 	}
-	url, _, stop := startServe(t, dir)
-	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
+	url, token, stop := startServe(t, dir)
+	waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
 	stop()
 
 	blocks, err := filepath.Glob(filepath.Join(daemon.Layout{Dir: dir}.NATSStore(), "jetstream", "*", "streams", "*", "msgs", "*.blk"))
@@ -37,8 +37,8 @@ func TestDaemonReportsATruncatedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	url, token, _ := startServe(t, dir)
-	h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "damaged" })
+	url, token, _ = startServe(t, dir)
+	h := waitHealth(t, url, token, func(h map[string]any) bool { return h["status"] == "damaged" })
 	damaged, _ := h["damaged"].([]any)
 	var hit []string
 	for _, d := range damaged {
@@ -67,12 +67,13 @@ func TestDaemonReportsATruncatedLog(t *testing.T) {
 	}
 }
 
-// waitHealth polls /healthz until ok holds for its answer.
-func waitHealth(t *testing.T, url string, ok func(map[string]any) bool) map[string]any {
+// waitHealth polls /healthz, with the API token, until ok holds for its
+// answer.
+func waitHealth(t *testing.T, url, token string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, h := call(t, "GET", url+"/healthz", "", nil)
+		code, h := call(t, "GET", url+"/healthz", token, nil)
 		if code == 200 && ok(h) {
 			return h
 		}

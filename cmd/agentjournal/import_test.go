@@ -293,7 +293,7 @@ func TestImportBesideARunningDaemon(t *testing.T) {
 		t.Fatalf("import printed %q", out)
 	}
 	// Once the daemon has read everything, the journal is the file.
-	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) })
+	waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) })
 	code, v := call(t, "GET", url+"/v1/executions/"+id, token, nil)
 	if code != 200 {
 		t.Fatalf("the imported execution: %d %v", code, v)
