@@ -16,7 +16,9 @@ import (
 func TestHealthDetailsNeedTheToken(t *testing.T) {
 	const dataDir = "/srv/secret-data-dir"
 	r := newRig(t, func(c *api.Config) {
-		c.DiskSpace = func() (api.DiskSpace, bool) { return api.DiskSpace{Dir: dataDir, Free: 1 << 30, Reserve: 1 << 20}, true }
+		c.DiskSpace = func() (api.DiskSpace, bool) {
+			return api.DiskSpace{Dir: dataDir, Free: 1 << 30, Reserve: 1 << 20}, true
+		}
 	})
 	code, body := r.do(t, "GET", "/healthz", nil, "")
 	if code != http.StatusOK || bytes.Contains(body, []byte(dataDir)) {
