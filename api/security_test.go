@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentjournal/agentjournal/api"
 )
@@ -74,4 +76,35 @@ func TestDotIDsRefusedByTheAPI(t *testing.T) {
 	}
 	body := map[string]any{"ownerEntity": "Task", "ownerId": "..", "agent": "generic", "command": []string{r.agent}}
 	r.fail(t, "POST", "/v1/executions", body, testToken, http.StatusBadRequest, "invalid_field", "ownerId")
+}
+
+// A scoped token ends with its execution and the grace after it: refused
+// once the execution has ended and the grace has passed, while the token of
+// a live execution is still taken.
+func TestScopedTokenEndsWithItsExecution(t *testing.T) {
+	r := newRig(t, func(c *api.Config) { c.ScopedTokenGrace = time.Millisecond })
+	obs := func(id, obsID string) map[string]any {
+		return map[string]any{"observationId": obsID, "source": "mcp", "confidence": "high",
+			"signal": map[string]any{"type": "progress", "payload": map[string]any{"summary": "working"}}}
+	}
+	live := r.launch(t, "t-expiry", "", "sleep:60s").Reference.AgentExecutionID
+	done := r.launch(t, "t-expiry", "", "sleep:60s").Reference.AgentExecutionID
+	token := r.srv.ScopedToken(done)
+	if code, body := r.do(t, "POST", "/v1/executions/"+done+"/observations", obs(done, "o-1"), token); code != http.StatusOK {
+		t.Fatalf("observation while the execution runs: %d %s, want 200", code, body)
+	}
+	r.call(t, "POST", "/v1/executions/"+done+"/stop", nil, http.StatusOK, nil)
+	eventually(t, 20*time.Second, "the stopped execution ends in the read models", func() bool {
+		var v view
+		r.call(t, "GET", "/v1/executions/"+done, nil, http.StatusOK, &v)
+		return v.Lifecycle.Final()
+	})
+	time.Sleep(5 * time.Millisecond) // the grace
+	e := r.fail(t, "POST", "/v1/executions/"+done+"/observations", obs(done, "o-2"), token, http.StatusUnauthorized, "unauthorized", "")
+	if !strings.Contains(e.Error.Message, "ended") {
+		t.Errorf("refusal %q, want it to say the execution ended", e.Error.Message)
+	}
+	if code, body := r.do(t, "POST", "/v1/executions/"+live+"/observations", obs(live, "o-3"), r.srv.ScopedToken(live)); code != http.StatusOK {
+		t.Errorf("observation of a live execution: %d %s, want 200", code, body)
+	}
 }
