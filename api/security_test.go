@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentjournal/agentjournal/api"
+	"github.com/agentjournal/agentjournal/api/wire"
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/journalfile"
 )
 
 // /healthz without a token says whether the daemon serves and nothing of
@@ -107,4 +111,79 @@ func TestScopedTokenEndsWithItsExecution(t *testing.T) {
 	if code, body := r.do(t, "POST", "/v1/executions/"+live+"/observations", obs(live, "o-3"), r.srv.ScopedToken(live)); code != http.StatusOK {
 		t.Errorf("observation of a live execution: %d %s, want 200", code, body)
 	}
+}
+
+// A journal imported from a file names the command and directory a fork or
+// a resume would run: whoever wrote the file chose them. Such a fork or
+// resume is refused (409) with them in error.imported until the request
+// restates both; a restatement that differs is refused too.
+func TestImportedJournalRunsOnlyWhatIsRestated(t *testing.T) {
+	src := newRig(t)
+	dir := t.TempDir()
+	command := []string{src.agent, "echo:1"}
+	var l launched
+	src.call(t, "POST", "/v1/executions", map[string]any{"ownerEntity": "Task", "ownerId": "t-imported", "agent": "generic",
+		"dir": dir, "prompt": "one", "command": command}, http.StatusCreated, &l)
+	id := l.Reference.AgentExecutionID
+	eventually(t, 20*time.Second, "the run ends", func() bool {
+		var v view
+		src.call(t, "GET", "/v1/executions/"+id, nil, http.StatusOK, &v)
+		return v.Lifecycle.Final()
+	})
+	var records []eventstore.Record
+	for e, err := range src.store.ReadJournal(t.Context(), src.quiet(t, l.Reference), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, e.Record)
+	}
+	var file bytes.Buffer
+	if err := journalfile.Write(&file, records); err != nil {
+		t.Fatal(err)
+	}
+
+	r := newRig(t)
+	r.call(t, "POST", "/v1/journals", file.String(), http.StatusCreated, nil)
+	var entries page
+	r.call(t, "GET", "/v1/journals/"+id+"/entries?limit=1", nil, http.StatusOK, &entries)
+	if len(entries.Entries) != 1 || !bytes.Contains(entries.Entries[0].Record, []byte(`"imported":true`)) {
+		t.Fatalf("the imported header: %+v, want it marked imported", entries.Entries)
+	}
+
+	type refusal struct {
+		Error struct {
+			Code     string                `json:"code"`
+			Field    string                `json:"field"`
+			Message  string                `json:"message"`
+			Imported *wire.ImportedCommand `json:"imported"`
+		} `json:"error"`
+	}
+	refused := func(path string, body map[string]any, want string) {
+		t.Helper()
+		code, data := r.do(t, "POST", path, body, testToken)
+		var e refusal
+		if err := json.Unmarshal(data, &e); err != nil || code != http.StatusConflict || e.Error.Field != "confirmImported" {
+			t.Fatalf("POST %s: %d %s, want 409 on confirmImported", path, code, data)
+		}
+		if im := e.Error.Imported; im == nil || !slices.Equal(im.Command, command) || im.WorkingDirectory != dir || im.AgentID != "generic" {
+			t.Errorf("POST %s: imported %+v, want command %q in %s", path, e.Error.Imported, command, dir)
+		}
+		if !strings.Contains(e.Error.Message, want) || !strings.Contains(e.Error.Message, dir) {
+			t.Errorf("POST %s: message %q, want it to say %q and name the directory", path, e.Error.Message, want)
+		}
+	}
+	resume := "/v1/executions/" + id + "/resume"
+	refused(resume, map[string]any{"prompt": "two"}, "does not restate them")
+	refused("/v1/executions/"+id+"/fork", map[string]any{"at": 1, "prompt": "two"}, "does not restate them")
+	refused(resume, map[string]any{"prompt": "two", "confirmImported": map[string]any{"command": []string{"/bin/sh", "-c", "true"}, "workingDirectory": dir}}, "restates others")
+	refused(resume, map[string]any{"prompt": "two", "confirmImported": map[string]any{"command": command, "workingDirectory": "/"}}, "restates others")
+
+	var resumed launched
+	r.call(t, "POST", resume, map[string]any{"prompt": "two", "confirmImported": map[string]any{"command": command, "workingDirectory": dir}},
+		http.StatusCreated, &resumed)
+	if resumed.Reference.AgentExecutionID == "" || resumed.Reference.AgentExecutionID == id {
+		t.Errorf("resume restating the command: %+v, want a new execution", resumed.Reference)
+	}
+	// What the daemon launched itself needs no restating.
+	src.call(t, "POST", "/v1/executions/"+id+"/resume", map[string]any{"prompt": "two"}, http.StatusCreated, nil)
 }

@@ -85,6 +85,11 @@ type Header struct {
 	// runs (dispatch.go); absent for a launch that gave none, which runs
 	// as interactive.
 	DispatchContext *DispatchContext `json:"dispatchContext,omitempty"`
+	// Imported is set by every import of the journal from a file
+	// (journalfile.Import), whatever the file holds: its command and
+	// working directory came from that file, not from a launch on this
+	// log, so a fork or a resume runs them only once they are restated.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // MessageAccepted records owner, operator or daemon input before delivery.

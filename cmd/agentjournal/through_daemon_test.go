@@ -17,6 +17,7 @@ import (
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/journalfile"
 )
 
 // outcome is what a run printed and how it exited, comparable with cmp.
@@ -345,7 +346,7 @@ func TestImportThroughTheDaemonIsAtomic(t *testing.T) {
 	}
 	waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) })
 	got := mustRun(t, dir, "journal", "cat", id, "--json")
-	if diff := cmp.Diff(decodeLines(t, strings.Join(want, "\n")+"\n"), decodeLines(t, got)); diff != "" {
+	if diff := cmp.Diff(journalfile.MarkImported(decodeLines(t, strings.Join(want, "\n")+"\n")), decodeLines(t, got)); diff != "" {
 		t.Errorf("the daemon's log differs from the imported file (-file +log):\n%s", diff)
 	}
 	if out := mustRun(t, dir, "journal", "import", file); !strings.Contains(out, "already imported") {
