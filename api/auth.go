@@ -182,6 +182,9 @@ func (s *Server) authenticate(r *http.Request, acc access) (context.Context, err
 	case acc == fullToken || acc == streamToken:
 		return nil, forbidden("this token is scoped to execution %s: it may record that execution's observations and use MCP, nothing else", id)
 	}
+	if err := s.scopeLive(id); err != nil {
+		return nil, err
+	}
 	return context.WithValue(r.Context(), scopeKey{}, id), nil
 }
 

@@ -24,6 +24,7 @@ type apiError struct {
 	message  string
 	field    string
 	accepted []string
+	imported *wire.ImportedCommand
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -195,7 +196,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentjournal"`)
 	}
-	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Code: ae.code, Message: ae.message, Field: ae.field, Accepted: ae.accepted}})
+	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Code: ae.code, Message: ae.message, Field: ae.field, Accepted: ae.accepted, Imported: ae.imported}})
 }
 
 // writeJSON answers with v as JSON.

@@ -655,7 +655,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		Lag        uint64 `json:"lag"`
 	}
 	eventually(t, 10*time.Second, "the projection catches up", func() bool {
-		code, body := r.do(t, "GET", "/healthz", nil, "")
+		code, body := r.do(t, "GET", "/healthz", nil, testToken)
 		if code != http.StatusOK {
 			t.Fatalf("GET /healthz: %d %s", code, body)
 		}
@@ -731,7 +731,7 @@ func TestMCPMount(t *testing.T) {
 func TestHealthShowsThePolicyShare(t *testing.T) {
 	share := api.PolicyShare{Member: "node-a", Partitions: []int{1, 4}, Of: 6}
 	r := newRig(t, func(c *api.Config) { c.PolicyShare = func() api.PolicyShare { return share } })
-	code, body := r.do(t, "GET", "/healthz", nil, "")
+	code, body := r.do(t, "GET", "/healthz", nil, testToken)
 	if code != http.StatusOK {
 		t.Fatalf("GET /healthz: %d %s", code, body)
 	}
@@ -746,12 +746,12 @@ func TestHealthShowsThePolicyShare(t *testing.T) {
 	}
 	// A daemon waiting for its partitions says it decides on none, as a list.
 	share = api.PolicyShare{Member: "node-a", Of: 6}
-	if _, body = r.do(t, "GET", "/healthz", nil, ""); !strings.Contains(string(body), `"policy":{"member":"node-a","partitions":[],"of":6}`) {
+	if _, body = r.do(t, "GET", "/healthz", nil, testToken); !strings.Contains(string(body), `"policy":{"member":"node-a","partitions":[],"of":6}`) {
 		t.Errorf("health with no partitions: %s", body)
 	}
 
 	plain := newRig(t)
-	if _, body = plain.do(t, "GET", "/healthz", nil, ""); strings.Contains(string(body), `"policy"`) {
+	if _, body = plain.do(t, "GET", "/healthz", nil, testToken); strings.Contains(string(body), `"policy"`) {
 		t.Errorf("health of a daemon not sharing partitions: %s, want no policy", body)
 	}
 }

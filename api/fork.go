@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,7 +46,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	case in.Workspace != "" && !slices.Contains(workspaceModes, in.Workspace):
 		return invalidField("workspace", workspaceModes, "%q is not accepted", in.Workspace)
 	}
-	return s.continueRun(w, r, in.Seed, in.Env, "at", func(ctx context.Context, parent string, env []string) (eventstore.Reference, error) {
+	return s.continueRun(w, r, in.Seed, in.Env, in.ConfirmImported, "at", func(ctx context.Context, parent string, env []string) (eventstore.Reference, error) {
 		return s.cfg.Runtime.Fork(ctx, runtime.ForkRequest{Parent: parent, At: in.At,
 			Workspace: workspace.Mode(in.Workspace), Prompt: in.Prompt, Seed: in.Seed, Env: env})
 	})
@@ -58,16 +59,16 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeRequest(w, r, &in, true); err != nil {
 		return err
 	}
-	return s.continueRun(w, r, in.Seed, in.Env, "prompt", func(ctx context.Context, resumed string, env []string) (eventstore.Reference, error) {
+	return s.continueRun(w, r, in.Seed, in.Env, in.ConfirmImported, "prompt", func(ctx context.Context, resumed string, env []string) (eventstore.Reference, error) {
 		return s.cfg.Runtime.Resume(ctx, runtime.ResumeRequest{Execution: resumed, Prompt: in.Prompt, Seed: in.Seed, Env: env})
 	})
 }
 
-// continueRun checks the seed and environment a fork and a resume both
-// take, then has start begin the new run from the execution named in the
-// path, and answers as a launch is. field is the one a refused start is
-// answered as (continueError).
-func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, seed string, envIn map[string]string, field string,
+// continueRun checks the seed, environment and restated command a fork
+// and a resume both take, then has start begin the new run from the
+// execution named in the path, and answers as a launch is. field is the
+// one a refused start is answered as (continueError).
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, seed string, envIn map[string]string, confirm *wire.ImportedCommand, field string,
 	start func(ctx context.Context, from string, env []string) (eventstore.Reference, error)) error {
 	if len(seed) > eventstore.MaxIDLength {
 		return invalidField("seed", nil, "%d bytes (want at most %d)", len(seed), eventstore.MaxIDLength)
@@ -80,6 +81,9 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, seed string
 	if err != nil {
 		return err
 	}
+	if err := s.checkImported(r.Context(), from, confirm); err != nil {
+		return err
+	}
 	// Once begun, a fork or resume completes even if the client goes away.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
 	defer cancel()
@@ -88,6 +92,38 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, seed string
 		return s.continueError(ctx, ref, err, field)
 	}
 	return s.launched(r.Context(), w, r, ref)
+}
+
+// checkImported refuses to fork or resume an execution whose journal was
+// imported from a file (Header.Imported) unless the request restates the
+// command and directory that would run: the file gave them, and whoever
+// wrote it chose what this host would execute. The refusal carries them,
+// for the operator to see before restating them.
+func (s *Server) checkImported(ctx context.Context, ref eventstore.Reference, confirm *wire.ImportedCommand) error {
+	var h *eventstore.Header
+	for e, err := range s.cfg.Store.ReadJournal(ctx, ref, 1) {
+		if err != nil {
+			return err
+		}
+		h, _ = e.Record.(*eventstore.Header)
+		break
+	}
+	if h == nil || !h.Imported {
+		return nil
+	}
+	if confirm != nil && slices.Equal(confirm.Command, h.Command) && confirm.WorkingDirectory == h.WorkingDirectory {
+		return nil
+	}
+	imported := &wire.ImportedCommand{AgentID: h.AgentID, Command: orEmpty(h.Command), WorkingDirectory: h.WorkingDirectory}
+	command, _ := json.Marshal(imported.Command)
+	said := "does not restate them"
+	if confirm != nil {
+		said = "restates others"
+	}
+	return &apiError{status: http.StatusConflict, code: wire.CodeConflict, field: "confirmImported", imported: imported,
+		message: fmt.Sprintf("the journal of execution %s was imported from a file, so the command %s (agent %s) and the directory %q that would run come from that file, and the request %s; "+
+			"check them, and restate both in confirmImported {command, workingDirectory} to run them",
+			ref.AgentExecutionID, command, h.AgentID, h.WorkingDirectory, said)}
 }
 
 // continueError words a fork or resume that failed: refused input is a 400

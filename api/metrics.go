@@ -164,18 +164,48 @@ type DiskSpace struct {
 // Config.PolicyShare gives it and /healthz shows it.
 type PolicyShare = wire.PolicyShare
 
-// healthz: GET /healthz, without a token. It fails (503) when the log or
-// the projection cannot be read.
+// healthz: GET /healthz. Without a token it says only whether the daemon
+// serves: 200 with its one-word status, or 503 with no reason. The details
+// (the data directory, the log's offsets, the disk, why it fails) go only
+// to the API token: a process that reaches the port, such as an agent, must
+// not learn where the token file lies. A wrong token, or a scoped one, is
+// refused as on any other route rather than answered the short way.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	detailed := r.Header.Get("Authorization") != ""
+	if detailed {
+		if _, err := s.authenticate(r, fullToken); err != nil {
+			return err
+		}
+	}
+	h, err := s.health(r)
+	switch {
+	case err != nil && !detailed:
+		return unavailable("the daemon cannot serve now (GET /healthz with the API token says why)")
+	case err != nil:
+		return err
+	case !detailed:
+		writeJSON(w, http.StatusOK, wire.HealthStatus{Status: h.Status})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// health is what GET /healthz tells the API token; an error when the log or
+// the projection cannot be read.
+func (s *Server) health(r *http.Request) (wire.Health, error) {
 	if s.cfg.LogReachable != nil {
 		if err := s.cfg.LogReachable(); err != nil {
-			return unavailable("%v", err)
+			return wire.Health{}, unavailable("%v", err)
 		}
 	}
 	lag, err := s.cfg.Views.Lag(r.Context(), s.cfg.Store)
 	if err != nil {
 		s.log.Warn("health check", logKeyErr, err)
-		return unavailable("the log or the projection cannot be read")
+		return wire.Health{}, unavailable("the log or the projection cannot be read")
 	}
 	h := wire.Health{Status: "ok", Checkpoint: lag.Checkpoint, LastOffset: lag.LastOffset, Lag: lag.Records}
 	if s.cfg.DiskSpace != nil {
@@ -195,6 +225,5 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	if h.Damaged = s.damaged(); len(h.Damaged) > 0 {
 		h.Status = "damaged"
 	}
-	writeJSON(w, http.StatusOK, h)
-	return nil
+	return h, nil
 }

@@ -53,7 +53,7 @@ func TestReadsWhileTheJoinedLogIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "/healthz says the log is unreachable", func() bool {
-		code, _ := r.do(t, "GET", "/healthz", nil, "")
+		code, _ := r.do(t, "GET", "/healthz", nil, testToken)
 		return code == http.StatusServiceUnavailable
 	})
 
@@ -84,7 +84,7 @@ func TestReadsWhileTheJoinedLogIsDown(t *testing.T) {
 			t.Fatalf("reads still waited for the projection after %s with the log down; want them served at once from the read models", decisionWait/2)
 		}
 	}
-	if code, body := r.do(t, "GET", "/healthz", nil, ""); code != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("unreachable")) {
+	if code, body := r.do(t, "GET", "/healthz", nil, testToken); code != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("unreachable")) {
 		t.Errorf("/healthz after the reads: %d %s, want 503 saying the log is unreachable", code, body)
 	}
 

@@ -110,6 +110,9 @@ type Config struct {
 	Token string
 	// Secret signs execution-scoped tokens; at least MinSecretSize bytes.
 	Secret []byte
+	// ScopedTokenGrace is how long a scoped token outlives its execution's
+	// end (tokens.go); DefaultScopedTokenGrace when 0.
+	ScopedTokenGrace time.Duration
 	// MCP, when set, is mounted at /mcp. Requests reach it with the API
 	// token or any valid scoped token; it checks scoped tokens itself with
 	// Server.CheckScopedToken.
@@ -156,7 +159,8 @@ type Config struct {
 // DefaultConfig returns a Config with every default spelled out; the
 // required fields are left to the caller.
 func DefaultConfig() Config {
-	return Config{MaxBody: DefaultMaxBody, MaxImportBody: DefaultMaxImportBody, DecisionWait: DefaultDecisionWait, StreamWriteTimeout: DefaultStreamWriteTimeout}
+	return Config{MaxBody: DefaultMaxBody, MaxImportBody: DefaultMaxImportBody, DecisionWait: DefaultDecisionWait, StreamWriteTimeout: DefaultStreamWriteTimeout,
+		ScopedTokenGrace: DefaultScopedTokenGrace}
 }
 
 // Validate reports every problem with c at once.
@@ -189,6 +193,9 @@ func (c Config) Validate() error {
 	if c.StreamWriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("api: StreamWriteTimeout %s is negative (want a duration, or 0 for %s)", c.StreamWriteTimeout, DefaultStreamWriteTimeout))
 	}
+	if c.ScopedTokenGrace < 0 {
+		errs = append(errs, fmt.Errorf("api: ScopedTokenGrace %s is negative (want a duration, or 0 for %s)", c.ScopedTokenGrace, DefaultScopedTokenGrace))
+	}
 	return errors.Join(errs...)
 }
 
@@ -204,6 +211,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamWriteTimeout == 0 {
 		c.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if c.ScopedTokenGrace == 0 {
+		c.ScopedTokenGrace = DefaultScopedTokenGrace
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -76,11 +76,16 @@ type Error struct {
 	Message  string
 	Field    string
 	Accepted []string
+	// Imported is, when a fork or a resume is refused because the
+	// execution's journal was imported from a file, the command and
+	// directory it would run (restated in the request's ConfirmImported to
+	// run them).
+	Imported *wire.ImportedCommand
 }
 
 // errorOf is the *Error of an answer's error detail.
 func errorOf(status int, d wire.ErrorDetail) *Error {
-	return &Error{Status: status, Code: d.Code, Message: d.Message, Field: d.Field, Accepted: d.Accepted}
+	return &Error{Status: status, Code: d.Code, Message: d.Message, Field: d.Field, Accepted: d.Accepted, Imported: d.Imported}
 }
 
 // Error prints "code: message", with the field and the accepted values

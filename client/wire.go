@@ -42,6 +42,9 @@ type (
 	ForkRequest = wire.ForkRequest
 	// ResumeRequest is the body of Resume.
 	ResumeRequest = wire.ResumeRequest
+	// ImportedCommand is what a fork or a resume of an imported journal
+	// would run (ForkRequest.ConfirmImported, Error.Imported).
+	ImportedCommand = wire.ImportedCommand
 	// Launched answers Launch, Fork and Resume.
 	Launched = wire.Launched
 	// ScopedToken is a token for one execution: what its agent gets at

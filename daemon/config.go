@@ -29,6 +29,12 @@ const (
 	// stopMargin is how long the runtime's close may take beyond the
 	// grace: the SIGKILL and the last records (Daemon.CloseTimeout).
 	stopMargin = 5 * time.Second
+	// DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultIdleTimeout and
+	// DefaultMaxConns bound the API listener's connections (listen.go).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultMaxConns          = 1024
 )
 
 // Config says what Open opens. Every zero value is documented and usable:
@@ -66,6 +72,22 @@ type Config struct {
 	// token, for a wrapper that answers some of the operator's requests
 	// itself (run refuses launches).
 	WrapHandler func(next http.Handler, token string) http.Handler
+	// AllowedHosts are the names, besides loopback ones and the listener's
+	// own address, that a request's Host header may give (listen.go):
+	// any other is refused, which defends a loopback daemon from pages
+	// that rebind their DNS name to it. Each is a host name or address,
+	// without a port.
+	AllowedHosts []string
+	// ReadHeaderTimeout bounds the reading of a request's headers on the
+	// listener, ReadTimeout that of its headers and body (a stream or a
+	// long poll then runs as long as it needs), IdleTimeout how long a
+	// connection may wait for its next request, and MaxConns how many
+	// connections it holds at once (more wait to be accepted). Each takes
+	// its Default when 0.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	MaxConns          int
 	// ShutdownTimeout bounds the wait for the API's requests in flight
 	// when the daemon closes, within Close's context; those still running
 	// then have their context cancelled. DefaultShutdownTimeout when 0.
@@ -170,6 +192,19 @@ func (c Config) Validate() error {
 	if c.Secret != nil && len(c.Secret) < api.MinSecretSize {
 		add("Secret is %d bytes (want at least %d random bytes, or nil for the data directory's)", len(c.Secret), api.MinSecretSize)
 	}
+	for name, d := range map[string]time.Duration{"ReadHeaderTimeout": c.ReadHeaderTimeout, "ReadTimeout": c.ReadTimeout, "IdleTimeout": c.IdleTimeout} {
+		if d < 0 {
+			add("%s %s is negative (want a duration, or 0 for its default)", name, d)
+		}
+	}
+	if c.MaxConns < 0 {
+		add("MaxConns %d is negative (want 1 or more, or 0 for %d)", c.MaxConns, DefaultMaxConns)
+	}
+	for _, h := range c.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			add("AllowedHosts: %v", err)
+		}
+	}
 	if c.ShutdownTimeout < 0 {
 		add("ShutdownTimeout %s is negative (want a duration, or 0 for %s)", c.ShutdownTimeout, DefaultShutdownTimeout)
 	}
@@ -228,6 +263,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StopGrace == 0 {
 		c.StopGrace = DefaultStopGrace
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
 	}
 	if c.HostName == "" {
 		c.HostName = fleet.DefaultName(c.DataDir)

@@ -24,6 +24,8 @@ import (
 	"github.com/agentjournal/agentjournal/runtime"
 	"github.com/agentjournal/agentjournal/search"
 	"github.com/agentjournal/agentjournal/terminal"
+
+	"golang.org/x/net/netutil"
 )
 
 // Daemon is the whole stack, open: the log, the read models and search
@@ -439,6 +441,10 @@ func (d *Daemon) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
 	}
+	// Beyond MaxConns, a connection waits to be accepted until one closes:
+	// idle ones close after IdleTimeout, so clients that hold many cannot
+	// exhaust the daemon's descriptors.
+	ln = netutil.LimitListener(ln, d.cfg.MaxConns)
 	// Once served, the server's shutdown closes it and this finds it
 	// closed already.
 	d.onClose("listener", func(context.Context) error { ln.Close(); return nil })
@@ -569,7 +575,10 @@ func (d *Daemon) serve(ln net.Listener, decisions *api.Decisions, share func() a
 	}
 	// Requests in flight at the end of the shutdown's wait are cancelled.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(d.work))
-	hs := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second,
+	// No WriteTimeout: the event stream sets a deadline on each of its
+	// writes itself (api.Config.StreamWriteTimeout).
+	hs := &http.Server{Handler: d.guard(d.handler, ln.Addr()),
+		ReadHeaderTimeout: d.cfg.ReadHeaderTimeout, ReadTimeout: d.cfg.ReadTimeout, IdleTimeout: d.cfg.IdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	served := make(chan struct{})
 	go func() {

@@ -225,6 +225,9 @@ func OpenFile(cfg FileConfig) (*FileStore, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open file journal store: %w", err)
 	}
+	if err := checkOwnDir(s.dir); err != nil {
+		return nil, fmt.Errorf("open file journal store: %w", err)
+	}
 	lock, err := lockJournalDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("open file journal store: %w", err)
@@ -517,9 +520,9 @@ func (s *FileStore) writer(j *fileJournal, create bool) (*os.File, error) {
 	}
 	flag := os.O_RDWR | os.O_APPEND
 	if create {
-		flag |= os.O_CREATE
+		flag |= os.O_CREATE | os.O_EXCL
 	}
-	f, err := os.OpenFile(s.path(j), flag, 0o600)
+	f, err := openOwn(s.path(j), flag, 0o600)
 	if err != nil {
 		return nil, err
 	}

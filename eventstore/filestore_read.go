@@ -248,7 +248,7 @@ func (lr *lineReader) line(seq uint64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: sequence %d is not in 1..%d", lr.path, seq, len(lr.ends))
 	}
 	if lr.f == nil {
-		f, err := os.Open(lr.path)
+		f, err := openOwn(lr.path, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ import (
 // kernel drops it however the holder exits, so a crash leaves no stale lock.
 func lockJournalDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openOwn(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
@@ -124,7 +124,7 @@ func (s *FileStore) recover() error {
 // scanLineEnds returns the end offset of every newline-terminated line of a
 // file. Bytes after the last newline are a torn write; the caller cuts them.
 func scanLineEnds(path string) ([]int64, error) {
-	f, err := os.Open(path)
+	f, err := openOwn(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func scanLineEnds(path string) ([]int64, error) {
 // loadIndex reads the log index into memory and opens it for appending.
 func (s *FileStore) loadIndex() error {
 	path := filepath.Join(s.dir, indexFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openOwn(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (s *FileStore) addIndexLine(il indexLine, line int) error {
 // header was torn) is removed.
 func (s *FileStore) recoverJournal(j *fileJournal) error {
 	path := s.path(j)
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (s *FileStore) recoverJournal(j *fileJournal) error {
 }
 
 func truncateFile(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openOwn(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

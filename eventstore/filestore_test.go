@@ -343,7 +343,7 @@ func TestFileStoreHostileIDs(t *testing.T) {
 	dir := filepath.Join(root, "store")
 	s := openTestFileStore(t, dir)
 	hostile := []string{
-		"../../etc/passwd", "a/b", ".", "..", "*", ">", "with space", " ", "ünïcode", "日本語",
+		"../../etc/passwd", "a/b", ".a", "..b", "*", ">", "with space", " ", "ünïcode", "日本語",
 		"%41", "-_-", "a\x00b", "..\\..\\x", "log.index", ".lock",
 		strings.Repeat("é", 100),     // escapes to 600 bytes: longer than a file name may be
 		strings.Repeat("é", 100)[2:], // shares that prefix

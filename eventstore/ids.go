@@ -17,8 +17,8 @@ import (
 // well inside filesystem and NATS limits even when every byte is escaped.
 const MaxIDLength = 200
 
-// ErrInvalidID reports an id that cannot be used: empty, too long, not
-// UTF-8 or not canonically escaped.
+// ErrInvalidID reports an id that cannot be used: empty, only dots, too
+// long, not UTF-8 or not canonically escaped.
 var ErrInvalidID = errors.New("eventstore: invalid id")
 
 // escapeMark introduces an escaped byte. It is outside the set left as it is,
@@ -115,6 +115,10 @@ func checkID(id string) error {
 		return fmt.Errorf("%w: empty (want 1 to %d bytes)", ErrInvalidID, MaxIDLength)
 	case len(id) > MaxIDLength:
 		return fmt.Errorf("%w: %d bytes (want 1 to %d bytes)", ErrInvalidID, len(id), MaxIDLength)
+	case strings.Trim(id, ".") == "":
+		// "." and ".." name a directory in a URL path or a file path: a
+		// client's /v1/journals/../entries would reach another route.
+		return fmt.Errorf("%w: %q is only dots (want an id with at least one other character, e.g. ae-0123)", ErrInvalidID, id)
 	}
 	if p := utf8Problem(id); p != "" {
 		return fmt.Errorf("%w: %q is %s", ErrInvalidID, id, p)

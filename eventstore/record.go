@@ -92,6 +92,11 @@ type Header struct {
 	// absent for an agent run as the daemon's user with nothing hidden,
 	// as every journal written before it existed.
 	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+	// Imported is set by every import of the journal from a file
+	// (journalfile.Import), whatever the file holds: its command and
+	// working directory came from that file, not from a launch on this
+	// log, so a fork or a resume runs them only once they are restated.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // SandboxNetworks are the networks a sandboxed agent may have.

@@ -255,7 +255,8 @@ func (f *Fleet) Queue() []Queued {
 func (f *Fleet) Cancel(ctx context.Context, id string) (bool, *Claim, error) {
 	for {
 		e, err := f.queue.Get(ctx, id)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+			// An id that cannot be a key (a NUL, a space) was never queued.
 			return false, nil, nil
 		}
 		if err != nil {

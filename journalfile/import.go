@@ -62,12 +62,30 @@ type Result struct {
 	Written int
 }
 
+// MarkImported returns records with a copy of their header marked
+// imported (Header.Imported), as Import stores them whatever the file
+// says: the command and directory a fork or a resume of the journal would
+// run come from the file. records itself is left as it is.
+func MarkImported(records []eventstore.Record) []eventstore.Record {
+	if len(records) == 0 {
+		return records
+	}
+	h, ok := records[0].(*eventstore.Header)
+	if !ok {
+		return records
+	}
+	marked := *h
+	marked.Imported = true
+	return append([]eventstore.Record{&marked}, records[1:]...)
+}
+
 // Import stores records, as Read returns them (the header first, sequences
 // 1..n), as their journal. A journal already stored with the same record
 // ids is left alone; one that holds the first records of the file, as an
 // import interrupted before atomic writes leaves it, gets the rest; any
 // other is refused with a *DifferentJournalError before anything is
-// written. With a BatchAppender the rest is written in one atomic write:
+// written; the header is stored marked imported (MarkImported). With a
+// BatchAppender the rest is written in one atomic write:
 // a reader of the log, such as a daemon's policy, sees all of it or none,
 // and a failed import writes nothing.
 func Import(ctx context.Context, s Store, records []eventstore.Record) (Result, error) {
@@ -78,6 +96,7 @@ func Import(ctx context.Context, s Store, records []eventstore.Record) (Result, 
 	if !ok {
 		return Result{}, fmt.Errorf("the first record is a %s (want the %s)", records[0].Kind(), eventstore.KindHeader)
 	}
+	records = MarkImported(records)
 	b := header.RecordBase()
 	ref, err := eventstore.NewReference(b.Scope, b.OwnerID, b.AgentExecutionID)
 	if err != nil {

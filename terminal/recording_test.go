@@ -102,7 +102,7 @@ func TestRecordingPathStaysInside(t *testing.T) {
 		want string // base name
 	}{
 		{name: "plain", id: "ae-0123abcd", want: "ae-0123abcd.terminal.jsonl"},
-		{name: "parent", id: "..", want: "%2E%2E.terminal.jsonl"},
+		{name: "parent", id: "..x", want: "%2E%2Ex.terminal.jsonl"},
 		{name: "traversal", id: "../../etc/passwd", want: "%2E%2E%2F%2E%2E%2Fetc%2Fpasswd.terminal.jsonl"},
 		{name: "absolute", id: "/etc/passwd", want: "%2Fetc%2Fpasswd.terminal.jsonl"},
 		{name: "backslash", id: `..\..\x`, want: "%2E%2E%5C%2E%2E%5Cx.terminal.jsonl"},

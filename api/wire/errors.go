@@ -41,4 +41,20 @@ type ErrorDetail struct {
 	// Accepted lists the values or fields accepted there, when the set is
 	// fixed.
 	Accepted []string `json:"accepted,omitempty"`
+	// Imported is, in a fork or a resume refused (409) because the
+	// execution's journal was imported from a file, the command and
+	// directory that would run: shown to the operator, and restated in the
+	// request's confirmImported to run them.
+	Imported *ImportedCommand `json:"imported,omitempty"`
+}
+
+// ImportedCommand is what a fork or a resume of an execution whose journal
+// was imported would run, from its header: a file, not a launch on this
+// log, gave it.
+type ImportedCommand struct {
+	AgentID string `json:"agentId"`
+	// Command is the program and its arguments; empty for the agent's
+	// default program.
+	Command          []string `json:"command"`
+	WorkingDirectory string   `json:"workingDirectory"`
 }

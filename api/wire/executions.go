@@ -146,6 +146,10 @@ type ForkRequest struct {
 	// Env is added to the fork's environment: the parent's is not
 	// journaled.
 	Env map[string]string `json:"env,omitempty"`
+	// ConfirmImported restates the command and directory of a parent
+	// whose journal was imported from a file; without it, or when they
+	// differ, such a fork is refused (409) with them in error.imported.
+	ConfirmImported *ImportedCommand `json:"confirmImported,omitempty"`
 }
 
 // ResumeRequest is the body of POST /v1/executions/{id}/resume.
@@ -153,6 +157,8 @@ type ResumeRequest struct {
 	Prompt string            `json:"prompt,omitempty"`
 	Seed   string            `json:"seed,omitempty"`
 	Env    map[string]string `json:"env,omitempty"`
+	// ConfirmImported is ForkRequest's, for the resumed execution.
+	ConfirmImported *ImportedCommand `json:"confirmImported,omitempty"`
 }
 
 // Launched answers a launch, a fork and a resume: the new execution's

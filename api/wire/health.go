@@ -1,6 +1,13 @@
 package wire
 
-// Health answers GET /healthz.
+// HealthStatus answers GET /healthz without a token: whether the daemon
+// serves, and nothing of where or how.
+type HealthStatus struct {
+	// Status is Health's: ok, damaged or disk_full.
+	Status string `json:"status"`
+}
+
+// Health answers GET /healthz with the API token.
 type Health struct {
 	// Status is ok; damaged when the log lacks records the read model
 	// holds (Damaged names the journals); disk_full while the disk holding

@@ -31,7 +31,7 @@ func TestDamagedLog(t *testing.T) {
 				ids = append(ids, demoID(t, dir, "seed-"+string(rune('a'+i))))
 			}
 			url, token, stop := startServe(t, dir)
-			waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
+			waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) && h["status"] == "ok" })
 			lifecycles := map[string]any{}
 			for _, id := range ids {
 				_, e := call(t, "GET", url+"/v1/executions/"+id, token, nil)
@@ -49,7 +49,7 @@ func TestDamagedLog(t *testing.T) {
 			before := heads(t, dir, ids)
 
 			url, token, stop = startServe(t, dir)
-			h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "damaged" && len(namedIn(h, ids)) > 0 })
+			h := waitHealth(t, url, token, func(h map[string]any) bool { return h["status"] == "damaged" && len(namedIn(h, ids)) > 0 })
 			hit := namedIn(h, ids)
 			// A damaged journal takes no writes: the next one would take
 			// the sequence of a record that was lost.
@@ -117,12 +117,13 @@ func heads(t *testing.T, dir string, ids []string) map[string]uint64 {
 	return last
 }
 
-// waitHealth polls /healthz until ok holds for its answer.
-func waitHealth(t *testing.T, url string, ok func(map[string]any) bool) map[string]any {
+// waitHealth polls /healthz, with the API token, until ok holds for its
+// answer.
+func waitHealth(t *testing.T, url, token string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, h := call(t, "GET", url+"/healthz", "", nil)
+		code, h := call(t, "GET", url+"/healthz", token, nil)
 		if code == 200 && ok(h) {
 			return h
 		}

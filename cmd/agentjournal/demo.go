@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/journalfile"
 	"github.com/agentjournal/agentjournal/policy"
 )
 
@@ -106,6 +107,9 @@ func ownerEntityList() string {
 // decisions in it, is imported: the daemon takes no single appends, and
 // its import writes what is not stored yet just as well.
 func writeDemo(ctx context.Context, s eventstore.Store, ref eventstore.Reference, records []eventstore.Record) (int, error) {
+	// No launch on this log made it: marked as an import marks a journal
+	// (journalfile.MarkImported), whichever way it is written.
+	records = journalfile.MarkImported(records)
 	if im, ok := s.(journalImporter); ok {
 		res, err := im.ImportJournal(ctx, records)
 		return res.Written, err

@@ -25,7 +25,7 @@ func TestDaemonOnAFullDisk(t *testing.T) {
 	dir := fixtures.MountTmpfs(t, 64<<20)
 	id := demoID(t, dir, "disk-full")
 	url, token, stop := startServe(t, dir)
-	h := waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "ok" && h["lag"] == float64(0) })
+	h := waitHealth(t, url, token, func(h map[string]any) bool { return h["status"] == "ok" && h["lag"] == float64(0) })
 	storage, _ := h["storage"].(map[string]any)
 	if storage == nil || storage["full"] != false || storage["dataDir"] != dir {
 		t.Fatalf("healthz storage before the disk filled = %v, want not full, dataDir %s", h["storage"], dir)
@@ -46,7 +46,7 @@ func TestDaemonOnAFullDisk(t *testing.T) {
 	records := recordLines(t, url, token, id)
 
 	filler := fixtures.FillDisk(t, filepath.Join(dir, "filler"))
-	h = waitHealth(t, url, func(h map[string]any) bool { return h["status"] == "disk_full" })
+	h = waitHealth(t, url, token, func(h map[string]any) bool { return h["status"] == "disk_full" })
 	storage, _ = h["storage"].(map[string]any)
 	free, _ := storage["freeBytes"].(float64)
 	reserve, _ := storage["reserveBytes"].(float64)
@@ -79,7 +79,7 @@ func TestDaemonOnAFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitHealth(t, url, func(h map[string]any) bool {
+	waitHealth(t, url, token, func(h map[string]any) bool {
 		s, _ := h["storage"].(map[string]any)
 		return h["status"] == "ok" && s != nil && s["full"] == false
 	})

@@ -22,8 +22,9 @@ var journalExportSpec = cmdSpec{
 DIR/agent-journals/<escaped ID>.interaction.jsonl: one record per line, exactly
 as stored, sequences 1..n. DIR is a journal file store (it also gets the store's
 log index), so several journals can be exported into one DIR. An existing
-export of the same journal in DIR is never overwritten. 'journal import' reads
-the file back.`,
+export of the same journal in DIR is never overwritten, and a symbolic link in
+DIR in the place of the journal directory or any of its files is refused, never
+written through. 'journal import' reads the file back.`,
 	Example: "agentjournal journal export ae-0123456789abcdef01234567 --out ./backup",
 }
 

@@ -49,7 +49,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Errorf("import printed %q, want the record count and the execution id", out)
 	}
 	imported := mustRun(t, fresh, "journal", "cat", id, "--json")
-	if diff := cmp.Diff(decodeLines(t, stored), decodeLines(t, imported)); diff != "" {
+	if diff := cmp.Diff(journalfile.MarkImported(decodeLines(t, stored)), decodeLines(t, imported)); diff != "" {
 		t.Errorf("imported records differ from the originals (-want +got):\n%s", diff)
 	}
 
@@ -102,7 +102,7 @@ func TestImportResumesAnInterruptedImport(t *testing.T) {
 	if !strings.Contains(out, "remaining 27 of 30") {
 		t.Errorf("import after a partial one printed %q, want it to say it wrote the remaining records", out)
 	}
-	want := decodeLines(t, mustRun(t, dir, "journal", "cat", id, "--json"))
+	want := journalfile.MarkImported(decodeLines(t, mustRun(t, dir, "journal", "cat", id, "--json")))
 	got := decodeLines(t, mustRun(t, fresh, "journal", "cat", id, "--json"))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("resumed import differs (-want +got):\n%s", diff)
@@ -293,13 +293,13 @@ func TestImportBesideARunningDaemon(t *testing.T) {
 		t.Fatalf("import printed %q", out)
 	}
 	// Once the daemon has read everything, the journal is the file.
-	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) })
+	waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) })
 	code, v := call(t, "GET", url+"/v1/executions/"+id, token, nil)
 	if code != 200 {
 		t.Fatalf("the imported execution: %d %v", code, v)
 	}
 	got := mustRun(t, t.TempDir(), append(join, "journal", "cat", id, "--json")...)
-	if diff := cmp.Diff(decodeLines(t, strings.Join(want, "\n")+"\n"), decodeLines(t, got)); diff != "" {
+	if diff := cmp.Diff(journalfile.MarkImported(decodeLines(t, strings.Join(want, "\n")+"\n")), decodeLines(t, got)); diff != "" {
 		t.Errorf("the daemon's log differs from the imported file (-file +log):\n%s", diff)
 	}
 }

@@ -30,7 +30,7 @@ type ServeCommand struct{ env *Env }
 
 var serveSpec = cmdSpec{
 	Name: "serve",
-	Args: "[--listen ADDR] [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]... [--env-profile NAME=FILE]... [--sandbox[=required]] [--sandbox-network host|none] [--sandbox-write PATH]...",
+	Args: "[--listen ADDR] [--allowed-host NAME]... [--nats-listen ADDR] [--cluster-name NAME --cluster-listen ADDR --routes URLS] [--replicas N] [--token-file PATH] [--grace DURATION] [--max-running N] [--policy-partitions N] [--host-name NAME] [--label KEY=VALUE]... [--lease DURATION] [--min-free-memory SIZE] [--limit AGENT=N]... [--env-profile NAME=FILE]... [--sandbox[=required]] [--sandbox-network host|none] [--sandbox-write PATH]...",
 	Summary: `Run the daemon: the journal log (an embedded NATS JetStream server on the
 data directory, or the NATS of --nats-url), the read models, the observation
 policy, the agent runtime, and the HTTP API with live events (SSE) and the MCP
@@ -72,7 +72,10 @@ meanwhile, once. Conversations with CLIs that run a process per turn
 their session; a turn that ran while the daemon went is recorded lost.
 
 A non-loopback --listen is refused unless --token-file names the token
-explicitly. SIGTERM or Ctrl-C stops new requests and closes everything in
+explicitly. A request is answered only when its Host header is a loopback
+name or address, the --listen address, or a NAME given with --allowed-host
+(a defence against web pages that point their own name at the daemon);
+idle connections close after two minutes. SIGTERM or Ctrl-C stops new requests and closes everything in
 order. With --on-stop=leave (the default) supervised agents run on; with
 --on-stop=stop every agent is stopped (SIGTERM, then SIGKILL after --grace).
 
@@ -121,6 +124,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:7600", "serve the API on `ADDR` (host:port; port 0 picks a free one)")
 	natsListen := fs.String("nats-listen", "", "also let other processes reach the embedded NATS at `ADDR` (e.g. 127.0.0.1:4222); they log in with the NATS secret (see --nats-secret-file)")
 	allowRemote := fs.Bool("nats-allow-remote", false, "accept a --nats-listen or --cluster-listen address that other hosts can reach, although NATS traffic is not encrypted")
+	var allowedHosts hostsFlag
+	fs.Var(&allowedHosts, "allowed-host", "also answer requests whose Host header names `NAME` (a host name or address without a port; repeatable); loopback names and the --listen address are always answered")
 	tokenFile := fs.String("token-file", "", "the API token `PATH` (default DATA/api-token, created 0600 on first start)")
 	grace := fs.Duration("grace", 5*time.Second, "how long stopping agents get between SIGTERM and SIGKILL")
 	onStop := fs.String("on-stop", "leave", "what the daemon's stop does to supervised agents: `leave` them running for the next daemon to attach to, or stop them")
@@ -209,7 +214,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	cfg.Listen, cfg.TokenFile = *listen, *tokenFile
+	cfg.Listen, cfg.TokenFile, cfg.AllowedHosts = *listen, *tokenFile, allowedHosts
 	cfg.StopGrace = *grace
 	sup, err := supervisor.DefaultConfig("supervise")
 	if err != nil {
@@ -326,6 +331,17 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// hostsFlag gathers repeated --allowed-host NAME flags; the daemon's
+// configuration checks each.
+type hostsFlag []string
+
+func (h *hostsFlag) String() string { return strings.Join(*h, ",") }
+
+func (h *hostsFlag) Set(v string) error {
+	*h = append(*h, v)
+	return nil
 }
 
 // labelFlag gathers repeated --label KEY=VALUE flags.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentjournal/agentjournal/daemon"
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/fixtures"
+	"github.com/agentjournal/agentjournal/journalfile"
 )
 
 // outcome is what a run printed and how it exited, comparable with cmp.
@@ -338,14 +339,14 @@ func TestImportThroughTheDaemonIsAtomic(t *testing.T) {
 	t.Parallel()
 	id, file, want := exportReworded(t)
 	dir := t.TempDir()
-	url, _, _ := startServe(t, dir)
+	url, token, _ := startServe(t, dir)
 
 	if out := mustRun(t, dir, "journal", "import", file); out != fmt.Sprintf("Imported %d records of agent execution %s (Task/demo-task)\n", len(want), id) {
 		t.Fatalf("import through the daemon printed %q", out)
 	}
-	waitHealth(t, url, func(h map[string]any) bool { return h["lag"] == float64(0) })
+	waitHealth(t, url, token, func(h map[string]any) bool { return h["lag"] == float64(0) })
 	got := mustRun(t, dir, "journal", "cat", id, "--json")
-	if diff := cmp.Diff(decodeLines(t, strings.Join(want, "\n")+"\n"), decodeLines(t, got)); diff != "" {
+	if diff := cmp.Diff(journalfile.MarkImported(decodeLines(t, strings.Join(want, "\n")+"\n")), decodeLines(t, got)); diff != "" {
 		t.Errorf("the daemon's log differs from the imported file (-file +log):\n%s", diff)
 	}
 	if out := mustRun(t, dir, "journal", "import", file); !strings.Contains(out, "already imported") {
