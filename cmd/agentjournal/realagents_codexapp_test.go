@@ -1,0 +1,181 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures/modelserver"
+	"github.com/agentjournal/agentjournal/fixtures/realagent"
+)
+
+// The conformance suite's Codex through `codex app-server` (the codex-app
+// agent): the real pinned Codex, one process per execution, against the
+// scripted model server.
+
+// codexApp is Codex as the codex-app agent drives it: the same CLI, shell
+// tool and usage as the codex agent.
+var codexApp = realCLI{agent: "codex-app", name: "codex", env: realagent.CodexEnv, usage: responsesUsage,
+	shell: func(id, command string) modelserver.ToolCall {
+		return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": command}}
+	}}
+
+// newProcesses are the deliveries that started a process of their own
+// (exec's next turn), by reason.
+func newProcesses(recs []eventstore.Record) []string {
+	var out []string
+	for _, rec := range recs {
+		if d, ok := rec.(*eventstore.MessageDelivery); ok && strings.Contains(d.Reason, "process") {
+			out = append(out, d.MessageID+": "+d.Reason)
+		}
+	}
+	return out
+}
+
+// checkUnderstood asserts that the reader knew every line Codex wrote:
+// no diagnostic says a line was unknown, malformed or of a bad shape.
+func checkUnderstood(t *testing.T, r *realRun) {
+	t.Helper()
+	for _, rec := range r.records {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+			if d, ok := o.Signal.Payload.(*eventstore.DiagnosticSignal); ok && d.Code != "provider-error" {
+				r.failf(t, "diagnostic %s: %s", d.Code, d.Message)
+			}
+		}
+	}
+}
+
+// escalated is a shell call the model asks to run outside the sandbox,
+// which Codex runs only once approved.
+func escalated(id, command string) modelserver.ToolCall {
+	return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": command,
+		"sandbox_permissions": "require_escalated", "justification": "The file must be made"}}
+}
+
+// TestRealCodexAppText: a one-shot run through app-server ends completed
+// with the model's text and its usage, the session named.
+func TestRealCodexAppText(t *testing.T) {
+	t.Parallel()
+	text := "Hello from the scripted model. " + strings.Repeat("All done. ", 3)
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{{Text: text, Chunks: 4,
+		Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 17, CacheReadInputTokens: 30}}}}
+	r := runScenario(t, codexApp, sc, "Say hello")
+	if r.res.code != exitOK {
+		r.failf(t, "run exit %d, want 0", r.res.code)
+	}
+	if got := messageTexts(r.records); !slices.Contains(got, text) {
+		r.failf(t, "messages %q, want %q among them", got, text)
+	}
+	r.checkEnd(t, eventstore.LifecycleCompleted)
+	r.checkUsage(t)
+	r.checkNative(t)
+	checkUnderstood(t, r)
+}
+
+// TestRealCodexAppConversation: two turns in one app-server process, the
+// second continuing the first's thread, with the usage of both.
+func TestRealCodexAppConversation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := codexApp
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+	}}
+	srv := modelserver.Start(t, sc)
+	work := t.TempDir()
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
+	awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	if out := mustRunReal(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
+		t.Fatalf("send printed %q, want the prompt delivered", out)
+	}
+	awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
+	})
+	mustRunReal(t, dir, "stop", id)
+	st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
+	recs := readJournalAPI(t, url, token, id)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
+	if st.Lifecycle != eventstore.LifecycleCompleted || st.Attention != eventstore.AttentionNone {
+		r.failf(t, "stopped conversation ended %s/%s (%s), want completed, not cancelled", st.Lifecycle, st.Attention, st.LifecycleReason)
+	}
+	msgs := messageTexts(recs)
+	if !slices.Contains(msgs, "First answer.") || !slices.Contains(msgs, "Second answer.") {
+		r.failf(t, "messages %q, want both turns' answers", msgs)
+	}
+	if p := newProcesses(recs); len(p) > 0 {
+		r.failf(t, "deliveries started processes %q, want one app-server for both turns", p)
+	}
+	if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
+		r.failf(t, "the second turn did not continue the first one's thread: %d conversation requests", len(conv))
+	}
+	r.checkUsage(t)
+	checkUnderstood(t, r)
+}
+
+// TestRealCodexAppPermission: Codex asks before running a command the
+// model wants run outside the sandbox; the request opens an input request in the journal, and
+// the operator's answer goes back as the approval's decision: allowed, the
+// command runs; denied, Codex reports it declined to the model.
+func TestRealCodexAppPermission(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := codexApp
+	for _, answer := range []string{eventstore.AnswerAllow, eventstore.AnswerDeny} {
+		t.Run(answer, func(t *testing.T) {
+			t.Parallel()
+			sc := modelserver.Scenario{Turns: []modelserver.Turn{
+				{ToolCalls: []modelserver.ToolCall{escalated("call_perm_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+				{Text: "Finished.", Usage: modelserver.Usage{InputTokens: 130, OutputTokens: 5}},
+			}}
+			srv := modelserver.Start(t, sc)
+			work := t.TempDir()
+			id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
+			st := awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+			req := st.LastInputRequest
+			if req.Kind != string(eventstore.InputPermission) || req.Tool == nil || req.Tool.Name != "command_execution" ||
+				!strings.Contains(req.Question, "touch made-by-tool") ||
+				!slices.Contains(req.Choices, eventstore.AnswerAllow) || !slices.Contains(req.Choices, eventstore.AnswerDeny) {
+				t.Fatalf("input request %+v, want a permission for the command with allow and deny", req)
+			}
+			if out := mustRunReal(t, dir, "send", id, "--answer", req.RequestID, answer); !strings.Contains(out, "delivered") {
+				t.Fatalf("answer printed %q, want it delivered", out)
+			}
+			awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
+				return waitingForOperator(st) && !st.AwaitingInput() && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+			})
+			conv := srv.Conversation()
+			if len(conv) < 2 {
+				t.Fatalf("Codex made %d conversation requests, want the tool result sent back", len(conv))
+			}
+			res, ok := conv[1].ToolResult("call_perm_1")
+			_, statErr := os.Stat(filepath.Join(work, "made-by-tool"))
+			recs := readJournalAPI(t, url, token, id)
+			_, end := callEnd(recs, "touch made-by-tool")
+			switch answer {
+			case eventstore.AnswerAllow:
+				if !ok || statErr != nil {
+					t.Fatalf("allowed: tool result %+v (found %v), file: %v; want the command run", res, ok, statErr)
+				}
+				if end == nil || end.ToolCall.Status != eventstore.ToolCallSucceeded {
+					t.Fatalf("allowed: the call's end %+v, want succeeded", end)
+				}
+			default:
+				if !ok || statErr == nil || !strings.Contains(strings.ToLower(res.Content), "reject") && !strings.Contains(strings.ToLower(res.Content), "declin") {
+					t.Fatalf("denied: tool result %+v (found %v), file: %v; want the denial reported to the model and no file", res, ok, statErr)
+				}
+			}
+			mustRunReal(t, dir, "stop", id)
+		})
+	}
+}
