@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,4 +179,151 @@ func TestRealCodexAppPermission(t *testing.T) {
 			mustRunReal(t, dir, "stop", id)
 		})
 	}
+}
+
+// TestRealCodexAppSteer: a prompt sent while a turn runs (here, while it
+// waits on an approval) steers that turn (turn/steer): Codex gives it to
+// the model in the same turn's next request, and no second turn starts.
+func TestRealCodexAppSteer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := codexApp
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{ToolCalls: []modelserver.ToolCall{escalated("call_steer_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+		{Text: "Finished, and steered.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}},
+	}}
+	srv := modelserver.Start(t, sc)
+	work := t.TempDir()
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
+	st := awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+	if out := mustRunReal(t, dir, "send", id, "Also say steered"); !strings.Contains(out, "delivered") {
+		t.Fatalf("send during the turn printed %q, want the prompt delivered", out)
+	}
+	mustRunReal(t, dir, "send", id, "--answer", st.LastInputRequest.RequestID, eventstore.AnswerAllow)
+	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
+		return waitingForOperator(st) && !st.AwaitingInput() && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	recs := readJournalAPI(t, url, token, id)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
+	conv := srv.Conversation()
+	if len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "Also say steered") }) {
+		var texts [][]string
+		for _, q := range conv {
+			texts = append(texts, q.UserTexts())
+		}
+		r.failf(t, "conversation requests' user texts %q, want two, the second with the steering message", texts)
+	}
+	if msgs := messageTexts(recs); !slices.Contains(msgs, "Finished, and steered.") {
+		r.failf(t, "messages %q, want the steered turn's answer", msgs)
+	}
+	checkUnderstood(t, r)
+	mustRunReal(t, dir, "stop", id)
+}
+
+// turnEndSeq is the sequence of the runtime's record of the end of turn n.
+func turnEndSeq(recs []eventstore.Record, n int) uint64 {
+	for _, rec := range recs {
+		if s, ok := rec.(*eventstore.StateChanged); ok && strings.HasPrefix(s.Reason, fmt.Sprintf("turn %d ended", n)) {
+			return s.Sequence
+		}
+	}
+	return 0
+}
+
+// TestRealCodexAppForkResume: a fork at the end of the first of two turns
+// is Codex's own thread/fork through that turn: the fork's model request
+// holds the first turn and not the second, in a thread of its own. A
+// resume of the parent after it stopped is thread/resume: its request
+// holds both turns.
+func TestRealCodexAppForkResume(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := codexApp
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+		{Text: "Forked answer.", Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 7}},
+		{Text: "Resumed answer.", Usage: modelserver.Usage{InputTokens: 200, OutputTokens: 9}},
+	}}
+	srv := modelserver.Start(t, sc)
+	work := t.TempDir()
+	// The fork and the resume run with the same environment: Codex keeps
+	// its threads under CODEX_HOME.
+	var envArgs []string
+	for _, kv := range c.env(t, srv.URL()) {
+		envArgs = append(envArgs, "--env", kv)
+	}
+	launch := append(append([]string{"launch", "--agent", c.agent, "--prompt", "First question", "--dir", work}, envArgs...), "--", realagent.Bin(t, c.name))
+	id := strings.TrimSpace(mustRunReal(t, dir, launch...))
+	awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	mustRunReal(t, dir, "send", id, "Second question")
+	awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
+	})
+	parent := readJournalAPI(t, url, token, id)
+	at := turnEndSeq(parent, 1)
+	if at == 0 {
+		t.Fatalf("no end of turn 1 in the parent's journal")
+	}
+	fork := strings.TrimSpace(mustRunReal(t, dir, append([]string{"fork", id, "--at", fmt.Sprint(at), "--prompt", "Fork question"}, envArgs...)...))
+	awaitReal(t, dir, fork, "the fork's first turn", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, fork)) == 1
+	})
+	frecs := readJournalAPI(t, url, token, fork)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: frecs}
+	if h, ok := frecs[0].(*eventstore.Header); !ok || h.ForkedFrom == nil || h.ForkedFrom.History != eventstore.HistoryNative {
+		r.failf(t, "the fork's first record %+v, want a header with a fork link of native history", frecs[0])
+	}
+	conv := srv.Conversation()
+	if len(conv) != 3 {
+		r.failf(t, "%d conversation requests, want the fork's third", len(conv))
+	}
+	texts := strings.Join(conv[2].UserTexts(), "\n")
+	if !strings.Contains(texts, "First question") || !strings.Contains(texts, "Fork question") || strings.Contains(texts, "Second question") {
+		r.failf(t, "the fork's request holds %q, want the first turn and the fork's prompt, not the second turn", texts)
+	}
+	if ps, fs := sessionOf(parent), sessionOf(frecs); ps == "" || fs == "" || ps == fs {
+		r.failf(t, "the fork's thread %q, the parent's %q: want a thread of its own", fs, ps)
+	}
+	if msgs := messageTexts(frecs); !slices.Contains(msgs, "Forked answer.") {
+		r.failf(t, "the fork's messages %q, want its answer", msgs)
+	}
+	checkUnderstood(t, r)
+
+	mustRunReal(t, dir, "stop", fork)
+	mustRunReal(t, dir, "stop", id)
+	awaitReal(t, dir, id, "the parent's end", func(st execution.State) bool { return st.Lifecycle.Final() })
+	resumed := strings.TrimSpace(mustRunReal(t, dir, append([]string{"resume", id, "--prompt", "Resume question"}, envArgs...)...))
+	awaitReal(t, dir, resumed, "the resumed run's first turn", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, resumed)) == 1
+	})
+	rrecs := readJournalAPI(t, url, token, resumed)
+	r.records = rrecs
+	conv = srv.Conversation()
+	if len(conv) != 4 {
+		r.failf(t, "%d conversation requests, want the resume's fourth", len(conv))
+	}
+	texts = strings.Join(conv[3].UserTexts(), "\n")
+	if !strings.Contains(texts, "First question") || !strings.Contains(texts, "Second question") || !strings.Contains(texts, "Resume question") {
+		r.failf(t, "the resume's request holds %q, want both turns and the new prompt", texts)
+	}
+	if got, want := sessionOf(rrecs), sessionOf(parent); got != want {
+		r.failf(t, "the resumed run's thread %q, want the parent's %q", got, want)
+	}
+	mustRunReal(t, dir, "stop", resumed)
+}
+
+// sessionOf is the last session id the journal's observations carry.
+func sessionOf(recs []eventstore.Record) string {
+	s := ""
+	for _, rec := range recs {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Native != nil && o.Native.SessionID != "" {
+			s = o.Native.SessionID
+		}
+	}
+	return s
 }
