@@ -327,3 +327,43 @@ func sessionOf(recs []eventstore.Record) string {
 	}
 	return s
 }
+
+// TestRealCodexAppInterrupt: an interrupt message during a turn is
+// turn/interrupt; the turn ends, without a claim, and the conversation
+// waits for the next message.
+func TestRealCodexAppInterrupt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := codexApp
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{ToolCalls: []modelserver.ToolCall{escalated("call_int_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
+		{Text: "Not reached.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}},
+	}}
+	srv := modelserver.Start(t, sc)
+	work := t.TempDir()
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
+	awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+	if out := mustRunReal(t, dir, "send", id, "--type", "interrupt", "stop"); !strings.Contains(out, "delivered") {
+		t.Fatalf("interrupt printed %q, want it delivered", out)
+	}
+	awaitReal(t, dir, id, "the end of the interrupted turn", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	recs := readJournalAPI(t, url, token, id)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
+	for _, rec := range recs {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil &&
+			(o.Signal.Type == eventstore.SignalCompletedClaim || o.Signal.Type == eventstore.SignalFailedClaim) {
+			r.failf(t, "the interrupted turn made a %s claim, want none", o.Signal.Type)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "made-by-tool")); err == nil {
+		r.failf(t, "the command ran although its turn was interrupted before its approval")
+	}
+	if n := len(srv.Conversation()); n != 1 {
+		r.failf(t, "%d conversation requests, want the interrupted turn's one", n)
+	}
+	checkUnderstood(t, r)
+	mustRunReal(t, dir, "stop", id)
+}

@@ -1,6 +1,7 @@
 package codexapp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -430,6 +431,17 @@ func (d *Driver) prompt(thread, text string) error {
 	}
 	d.mu.Unlock()
 	return nil
+}
+
+// resolved forgets the approval request whose JSON-RPC id is rpcID.
+func (d *Driver) resolved(rpcID json.RawMessage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, a := range d.pending {
+		if bytes.Equal(a.rpcID, rpcID) {
+			delete(d.pending, id)
+		}
+	}
 }
 
 // answer responds to the approval request id with the operator's answer:

@@ -31,7 +31,7 @@ type reader struct {
 // requests Codex sends, and its notifications. Responses have none.
 var lineTypes = []string{
 	"error", "item/commandExecution/requestApproval", "item/completed", "item/fileChange/requestApproval",
-	"item/started", "thread/started", "thread/tokenUsage/updated", "turn/completed",
+	"item/started", "serverRequest/resolved", "thread/started", "thread/tokenUsage/updated", "turn/completed",
 	"turn/plan/updated", "turn/started", "warning", "configWarning", "deprecationNotice",
 }
 
@@ -39,7 +39,7 @@ var lineTypes = []string{
 // metadata, and the streamed deltas of what also arrives whole (asked not
 // to be sent, see quiet).
 var silent = map[string]bool{
-	"thread/status/changed": true, "thread/settings/updated": true, "serverRequest/resolved": true,
+	"thread/status/changed": true, "thread/settings/updated": true,
 	"mcpServer/startupStatus/updated": true, "account/updated": true, "account/rateLimits/updated": true,
 	"thread/name/updated": true, "skills/changed": true, "remoteControl/status/changed": true,
 	"app/list/updated": true, "thread/compacted": true, "hook/started": true, "hook/completed": true,
@@ -94,14 +94,15 @@ type params struct {
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
-	Message    string `json:"message"`
-	Summary    string `json:"summary"`
-	ItemID     string `json:"itemId"`
-	ApprovalID string `json:"approvalId"`
-	Command    string `json:"command"`
-	Cwd        string `json:"cwd"`
-	Reason     string `json:"reason"`
-	GrantRoot  string `json:"grantRoot"`
+	Message    string          `json:"message"`
+	Summary    string          `json:"summary"`
+	ItemID     string          `json:"itemId"`
+	RequestID  json.RawMessage `json:"requestId"`
+	ApprovalID string          `json:"approvalId"`
+	Command    string          `json:"command"`
+	Cwd        string          `json:"cwd"`
+	Reason     string          `json:"reason"`
+	GrantRoot  string          `json:"grantRoot"`
 }
 
 // item is a ThreadItem of the app-server protocol (v2).
@@ -262,6 +263,11 @@ func (d *Driver) notification(line []byte, method string, p *params) []agent.Eve
 		})
 	case "turn/completed":
 		return d.turnCompleted(line, p)
+	case "serverRequest/resolved":
+		// Codex no longer waits on the request (its turn was
+		// interrupted): an answer to it has nothing to answer.
+		d.resolved(p.RequestID)
+		return d.local(line, method, nil)
 	case "error":
 		msg := ""
 		if p.Error != nil {
