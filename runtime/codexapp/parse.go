@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/internal/textclip"
@@ -30,9 +31,10 @@ type reader struct {
 // lineTypes are the methods the reader knows, as of Codex 0.169.0:
 // requests Codex sends, and its notifications. Responses have none.
 var lineTypes = []string{
-	"error", "item/commandExecution/requestApproval", "item/completed", "item/fileChange/requestApproval",
-	"item/started", "serverRequest/resolved", "thread/started", "thread/tokenUsage/updated", "turn/completed",
-	"turn/plan/updated", "turn/started", "warning", "configWarning", "deprecationNotice",
+	"configWarning", "deprecationNotice", "error", "item/commandExecution/requestApproval",
+	"item/completed", "item/fileChange/requestApproval", "item/started", "serverRequest/resolved",
+	"thread/started", "thread/tokenUsage/updated", "turn/completed", "turn/plan/updated",
+	"turn/started", "warning",
 }
 
 // silent are notifications that say nothing the journal keeps: session
@@ -140,8 +142,25 @@ type change struct {
 func (d *Driver) Parse(line []byte) []agent.Event {
 	var m rpcMessage
 	if len(line) > agent.MaxLineBytes || json.Unmarshal(bytes.TrimSpace(line), &m) != nil {
-		// Blank, too long or not JSON-RPC: the stream says which.
+		// Blank, too long, not JSON or not an object: the stream says
+		// which.
 		return d.local(line, "", nil)
+	}
+	if m.Method == "" && len(m.ID) == 0 {
+		// JSON of another kind (Codex writes no "jsonrpc" member, so a
+		// message is known by its method or id): named by its type, like
+		// any other line the parser does not know.
+		var k struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(bytes.TrimSpace(line), &k)
+		return d.local(line, k.Type, func(s *agent.Stream) {
+			if slices.Contains(lineTypes, k.Type) {
+				s.BadEvent(fmt.Sprintf("a %q line that is neither a request, a notification nor a response", k.Type))
+				return
+			}
+			s.UnknownLine(k.Type)
+		})
 	}
 	var p params
 	if len(m.Params) > 0 {
@@ -166,7 +185,7 @@ func (d *Driver) Flush() []agent.Event { return d.out.exec.Flush() }
 // parser's stream of ids.
 func (d *Driver) local(line []byte, method string, fn func(s *agent.Stream)) []agent.Event {
 	s := d.out.exec.Stream
-	var v json.RawMessage
+	var v rpcMessage
 	if s.Decode(line, &v) && fn != nil {
 		s.LineType = method
 		fn(s)
@@ -347,6 +366,11 @@ func execItem(it *item) map[string]any {
 			changes = append(changes, map[string]any{"path": c.Path, "kind": c.Kind.Type})
 		}
 		out["type"], out["changes"], out["status"] = "file_change", changes, status
+		if status == "declined" {
+			// exec never declines a change (it cannot ask), and reads
+			// only a failed one as failed.
+			out["status"], out["error"] = "failed", map[string]any{"message": "the file change was declined"}
+		}
 	case "mcpToolCall":
 		out["type"], out["server"], out["tool"], out["status"] = "mcp_tool_call", it.Server, it.Tool, status
 		if len(it.Arguments) > 0 {
