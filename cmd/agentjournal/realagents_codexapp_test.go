@@ -79,48 +79,19 @@ func TestRealCodexAppText(t *testing.T) {
 	checkUnderstood(t, r)
 }
 
-// TestRealCodexAppConversation: two turns in one app-server process, the
-// second continuing the first's thread, with the usage of both.
-func TestRealCodexAppConversation(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	url, token, _ := startServe(t, dir)
-	c := codexApp
-	sc := modelserver.Scenario{Turns: []modelserver.Turn{
-		{Text: "First answer.", Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
-		{Text: "Second answer.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 20}},
+// launchToApproval launches codex-app in a daemon on dir, against a
+// script whose first answer is a call of command the model asks to run
+// outside the sandbox, and waits for the approval request.
+func launchToApproval(t *testing.T, dir, callID, command string, then modelserver.Turn) (srv *modelserver.Server, sc modelserver.Scenario, work, id string, st execution.State) {
+	t.Helper()
+	sc = modelserver.Scenario{Turns: []modelserver.Turn{
+		{ToolCalls: []modelserver.ToolCall{escalated(callID, command)}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}}, then,
 	}}
-	srv := modelserver.Start(t, sc)
-	work := t.TempDir()
-	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "First question"}, agentArgs(t, c, srv.URL(), work)...)...))
-	awaitReal(t, dir, id, "the wait after turn 1", func(st execution.State) bool {
-		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
-	})
-	if out := mustRunReal(t, dir, "send", id, "Second", "question"); !strings.Contains(out, "delivered") {
-		t.Fatalf("send printed %q, want the prompt delivered", out)
-	}
-	awaitReal(t, dir, id, "the wait after turn 2", func(st execution.State) bool {
-		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
-	})
-	mustRunReal(t, dir, "stop", id)
-	st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
-	recs := readJournalAPI(t, url, token, id)
-	r := &realRun{cli: c, srv: srv, sc: sc, records: recs}
-	if st.Lifecycle != eventstore.LifecycleCompleted || st.Attention != eventstore.AttentionNone {
-		r.failf(t, "stopped conversation ended %s/%s (%s), want completed, not cancelled", st.Lifecycle, st.Attention, st.LifecycleReason)
-	}
-	msgs := messageTexts(recs)
-	if !slices.Contains(msgs, "First answer.") || !slices.Contains(msgs, "Second answer.") {
-		r.failf(t, "messages %q, want both turns' answers", msgs)
-	}
-	if p := newProcesses(recs); len(p) > 0 {
-		r.failf(t, "deliveries started processes %q, want one app-server for both turns", p)
-	}
-	if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
-		r.failf(t, "the second turn did not continue the first one's thread: %d conversation requests", len(conv))
-	}
-	r.checkUsage(t)
-	checkUnderstood(t, r)
+	srv = modelserver.Start(t, sc)
+	work = t.TempDir()
+	id = strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", codexApp.agent, "--prompt", "Make the file"}, agentArgs(t, codexApp, srv.URL(), work)...)...))
+	st = awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+	return srv, sc, work, id, st
 }
 
 // TestRealCodexAppPermission: Codex asks before running a command the
@@ -131,18 +102,11 @@ func TestRealCodexAppPermission(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url, token, _ := startServe(t, dir)
-	c := codexApp
 	for _, answer := range []string{eventstore.AnswerAllow, eventstore.AnswerDeny} {
 		t.Run(answer, func(t *testing.T) {
 			t.Parallel()
-			sc := modelserver.Scenario{Turns: []modelserver.Turn{
-				{ToolCalls: []modelserver.ToolCall{escalated("call_perm_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-				{Text: "Finished.", Usage: modelserver.Usage{InputTokens: 130, OutputTokens: 5}},
-			}}
-			srv := modelserver.Start(t, sc)
-			work := t.TempDir()
-			id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
-			st := awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+			srv, _, work, id, st := launchToApproval(t, dir, "call_perm_1", "touch made-by-tool",
+				modelserver.Turn{Text: "Finished.", Usage: modelserver.Usage{InputTokens: 130, OutputTokens: 5}})
 			req := st.LastInputRequest
 			if req.Kind != string(eventstore.InputPermission) || req.Tool == nil || req.Tool.Name != "command_execution" ||
 				!strings.Contains(req.Question, "touch made-by-tool") ||
@@ -189,14 +153,8 @@ func TestRealCodexAppSteer(t *testing.T) {
 	dir := t.TempDir()
 	url, token, _ := startServe(t, dir)
 	c := codexApp
-	sc := modelserver.Scenario{Turns: []modelserver.Turn{
-		{ToolCalls: []modelserver.ToolCall{escalated("call_steer_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-		{Text: "Finished, and steered.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}},
-	}}
-	srv := modelserver.Start(t, sc)
-	work := t.TempDir()
-	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
-	st := awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+	srv, sc, _, id, st := launchToApproval(t, dir, "call_steer_1", "touch made-by-tool",
+		modelserver.Turn{Text: "Finished, and steered.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}})
 	if out := mustRunReal(t, dir, "send", id, "Also say steered"); !strings.Contains(out, "delivered") {
 		t.Fatalf("send during the turn printed %q, want the prompt delivered", out)
 	}
@@ -231,8 +189,9 @@ func turnEndSeq(recs []eventstore.Record, n int) uint64 {
 	return 0
 }
 
-// TestRealCodexAppForkResume: a fork at the end of the first of two turns
-// is Codex's own thread/fork through that turn: the fork's model request
+// TestRealCodexAppForkResume: two turns run in one app-server process, the
+// second continuing the first's thread, with the usage of both. A fork at
+// the end of the first turn is Codex's own thread/fork through that turn: the fork's model request
 // holds the first turn and not the second, in a thread of its own. A
 // resume of the parent after it stopped is thread/resume: its request
 // holds both turns.
@@ -265,6 +224,18 @@ func TestRealCodexAppForkResume(t *testing.T) {
 		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 2
 	})
 	parent := readJournalAPI(t, url, token, id)
+	r := &realRun{cli: c, srv: srv, sc: sc, records: parent}
+	if p := newProcesses(parent); len(p) > 0 {
+		r.failf(t, "deliveries started processes %q, want one app-server for both turns", p)
+	}
+	if msgs := messageTexts(parent); !slices.Contains(msgs, "First answer.") || !slices.Contains(msgs, "Second answer.") {
+		r.failf(t, "messages %q, want both turns' answers", msgs)
+	}
+	if conv := srv.Conversation(); len(conv) != 2 || !slices.ContainsFunc(conv[1].UserTexts(), func(s string) bool { return strings.Contains(s, "First question") }) {
+		r.failf(t, "the second turn did not continue the first one's thread: %d conversation requests", len(conv))
+	}
+	r.checkUsage(t)
+	checkUnderstood(t, r)
 	at := turnEndSeq(parent, 1)
 	if at == 0 {
 		t.Fatalf("no end of turn 1 in the parent's journal")
@@ -274,7 +245,7 @@ func TestRealCodexAppForkResume(t *testing.T) {
 		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, fork)) == 1
 	})
 	frecs := readJournalAPI(t, url, token, fork)
-	r := &realRun{cli: c, srv: srv, sc: sc, records: frecs}
+	r.records = frecs
 	if h, ok := frecs[0].(*eventstore.Header); !ok || h.ForkedFrom == nil || h.ForkedFrom.History != eventstore.HistoryNative {
 		r.failf(t, "the fork's first record %+v, want a header with a fork link of native history", frecs[0])
 	}
@@ -336,14 +307,8 @@ func TestRealCodexAppInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	url, token, _ := startServe(t, dir)
 	c := codexApp
-	sc := modelserver.Scenario{Turns: []modelserver.Turn{
-		{ToolCalls: []modelserver.ToolCall{escalated("call_int_1", "touch made-by-tool")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}},
-		{Text: "Not reached.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}},
-	}}
-	srv := modelserver.Start(t, sc)
-	work := t.TempDir()
-	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Make the file"}, agentArgs(t, c, srv.URL(), work)...)...))
-	awaitReal(t, dir, id, "the permission request", func(st execution.State) bool { return st.AwaitingInput() })
+	srv, sc, work, id, _ := launchToApproval(t, dir, "call_int_1", "touch made-by-tool",
+		modelserver.Turn{Text: "Not reached.", Usage: modelserver.Usage{InputTokens: 140, OutputTokens: 6}})
 	if out := mustRunReal(t, dir, "send", id, "--type", "interrupt", "stop"); !strings.Contains(out, "delivered") {
 		t.Fatalf("interrupt printed %q, want it delivered", out)
 	}
