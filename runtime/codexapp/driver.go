@@ -360,7 +360,8 @@ func (d *Driver) Encode(m *eventstore.MessageAccepted) ([]byte, bool, error) {
 	if !started {
 		return nil, false, errNotReady
 	}
-	// The handshake ends within twice Timeout (two waits), answered or not.
+	// The handshake ends within two waits of Timeout (initialize, then
+	// the thread), answered or not, and its writes.
 	select {
 	case <-d.ready:
 	case <-time.After(3 * Timeout):
