@@ -113,4 +113,5 @@ const (
 	ProtocolStreamJSON = wire.ProtocolStreamJSON
 	ProtocolExec       = wire.ProtocolExec
 	ProtocolACP        = wire.ProtocolACP
+	ProtocolAppServer  = wire.ProtocolAppServer
 )

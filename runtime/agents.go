@@ -10,6 +10,7 @@ import (
 	"github.com/agentjournal/agentjournal/runtime/agent"
 	"github.com/agentjournal/agentjournal/runtime/claude"
 	"github.com/agentjournal/agentjournal/runtime/codex"
+	"github.com/agentjournal/agentjournal/runtime/codexapp"
 	"github.com/agentjournal/agentjournal/runtime/copilot"
 	"github.com/agentjournal/agentjournal/runtime/generic"
 )
@@ -24,6 +25,7 @@ var registry = slices.Concat([]agent.Agent{
 	claude.Agent{},
 	codex.Agent{},
 	copilot.Agent{},
+	codexapp.Agent{}, // Codex through app-server, opt-in beside exec
 }, acp.Agents()) // acp and its presets, one line each in runtime/acp
 
 // Adapter is an agent as the runtime drives it.

@@ -135,12 +135,12 @@ func TestAgentsDocListsLineTypes(t *testing.T) {
 // TestRegistry pins the agents and what each does itself, as the API, the
 // command line and fork and resume read them.
 func TestRegistry(t *testing.T) {
-	want := []string{"generic", "claude-code", "codex", "copilot", "acp", "copilot-acp", "gemini", "claude-code-acp", "codex-acp"}
+	want := []string{"generic", "claude-code", "codex", "copilot", "codex-app", "acp", "copilot-acp", "gemini", "claude-code-acp", "codex-acp"}
 	if diff := cmp.Diff(want, runtime.Adapters()); diff != "" {
 		t.Fatalf("Adapters() (-want +got):\n%s", diff)
 	}
 	type native struct{ Fork, Resume bool }
-	wantNative := map[string]native{"generic": {}, "claude-code": {true, true}, "codex": {false, true}, "copilot": {false, true},
+	wantNative := map[string]native{"generic": {}, "claude-code": {true, true}, "codex": {false, true}, "codex-app": {true, true}, "copilot": {false, true},
 		"acp": {false, true}, "gemini": {false, true}, "no-such-agent": {}}
 	for id, w := range wantNative {
 		fork, resume := runtime.Native(id)
@@ -168,7 +168,7 @@ func TestRegistry(t *testing.T) {
 		t.Errorf(`NewAdapter("") = %v, %v, want the generic adapter`, a, err)
 	}
 	_, err := runtime.NewAdapter("hologram")
-	if err == nil || !strings.Contains(err.Error(), "generic, claude-code, codex, copilot, acp") {
+	if err == nil || !strings.Contains(err.Error(), "generic, claude-code, codex, copilot, codex-app, acp") {
 		t.Errorf("NewAdapter(hologram) = %v, want an error listing the accepted agents", err)
 	}
 }

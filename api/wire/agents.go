@@ -17,6 +17,9 @@ const (
 	// ProtocolACP: the Agent Client Protocol, JSON-RPC on the process's
 	// stdin and stdout (the ACP presets).
 	ProtocolACP = "acp"
+	// ProtocolAppServer: Codex's app-server protocol, JSON-RPC on the
+	// stdin and stdout of one process for the conversation (codex-app).
+	ProtocolAppServer = "app-server"
 )
 
 // Agent is one agent the daemon launches, as GET /v1/agents lists it.
@@ -26,8 +29,8 @@ type Agent struct {
 	// Provider names the parser of the agent's output; empty for an agent
 	// that signals by stdout markers only.
 	Provider string `json:"provider"`
-	// Protocol is one of ProtocolStdin, ProtocolStreamJSON, ProtocolExec
-	// and ProtocolACP.
+	// Protocol is one of ProtocolStdin, ProtocolStreamJSON, ProtocolExec,
+	// ProtocolACP and ProtocolAppServer.
 	Protocol string `json:"protocol"`
 	// NativeResume and NativeFork report what the agent's CLI does
 	// itself: resume its session, fork it at a message. Otherwise a

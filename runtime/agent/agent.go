@@ -177,6 +177,9 @@ const (
 	ProtocolExec Protocol = "exec"
 	// ProtocolACP: the Agent Client Protocol, JSON-RPC on stdin and stdout.
 	ProtocolACP Protocol = "acp"
+	// ProtocolAppServer: Codex's app-server protocol, JSON-RPC on the stdin
+	// and stdout of one process for the whole conversation.
+	ProtocolAppServer Protocol = "app-server"
 )
 
 // Capabilities say how an agent CLI is driven and what it does itself.
