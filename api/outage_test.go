@@ -96,10 +96,11 @@ func TestReadsWhileTheJoinedLogIsDown(t *testing.T) {
 				Sequence uint64 `json:"sequence"`
 			} `json:"items"`
 		}
-		if code, _ := r.do(t, "GET", "/v1/executions/"+id+"/timeline", nil, testToken); code != http.StatusOK {
+		// The decision changes nothing: only the whole timeline lists it.
+		if code, _ := r.do(t, "GET", "/v1/executions/"+id+"/timeline?all=true", nil, testToken); code != http.StatusOK {
 			return false
 		}
-		r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, &page)
+		r.call(t, "GET", "/v1/executions/"+id+"/timeline?all=true", nil, http.StatusOK, &page)
 		for _, it := range page.Items {
 			if it.Sequence == ack.Decision.Sequence {
 				return true

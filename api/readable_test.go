@@ -32,7 +32,9 @@ func TestReadsWaitForWhatAnObservationsAnswerTold(t *testing.T) {
 	}
 	got := make(chan read, 1)
 	go func() {
-		code, body := r.do(t, "GET", "/v1/executions/"+id+"/timeline", nil, testToken)
+		// A progress observation's decision records it as it came and
+		// changes nothing else: only the whole timeline lists it.
+		code, body := r.do(t, "GET", "/v1/executions/"+id+"/timeline?all=true", nil, testToken)
 		got <- read{code, body}
 	}()
 	// Nothing can answer the read before the projector runs; give it the
@@ -100,7 +102,7 @@ func TestReadsStopWaitingForAStalledProjection(t *testing.T) {
 		var page struct {
 			Items []execution.TimelineItem `json:"items"`
 		}
-		r.call(t, "GET", "/v1/executions/"+id+"/timeline", nil, http.StatusOK, &page)
+		r.call(t, "GET", "/v1/executions/"+id+"/timeline?all=true", nil, http.StatusOK, &page)
 		return slices.ContainsFunc(page.Items, func(it execution.TimelineItem) bool { return it.Sequence == ack.Decision.Sequence })
 	})
 }
