@@ -88,7 +88,16 @@ type Header struct {
 	// runs (dispatch.go); absent for a launch that gave none, which runs
 	// as interactive.
 	DispatchContext *DispatchContext `json:"dispatchContext,omitempty"`
+	// AgentVersion is the version the agent CLI gave when the runtime
+	// asked it (`--version`) before the launch: what its output lines mean
+	// (its usage lines above all) depends on it. Absent when the CLI was
+	// not asked or gave no version.
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
+
+// MaxAgentVersionLength bounds a header's agentVersion: a version, not
+// the CLI's whole answer.
+const MaxAgentVersionLength = 100
 
 // MessageAccepted records owner, operator or daemon input before delivery.
 type MessageAccepted struct {
