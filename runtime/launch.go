@@ -162,6 +162,7 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 		return pl, err
 	}
 	driver := adapter.NewDriver(req.Command, shape)
+	version := rt.agentVersion(adapter, driver, req.Command, req.Env)
 	var session string
 	if req.Continue != nil {
 		if err := continueSession(driver, adapter.ID(), *req.Continue); err != nil {
@@ -221,7 +222,7 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
 		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: req.Dir,
 		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout),
-		DispatchContext: req.Dispatch}
+		DispatchContext: req.Dispatch, AgentVersion: version}
 	*pl = launchPlan{req: req, ref: ref, adapter: adapter, driver: driver, shape: shape, session: session, desc: desc, header: header,
 		onStdin: onStdin, interactive: interactive, startNow: startNow, program: program, args: args}
 	return pl, nil
@@ -245,6 +246,7 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 		req.Env = append(slices.Clone(rt.cfg.EnvProfiles[req.EnvProfile]), req.Env...)
 	}
 	env := rt.agentEnv(ref, req.Env, nonce)
+	rt.countBefore(ctx, pl.driver, pl.header.Resumes)
 	p := &process{ref: ref, adapter: pl.adapter, driver: pl.driver, descriptor: pl.desc, shape: pl.shape, nonce: nonce,
 		env: env, dir: req.Dir, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
 	if interactive {
