@@ -33,7 +33,7 @@ import (
 // line will give (a subagent's: its lines have no stream events) leaves
 // the totals behind the server's until the result: message_delta lines
 // after it wait for the result too. Versions without
-// model_usage_since_last_result (2.1.226 to 2.1.289 among them) give
+// model_usage_since_last_result (2.1.263, for one) give
 // modelUsage: every request of the process so far, subagents included,
 // per model, so the result adds what it grew by since the process's
 // previous result. Its first result in a process that resumed a session
