@@ -122,6 +122,7 @@ func WriteReference(w io.Writer) error {
 		{"command", "the agent's command line as the launch gave it, absent for a CLI run as its adapter's default program; a fork or a resume runs the same"},
 		{"timeoutMs", "the run's time limit in milliseconds from the launch, absent for none; when it passes the runtime stops the run as a stop does and records `interruption.recorded` with reason `timeout`. A fork or a resume does not inherit it: it has one only if its own launch gives one"},
 		{"dispatchContext", "`{originSurface, originProductId, dispatchMode, initiatedAt, scheduledFor}` (spec 004's AgentDispatchContext): where the execution was asked for and how it runs, absent for a launch that gave none (interactive). `originProductId` is 1 to 128 ASCII letters, digits and `. _ - : / @`, starting with a letter or digit; `initiatedAt` and `scheduledFor` are RFC 3339 times; `scheduledFor` is required with dispatchMode `scheduled` and refused with any other. A `queued` or `scheduled` execution stays `starting` with a `state.changed` saying so until the runtime starts it (docs/architecture.md, Dispatch and the queue)"},
+		{"agentVersion", "the agent CLI's version as the CLI gave it when the runtime asked (`<program> --version`, bounded by a few seconds, asked once per program file) before the launch, at most 100 bytes; absent when the CLI was not asked (any program, an ACP agent) or gave none. What the CLI's usage lines mean depends on it ([agents.md](agents.md#token-usage-by-version))"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", f[0], f[1])
 	}
