@@ -39,6 +39,14 @@ type SessionCounter interface {
 	CountedBefore(Tokens)
 }
 
+// VersionFlag is the command line that asks a CLI that takes --version its
+// version: the launch's program (program when the launch gave none),
+// without the launch's other arguments.
+func VersionFlag(command []string, program string) (string, []string) {
+	p, _ := UserCommand(command, program)
+	return p, []string{"--version"}
+}
+
 // versionPattern finds a version in what a CLI prints for --version:
 // "2.1.328 (Claude Code)", "codex-cli 0.169.0".
 var versionPattern = regexp.MustCompile(`\b\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.]+)?\b`)

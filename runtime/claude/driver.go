@@ -87,8 +87,7 @@ var (
 // VersionCommand asks Claude Code its version: `claude --version` prints
 // "2.1.328 (Claude Code)".
 func (Agent) VersionCommand(command []string) (string, []string) {
-	program, _ := agent.UserCommand(command, "claude")
-	return program, []string{"--version"}
+	return agent.VersionFlag(command, "claude")
 }
 
 // SetAgentVersion is the CLI's version, for the diagnostics until its init

@@ -19,14 +19,7 @@ func run(t *testing.T, setup func(*Driver), lines ...[]byte) []agent.Event {
 	if setup != nil {
 		setup(d)
 	}
-	if err := d.Output(agenttest.Prefix); err != nil {
-		t.Fatal(err)
-	}
-	var evs []agent.Event
-	for _, l := range lines {
-		evs = append(evs, d.Parse(l)...)
-	}
-	evs = append(evs, d.Flush()...)
+	evs := agenttest.Process(t, d, agenttest.Prefix, lines)
 	agenttest.CheckEvents(t, evs)
 	return evs
 }

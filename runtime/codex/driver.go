@@ -67,8 +67,7 @@ var (
 // VersionCommand asks Codex its version: `codex --version` prints
 // "codex-cli 0.169.0". Its output never says it.
 func (Agent) VersionCommand(command []string) (string, []string) {
-	program, _ := agent.UserCommand(command, "codex")
-	return program, []string{"--version"}
+	return agent.VersionFlag(command, "codex")
 }
 
 // Output begins the reading of a turn's process.

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -19,17 +20,7 @@ func turns(t *testing.T, version string, before agent.Tokens, processes ...[][]b
 	}
 	var evs []agent.Event
 	for i, lines := range processes {
-		prefix := "out"
-		if i > 0 {
-			prefix = "out" + string(rune('1'+i))
-		}
-		if err := d.Output(prefix); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range lines {
-			evs = append(evs, d.Parse(l)...)
-		}
-		evs = append(evs, d.Flush()...)
+		evs = append(evs, agenttest.Process(t, d, fmt.Sprintf("out%d", i+1), lines)...)
 	}
 	agenttest.CheckEvents(t, evs)
 	return evs
