@@ -162,7 +162,6 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 		return pl, err
 	}
 	driver := adapter.NewDriver(req.Command, shape)
-	version := rt.agentVersion(adapter, driver, req.Command, req.Env)
 	var session string
 	if req.Continue != nil {
 		if err := continueSession(driver, adapter.ID(), *req.Continue); err != nil {
@@ -183,6 +182,8 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 		return pl, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
 			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
 	}
+	// Asked once the launch is known to be one that runs.
+	version := rt.agentVersion(adapter, driver, req.Command, req.Env)
 	startNow := onStdin || req.Prompt != ""
 	var program string
 	var args []string
