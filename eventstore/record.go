@@ -97,6 +97,11 @@ type Header struct {
 	// working directory came from that file, not from a launch on this
 	// log, so a fork or a resume runs them only once they are restated.
 	Imported bool `json:"imported,omitempty"`
+	// AgentVersion is the version the agent CLI gave when the runtime
+	// asked it (`--version`) before the launch: what its output lines mean
+	// (its usage lines above all) depends on it. Absent when the CLI was
+	// not asked or gave no version.
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // SandboxNetworks are the networks a sandboxed agent may have.
@@ -115,6 +120,10 @@ type SandboxPolicy struct {
 	// directory and its secret files.
 	Hidden []string `json:"hidden,omitempty"`
 }
+
+// MaxAgentVersionLength bounds a header's agentVersion: a version, not
+// the CLI's whole answer.
+const MaxAgentVersionLength = 100
 
 // MessageAccepted records owner, operator or daemon input before delivery.
 type MessageAccepted struct {

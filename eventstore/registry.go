@@ -267,6 +267,9 @@ func (r *Header) validate(p *problems) {
 	if r.Sandbox != nil {
 		enum(p, "sandbox.network", r.Sandbox.Network, SandboxNetworks)
 	}
+	if len(r.AgentVersion) > MaxAgentVersionLength {
+		p.add("agentVersion", fmt.Sprintf("%d bytes: want at most %d, or none when the CLI gave no version", len(r.AgentVersion), MaxAgentVersionLength))
+	}
 	r.ProtocolDescriptor.validate(p, "protocolDescriptor")
 	if r.TransportState != nil {
 		r.TransportState.validate(p, "transportState")

@@ -185,6 +185,8 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 		return pl, fmt.Errorf("%w: %s runs each turn as a process of its own, so a terminal lane takes shape %s only (got %s)",
 			ErrBadLaunch, adapter.ID(), eventstore.ShapeOneShot, shape)
 	}
+	// Asked once the launch is known to be one that runs.
+	version := rt.agentVersion(adapter, driver, req.Command, req.Env)
 	startNow := onStdin || req.Prompt != ""
 	var program string
 	var args []string
@@ -228,7 +230,7 @@ func (rt *Runtime) plan(req LaunchRequest) (*launchPlan, error) {
 	header := &eventstore.Header{AgentID: adapter.ID(), ProtocolDescriptor: desc,
 		TransportState: &eventstore.TransportState{StructuredLane: lane, TerminalAttached: interactive}, WorkingDirectory: req.Dir,
 		Command: req.Command, SessionID: req.SessionID, ForkedFrom: req.ForkedFrom, Resumes: req.Resumes, TimeoutMs: timeoutMs(req.Timeout),
-		DispatchContext: req.Dispatch, Sandbox: sandboxFacts(sbx)}
+		DispatchContext: req.Dispatch, Sandbox: sandboxFacts(sbx), AgentVersion: version}
 	*pl = launchPlan{req: req, ref: ref, adapter: adapter, driver: driver, shape: shape, session: session, desc: desc, header: header,
 		onStdin: onStdin, interactive: interactive, startNow: startNow, program: program, args: args, sandbox: sbx}
 	return pl, nil
@@ -252,6 +254,7 @@ func (rt *Runtime) start(ctx context.Context, pl *launchPlan, prompt accepted) e
 		req.Env = append(slices.Clone(rt.cfg.EnvProfiles[req.EnvProfile]), req.Env...)
 	}
 	env := rt.agentEnv(ref, req.Env, nonce)
+	rt.countBefore(ctx, pl.driver, pl.header.Resumes)
 	p := &process{ref: ref, adapter: pl.adapter, driver: pl.driver, descriptor: pl.desc, shape: pl.shape, nonce: nonce,
 		env: env, dir: req.Dir, sandbox: pl.sandbox, done: make(chan struct{}), source: eventstore.ObservedProviderOutput, sessionID: pl.session}
 	if interactive {

@@ -244,6 +244,9 @@ type Runtime struct {
 	wake        *time.Timer
 	queueClosed bool
 	starts      sync.WaitGroup
+
+	// versions are the agent CLIs' versions asked so far (version.go).
+	versions versions
 }
 
 // NewRuntime returns a runtime over a store.

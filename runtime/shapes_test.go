@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,8 @@ func TestCodexConversationResumesItsThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	// The runtime asks the CLI its version before the launch.
+	lines := slices.DeleteFunc(strings.Split(strings.TrimSpace(string(data)), "\n"), func(l string) bool { return l == "--version" })
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "exec --json") || !strings.HasSuffix(lines[0], " first") ||
 		!strings.HasPrefix(lines[1], "exec resume --json") || !strings.HasSuffix(lines[1], " th-42 second") {
 		t.Fatalf("codex was run as:\n%s\nwant exec … first, then exec resume … th-42 second", data)

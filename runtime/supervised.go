@@ -372,6 +372,8 @@ func (rt *Runtime) attach(ctx context.Context, ref eventstore.Reference, st *exe
 		return false, err
 	}
 	driver := adapter.NewDriver(info.Command, info.Shape)
+	rt.agentVersion(adapter, driver, info.Command, info.Env)
+	rt.countBefore(ctx, driver, st.Resumes)
 	if !driver.TurnsOnStdin() && info.Terminal == nil {
 		return rt.attachBetweenTurns(ctx, ref, st, info, adapter, driver)
 	}

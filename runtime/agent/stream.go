@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,6 +265,19 @@ func (s *Stream) AgentVersion() string {
 	return "agent version " + s.version
 }
 
+// KnowVersion sets the CLI's version as the runtime learned it before the
+// process started (VersionReader), for the diagnostics; a version the
+// output states later takes its place.
+func (s *Stream) KnowVersion(version string) {
+	if version = textclip.Fit(version, MaxTypeBytes); version != "" {
+		s.version = version
+	}
+}
+
+// Version is the CLI's version as far as the stream knows it, "" when
+// unknown.
+func (s *Stream) Version() string { return s.version }
+
 // LearnSession records the CLI's session id and version as the output
 // states them. An Event{Session} goes out the first time, and again when
 // either changes; every observation after it carries the session id. An id
@@ -449,6 +463,20 @@ func (s *Stream) CloseTool(id string, out Outcome) {
 	}
 	s.Activity(a)
 	s.SettlePlan(id, out.Failed)
+}
+
+// AbandonTools ends every call still open when the process's output has
+// ended: none of them will have a result, so each is recorded failed with
+// reason, oldest first, and no call is left looking as if it ran on.
+func (s *Stream) AbandonTools(reason string) {
+	ids := make([]string, 0, len(s.open))
+	for id := range s.open {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.open[a].order, s.open[b].order) })
+	for _, id := range ids {
+		s.CloseTool(id, Outcome{Failed: true, Err: reason})
+	}
 }
 
 // SettlePlan ends the wait of the todo list held for the call id

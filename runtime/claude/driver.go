@@ -62,6 +62,11 @@ type Driver struct {
 	command []string
 	// cont is the session the process continues, if any.
 	cont *agent.Continuation
+	// version is the CLI's version as the runtime learned it, "" when
+	// unknown; before is what the runs whose session this one resumes
+	// counted of it.
+	version string
+	before  agent.Tokens
 
 	mu sync.Mutex
 	// pending are the control requests waiting for an answer, by id.
@@ -72,7 +77,28 @@ type Driver struct {
 	output
 }
 
-var _ agent.Reader = (*Driver)(nil)
+var (
+	_ agent.Reader         = (*Driver)(nil)
+	_ agent.Flusher        = (*Driver)(nil)
+	_ agent.VersionReader  = (*Driver)(nil)
+	_ agent.SessionCounter = (*Driver)(nil)
+	_ agent.Versioned      = Agent{}
+)
+
+// VersionCommand asks Claude Code its version: `claude --version` prints
+// "2.1.328 (Claude Code)".
+func (Agent) VersionCommand(command []string) (string, []string) {
+	return agent.VersionFlag(command, "claude")
+}
+
+// SetAgentVersion is the CLI's version, for the diagnostics until its init
+// line says it. The parser tells the versions' usage lines apart by the
+// fields they carry.
+func (d *Driver) SetAgentVersion(v string) { d.version = v }
+
+// CountedBefore is what the runs whose session this one resumes counted of
+// it: a resumed process's first modelUsage counts them too.
+func (d *Driver) CountedBefore(t agent.Tokens) { d.before = t }
 
 // maxPending bounds the control requests remembered; Claude Code waits on
 // one at a time, so more means output that is not answering anything.
@@ -84,7 +110,8 @@ func (d *Driver) Output(idPrefix string) error {
 	if err != nil {
 		return err
 	}
-	d.output = output{Stream: s}
+	s.KnowVersion(d.version)
+	d.output = output{Stream: s, tasks: agent.NewRecent[string](maxTasks)}
 	return nil
 }
 

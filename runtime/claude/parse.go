@@ -32,13 +32,37 @@ import (
 // are exactly what the server reported. A request whose final counts no
 // line will give (a subagent's: its lines have no stream events) leaves
 // the totals behind the server's until the result: message_delta lines
-// after it wait for the result too. Without model_usage_since_last_result
-// (older CLIs) result.usage, the query's own total, takes its place.
-// Everything is an increment: totals never go back, and a second process of
-// the same execution (a resume) adds to the first. Input tokens are
+// after it wait for the result too. Versions without
+// model_usage_since_last_result (2.1.263, for one) give
+// modelUsage: every request of the process so far, subagents included,
+// per model, so the result adds what it grew by since the process's
+// previous result. Its first result in a process that resumed a session
+// counts the session's earlier processes too (the CLI restores them): the
+// runs before it (before) are taken off, and a fork, whose share of the
+// session is not known, counts result.usage, the query's own total, for
+// its first result. Without either, result.usage is what the query
+// counted. A process that ends without a result (killed, crashed) counts
+// the usage its assistant lines and message_delta events said since the
+// last result, once per message id, as the CLI itself sums it.
+// Everything is an increment: totals never go back, and a second process
+// of the same execution (a resume) adds to the first. Input tokens are
 // input_tokens + cache_creation_input_tokens + cache_read_input_tokens.
 type output struct {
 	*agent.Stream
+	// model is the sum of the last result's modelUsage in this process,
+	// nil before its first.
+	model *agent.Tokens
+	// unsettled are the messages seen since the last result with the
+	// largest usage any line gave for them, counted at the end of the
+	// output when no result comes.
+	unsettled []unsettledMessage
+	// subCalls are the tool calls each subagent opened, by the tool call
+	// that started the subagent: a subagent that fails or is stopped
+	// leaves them without a result.
+	subCalls map[string][]string
+	// tasks are the background tasks whose start was reported, with what
+	// they are (the notification of their end does not say).
+	tasks agent.Recent[string]
 	// window is what this parser counted since the last result: input,
 	// output.
 	window [2]int64
@@ -54,6 +78,32 @@ type output struct {
 
 // maxChoices bounds the choices of a question.
 const maxChoices = 50
+
+// maxUnsettled bounds the messages whose usage waits for a result,
+// maxSubCalls the calls remembered per subagent and maxTasks the tasks
+// whose start was reported.
+const (
+	maxUnsettled = 1000
+	maxSubCalls  = 256
+	maxTasks     = 256
+)
+
+// unsettledMessage is a message's usage as its lines gave it, before a
+// result counted it.
+type unsettledMessage struct {
+	id      string
+	in, out int64
+}
+
+// Phases of the status observations that follow Claude Code's background
+// tasks (subagents, background shells), from its task_started and
+// task_notification lines. They are written in journals: never rename one.
+const (
+	PhaseTaskStarted   = "claude-task-started"
+	PhaseTaskCompleted = "claude-task-completed"
+	PhaseTaskFailed    = "claude-task-failed"
+	PhaseTaskStopped   = "claude-task-stopped"
+)
 
 // lineTypes are the line types the Claude Code parser reads, as of Claude
 // Code 2.1.328.
@@ -93,6 +143,16 @@ type claudeEvent struct {
 	RateLimit       json.RawMessage `json:"rate_limit_info"`
 	RequestID       json.RawMessage `json:"request_id"`
 	Request         json.RawMessage `json:"request"`
+	ModelUsage      json.RawMessage `json:"modelUsage"`
+	TaskID          json.RawMessage `json:"task_id"`
+	ToolUseID       json.RawMessage `json:"tool_use_id"`
+	Status          json.RawMessage `json:"status"`
+	Description     json.RawMessage `json:"description"`
+	SubagentType    json.RawMessage `json:"subagent_type"`
+	Summary         json.RawMessage `json:"summary"`
+	Reason          json.RawMessage `json:"reason"`
+	TaskType        json.RawMessage `json:"task_type"`
+	Backgrounded    json.RawMessage `json:"is_backgrounded"`
 }
 
 type claudeMessage struct {
@@ -225,9 +285,15 @@ func (d *Driver) event(ev *claudeEvent) {
 }
 
 // system lines are session metadata (init, status, hooks, compaction,
-// tasks); only a retried API request says something the journal needs.
+// task progress); a retried API request and a background task's start and
+// end say something the journal needs.
 func (d *Driver) system(ev *claudeEvent) {
-	if ev.Subtype != "api_retry" {
+	switch ev.Subtype {
+	case "task_started", "task_notification":
+		d.task(ev)
+		return
+	case "api_retry":
+	default:
 		return
 	}
 	var attempt, maxRetries, status *int64
@@ -246,21 +312,100 @@ func (d *Driver) system(ev *claudeEvent) {
 		countText(attempt), countText(maxRetries), what))
 }
 
-// chat decodes the message of an assistant or user line and whether a
-// subagent wrote it.
-func (d *Driver) chat(ev *claudeEvent) (m *claudeMessage, sub, ok bool) {
-	var parent *string
-	if !d.field(ev.ParentToolUseID, "parent_tool_use_id", &parent) || !d.field(ev.Message, "message", &m) {
-		return nil, false, false
+// task reports a subagent, or a task run in the background, that started
+// or ended; a shell command the CLI follows as a task while the call waits
+// for it says nothing its tool call does not, unless it fails. A task that
+// failed or was stopped leaves the calls its subagent opened without
+// results: they end with it, failed with its error.
+func (d *Driver) task(ev *claudeEvent) {
+	desc, kind := agent.JSONString(ev.Description), agent.JSONString(ev.SubagentType)
+	id, call := agent.JSONString(ev.TaskID), agent.JSONString(ev.ToolUseID)
+	name := "background task"
+	if kind != "" {
+		name = "subagent " + agent.OneLine(kind, agent.MaxTypeBytes)
 	}
-	return m, parent != nil && *parent != "", true
+	if ev.Subtype == "task_started" {
+		var background bool
+		_ = json.Unmarshal(ev.Backgrounded, &background)
+		if agent.JSONString(ev.TaskType) != "local_agent" && !background {
+			return
+		}
+		if id != "" {
+			d.tasks.Put(agent.Key(id), name)
+		}
+		summary := "Claude Code started a " + name
+		if desc != "" {
+			summary += ": " + agent.OneLine(desc, agent.MaxLabelBytes)
+		}
+		d.Observe(&eventstore.StatusSignal{Phase: PhaseTaskStarted, Summary: summary})
+		return
+	}
+	status, text := agent.JSONString(ev.Status), agent.JSONString(ev.Reason)
+	started, ok := d.tasks.Get(agent.Key(id))
+	if !ok && status == "completed" {
+		return
+	}
+	if ok {
+		name = started
+	}
+	if text == "" {
+		text = agent.JSONString(ev.Summary)
+	}
+	label := "Claude Code's " + name
+	if id != "" {
+		label += " " + agent.OneLine(id, agent.MaxTypeBytes)
+	}
+	var phase, summary string
+	switch status {
+	case "completed":
+		phase, summary = PhaseTaskCompleted, label+" completed"
+	case "failed":
+		phase, summary = PhaseTaskFailed, label+" failed"
+	default: // stopped, killed
+		phase, summary = PhaseTaskStopped, label+" was "+orStatus(status)
+	}
+	if text != "" {
+		summary += ": " + text
+	}
+	d.Observe(&eventstore.StatusSignal{Phase: phase, Summary: textclip.Fit(summary, agent.MaxSummaryBytes)})
+	if status != "completed" {
+		why := "the subagent that made the call ended first"
+		if text != "" {
+			why += ": " + text
+		}
+		for _, c := range d.subCalls[call] {
+			d.CloseTool(c, agent.Outcome{Failed: true, Err: why})
+		}
+	}
+	delete(d.subCalls, call)
+}
+
+func orStatus(s string) string {
+	if s == "" {
+		return "stopped"
+	}
+	return textclip.Fit(s, agent.MaxTypeBytes)
+}
+
+// chat decodes the message of an assistant or user line and the tool call
+// that started the subagent that wrote it, "" for the main agent.
+func (d *Driver) chat(ev *claudeEvent) (m *claudeMessage, parent string, ok bool) {
+	var p *string
+	if !d.field(ev.ParentToolUseID, "parent_tool_use_id", &p) || !d.field(ev.Message, "message", &m) {
+		return nil, "", false
+	}
+	if p != nil {
+		parent = *p
+	}
+	return m, parent, true
 }
 
 func (d *Driver) assistant(ev *claudeEvent) {
-	m, sub, ok := d.chat(ev)
+	m, parent, ok := d.chat(ev)
 	if !ok {
 		return
 	}
+	sub := parent != ""
 	if m == nil {
 		d.BadEvent("assistant event without a message")
 		return
@@ -287,6 +432,9 @@ func (d *Driver) assistant(ev *claudeEvent) {
 		case b.Type == "tool_use" || b.Type == "server_tool_use" || b.Type == "mcp_tool_use":
 			act, target := agent.ToolActivity(b.Name, agent.Args(b.Input))
 			d.OpenTool(b.ID, b.Name, act, target)
+			if sub && b.ID != "" {
+				d.subCall(parent, b.ID)
+			}
 			if !sub && strings.EqualFold(b.Name, "TodoWrite") {
 				d.todoWrite(b.ID, b.Input)
 			}
@@ -302,9 +450,57 @@ func (d *Driver) assistant(ev *claudeEvent) {
 	// The line's usage is the response's start, not its end. A subagent's
 	// response has no stream events to end it: the totals wait for the
 	// result.
-	if sub && m.Usage != nil {
-		d.behind = true
+	if m.Usage != nil {
+		d.unsettle(m.ID, m.Usage.input(), m.Usage.OutputTokens)
+		if sub {
+			d.behind = true
+		}
 	}
+}
+
+// subCall remembers a call a subagent opened.
+func (d *Driver) subCall(parent, id string) {
+	if d.subCalls == nil {
+		d.subCalls = map[string][]string{}
+	}
+	if len(d.subCalls) >= maxSubCalls {
+		return
+	}
+	if calls := d.subCalls[parent]; len(calls) < maxSubCalls {
+		d.subCalls[parent] = append(calls, id)
+	}
+}
+
+// unsettle keeps the largest usage a line gave for a message until a
+// result counts it. A message without an id cannot be told from another
+// and is not kept.
+func (d *Driver) unsettle(id string, in, out *int64) {
+	if id == "" {
+		return
+	}
+	i, o := agent.Deref(agent.NonNegative(in)), agent.Deref(agent.NonNegative(out))
+	for k := range d.unsettled {
+		if u := &d.unsettled[k]; u.id == id {
+			u.in, u.out = max(u.in, i), max(u.out, o)
+			return
+		}
+	}
+	if len(d.unsettled) < maxUnsettled {
+		d.unsettled = append(d.unsettled, unsettledMessage{id: id, in: i, out: o})
+	}
+}
+
+// Flush counts, when the output ended without a result after them, the
+// messages no result counted, and ends the tool calls left open: no result
+// will come for them. Its events take the ids of a line after the last.
+func (d *Driver) Flush() []agent.Event {
+	d.NextLine()
+	for _, u := range d.unsettled {
+		d.StepUsage(u.id, &u.in, &u.out)
+	}
+	d.unsettled = nil
+	d.AbandonTools("Claude Code's output ended before the call's result")
+	return d.Finish()
 }
 
 // count adds increments to what was counted since the last result.
@@ -451,7 +647,7 @@ func (d *Driver) streamEvent(ev *claudeEvent) {
 			}
 		}
 	case "message_delta":
-		if e.Usage == nil || d.behind {
+		if e.Usage == nil {
 			return
 		}
 		id, in := agent.JSONString(ev.APIMessageID), e.Usage.input()
@@ -461,6 +657,10 @@ func (d *Driver) streamEvent(ev *claudeEvent) {
 		if in == nil && id == d.streamMsg {
 			in = d.streamIn
 		}
+		d.unsettle(id, in, e.Usage.OutputTokens)
+		if d.behind {
+			return
+		}
 		d.count(d.StepUsage(id, in, e.Usage.OutputTokens))
 	}
 }
@@ -469,15 +669,15 @@ func (d *Driver) streamEvent(ev *claudeEvent) {
 // claim, and the end of the turn.
 func (d *Driver) result(ev *claudeEvent) {
 	var (
-		usage   *claudeUsage
-		since   map[string]claudeModelUsage
-		isError bool
+		usage        *claudeUsage
+		since, model map[string]claudeModelUsage
+		isError      bool
 	)
 	if !d.field(ev.Usage, "usage", &usage) || !d.field(ev.SinceLastResult, "model_usage_since_last_result", &since) ||
-		!d.field(ev.IsError, "is_error", &isError) {
+		!d.field(ev.ModelUsage, "modelUsage", &model) || !d.field(ev.IsError, "is_error", &isError) {
 		return
 	}
-	d.resultUsage(usage, since)
+	d.resultUsage(usage, since, model)
 	var errs []string
 	if len(ev.Errors) > 0 && ev.Errors[0] == '[' {
 		_ = json.Unmarshal(ev.Errors, &errs)
@@ -500,15 +700,15 @@ func (d *Driver) result(ev *claudeEvent) {
 
 // resultUsage adds what the result says the server counted since the
 // previous result beyond what the lines in between added.
-func (d *Driver) resultUsage(usage *claudeUsage, since map[string]claudeModelUsage) {
+func (d *Driver) resultUsage(usage *claudeUsage, since, model map[string]claudeModelUsage) {
 	var in, out *int64
 	switch {
 	case since != nil:
-		in, out = agent.Ptr[int64](0), agent.Ptr[int64](0)
-		for _, m := range since {
-			in = agent.Ptr(agent.AddSat(*in, agent.Deref(agent.SumCounts(m.InputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens))))
-			out = agent.Ptr(agent.AddSat(*out, agent.Deref(agent.NonNegative(m.OutputTokens))))
-		}
+		t := sumModels(since)
+		in, out = &t.Input, &t.Output
+	case model != nil:
+		t := d.modelGrowth(sumModels(model), usage)
+		in, out = &t.Input, &t.Output
 	case usage != nil:
 		in, out = agent.NonNegative(usage.input()), agent.NonNegative(usage.OutputTokens)
 	}
@@ -520,7 +720,41 @@ func (d *Driver) resultUsage(usage *claudeUsage, since map[string]claudeModelUsa
 		dOut = *out - d.window[1]
 	}
 	d.Increment(dIn, dOut)
-	d.window, d.behind = [2]int64{}, false
+	d.window, d.behind, d.unsettled = [2]int64{}, false, nil
+}
+
+// sumModels adds up a per-model usage map.
+func sumModels(models map[string]claudeModelUsage) agent.Tokens {
+	var t agent.Tokens
+	for _, m := range models {
+		t.Input = agent.AddSat(t.Input, agent.Deref(agent.SumCounts(m.InputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens)))
+		t.Output = agent.AddSat(t.Output, agent.Deref(agent.NonNegative(m.OutputTokens)))
+	}
+	return t
+}
+
+// modelGrowth is what a result's modelUsage (the process's running totals,
+// now) grew by since the process's previous result, and never less than
+// the query's own result.usage. A process's first result grows from zero,
+// from what the runs before it counted when it resumed a session, and is
+// the query's own usage when it forked one.
+func (d *Driver) modelGrowth(now agent.Tokens, usage *claudeUsage) agent.Tokens {
+	var from agent.Tokens
+	switch {
+	case d.model != nil:
+		from = *d.model
+	case d.cont != nil && d.cont.Fork:
+		from = now
+	case d.cont != nil:
+		from = d.before
+	}
+	d.model = &now
+	grown := agent.Tokens{Input: max(now.Input-from.Input, 0), Output: max(now.Output-from.Output, 0)}
+	if usage != nil {
+		grown.Input = max(grown.Input, agent.Deref(agent.NonNegative(usage.input())))
+		grown.Output = max(grown.Output, agent.Deref(agent.NonNegative(usage.OutputTokens)))
+	}
+	return grown
 }
 
 // rateLimit reports a rate limit that is not simply "allowed": a warning

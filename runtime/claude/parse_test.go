@@ -46,7 +46,10 @@ func TestClaudeCaptures(t *testing.T) {
 			"session 40e7b02d-c0f9-4876-9010-f514d4eb0603 2.1.3",
 			"activity executing command:ls -la tool=Bash call=Bash:started active=true",
 			"activity call=Bash:succeeded active=false",
-			"usage + in=42339 out=424 total=42763",
+			// modelUsage (2.1.3 has no model_usage_since_last_result):
+			// every request of the process, 38 + 28775 + 31159 / 765,
+			// beyond result.usage's 42339 / 424 for the query's own.
+			"usage + in=59972 out=765 total=60737",
 			"completed: Here are the files in the current directory.",
 			"turn end",
 		},

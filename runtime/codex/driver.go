@@ -55,15 +55,27 @@ func (Agent) NewDriver(command []string, _ eventstore.SessionShape) agent.Driver
 // process's stdout.
 type Driver struct {
 	agent.Turns
+	// session is what is known of the thread's usage, from one turn's
+	// process to the next.
+	session session
 	// output is the reading of the running turn's stdout, under the
 	// runtime's one-reader-at-a-time rule (agent.Reader).
 	output
 }
 
 var (
-	_ agent.Reader  = (*Driver)(nil)
-	_ agent.Flusher = (*Driver)(nil)
+	_ agent.Reader         = (*Driver)(nil)
+	_ agent.Flusher        = (*Driver)(nil)
+	_ agent.VersionReader  = (*Driver)(nil)
+	_ agent.SessionCounter = (*Driver)(nil)
+	_ agent.Versioned      = Agent{}
 )
+
+// VersionCommand asks Codex its version: `codex --version` prints
+// "codex-cli 0.169.0". Its output never says it.
+func (Agent) VersionCommand(command []string) (string, []string) {
+	return agent.VersionFlag(command, "codex")
+}
 
 // Output begins the reading of a turn's process.
 func (d *Driver) Output(idPrefix string) error {
@@ -71,6 +83,7 @@ func (d *Driver) Output(idPrefix string) error {
 	if err != nil {
 		return err
 	}
+	s.KnowVersion(d.session.version)
 	d.output = output{Stream: s}
 	return nil
 }

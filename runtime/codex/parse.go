@@ -14,15 +14,15 @@ import (
 // output is what the Driver keeps of one process's stdout, which it reads
 // as `codex exec --json` writes it.
 //
-// Usage. turn.completed carries the thread's running totals, not the
-// turn's own: Codex 0.169.0 loads the thread's totals when `exec resume`
-// starts a new process, so the first turn of a resumed process already
-// counts every turn before it. They are reported as cumulative, and totals
-// equal to the last ones are dropped. input_tokens already includes
+// Usage. turn.completed carries usage, and no other event does; what it
+// counts depends on the version (session): input_tokens already includes
 // cached_input_tokens and output_tokens includes reasoning_output_tokens,
-// so neither is added again. No other event carries usage.
+// so neither is added again.
 type output struct {
 	*agent.Stream
+	// process is the usage this process reported so far, for a CLI that
+	// reports its process's own.
+	process agent.Tokens
 	// lastText is the last agent message of the current turn, the summary
 	// of its completion claim.
 	lastText string
@@ -30,6 +30,68 @@ type output struct {
 	// that ends the turn twice, as an error event and then as turn.failed
 	// with the same message, and only the next line tells which it is.
 	held *heldError
+}
+
+// session is what the Driver knows of the usage of the Codex thread its
+// processes continue, from one process to the next.
+//
+// Codex 0.169.0 (and, taken as the default, any version not known
+// otherwise) reports in turn.completed the thread's running totals:
+// `exec resume` loads the thread's totals, so the first turn of a resumed
+// process already counts every turn before it. They are reported as
+// cumulative, less what the executions this one resumes counted of the
+// thread (before): each execution counts only its own tokens, and a
+// restarted daemon, whose driver knows nothing of the turns before, still
+// gets the totals right. Codex 0.147 to 0.150 report only the process's
+// own usage, from zero in each `exec resume`: each turn.completed adds
+// what it says beyond the process's last report. A version not known to
+// report its process's usage that reports totals below the thread's last
+// ones is taken to report per process from then on: a total never goes
+// down.
+type session struct {
+	version string
+	// before is what the executions this one resumes counted of the
+	// thread.
+	before agent.Tokens
+	// thread is the thread's running totals as far as they are known.
+	thread agent.Tokens
+	// perProcess says turn.completed counts only its process's usage.
+	perProcess bool
+}
+
+// perProcessUsage are the versions whose turn.completed counts only the
+// process's own usage (seen in 0.147.0 to 0.150.1).
+var perProcessUsage = [2]string{"0.147.0", "0.151.0"}
+
+// SetAgentVersion reads the output as the given version writes it.
+func (d *Driver) SetAgentVersion(v string) {
+	d.session.version = v
+	d.session.perProcess = agent.InRange(v, perProcessUsage[0], perProcessUsage[1])
+}
+
+// CountedBefore is what the executions this one resumes counted of the
+// thread.
+func (d *Driver) CountedBefore(t agent.Tokens) {
+	d.session.before = t
+	d.session.thread = t
+}
+
+// usage reads a turn.completed's usage as the version means it.
+func (d *Driver) usage(u *codexUsage) {
+	now := agent.Tokens{Input: agent.Deref(agent.NonNegative(u.InputTokens)), Output: agent.Deref(agent.NonNegative(u.OutputTokens))}
+	s := &d.session
+	if !s.perProcess && (now.Input < s.thread.Input || now.Output < s.thread.Output) {
+		s.perProcess = true
+	}
+	if s.perProcess {
+		in, out := max(now.Input-d.process.Input, 0), max(now.Output-d.process.Output, 0)
+		d.process = now
+		s.thread = agent.Tokens{Input: agent.AddSat(s.thread.Input, in), Output: agent.AddSat(s.thread.Output, out)}
+		d.Increment(in, out)
+		return
+	}
+	s.thread = now
+	d.CumulativeUsage(agent.Ptr(max(now.Input-s.before.Input, 0)), agent.Ptr(max(now.Output-s.before.Output, 0)))
 }
 
 // heldError is an error event waiting for the line after it.
@@ -161,7 +223,7 @@ func (d *Driver) event(ev *codexEvent) {
 		d.item(ev.Item, true)
 	case "turn.completed":
 		if u := ev.Usage; u != nil {
-			d.CumulativeUsage(u.InputTokens, u.OutputTokens)
+			d.usage(u)
 		}
 		d.Completed(d.lastText, "Codex completed the turn")
 		d.EndTurn(false, "")
@@ -265,6 +327,11 @@ func codexOutcome(it *codexItem) agent.Outcome {
 		out.Failed = true
 		if it.Error != nil {
 			out.Err = it.Error.Message
+		}
+		if it.Type == "mcp_tool_call" && strings.TrimSpace(out.Err) == "" {
+			// A failed MCP call's error is what the tool returned, in
+			// its result.
+			out.Err = out.Output
 		}
 	}
 	return out

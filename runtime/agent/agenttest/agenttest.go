@@ -125,6 +125,25 @@ func NewReader(tb testing.TB, a agent.Agent) agent.Reader {
 	return r
 }
 
+// Process reads one process's lines through r as the runtime does: Output
+// with prefix, each line, then Flush when r holds lines back. It returns
+// the events, unchecked: a test reading several processes checks them
+// together.
+func Process(tb testing.TB, r agent.Reader, prefix string, lines [][]byte) []agent.Event {
+	tb.Helper()
+	if err := r.Output(prefix); err != nil {
+		tb.Fatal(err)
+	}
+	var out []agent.Event
+	for _, l := range lines {
+		out = append(out, r.Parse(l)...)
+	}
+	if f, ok := r.(agent.Flusher); ok {
+		out = append(out, f.Flush()...)
+	}
+	return out
+}
+
 // Parse runs lines through a new reader of a and checks every event.
 func Parse(tb testing.TB, a agent.Agent, lines ...[]byte) []agent.Event {
 	tb.Helper()
