@@ -60,6 +60,9 @@ export class ApiError extends Error {
     this.code = detail.code || '';
     this.field = detail.field || '';
     this.accepted = detail.accepted || [];
+    // imported is, on a refused fork or resume of an imported journal,
+    // the command and directory it would run (imported.js).
+    this.imported = detail.imported || null;
   }
 }
 

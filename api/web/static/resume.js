@@ -3,6 +3,7 @@
 // says it can, else retold from the journal before a prompt.
 import {api, agentInfo, execPath} from './api.js';
 import {parts, showError, clearError} from './dom.js';
+import {askImported} from './imported.js';
 import {ENDED, executionHref} from './format.js';
 
 export function createResume(root) {
@@ -13,18 +14,23 @@ export function createResume(root) {
     submit();
   });
 
-  async function submit() {
+  // submit asks for the resume; confirm restates an imported journal's
+  // command and directory once the user has seen them.
+  async function submit(confirm) {
     const of = id;
     clearError(p.error);
     const body = {};
     if (p.prompt.value.trim()) body.prompt = p.prompt.value;
+    if (confirm) body.confirmImported = confirm;
     p.submit.disabled = true;
     try {
       const res = await api('POST', execPath(of, '/resume'), body);
       if (of === id) p.prompt.value = '';
       location.hash = executionHref(res.reference.agentExecutionId);
     } catch (err) {
-      if (of === id) showError(p.error, err);
+      if (of !== id) return;
+      if (err.imported && !confirm) askImported(p.error, err, (c) => submit(c));
+      else showError(p.error, err);
     } finally {
       p.submit.disabled = false;
     }

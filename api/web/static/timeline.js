@@ -10,6 +10,7 @@
 // text selected in it, a click under way and the focus survive; a new item
 // is inserted where it belongs, and a changed one (a tool call whose end
 // came) replaces its own element only.
+import {askImported} from './imported.js';
 import {api, agentInfo, execPath} from './api.js';
 import {el, parts, showError, clearError, mark, unmark, nearBottom} from './dom.js';
 import {executionHref, markdown, when} from './format.js';
@@ -255,13 +256,16 @@ export function createTimeline(root, x) {
     f.root.hidden = false;
   }
 
-  async function submitFork() {
+  // submitFork asks for the fork; confirm restates an imported
+  // journal's command and directory once the user has seen them.
+  async function submitFork(confirm) {
     const at = forking;
     if (!at) return;
     clearError(f.error);
     unmark(f.root);
     const body = {at: at.sequence, workspace: f.workspace.value};
     if (f.prompt.value.trim()) body.prompt = f.prompt.value;
+    if (confirm) body.confirmImported = confirm;
     f.submit.disabled = true;
     try {
       const res = await api('POST', execPath(at.executionId, '/fork'), body);
@@ -269,6 +273,10 @@ export function createTimeline(root, x) {
       location.hash = executionHref(res.reference.agentExecutionId);
     } catch (err) {
       if (forking !== at) return;
+      if (err.imported && !confirm) {
+        askImported(f.error, err, (c) => submitFork(c));
+        return;
+      }
       showError(f.error, err);
       mark({workspace: f.workspace, prompt: f.prompt}[err.field]);
     } finally {
