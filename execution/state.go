@@ -2,6 +2,8 @@ package execution
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -109,6 +111,23 @@ type InputRequest struct {
 	// request waits on.
 	Kind string              `json:"kind,omitempty"`
 	Tool *eventstore.ToolUse `json:"tool,omitempty"`
+}
+
+// Choice is the choice an answer to r names: by its number as shown (1 is
+// the first choice) or by its text, in any case. An answer that names none
+// is returned as it was: a question takes words too, and an agent hears
+// any other answer to a permission as a denial.
+func (r InputRequest) Choice(answer string) string {
+	a := strings.TrimSpace(answer)
+	if n, err := strconv.Atoi(a); err == nil && n >= 1 && n <= len(r.Choices) {
+		return r.Choices[n-1]
+	}
+	for _, c := range r.Choices {
+		if strings.EqualFold(c, a) {
+			return c
+		}
+	}
+	return answer
 }
 
 // Blocked is what a blocked signal said.

@@ -1,0 +1,88 @@
+//go:build unix
+
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
+	"github.com/agentjournal/agentjournal/fixtures/modelserver"
+)
+
+// colorQuestion is Claude Code's AskUserQuestion with two options.
+func colorQuestion(id string) modelserver.ToolCall {
+	return modelserver.ToolCall{ID: id, Name: "AskUserQuestion", Input: map[string]any{"questions": []any{map[string]any{
+		"question": "Which color should the button be?", "header": "Color", "multiSelect": false,
+		"options": []any{map[string]any{"label": "Red", "description": "A red button"}, map[string]any{"label": "Blue", "description": "A blue button"}}}}}}
+}
+
+// answersOf are the answer messages of a journal, as "source: text".
+func answersOf(recs []eventstore.Record) []string {
+	var out []string
+	for _, rec := range recs {
+		if m, ok := rec.(*eventstore.MessageAccepted); ok && m.MessageType == "answer" {
+			text, _ := m.Text()
+			out = append(out, string(m.Source)+": "+text)
+		}
+	}
+	return out
+}
+
+// TestRealAgentQuestionByNumber: an answer to Claude Code's question given
+// by the number of its choice (2) is the choice's label, in the journal and
+// for the model.
+func TestRealAgentQuestionByNumber(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, token, _ := startServe(t, dir)
+	c := realCLIs[0]
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I need to ask.", ToolCalls: []modelserver.ToolCall{colorQuestion("toolu_ask_2")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "You chose.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	srv := modelserver.Start(t, sc)
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Pick a color"}, agentArgs(t, c, srv.URL(), t.TempDir())...)...))
+	st := awaitReal(t, dir, id, "the question", func(st execution.State) bool { return st.AwaitingInput() })
+	mustRunReal(t, dir, "send", id, "--answer", st.LastInputRequest.RequestID, "2")
+	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	conv := srv.Conversation()
+	if len(conv) < 2 {
+		t.Fatalf("%d conversation requests, want the answer sent back", len(conv))
+	}
+	if res, ok := conv[1].ToolResult("toolu_ask_2"); !ok || !strings.Contains(res.Content, "Blue") {
+		t.Fatalf("tool result %+v (found %v), want the answer Blue", res, ok)
+	}
+	if got, want := answersOf(readJournalAPI(t, url, token, id)), []string{"operator: Blue"}; !slices.Equal(got, want) {
+		t.Fatalf("answers %q, want %q", got, want)
+	}
+	mustRunReal(t, dir, "stop", id)
+}
+
+// TestRealAgentPermissionsAllowAsksNoQuestion: `run --permissions allow`
+// answers permission requests; a question is not one, and is not answered
+// "allow". With no terminal to ask at, run declines it, and the model is
+// told the operator declined.
+func TestRealAgentPermissionsAllowAsksNoQuestion(t *testing.T) {
+	t.Parallel()
+	c := realCLIs[0]
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I need to ask.", ToolCalls: []modelserver.ToolCall{colorQuestion("toolu_ask_3")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "I will pick myself.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	r := runScenario(t, c, sc, "Pick a color", "--permissions", "allow")
+	if got, want := answersOf(r.records), []string{"system: deny"}; !slices.Equal(got, want) {
+		r.failf(t, "answers %q, want %q", got, want)
+	}
+	conv := r.srv.Conversation()
+	if len(conv) < 2 {
+		r.failf(t, "%d conversation requests, want the question's outcome sent back", len(conv))
+	}
+	if res, ok := conv[1].ToolResult("toolu_ask_3"); !ok || strings.Contains(res.Content, "allow") || !strings.Contains(res.Content, "declined") {
+		r.failf(t, "tool result %+v (found %v), want the question declined, never answered allow", res, ok)
+	}
+}
