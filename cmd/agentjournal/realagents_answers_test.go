@@ -3,9 +3,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
 	"github.com/agentjournal/agentjournal/execution"
@@ -84,5 +89,57 @@ func TestRealAgentPermissionsAllowAsksNoQuestion(t *testing.T) {
 	}
 	if res, ok := conv[1].ToolResult("toolu_ask_3"); !ok || strings.Contains(res.Content, "allow") || !strings.Contains(res.Content, "declined") {
 		r.failf(t, "tool result %+v (found %v), want the question declined, never answered allow", res, ok)
+	}
+}
+
+var executionID = regexp.MustCompile(`ae-[0-9a-f]+`)
+
+// TestRealAgentActivityFollowsTheTool: while Claude Code's shell command
+// runs (it reads a FIFO the test writes only then), `ls` and `show` say the
+// execution is executing, not idle; and `show` says its tokens once.
+func TestRealAgentActivityFollowsTheTool(t *testing.T) {
+	t.Parallel()
+	c := realCLIs[0]
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I will wait.", ToolCalls: []modelserver.ToolCall{c.shell("toolu_wait_1", "cat "+fifo)}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Done waiting.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	srv := modelserver.Start(t, sc)
+	dir := t.TempDir()
+	done := make(chan result, 1)
+	go func() {
+		done <- runReal(t, dir, append([]string{"--agent", c.agent, "--prompt", "Wait", "--permissions", "allow"}, agentArgs(t, c, srv.URL(), t.TempDir())...)...)
+	}()
+	var ls, show string
+	deadline := time.Now().Add(realTimeout)
+	for {
+		ls = run(t, dir, "ls").stdout
+		if id := executionID.FindString(ls); id != "" && strings.Contains(ls, "executing") {
+			show = run(t, dir, "show", id).stdout
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ls never said executing while the command ran:\n%s", ls)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The command ends once the FIFO has a writer that closes it.
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if r := <-done; r.code != exitOK {
+		t.Fatalf("run exit %d:\n%s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)^activity: +executing$`).MatchString(show) {
+		t.Errorf("show while the command ran says no executing activity:\n%s", show)
+	}
+	if n := strings.Count(show, "in 100/out 10") + strings.Count(show, "tokens="); n > 1 {
+		t.Errorf("show says the tokens %d times:\n%s", n, show)
 	}
 }

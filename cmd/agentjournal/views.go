@@ -214,7 +214,7 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 			}
 			writeLine(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s", mark, s.ID,
 				textclip.Runes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), textclip.Runes(s.AgentID, 12), s.Lifecycle, s.Attention,
-				s.Activity, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
+				execution.CurrentActivity(s.Lifecycle, s.Attention, s.Activity, s.LatestActivity), s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
 		}
 		return nil
 	})
