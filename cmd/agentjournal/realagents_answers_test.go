@@ -143,3 +143,27 @@ func TestRealAgentActivityFollowsTheTool(t *testing.T) {
 		t.Errorf("show says the tokens %d times:\n%s", n, show)
 	}
 }
+
+// TestRealAgentStopDuringPermission: stopping Claude Code while its
+// permission request is open cancels the execution; it did not complete
+// the turn it was asked to do.
+func TestRealAgentStopDuringPermission(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	startServe(t, dir)
+	c := realCLIs[0]
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I will run it.", ToolCalls: []modelserver.ToolCall{c.shell("toolu_perm_1", "touch stopped-before")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Ran it.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	srv := modelserver.Start(t, sc)
+	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Run it"}, agentArgs(t, c, srv.URL(), t.TempDir())...)...))
+	awaitReal(t, dir, id, "the permission request", func(st execution.State) bool {
+		return st.AwaitingInput() && st.LastInputRequest.Kind == string(eventstore.InputPermission)
+	})
+	mustRunReal(t, dir, "stop", id)
+	st := awaitReal(t, dir, id, "the end", func(st execution.State) bool { return st.Lifecycle.Final() })
+	if st.Lifecycle != eventstore.LifecycleCancelled {
+		t.Fatalf("stopped during a permission request: %s (%s), want cancelled", st.Lifecycle, st.LifecycleReason)
+	}
+}
