@@ -167,3 +167,23 @@ func TestRealAgentStopDuringPermission(t *testing.T) {
 		t.Fatalf("stopped during a permission request: %s (%s), want cancelled", st.Lifecycle, st.LifecycleReason)
 	}
 }
+
+// TestRealGeminiToolCallAfterPermission: Gemini CLI announces a tool call
+// it asked permission for with no tool_call, only its completed update;
+// the call is still journaled, started and ended, with its command.
+func TestRealGeminiToolCallAfterPermission(t *testing.T) {
+	t.Parallel()
+	c := geminiCLI
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I will run a command.", ToolCalls: []modelserver.ToolCall{c.shell("call_touch_1", "touch made-by-gemini")}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Done.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	r := runScenario(t, c, sc, "Touch it", "--permissions", "allow")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-gemini")); err != nil {
+		r.failf(t, "the tool did not run: %v", err)
+	}
+	start, end := callEnd(r.records, "touch made-by-gemini")
+	if start == nil || end == nil || end.ToolCall.Status != eventstore.ToolCallSucceeded {
+		r.failf(t, "the call is not journaled started and succeeded: start %+v, end %+v", start, end)
+	}
+}
