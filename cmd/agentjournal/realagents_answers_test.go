@@ -36,6 +36,23 @@ func answersOf(recs []eventstore.Record) []string {
 	return out
 }
 
+// answerReached waits for the end of the execution's first turn and checks
+// that the answer to the question of the tool call toolID went back to the
+// model as that call's result, holding want.
+func answerReached(t *testing.T, srv *modelserver.Server, dir, url, token, id, toolID, want string) {
+	t.Helper()
+	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
+		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
+	})
+	conv := srv.Conversation()
+	if len(conv) < 2 {
+		t.Fatalf("%d conversation requests, want the answer sent back", len(conv))
+	}
+	if res, ok := conv[1].ToolResult(toolID); !ok || !strings.Contains(res.Content, want) {
+		t.Fatalf("tool result %+v (found %v), want the answer %s", res, ok, want)
+	}
+}
+
 // TestRealAgentQuestionByNumber: an answer to Claude Code's question given
 // by the number of its choice (2) is the choice's label, in the journal and
 // for the model.
@@ -52,16 +69,7 @@ func TestRealAgentQuestionByNumber(t *testing.T) {
 	id := strings.TrimSpace(mustRunReal(t, dir, append([]string{"launch", "--agent", c.agent, "--prompt", "Pick a color"}, agentArgs(t, c, srv.URL(), t.TempDir())...)...))
 	st := awaitReal(t, dir, id, "the question", func(st execution.State) bool { return st.AwaitingInput() })
 	mustRunReal(t, dir, "send", id, "--answer", st.LastInputRequest.RequestID, "2")
-	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
-		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
-	})
-	conv := srv.Conversation()
-	if len(conv) < 2 {
-		t.Fatalf("%d conversation requests, want the answer sent back", len(conv))
-	}
-	if res, ok := conv[1].ToolResult("toolu_ask_2"); !ok || !strings.Contains(res.Content, "Blue") {
-		t.Fatalf("tool result %+v (found %v), want the answer Blue", res, ok)
-	}
+	answerReached(t, srv, dir, url, token, id, "toolu_ask_2", "Blue")
 	if got, want := answersOf(readJournalAPI(t, url, token, id)), []string{"operator: Blue"}; !slices.Equal(got, want) {
 		t.Fatalf("answers %q, want %q", got, want)
 	}
