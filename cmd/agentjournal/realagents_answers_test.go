@@ -195,3 +195,31 @@ func TestRealGeminiToolCallAfterPermission(t *testing.T) {
 		r.failf(t, "the call is not journaled started and succeeded: start %+v, end %+v", start, end)
 	}
 }
+
+// TestRealCopilotACPPermissionSubject: Copilot CLI over ACP titles its
+// permission request with the model's words; the question also says the
+// command it would run, from the request's raw input.
+func TestRealCopilotACPPermissionSubject(t *testing.T) {
+	t.Parallel()
+	c := realCLIs[2]
+	c.agent = "copilot-acp"
+	command := "echo hi > note.txt && ls"
+	call := c.shell("toolu_note_1", command)
+	call.Input["description"] = "write note.txt and list the directory"
+	sc := modelserver.Scenario{Turns: []modelserver.Turn{
+		{Text: "I will write the note.", ToolCalls: []modelserver.ToolCall{call}, Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Done.", Usage: modelserver.Usage{InputTokens: 150, OutputTokens: 5}},
+	}}
+	r := runScenario(t, c, sc, "Write the note", "--permissions", "deny")
+	var questions []string
+	for _, rec := range r.records {
+		if o, ok := rec.(*eventstore.Observation); ok && o.Signal != nil {
+			if ni, ok := o.Signal.Payload.(*eventstore.NeedsInputSignal); ok {
+				questions = append(questions, ni.Question)
+			}
+		}
+	}
+	if len(questions) == 0 || !strings.Contains(questions[0], command) {
+		r.failf(t, "permission questions %q, want the first to say the command %q", questions, command)
+	}
+}
