@@ -156,6 +156,16 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	// Behind the output held for the log, if any: the end is recorded
 	// after it, or, when Close gives up on it, not here at all.
 	st.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindStateChanged, "lifecycle:final")
+	// A turn's checkpoint (bounded by checkpointTimeout) is recorded
+	// before the end, which is the journal's last word on the run.
+	p.turnCheckpoints.Wait()
+	if f, ok := rt.cfg.Store.(JournalFollower); ok && rt.cfg.DecisionsBeforeEnd > 0 {
+		// Whatever is left undecided when the wait ends is decided
+		// after the end, as before.
+		ctx, cancel := context.WithTimeout(context.Background(), rt.cfg.DecisionsBeforeEnd)
+		_, _ = AwaitDecisions(ctx, f, p.ref)
+		cancel()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err := rt.journalAwait(ctx, p, st)
 	cancel()

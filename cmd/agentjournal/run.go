@@ -408,7 +408,7 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	}
 
 	settleCtx, cancel := context.WithTimeout(bg, settleTimeout)
-	undecided, err := awaitDecisions(settleCtx, s, ref)
+	undecided, err := runtime.AwaitDecisions(settleCtx, s, ref)
 	cancel()
 	if err != nil {
 		return err
@@ -579,42 +579,6 @@ func requestOpened(ctx context.Context, s journalFollower, ref eventstore.Refere
 		}
 	}
 	return false
-}
-
-// awaitDecisions waits until the journal holds a decision for every
-// observation, or ctx ends. It returns how many observations are still
-// undecided.
-func awaitDecisions(ctx context.Context, s journalFollower, ref eventstore.Reference) (int, error) {
-	st := &execution.State{}
-	undecided := -1 // not read yet
-	var err error
-	for batch, ferr := range s.FollowJournal(ctx, ref, 1) {
-		if err = ferr; err != nil {
-			break
-		}
-		for _, e := range batch {
-			if _, err := st.Apply(e.Record); err != nil {
-				return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
-			}
-		}
-		// A batch ends where the journal did: the count is of the whole.
-		undecided = 0
-		for id := range st.ProcessedObservations {
-			if _, ok := st.Decisions[id]; !ok {
-				undecided++
-			}
-		}
-		if undecided == 0 {
-			return 0, nil
-		}
-	}
-	if ctx.Err() != nil {
-		if undecided >= 0 {
-			return undecided, nil
-		}
-		err = ctx.Err()
-	}
-	return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
 }
 
 // replayJournal folds the journal of ref into the execution's state, a
