@@ -124,6 +124,17 @@ func TestRealAgentActivityFollowsTheTool(t *testing.T) {
 	}()
 	var ls, show string
 	deadline := time.Now().Add(realTimeout)
+	// ls goes through run once run serves (daemon.json); before, it would
+	// open the data directory itself, and run would find it in use.
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "daemon.json")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("run never served its data directory")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for {
 		ls = run(t, dir, "ls").stdout
 		if id := executionID.FindString(ls); id != "" && strings.Contains(ls, "executing") {
@@ -132,6 +143,11 @@ func TestRealAgentActivityFollowsTheTool(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("ls never said executing while the command ran:\n%s", ls)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("run ended (exit %d) before ls said executing:\n%s\nls:\n%s", r.code, r.stderr, ls)
+		default:
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
