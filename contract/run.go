@@ -281,11 +281,13 @@ func (r *Run) plan(o *eventstore.Observation, p *eventstore.PlanSignal) {
 			r.todoIndex[t.TodoID] = i
 		}
 	}
+	listed := make(map[string]bool, len(p.Items))
 	for _, it := range p.Items {
 		key := it.ID
 		if key == "" {
 			key = it.Text
 		}
+		listed[key] = true
 		ch := TodoChange{Status: it.Status, Text: it.Text, Sequence: o.Sequence, RecordID: o.RecordID, At: o.OccurredAt}
 		i, seen := r.todoIndex[key]
 		if !seen {
@@ -301,6 +303,19 @@ func (r *Run) plan(o *eventstore.Observation, p *eventstore.PlanSignal) {
 		}
 		t.Status, t.Text, t.UpdatedAt = it.Status, it.Text, o.OccurredAt
 		t.History = append(t.History, ch)
+		r.changed(PartTodo, i)
+	}
+	// A plan is the whole list each time: a todo it no longer lists was
+	// taken off it, and is dropped (004's status for it), so that the
+	// todos agree with the plan the execution shows. One done before
+	// stays done: it was carried out, whatever the list says now.
+	for i := range r.Todos {
+		t := &r.Todos[i]
+		if listed[t.TodoID] || t.Status == eventstore.PlanItemDone || t.Status == eventstore.PlanItemDropped {
+			continue
+		}
+		t.Status, t.UpdatedAt = eventstore.PlanItemDropped, o.OccurredAt
+		t.History = append(t.History, TodoChange{Status: t.Status, Text: t.Text, Sequence: o.Sequence, RecordID: o.RecordID, At: o.OccurredAt})
 		r.changed(PartTodo, i)
 	}
 }

@@ -476,12 +476,21 @@ func (d *Daemon) openRuntime() {
 		rc.Shared = sharedQueue{&d.member}
 	}
 	rc.Ended = d.release
+	if !cfg.NoPolicy {
+		rc.DecisionsBeforeEnd = decisionsBeforeEnd
+	}
 	rc.EnvProfiles = cfg.EnvProfiles
 	rc.Sandbox = cfg.Sandbox
 	rc.Sandbox.Hidden = append([]string{l.Dir, cfg.TokenFile}, cfg.Sandbox.Hidden...)
 	d.rt = runtime.New(rc)
 	d.onClose("runtime", func(ctx context.Context) error { return d.rt.Close(ctx) })
 }
+
+// decisionsBeforeEnd bounds how long an execution's end waits for the
+// policy to decide what it observed before it (runtime.Config's
+// DecisionsBeforeEnd): the policy follows the log within milliseconds, and
+// one stopped or far behind must not hold every end for long.
+const decisionsBeforeEnd = 2 * time.Second
 
 // launchEnv is what a launched agent gets to reach the API and MCP: their
 // addresses, when the daemon listens, and a token that can only signal its

@@ -269,6 +269,24 @@ const (
 	AnswerAllowAlways = "allow-always"
 )
 
+// PermissionChoices are the choices of a permission request, those the
+// agent offers, always in this order: allow, allow-always, deny. One order
+// for every agent, so that a choice given by its number (2) means the same
+// whichever agent asks.
+func PermissionChoices(allow, allowAlways, deny bool) []string {
+	var out []string
+	if allow {
+		out = append(out, AnswerAllow)
+	}
+	if allowAlways {
+		out = append(out, AnswerAllowAlways)
+	}
+	if deny {
+		out = append(out, AnswerDeny)
+	}
+	return out
+}
+
 // Posture is how an execution is driven (structured-first interaction).
 type Posture string
 

@@ -2,6 +2,8 @@ package execution
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentjournal/agentjournal/eventstore"
@@ -112,6 +114,41 @@ type InputRequest struct {
 	// request waits on.
 	Kind string              `json:"kind,omitempty"`
 	Tool *eventstore.ToolUse `json:"tool,omitempty"`
+}
+
+// CurrentActivity is the activity to show for an execution: while it runs
+// on its own (autonomous), the newest one an activity update reported (the
+// tool it runs: executing, editing), else its state's. The state's activity
+// moves only with state changes, which left a run idle through all its
+// tools; it stays the semantic one, since activity records are
+// compressible and the semantic state must not depend on them.
+func CurrentActivity(lifecycle eventstore.Lifecycle, attention eventstore.Attention, activity, latest eventstore.Activity) eventstore.Activity {
+	if lifecycle == eventstore.LifecycleRunning && attention == eventstore.AttentionAutonomous && latest != "" {
+		return latest
+	}
+	return activity
+}
+
+// CurrentActivity is CurrentActivity of s.
+func (s *State) CurrentActivity() eventstore.Activity {
+	return CurrentActivity(s.Lifecycle, s.Attention, s.Activity, s.Latest.Activity)
+}
+
+// Choice is the choice an answer to r names: by its number as shown (1 is
+// the first choice) or by its text, in any case. An answer that names none
+// is returned as it was: a question takes words too, and an agent hears
+// any other answer to a permission as a denial.
+func (r InputRequest) Choice(answer string) string {
+	a := strings.TrimSpace(answer)
+	if n, err := strconv.Atoi(a); err == nil && n >= 1 && n <= len(r.Choices) {
+		return r.Choices[n-1]
+	}
+	for _, c := range r.Choices {
+		if strings.EqualFold(c, a) {
+			return c
+		}
+	}
+	return answer
 }
 
 // Blocked is what a blocked signal said.

@@ -154,8 +154,10 @@ func (rt *Runtime) checkpointFrom(ctx context.Context, f *checkpointFold, ref ev
 // the reading of the agent's output.
 func (rt *Runtime) checkpointTurn(p *process, turn int) {
 	rt.wg.Add(1)
+	p.turnCheckpoints.Add(1)
 	go func() {
 		defer rt.wg.Done()
+		defer p.turnCheckpoints.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 		defer cancel()
 		if _, err := rt.checkpointFrom(ctx, &p.checkpoints, p.ref, fmt.Sprintf("turn-%d", turn), eventstore.CheckpointTurnEnd, eventstore.SourceDaemon, "", ""); err != nil {

@@ -69,6 +69,9 @@ func (rt *Runtime) SendMessage(ctx context.Context, id string, in SendMessageInp
 	if err := rt.answerable(ref, desc, p, in); err != nil {
 		return MessageAck{}, err
 	}
+	if in.Type == "answer" {
+		in.Payload = rt.namedChoice(ctx, ref, in.Payload)
+	}
 	m, err := rt.accept(ctx, ref, desc, &in)
 	if err != nil || m.dup != nil {
 		return m.ack(), err
@@ -100,6 +103,37 @@ func (rt *Runtime) answerable(ref eventstore.Reference, desc eventstore.Protocol
 		where = "host " + rt.cfg.Host
 	}
 	return fmt.Errorf("answer to %s: %w on %s: the answer is not recorded and its request stays open", ref.AgentExecutionID, ErrNotRunning, where)
+}
+
+// namedChoice is an answer's payload with its text made the choice it
+// names, by number or by text (execution.InputRequest.Choice), when it
+// answers the request asked last: the journal and the agent then hear
+// "allow-always", never "2", whichever surface it was typed at and
+// whatever order the agent offered its options in. Any other payload is
+// returned as it is, for accept to judge.
+func (rt *Runtime) namedChoice(ctx context.Context, ref eventstore.Reference, payload json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(payload, &fields) != nil {
+		return payload
+	}
+	var p eventstore.MessagePayload
+	if json.Unmarshal(payload, &p) != nil || p.RequestID == "" {
+		return payload
+	}
+	st, err := rt.replay(ctx, ref)
+	if err != nil || st.LastInputRequest.RequestID != p.RequestID {
+		return payload
+	}
+	choice := st.LastInputRequest.Choice(p.Text)
+	if choice == p.Text {
+		return payload
+	}
+	fields["text"], _ = json.Marshal(choice)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return payload
+	}
+	return out
 }
 
 // alive reports a process that has not exited; false for nil.

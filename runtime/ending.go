@@ -55,6 +55,11 @@ type ending struct {
 	cause stopCause
 	// limit is the time limit that stopped the run, with byTimeLimit.
 	limit time.Duration
+	// midTurn: the stop came while a turn was under way (the agent at
+	// work, or waiting on a permission or a question): closing its input
+	// cut the turn short, so even a clean exit is a cancellation. A stop
+	// between turns, after the turn's result, is a completion.
+	midTurn bool
 }
 
 // by records a cause of the ending, unless one that outranks it is there.
@@ -113,6 +118,8 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, clipReason(te.Reason)+" ("+e.desc+")"
 	case !e.success:
 		st.Lifecycle, st.Reason = eventstore.LifecycleFailed, e.desc
+	case end.stage == inputClosed && end.midTurn:
+		st.Lifecycle, st.Reason = eventstore.LifecycleCancelled, "stopped by the operator during a turn; "+e.desc
 	case end.stage == inputClosed:
 		st.Lifecycle, st.Reason = eventstore.LifecycleCompleted, "stopped by the operator; "+e.desc
 	case te != nil && te.Failed:
@@ -123,7 +130,7 @@ func (rt *Runtime) exited(p *process, c *child, e exit) {
 	// A run its time limit stopped says so, whichever way it ended.
 	limit, timedOut := end.timedOut()
 	if timedOut {
-		st.Reason = timedOutReason(limit) + "; " + strings.TrimPrefix(st.Reason, "stopped by the operator; ")
+		st.Reason = timedOutReason(limit) + "; " + strings.TrimPrefix(strings.TrimPrefix(st.Reason, "stopped by the operator during a turn; "), "stopped by the operator; ")
 	}
 	if reason, ok := interruptionOf(e, end); ok {
 		detail := e.desc
@@ -149,6 +156,16 @@ func (rt *Runtime) end(p *process, st *eventstore.StateChanged) {
 	// Behind the output held for the log, if any: the end is recorded
 	// after it, or, when Close gives up on it, not here at all.
 	st.RecordID = eventstore.RecordID(p.ref.JournalID, eventstore.KindStateChanged, "lifecycle:final")
+	// A turn's checkpoint (bounded by checkpointTimeout) is recorded
+	// before the end, which is the journal's last word on the run.
+	p.turnCheckpoints.Wait()
+	if f, ok := rt.cfg.Store.(JournalFollower); ok && rt.cfg.DecisionsBeforeEnd > 0 {
+		// Whatever is left undecided when the wait ends is decided
+		// after the end, as before.
+		ctx, cancel := context.WithTimeout(context.Background(), rt.cfg.DecisionsBeforeEnd)
+		_, _ = AwaitDecisions(ctx, f, p.ref)
+		cancel()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err := rt.journalAwait(ctx, p, st)
 	cancel()
@@ -258,6 +275,13 @@ func (rt *Runtime) stop(ctx context.Context, p *process) error {
 	graceful := c != nil && c.term() == nil && p.shape != "" && (p.driver.TurnsOnStdin() || c.turnEnd != nil)
 	if graceful {
 		p.ending.reach(inputClosed)
+		// A conversation is between turns while it awaits the next
+		// message; any other run, until its turn's result is in.
+		if p.shape == eventstore.ShapeConversation {
+			p.ending.midTurn = p.ending.midTurn || !p.awaiting
+		} else {
+			p.ending.midTurn = p.ending.midTurn || c.turnEnd == nil
+		}
 	}
 	p.mu.Unlock()
 	if c == nil {

@@ -154,7 +154,9 @@ func interruptionOf(e exit, end ending) (eventstore.InterruptionReason, bool) {
 		return eventstore.InterruptTimeout, true
 	case signalled && end.cause == byShutdown:
 		return eventstore.InterruptShutdown, true
-	case signalled:
+	case signalled, end.stage == inputClosed && end.midTurn:
+		// A turn cut short by closing its input is cancelled as much
+		// as one cut short by a signal.
 		return eventstore.InterruptCanceled, true
 	case strings.HasPrefix(e.desc, "signal: "):
 		// The runtime signals only through Stop, which records the

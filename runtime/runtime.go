@@ -144,6 +144,13 @@ type Config struct {
 	// Ended, when set, hears of every execution that ended here, once its
 	// end is journaled (a fleet-wide limit's slot is given back).
 	Ended func(ref eventstore.Reference)
+	// DecisionsBeforeEnd is how long the end of an execution waits for
+	// the policy to decide the observations recorded before it (with a
+	// Store that follows journals, JournalFollower): a run that ends at
+	// once after its last claim would otherwise have the claim's change
+	// of attention appended after its end, where it moves nothing. 0 does
+	// not wait: no policy runs on the log.
+	DecisionsBeforeEnd time.Duration
 	// Shared, when set, is the queue of the fleet of hosts sharing the
 	// log: launches that wait go there, and any host with room starts
 	// them (shared.go). QueueDir then keeps only their environments.
@@ -315,6 +322,9 @@ type process struct {
 	// turn's output may end it before the delivery that started it has
 	// finished recording.
 	turnMu sync.Mutex
+	// turnCheckpoints are the turn-end checkpoints being recorded, which
+	// the execution's end waits for: nothing is appended after the end.
+	turnCheckpoints sync.WaitGroup
 
 	// output keeps the execution's plain output, opened at its first
 	// line; outputOff once it failed (said once in the log) or closed.

@@ -51,10 +51,10 @@ func TestTimeoutEndsTheRun(t *testing.T) {
 		{"killed after the grace", runtime.LaunchRequest{Agent: "generic", Command: []string{r.agent, "ignore-term", "sleep:60s"}},
 			eventstore.LifecycleTerminated, "timed out after 300ms; killed after"},
 		// A CLI that reads its turns on stdin is asked to finish by
-		// closing its input, and exits cleanly.
+		// closing its input, and exits cleanly; its turn was cut short.
 		{"input closed", runtime.LaunchRequest{Agent: "claude-code", Prompt: "go",
 			Command: []string{r.agent, "replay:" + capture(t, claudeInit), "wait"}},
-			eventstore.LifecycleCompleted, "timed out after 300ms; exit status 0"},
+			eventstore.LifecycleCancelled, "timed out after 300ms; exit status 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentjournal/agentjournal/eventstore"
+	"github.com/agentjournal/agentjournal/execution"
 )
 
 // permissionsAsk is run's --permissions value that asks the person at the
@@ -48,9 +49,9 @@ func (a *terminalAsker) available() bool {
 	return true
 }
 
-// ask shows q at the terminal and returns the answer typed there: allow or
-// deny for a permission request, the text (or the choice its number names)
-// for a question. ok is false when there is no terminal, or done was
+// ask shows q at the terminal and returns the answer typed there: one of
+// a permission request's choices, the text (or the choice its number
+// names) for a question. ok is false when there is no terminal, or done was
 // closed first (the request was answered elsewhere, the agent ended, or
 // run was interrupted).
 func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}) (answer string, ok bool) {
@@ -81,7 +82,7 @@ func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}
 	}
 	prompt := "Your answer: "
 	if permission {
-		prompt = "Allow it? [y/N] "
+		prompt = "Your answer (a number or a choice; y allows once, anything else denies): "
 	} else if len(q.Choices) > 0 {
 		prompt = "Your answer (a number picks that choice): "
 	}
@@ -123,18 +124,21 @@ func (a *terminalAsker) ask(q *eventstore.NeedsInputSignal, done <-chan struct{}
 	}
 }
 
-// interpret turns what was typed into the answer sent to the agent.
+// interpret turns what was typed into the answer sent to the agent: the
+// choice a number or a choice's text names, as the runtime reads any
+// answer (execution.InputRequest.Choice); for a permission, y or yes is
+// allow, and anything else a denial.
 func interpret(q *eventstore.NeedsInputSignal, typed string, permission bool) string {
 	typed = strings.TrimSpace(typed)
-	if permission {
-		switch strings.ToLower(typed) {
-		case "y", "yes", eventstore.AnswerAllow:
-			return eventstore.AnswerAllow
-		}
-		return eventstore.AnswerDeny
+	answer := execution.InputRequest{Choices: q.Choices}.Choice(typed)
+	if !permission {
+		return answer
 	}
-	if n, err := strconv.Atoi(typed); err == nil && n >= 1 && n <= len(q.Choices) {
-		return q.Choices[n-1]
+	switch {
+	case slices.Contains(q.Choices, answer):
+		return answer
+	case strings.EqualFold(typed, "y"), strings.EqualFold(typed, "yes"), strings.EqualFold(typed, eventstore.AnswerAllow):
+		return eventstore.AnswerAllow
 	}
-	return typed
+	return eventstore.AnswerDeny
 }

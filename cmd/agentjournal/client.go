@@ -383,11 +383,12 @@ agent) and records the delivery; send prints how it went.
 
 --answer REQUEST_ID answers the agent's open input request (the requestId of
 its needs_input signal): the type becomes "answer" and the payload names the
-request. --type picks another message type the agent declares (prompt,
-answer, interrupt, …). A message sent again with the same --id is recorded
-once: the retry gets the first acknowledgement back. A message the agent did
-not get (its process has ended) is recorded as a failed delivery, and send
-exits 1.`,
+request; TEXT may be one of the request's choices or its number as shown
+(2 for the second), and the choice is what is recorded. --type picks another
+message type the agent declares (prompt, answer, interrupt, …). A message
+sent again with the same --id is recorded once: the retry gets the first
+acknowledgement back. A message the agent did not get (its process has
+ended) is recorded as a failed delivery, and send exits 1.`,
 	Example: "agentjournal send ae-0123456789abcdef01234567 summarize the open issues\n" +
 		"agentjournal send ae-0123456789abcdef01234567 --answer r1 yes, use the main branch",
 }

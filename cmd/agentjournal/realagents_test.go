@@ -603,16 +603,7 @@ func TestRealAgentQuestion(t *testing.T) {
 		t.Fatalf("input request %+v, want the question with choices Red and Blue", req)
 	}
 	mustRunReal(t, dir, "send", id, "--answer", req.RequestID, "Blue")
-	awaitReal(t, dir, id, "the end of the turn", func(st execution.State) bool {
-		return waitingForOperator(st) && turnsEnded(readJournalAPI(t, url, token, id)) == 1
-	})
-	conv := srv.Conversation()
-	if len(conv) < 2 {
-		t.Fatalf("%d conversation requests, want the answer sent back", len(conv))
-	}
-	if res, ok := conv[1].ToolResult("toolu_ask_1"); !ok || !strings.Contains(res.Content, "Blue") {
-		t.Fatalf("tool result %+v (found %v), want the answer Blue", res, ok)
-	}
+	answerReached(t, srv, dir, url, token, id, "toolu_ask_1", "Blue")
 	if msgs := messageTexts(readJournalAPI(t, url, token, id)); !slices.Contains(msgs, "You chose blue.") {
 		t.Fatalf("messages %q, want the answer's follow-up", msgs)
 	}

@@ -136,7 +136,7 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 			line("needs", "%s", quote(bl.Needs))
 		}
 	}
-	line("activity", "%s", st.Activity)
+	line("activity", "%s", st.CurrentActivity())
 	if id := st.CurrentInputRequestID; id != "" {
 		req := st.LastInputRequest
 		if req.RequestID != id {
@@ -177,11 +177,8 @@ func printState(w io.Writer, st *execution.State, output ...outputlog.Entry) err
 		if l.CurrentTarget != nil {
 			parts = append(parts, "target="+string(l.CurrentTarget.Kind)+":"+l.CurrentTarget.Path+l.CurrentTarget.Label)
 		}
-		if t := l.Telemetry; t != nil {
-			if tok := eventstore.TokenCounts(t.InputTokens, t.OutputTokens, t.TotalTokens); tok != "" {
-				parts = append(parts, "tokens="+tok)
-			}
-		}
+		// The tokens are said once, on their own line: the latest
+		// update's count can be older than the usage folded since.
 		if c := l.ToolCall; c != nil {
 			call := "last call=" + c.Name + ":" + string(c.Status)
 			if c.Error != "" {

@@ -107,15 +107,18 @@ claude-code, codex and copilot run one-shot here: the execution ends with the
 agent's first result, completed on success and failed on an error result, and
 they need --prompt. (Under a daemon they converse: see 'agentjournal launch'.)
 Claude Code asks before it runs a tool that needs permission, and may ask the
-user a question. run answers through the journal as --permissions says: ask
-(the default) shows the request at the controlling terminal (/dev/tty, even
-when run's output is redirected) and sends what is typed: y or n for a
-permission, the text or a choice's number for a question; deny (the tool does
-not run and the agent is told so, and a question is declined) or allow answer
-at once. Without a terminal, ask answers deny. A generic agent's needs_input
-question is asked at the terminal too; without one (or with deny or allow) it
-stays open for an answer sent from another shell (send --answer). A question
-answered from elsewhere is no longer asked at the terminal. Codex and Copilot
+user a question. run answers permission requests through the journal as
+--permissions says: ask (the default) shows the request at the controlling
+terminal (/dev/tty, even when run's output is redirected), its choices
+numbered, and sends what is typed, as the operator's answer: a choice's
+number or text (allow, allow-always, deny), or y for allow; anything else
+denies. deny (the tool does not run and the agent is told so) or allow answer
+at once. A question is never answered by --permissions: it is asked at the
+terminal, where its text or a choice's number answers it; without a terminal
+it is declined. A generic agent's needs_input question is asked at the
+terminal too; without one it stays open for an answer sent from another shell
+(send --answer). A question answered from elsewhere is no longer asked at
+the terminal. Codex and Copilot
 CLI cannot ask in this mode; they run under the policy their adapter's flags
 set, recorded in the journal header.
 
@@ -163,7 +166,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	prompt := fs.String("prompt", "", "send `TEXT` to the agent as its first message, a prompt")
 	seed := fs.String("seed", "", "derive the execution id from `S` (default: random, a new execution each run)")
 	grace := fs.Duration("grace", 5*time.Second, "after Ctrl-C, wait `DURATION` between SIGTERM and SIGKILL")
-	permissions := fs.String("permissions", permissionsAsk, "answer the agent's permission requests and questions: `MODE` ask (at the controlling terminal, or deny without one), deny or allow")
+	permissions := fs.String("permissions", permissionsAsk, "answer the agent's permission requests: `MODE` ask (at the controlling terminal, or deny without one), deny or allow; questions are asked at the terminal whatever the mode")
 	dir := fs.String("dir", "", "run the agent in `DIR` (default: the current directory)")
 	limit := fs.Duration("timeout", 0, "stop the agent once it has run `DURATION` (e.g. 30m, at most 168h): as Ctrl-C does, with the journal recording interruption.recorded, reason timeout; 0 for no limit")
 	snapshots := snapshotsFlag(fs)
@@ -277,12 +280,17 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	if keys != nil {
 		asker.keys = keys
 	}
-	ask := permissions == permissionsAsk && asker.available()
+	tty := asker.available()
 	cfg.OnInputRequest = func(ref eventstore.Reference, q *eventstore.NeedsInputSignal) {
 		// Asked after a launch, so after Open has returned d.
 		s, rt := d.Store(), d.Runtime()
+		// --permissions allow or deny answers permission requests only:
+		// a question (which color?) is the operator's to answer.
+		permission := q.Kind == string(eventstore.InputPermission)
 		switch {
-		case ask:
+		case permission && permissions != permissionsAsk:
+			answerInput(bg, s, rt, ref, q, permissions, "--permissions", eventstore.SourceSystem, stderr)
+		case tty:
 			done := rt.Done(ref.AgentExecutionID)
 			if done == nil {
 				return
@@ -291,15 +299,13 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 			defer stopWatching()
 			if text, ok := asker.ask(q, watchRequest(watch, s, ref, q.RequestID, done)); ok {
 				stopWatching()
-				answerInput(bg, s, rt, ref, q, text, "typed at the terminal", stderr)
+				answerInput(bg, s, rt, ref, q, text, "typed at the terminal", eventstore.SourceOperator, stderr)
 			}
 		case q.Kind == "":
 			// A generic agent's question: with nobody to ask here, it
 			// stays open for an answer sent from elsewhere.
-		case permissions == permissionsAsk:
-			answerInput(bg, s, rt, ref, q, eventstore.AnswerDeny, "no terminal to ask at", stderr)
 		default:
-			answerInput(bg, s, rt, ref, q, permissions, "--permissions", stderr)
+			answerInput(bg, s, rt, ref, q, eventstore.AnswerDeny, "no terminal to ask at", eventstore.SourceSystem, stderr)
 		}
 	}
 	var display *marker.DisplayWriter
@@ -402,7 +408,7 @@ func (c *RunCommand) run(ctx context.Context, req runtime.LaunchRequest, grace t
 	}
 
 	settleCtx, cancel := context.WithTimeout(bg, settleTimeout)
-	undecided, err := awaitDecisions(settleCtx, s, ref)
+	undecided, err := runtime.AwaitDecisions(settleCtx, s, ref)
 	cancel()
 	if err != nil {
 		return err
@@ -533,11 +539,12 @@ func (e *envFlag) Set(v string) error {
 	return nil
 }
 
-// answerInput answers an agent's permission request or question the way
-// --permissions says, through the journal: an answer message, decided by
+// answerInput answers an agent's permission request or question, as source
+// (the operator at the terminal, or run itself for --permissions), through
+// the journal: an answer message, decided by
 // the policy and delivered to the agent. It waits for the policy to open
 // the request first, so the answer is decided as the answer to it.
-func answerInput(ctx context.Context, s journalFollower, rt *runtime.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, log io.Writer) {
+func answerInput(ctx context.Context, s journalFollower, rt *runtime.Runtime, ref eventstore.Reference, q *eventstore.NeedsInputSignal, answer, why string, source eventstore.MessageSource, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	if !requestOpened(ctx, s, ref, q.RequestID) {
@@ -550,7 +557,7 @@ func answerInput(ctx context.Context, s journalFollower, rt *runtime.Runtime, re
 	fmt.Fprint(log, termSafe(fmt.Sprintf("agentjournal: the agent asks %s (%s): %s; answering %q (%s)", what, q.RequestID, q.Question, answer, why))+"\n")
 	payload, _ := json.Marshal(map[string]string{"requestId": q.RequestID, "text": answer})
 	if _, err := rt.SendMessage(context.WithoutCancel(ctx), ref.AgentExecutionID, runtime.SendMessageInput{
-		MessageID: "answer-" + q.RequestID, Type: "answer", Source: eventstore.SourceSystem, Payload: payload}); err != nil {
+		MessageID: "answer-" + q.RequestID, Type: "answer", Source: source, Payload: payload}); err != nil {
 		fmt.Fprintf(log, "agentjournal: answer %s: %v\n", q.RequestID, err)
 	}
 }
@@ -572,42 +579,6 @@ func requestOpened(ctx context.Context, s journalFollower, ref eventstore.Refere
 		}
 	}
 	return false
-}
-
-// awaitDecisions waits until the journal holds a decision for every
-// observation, or ctx ends. It returns how many observations are still
-// undecided.
-func awaitDecisions(ctx context.Context, s journalFollower, ref eventstore.Reference) (int, error) {
-	st := &execution.State{}
-	undecided := -1 // not read yet
-	var err error
-	for batch, ferr := range s.FollowJournal(ctx, ref, 1) {
-		if err = ferr; err != nil {
-			break
-		}
-		for _, e := range batch {
-			if _, err := st.Apply(e.Record); err != nil {
-				return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
-			}
-		}
-		// A batch ends where the journal did: the count is of the whole.
-		undecided = 0
-		for id := range st.ProcessedObservations {
-			if _, ok := st.Decisions[id]; !ok {
-				undecided++
-			}
-		}
-		if undecided == 0 {
-			return 0, nil
-		}
-	}
-	if ctx.Err() != nil {
-		if undecided >= 0 {
-			return undecided, nil
-		}
-		err = ctx.Err()
-	}
-	return 0, fmt.Errorf("replay %s: %w", ref.AgentExecutionID, err)
 }
 
 // replayJournal folds the journal of ref into the execution's state, a

@@ -157,8 +157,9 @@ var lsSpec = cmdSpec{
 	Name: "ls",
 	Args: "[--owner ENTITY[/ID]] [--lifecycle L] [--attention A] [--limit N] [--json]",
 	Summary: `List agent executions, most recently active first: id, owner, agent,
-lifecycle, attention, activity, when it started and when it last changed.
-Executions that need a person (attention awaiting-operator or blocked) are
+lifecycle, attention, activity (while one runs on its own, what its latest
+activity update says it does: executing a tool, editing), when it started
+and when it last changed. Executions that need a person (attention awaiting-operator or blocked) are
 marked with "!". The list comes from the read model, brought up to the end of
 the log first; when a daemon runs for the data directory (and holds it
 locked), from the daemon's. Filters combine.`,
@@ -214,7 +215,7 @@ func (c *LsCommand) Run(ctx context.Context, args []string) error {
 			}
 			writeLine(w, "%s %-27s  %-20s  %-12s  %-10s  %-17s  %-13s  %-19s  %s", mark, s.ID,
 				textclip.Runes(string(s.OwnerEntity)+"/"+s.OwnerID, 20), textclip.Runes(s.AgentID, 12), s.Lifecycle, s.Attention,
-				s.Activity, s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
+				execution.CurrentActivity(s.Lifecycle, s.Attention, s.Activity, s.LatestActivity), s.CreatedAt.Local().Format("2006-01-02 15:04:05"), ago(s.UpdatedAt))
 		}
 		return nil
 	})
@@ -252,9 +253,9 @@ var showSpec = cmdSpec{
 	Name: "show",
 	Args: "ID [--transcript] [--json]",
 	Summary: `Show one agent execution as the read model holds it: lifecycle,
-attention (for a blocked agent, what blocks it and what it needs), activity,
-the open input request with its choices, numbered, latest activity and token
-telemetry, protocol posture, journal metadata, and its ten newest timeline
+attention (for a blocked agent, what blocks it and what it needs), activity
+(as ls says it), the open input request with its choices, numbered, the
+tokens, latest activity, protocol posture, journal metadata, and its ten newest timeline
 items, and the last lines of its plain output (see logs): for a failed
 execution, right under its lifecycle. With --json, print the whole state.
 When a daemon runs for the data directory, show asks it.

@@ -260,7 +260,11 @@ func acpToolActivity(t *protocol.ToolCall) (eventstore.Activity, *eventstore.Tar
 }
 
 func (d *Driver) tool(kind string, t *protocol.ToolCall) {
-	if kind == protocol.UpdateToolCall {
+	// An update of a call never announced opens it too: Gemini CLI sends
+	// no tool_call for the tools it runs, only their completed update,
+	// and a call has to be open to be closed. OpenTool opens a call once,
+	// so an update of one already open or closed adds nothing here.
+	if kind == protocol.UpdateToolCall || t.Status == "completed" || t.Status == "failed" || t.Status == "in_progress" {
 		name := t.Title
 		if name == "" {
 			name = t.Kind
@@ -311,44 +315,50 @@ func (d *Driver) permissionAsked(rpcID string, r *protocol.PermissionRequest) {
 	sig := &eventstore.NeedsInputSignal{
 		RequestID: agent.InputRequestID(r.Tool.ID, d.Prefix(), d.NextKey()),
 		Kind:      string(eventstore.InputPermission),
-		Question:  "Allow " + orName(agent.OneLine(name, 200)) + "?",
+		Question:  permissionQuestion(name, &r.Tool),
 		Tool:      &eventstore.ToolUse{Name: agent.ToolName(name), Input: agent.ToolInput(r.Tool.Input)},
 		Choices:   choices(r.Options),
 	}
 	d.Observe(sig)
 }
 
-func orName(s string) string {
-	if s == "" {
-		return "an unnamed tool call"
+// permissionQuestion is the one line that asks for permission: the call's
+// title, which is the model's own words ("write note.txt and list the
+// directory"), and what the call really does, from its raw input (the
+// command, the file) or else its first location.
+func permissionQuestion(name string, t *protocol.ToolCall) string {
+	name = agent.OneLine(name, 200)
+	if name == "" {
+		name = "an unnamed tool call"
 	}
-	return s
+	subject := agent.MainArg(agent.Args(t.Input))
+	if subject == "" && len(t.Paths) > 0 {
+		subject = t.Paths[0]
+	}
+	subject = agent.OneLine(subject, 200)
+	if subject == "" || subject == name {
+		return "Allow " + name + "?"
+	}
+	return "Allow " + name + ": " + subject + "?"
 }
 
-// choices are the journal's answers to a permission request, in the
-// order of the options the agent offers: allow (allow_once), allow-always
-// (allow_always) and deny (reject_once or reject_always).
+// choices are the journal's answers to a permission request, in the one
+// order every agent's are given (eventstore.PermissionChoices): allow
+// (allow_once), allow-always (allow_always), deny (reject_once or
+// reject_always), whatever order the agent offers them in.
 func choices(opts []protocol.PermissionOption) []string {
-	var out []string
-	add := func(s string) {
-		for _, c := range out {
-			if c == s {
-				return
-			}
-		}
-		out = append(out, s)
-	}
+	var allow, always, deny bool
 	for _, o := range opts {
 		switch o.Kind {
 		case protocol.AllowOnce:
-			add(eventstore.AnswerAllow)
+			allow = true
 		case protocol.AllowAlways:
-			add(eventstore.AnswerAllowAlways)
+			always = true
 		case protocol.RejectOnce, protocol.RejectAlways:
-			add(eventstore.AnswerDeny)
+			deny = true
 		}
 	}
-	return out
+	return eventstore.PermissionChoices(allow, always, deny)
 }
 
 func (d *Driver) file(f *protocol.FileRequest) {

@@ -15,7 +15,7 @@ import (
 func TestControlRequestAnsweredFromTheParse(t *testing.T) {
 	d := agenttest.NewReader(t, Agent{})
 	evs := d.Parse([]byte(`{"type":"control_request","request_id":"req-1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"permission_suggestions":[{"type":"addRules"}]}}`))
-	if got := agenttest.DescribeAll(evs); len(got) != 1 || got[0] != "needs permission: Allow Bash: make test? [allow deny allow-always]" {
+	if got := agenttest.DescribeAll(evs); len(got) != 1 || got[0] != "needs permission: Allow Bash: make test? [allow allow-always deny]" {
 		t.Fatalf("events %v, want one permission request", got)
 	}
 	answer := func(id, text string) map[string]any {

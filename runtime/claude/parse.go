@@ -430,7 +430,7 @@ func (d *Driver) assistant(ev *claudeEvent) {
 				d.Message(b.Text)
 			}
 		case b.Type == "tool_use" || b.Type == "server_tool_use" || b.Type == "mcp_tool_use":
-			act, target := agent.ToolActivity(b.Name, agent.Args(b.Input))
+			act, target := toolActivity(b.Name, agent.Args(b.Input))
 			d.OpenTool(b.ID, b.Name, act, target)
 			if sub && b.ID != "" {
 				d.subCall(parent, b.ID)
@@ -812,22 +812,47 @@ func (d *Driver) controlRequest(ev *claudeEvent) {
 	} else {
 		sig.Kind = string(eventstore.InputPermission)
 		sig.Question = permissionQuestion(r.ToolName, agent.Args(r.Input))
-		sig.Choices = []string{eventstore.AnswerAllow, eventstore.AnswerDeny}
-		if suggested(r.Suggestions) {
-			sig.Choices = append(sig.Choices, eventstore.AnswerAllowAlways)
-		}
+		sig.Choices = eventstore.PermissionChoices(true, suggested(r.Suggestions), true)
 	}
 	d.Observe(sig)
 }
 
+// toolActivity is agent.ToolActivity, with Claude Code's own tools that
+// name no file or command told by what they carry: a Skill call by its
+// skill, a Task or Agent call (a subagent) by its description, so that
+// the timeline says more than tool:Task.
+func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
+	act, target := agent.ToolActivity(name, a)
+	if s := subject(name, a); s != "" {
+		target = agent.ToolTarget(name + ": " + agent.OneLine(s, 200))
+	}
+	return act, target
+}
+
+// subject is what a Skill, Task or Agent call is about: the skill's name,
+// the subagent's description; "" for other tools.
+func subject(tool string, a map[string]json.RawMessage) string {
+	switch tool {
+	case "Skill":
+		return agent.StringArg(a, "skill", "name", "command")
+	case "Task", "Agent":
+		return agent.StringArg(a, "description", "subagent_type", "prompt")
+	}
+	return ""
+}
+
 // permissionQuestion is the one line that asks for permission: the tool
-// and its main argument.
+// and its main argument (a skill's name, a subagent's description).
 func permissionQuestion(tool string, a map[string]json.RawMessage) string {
 	name := agent.OneLine(tool, agent.MaxTypeBytes)
 	if name == "" {
 		name = "an unnamed tool"
 	}
-	if arg := agent.OneLine(agent.MainArg(a), 200); arg != "" {
+	arg := agent.MainArg(a)
+	if s := subject(tool, a); s != "" {
+		arg = s
+	}
+	if arg := agent.OneLine(arg, 200); arg != "" {
 		return "Allow " + name + ": " + arg + "?"
 	}
 	return "Allow " + name + "?"

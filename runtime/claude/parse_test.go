@@ -168,7 +168,7 @@ func TestClaudeRealCaptures(t *testing.T) {
 			"session e2cec5e6-c1b7-4450-87c1-5bdd5549c2ba 2.1.328",
 			"message: I will run a command.",
 			"activity executing command:echo hello-from-tool && touch made-by-tool tool=Bash call=Bash:started active=true",
-			"needs permission: Allow Bash: echo hello-from-tool && touch made-by-tool? [allow deny allow-always]",
+			"needs permission: Allow Bash: echo hello-from-tool && touch made-by-tool? [allow allow-always deny]",
 			`activity call=Bash:failed error="The user does not allow touching files." active=false`,
 			"message: The command printed hello-from-tool.",
 			"usage + in=760 out=42 total=802",
@@ -350,7 +350,7 @@ func TestClaudeNeedsInput(t *testing.T) {
 			Signal: eventstore.NewSignal(&eventstore.NeedsInputSignal{
 				RequestID: "1539fd5a-edbd-4db0-b935-ae116c794ced",
 				Question:  "Allow Bash: echo hello-from-tool && touch made-by-tool?",
-				Choices:   []string{"allow", "deny", "allow-always"},
+				Choices:   []string{"allow", "allow-always", "deny"},
 				Kind:      "permission",
 				Tool: &eventstore.ToolUse{Name: "Bash", Input: map[string]any{
 					"command": "echo hello-from-tool && touch made-by-tool", "description": "Print a greeting"}},
