@@ -248,10 +248,12 @@ func readJournal(ctx context.Context, log Log, j journal, fs findings) (uint64, 
 		case err != nil && e.Record == nil && e.Offset == 0:
 			return n, fmt.Errorf("check for damage: %w", err)
 		case err != nil:
-			// A record that does not decode holds its place; the read
-			// goes on.
+			// A record that does not decode damages the journal; the
+			// read ends there, since a reader that meets it again and
+			// again would add the same finding without end.
 			fs.add(Finding{AgentExecutionID: j.ref.AgentExecutionID, JournalID: j.ref.JournalID,
 				Why: []string{fmt.Sprintf("the record at offset %d does not decode: %v", e.Offset, err)}})
+			return n, nil
 		default:
 			n++
 		}
