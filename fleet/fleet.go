@@ -131,10 +131,6 @@ type Fleet struct {
 	// then, and gives every host a lease of its own once it hears again.
 	selfHeard, listening time.Time
 	beatNow              chan struct{}
-	// rewatch asks the watches of the hosts and the queue to be set up
-	// again (see rewatchIfDeaf); rewatched is when that was last asked.
-	rewatchHosts, rewatchQueue chan struct{}
-	rewatched                  time.Time
 
 	limits      jetstream.KeyValue
 	queue       jetstream.KeyValue
@@ -186,8 +182,7 @@ func Join(ctx context.Context, cfg Config) (*Fleet, error) {
 	b := make([]byte, 8)
 	rand.Read(b)
 	f := &Fleet{cfg: cfg, instance: hex.EncodeToString(b), started: time.Now().UTC(),
-		members: map[string]member{}, ended: map[string]bool{}, dispatchNow: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64),
-		rewatchHosts: make(chan struct{}, 1), rewatchQueue: make(chan struct{}, 1)}
+		members: map[string]member{}, ended: map[string]bool{}, dispatchNow: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), serve: make(chan struct{}, 64)}
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
 		kv, err = eventstore.OpenBucket(ctx, cfg.JS, jetstream.KeyValueConfig{Bucket: Bucket(cfg.Stream), Storage: jetstream.FileStorage,
@@ -357,7 +352,6 @@ func (f *Fleet) beatLoop(ctx context.Context) {
 			// nobody's work.
 			continue
 		}
-		f.rewatchIfDeaf()
 		if f.first() {
 			f.endLost(ctx)
 			if f.cfg.Orphan != nil {
@@ -442,56 +436,18 @@ func (f *Fleet) beat(ctx context.Context, left bool) error {
 	return err
 }
 
-// rewatchIfDeaf sets the watches of the hosts and the queue up again when
-// the bucket takes this host's heartbeats but the watch has not brought
-// one back for longer than echoGap and a beat: the log's server went away
-// and came back, and the client sets a watch whose consumer went with it
-// up again only at its next idle check, about 10 s later, during which
-// this host would hear of no host and no queued run. At most once a lease.
-func (f *Fleet) rewatchIfDeaf() {
-	f.mu.Lock()
-	now := time.Now()
-	deaf := now.Sub(f.selfHeard) > f.echoGap()+f.cfg.Lease/BeatsPerLease && now.Sub(f.rewatched) > f.cfg.Lease
-	if deaf {
-		f.rewatched = now
-	}
-	f.mu.Unlock()
-	if !deaf {
-		return
-	}
-	f.cfg.Logger.Info("fleet: the hosts' heartbeats stopped coming back while the log takes them; watching the hosts and the queue again", "host", f.cfg.Name)
-	for _, c := range []chan struct{}{f.rewatchHosts, f.rewatchQueue} {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // watch keeps the members map: every heartbeat is heard when it arrives;
-// those in the bucket before are dated by when the bucket got them. It
-// sets the watch up again when rewatchIfDeaf asks, or when the watch ends.
+// those in the bucket before are dated by when the bucket got them.
 func (f *Fleet) watch(ctx context.Context, w jetstream.KeyWatcher) {
-	defer func() { w.Stop() }()
-	updates, initial := w.Updates(), true
+	defer w.Stop()
+	initial := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.rewatchHosts:
-			nw, err := f.kv.WatchAll(ctx)
-			if err != nil {
-				f.cfg.Logger.Warn("fleet: watch the hosts again; tried again at a later beat", "err", err)
-				continue
-			}
-			w.Stop()
-			w, updates, initial = nw, nw.Updates(), true
-		case e, ok := <-updates:
+		case e, ok := <-w.Updates():
 			if !ok {
-				// Ended under this member: the next beat that is not
-				// heard back sets it up again.
-				updates = nil
-				continue
+				return
 			}
 			if e == nil {
 				initial = false

@@ -105,29 +105,15 @@ func (f *Fleet) openQueue(ctx context.Context) error {
 	return nil
 }
 
-// watchQueue keeps the queued map from the bucket's watch, and sets the
-// watch up again when rewatchIfDeaf asks or it ends.
 func (f *Fleet) watchQueue(ctx context.Context) {
-	w := f.queueWatch
-	defer func() { w.Stop() }()
-	updates := w.Updates()
+	defer f.queueWatch.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.rewatchQueue:
-			nw, err := f.resyncQueue(ctx)
-			if err != nil {
-				f.cfg.Logger.Warn("fleet: watch the queue again; tried again at a later beat", "err", err)
-				continue
-			}
-			w.Stop()
-			w, updates = nw, nw.Updates()
-			f.kick()
-		case e, ok := <-updates:
+		case e, ok := <-f.queueWatch.Updates():
 			if !ok {
-				updates = nil
-				continue
+				return
 			}
 			if e != nil {
 				f.heardRun(e)
@@ -135,56 +121,6 @@ func (f *Fleet) watchQueue(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// resyncQueue watches the queue bucket anew and makes the queued map what
-// the bucket holds now: the runs that left it while this member was not
-// hearing it are forgotten, those that came are known.
-func (f *Fleet) resyncQueue(ctx context.Context) (jetstream.KeyWatcher, error) {
-	w, err := f.queue.WatchAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now := map[string]bool{}
-	wait := time.NewTimer(f.cfg.Lease)
-	defer wait.Stop()
-	for done := false; !done; {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("the watch ended before it gave the queue's runs")
-			}
-			if e == nil {
-				done = true
-				break
-			}
-			if e.Operation() == jetstream.KeyValuePut {
-				now[e.Key()] = true
-			}
-			f.heardRun(e)
-		case <-wait.C:
-			w.Stop()
-			return nil, fmt.Errorf("the queue's runs did not come within %s", f.cfg.Lease)
-		case <-ctx.Done():
-			w.Stop()
-			return nil, ctx.Err()
-		}
-	}
-	var gone []string
-	f.mu.Lock()
-	for id := range f.queued {
-		if !now[id] {
-			gone = append(gone, id)
-			delete(f.queued, id)
-		}
-	}
-	f.mu.Unlock()
-	if f.cfg.Dequeued != nil {
-		for _, id := range gone {
-			f.cfg.Dequeued(id)
-		}
-	}
-	return w, nil
 }
 
 func (f *Fleet) heardRun(e jetstream.KeyValueEntry) {
