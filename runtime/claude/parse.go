@@ -471,25 +471,6 @@ func (d *Driver) subCall(parent, id string) {
 	}
 }
 
-// unsettle keeps the largest usage a line gave for a message until a
-// result counts it. A message without an id cannot be told from another
-// and is not kept.
-func (d *Driver) unsettle(id string, in, out *int64) {
-	if id == "" {
-		return
-	}
-	i, o := agent.Deref(agent.NonNegative(in)), agent.Deref(agent.NonNegative(out))
-	for k := range d.unsettled {
-		if u := &d.unsettled[k]; u.id == id {
-			u.in, u.out = max(u.in, i), max(u.out, o)
-			return
-		}
-	}
-	if len(d.unsettled) < maxUnsettled {
-		d.unsettled = append(d.unsettled, unsettledMessage{id: id, in: i, out: o})
-	}
-}
-
 // Flush counts, when the output ended without a result after them, the
 // messages no result counted, and ends the tool calls left open: no result
 // will come for them. Its events take the ids of a line after the last.
@@ -501,12 +482,6 @@ func (d *Driver) Flush() []agent.Event {
 	d.unsettled = nil
 	d.AbandonTools("Claude Code's output ended before the call's result")
 	return d.Finish()
-}
-
-// count adds increments to what was counted since the last result.
-func (d *Driver) count(in, out int64) {
-	d.window[0] = agent.AddSat(d.window[0], in)
-	d.window[1] = agent.AddSat(d.window[1], out)
 }
 
 // user lines carry tool results, which close their calls; the rest is the
@@ -698,65 +673,6 @@ func (d *Driver) result(ev *claudeEvent) {
 	d.EndTurn(true, d.Failed(reason, detail))
 }
 
-// resultUsage adds what the result says the server counted since the
-// previous result beyond what the lines in between added.
-func (d *Driver) resultUsage(usage *claudeUsage, since, model map[string]claudeModelUsage) {
-	var in, out *int64
-	switch {
-	case since != nil:
-		t := sumModels(since)
-		in, out = &t.Input, &t.Output
-	case model != nil:
-		t := d.modelGrowth(sumModels(model), usage)
-		in, out = &t.Input, &t.Output
-	case usage != nil:
-		in, out = agent.NonNegative(usage.input()), agent.NonNegative(usage.OutputTokens)
-	}
-	var dIn, dOut int64
-	if in != nil && *in > d.window[0] {
-		dIn = *in - d.window[0]
-	}
-	if out != nil && *out > d.window[1] {
-		dOut = *out - d.window[1]
-	}
-	d.Increment(dIn, dOut)
-	d.window, d.behind, d.unsettled = [2]int64{}, false, nil
-}
-
-// sumModels adds up a per-model usage map.
-func sumModels(models map[string]claudeModelUsage) agent.Tokens {
-	var t agent.Tokens
-	for _, m := range models {
-		t.Input = agent.AddSat(t.Input, agent.Deref(agent.SumCounts(m.InputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens)))
-		t.Output = agent.AddSat(t.Output, agent.Deref(agent.NonNegative(m.OutputTokens)))
-	}
-	return t
-}
-
-// modelGrowth is what a result's modelUsage (the process's running totals,
-// now) grew by since the process's previous result, and never less than
-// the query's own result.usage. A process's first result grows from zero,
-// from what the runs before it counted when it resumed a session, and is
-// the query's own usage when it forked one.
-func (d *Driver) modelGrowth(now agent.Tokens, usage *claudeUsage) agent.Tokens {
-	var from agent.Tokens
-	switch {
-	case d.model != nil:
-		from = *d.model
-	case d.cont != nil && d.cont.Fork:
-		from = now
-	case d.cont != nil:
-		from = d.before
-	}
-	d.model = &now
-	grown := agent.Tokens{Input: max(now.Input-from.Input, 0), Output: max(now.Output-from.Output, 0)}
-	if usage != nil {
-		grown.Input = max(grown.Input, agent.Deref(agent.NonNegative(usage.input())))
-		grown.Output = max(grown.Output, agent.Deref(agent.NonNegative(usage.OutputTokens)))
-	}
-	return grown
-}
-
 // rateLimit reports a rate limit that is not simply "allowed": a warning
 // or a refusal is what the operator needs to know.
 func (d *Driver) rateLimit(ev *claudeEvent) {
@@ -815,84 +731,6 @@ func (d *Driver) controlRequest(ev *claudeEvent) {
 		sig.Choices = eventstore.PermissionChoices(true, suggested(r.Suggestions), true)
 	}
 	d.Observe(sig)
-}
-
-// toolActivity is agent.ToolActivity, with Claude Code's own tools that
-// name no file or command told by what they carry: a Skill call by its
-// skill, a Task or Agent call (a subagent) by its description, so that
-// the timeline says more than tool:Task.
-func toolActivity(name string, a map[string]json.RawMessage) (eventstore.Activity, *eventstore.Target) {
-	act, target := agent.ToolActivity(name, a)
-	if s := subject(name, a); s != "" {
-		target = agent.ToolTarget(name + ": " + agent.OneLine(s, 200))
-	}
-	return act, target
-}
-
-// subject is what a Skill, Task or Agent call is about: the skill's name,
-// the subagent's description; "" for other tools.
-func subject(tool string, a map[string]json.RawMessage) string {
-	switch tool {
-	case "Skill":
-		return agent.StringArg(a, "skill", "name", "command")
-	case "Task", "Agent":
-		return agent.StringArg(a, "description", "subagent_type", "prompt")
-	}
-	return ""
-}
-
-// permissionQuestion is the one line that asks for permission: the tool
-// and its main argument (a skill's name, a subagent's description).
-func permissionQuestion(tool string, a map[string]json.RawMessage) string {
-	name := agent.OneLine(tool, agent.MaxTypeBytes)
-	if name == "" {
-		name = "an unnamed tool"
-	}
-	arg := agent.MainArg(a)
-	if s := subject(tool, a); s != "" {
-		arg = s
-	}
-	if arg := agent.OneLine(arg, 200); arg != "" {
-		return "Allow " + name + ": " + arg + "?"
-	}
-	return "Allow " + name + "?"
-}
-
-// askUserQuestion reads AskUserQuestion's input: the question texts and
-// the labels of their options.
-func askUserQuestion(raw json.RawMessage) (string, []string) {
-	var in struct {
-		Questions []struct {
-			Question string `json:"question"`
-			Options  []struct {
-				Label string `json:"label"`
-			} `json:"options"`
-		} `json:"questions"`
-	}
-	_ = json.Unmarshal(raw, &in)
-	var texts, choices []string
-	for _, q := range in.Questions {
-		if t := strings.TrimSpace(q.Question); t != "" {
-			texts = append(texts, t)
-		}
-		for _, o := range q.Options {
-			if l := strings.TrimSpace(o.Label); l != "" && len(choices) < maxChoices {
-				choices = append(choices, textclip.Fit(l, agent.MaxLabelBytes))
-			}
-		}
-	}
-	question := textclip.Fit(strings.Join(texts, "\n"), agent.MaxSummaryBytes)
-	if question == "" {
-		question = "Claude Code asks a question without text"
-	}
-	return question, choices
-}
-
-// suggested reports a non-empty permission_suggestions array: Claude Code
-// then offers to remember the answer.
-func suggested(raw json.RawMessage) bool {
-	var v []json.RawMessage
-	return len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &v) == nil && len(v) > 0
 }
 
 func countText(p *int64) string {
